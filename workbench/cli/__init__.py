@@ -1,0 +1,1 @@
+"""The `workbench` command line: a thin layer over the domain core."""

@@ -1,0 +1,153 @@
+"""Variant names: the matrix expanded into the seeds' 66 variants; format, parse, validate."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+
+from workbench.errors import WorkbenchError
+from workbench.matrix import Isa, Matrix, Sm, Toolkit
+
+NAME_PATTERN = re.compile(
+    r"^onnxruntime-python(?P<python>\d{3,4})-(?P<stack>cuda\d+_\d+|cpu)"
+    r"(?:-(?P<sm>sm\d+))?-(?P<isa>[a-z0-9_]+)$"
+)
+
+
+class UnknownVariantError(WorkbenchError):
+    """A variant name that the matrix does not produce."""
+
+    def __init__(self, name: str, reason: str, suggestions: list[str]) -> None:
+        self.name = name
+        self.reason = reason
+        self.suggestions = suggestions
+        hint = f"; did you mean {', '.join(suggestions)}?" if suggestions else ""
+        super().__init__(f"unknown variant {name!r}: {reason}{hint}")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One buildable ONNX Runtime variant: Python, CUDA toolkit (or CPU-only), SM, ISA."""
+
+    python: str  # "3.13"
+    toolkit: Toolkit | None
+    sm: Sm | None
+    isa: Isa
+    ort_version: str
+
+    @property
+    def name(self) -> str:
+        return format_name(self.python, self.toolkit, self.sm, self.isa)
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.toolkit is not None
+
+    @property
+    def platform(self) -> str:
+        return self.isa.platform
+
+    @property
+    def cmake_cuda_architectures(self) -> str | None:
+        return self.sm.cmake_arch if self.sm else None
+
+    @property
+    def caveat(self) -> str | None:
+        """Why this variant cannot be built as named, if it cannot."""
+        if self.toolkit and self.sm and _version_key(self.toolkit.version) < _version_key(
+            self.sm.min_toolkit
+        ):
+            return (
+                f"nvcc {self.toolkit.version} cannot target {self.sm.name} "
+                f"({self.sm.family} needs CUDA {self.sm.min_toolkit} or newer)"
+            )
+        return None
+
+    @property
+    def description(self) -> str:
+        """The header line of the Flox matrix's .nix files."""
+        if self.sm and self.toolkit:
+            gpus = ", ".join(self.sm.gpus[:3])
+            return (
+                f"ONNX Runtime {self.ort_version} for NVIDIA {self.sm.family} "
+                f"({self.sm.name.upper()}: {gpus}) + {self.isa.label} [CUDA {self.toolkit.version}]"
+            )
+        return f"ONNX Runtime {self.ort_version} CPU-only + {self.isa.label}"
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", version))
+
+
+def python_tag(python: str) -> str:
+    """"3.13" -> "313"."""
+    return python.replace(".", "")
+
+
+def format_name(python: str, toolkit: Toolkit | None, sm: Sm | None, isa: Isa) -> str:
+    """The variant's name by the matrix's naming rule."""
+    stack = toolkit.name if toolkit else "cpu"
+    sm_part = f"-{sm.name}" if sm else ""
+    return f"onnxruntime-python{python_tag(python)}-{stack}{sm_part}-{isa.name}"
+
+
+def expand(matrix: Matrix) -> list[Variant]:
+    """Every variant of the matrix, in the matrix's order: toolkits x SMs x ISAs, then CPU."""
+    variants = [
+        Variant(toolkit.python, toolkit, sm, matrix.isa(isa_name), matrix.ort_version)
+        for toolkit in matrix.toolkits
+        for sm in matrix.sms
+        for isa_name in sm.isas
+    ]
+    variants += [
+        Variant(matrix.cpu_python, None, None, matrix.isa(isa_name), matrix.ort_version)
+        for isa_name in matrix.cpu_isas
+    ]
+    return variants
+
+
+def by_name(matrix: Matrix) -> dict[str, Variant]:
+    """Variants keyed by name."""
+    return {variant.name: variant for variant in expand(matrix)}
+
+
+def parse(name: str, matrix: Matrix) -> Variant:
+    """The variant called `name`, or UnknownVariantError saying why and what is near."""
+    known = by_name(matrix)
+    if name in known:
+        return known[name]
+    suggestions = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
+    raise UnknownVariantError(name, _why_unknown(name, matrix), suggestions)
+
+
+def _why_unknown(name: str, matrix: Matrix) -> str:
+    found = NAME_PATTERN.match(name)
+    if not found:
+        return (
+            "names look like onnxruntime-python313-cuda12_9-sm90-avx512 "
+            "or onnxruntime-python313-cpu-avx2"
+        )
+    python, stack, sm_name, isa_name = found.group("python", "stack", "sm", "isa")
+    isa_names = [isa.name for isa in matrix.isas]
+    if isa_name not in isa_names:
+        return f"no ISA {isa_name!r} (ISAs: {', '.join(isa_names)})"
+    if stack == "cpu":
+        if sm_name:
+            return "CPU-only variants have no SM part"
+        if python != python_tag(matrix.cpu_python):
+            return f"CPU-only variants use Python {matrix.cpu_python}"
+        return f"no CPU-only variant for {isa_name}"
+    toolkit_names = [toolkit.name for toolkit in matrix.toolkits]
+    if stack not in toolkit_names:
+        return f"no toolkit {stack!r} (toolkits: {', '.join(toolkit_names)})"
+    toolkit = matrix.toolkit(stack)
+    if python != python_tag(toolkit.python):
+        return f"CUDA {toolkit.version} variants use Python {toolkit.python}"
+    sm_names = [sm.name for sm in matrix.sms]
+    if not sm_name:
+        return f"GPU variants need an SM part ({', '.join(sm_names)})"
+    if sm_name not in sm_names:
+        return f"no SM {sm_name!r} (SMs: {', '.join(sm_names)})"
+    sm = matrix.sm(sm_name)
+    return f"{sm_name} is built for {', '.join(sm.isas)} only"
