@@ -9,7 +9,7 @@ from workbench.errors import WorkbenchError
 
 _FORMS = re.compile(
     r"^(?:sm_|compute_|sm|compute)?"
-    r"(?P<major>\d{1,2})(?:\.(?P<minor>\d))?"
+    r"(?P<major>\d{1,3})(?:\.(?P<minor>\d))?"
     r"(?P<suffix>[af])?"
     r"(?P<kind>-real|-virtual)?$"
 )
@@ -51,5 +51,5 @@ def normalise_list(values: str | Iterable[str], known: Sequence[str]) -> list[st
 
 
 def capability_to_arch(capability: str) -> str:
-    """"8.6" -> "86"."""
+    """ "8.6" -> "86"."""
     return capability.replace(".", "")

@@ -200,7 +200,9 @@ def load_matrix(config_directory: Path) -> Matrix:
     unknown = [name for name in cpu_isas if name not in isa_names]
     if unknown:
         raise matrix_file.fail("isas", f"[cpu_only] names unknown ISAs {unknown}")
-    known = matrix_file.get(data.get("cuda_architectures", {}), "known", tuple, "cuda_architectures")
+    known = matrix_file.get(
+        data.get("cuda_architectures", {}), "known", tuple, "cuda_architectures"
+    )
     return Matrix(
         ort_version=matrix_file.get(ort, "version", str, "onnxruntime"),
         nixpkgs_rev=matrix_file.get(ort, "nixpkgs_rev", str, "onnxruntime"),

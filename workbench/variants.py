@@ -55,8 +55,10 @@ class Variant:
     @property
     def caveat(self) -> str | None:
         """Why this variant cannot be built as named, if it cannot."""
-        if self.toolkit and self.sm and _version_key(self.toolkit.version) < _version_key(
-            self.sm.min_toolkit
+        if (
+            self.toolkit
+            and self.sm
+            and _version_key(self.toolkit.version) < _version_key(self.sm.min_toolkit)
         ):
             return (
                 f"nvcc {self.toolkit.version} cannot target {self.sm.name} "
@@ -81,7 +83,7 @@ def _version_key(version: str) -> tuple[int, ...]:
 
 
 def python_tag(python: str) -> str:
-    """"3.13" -> "313"."""
+    """ "3.13" -> "313"."""
     return python.replace(".", "")
 
 

@@ -1,0 +1,39 @@
+"""Shared fixtures: a private copy of the configs, the nvidia-smi stand-in, the repo's paths."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from workbench.matrix import Matrix, load_matrix
+
+REPO = Path(__file__).resolve().parent.parent
+STANDIN_NVIDIA_SMI = REPO / "tests" / "standins" / "standin-nvidia-smi"
+NVIDIA_SMI_FIXTURES = REPO / "tests" / "standins" / "nvidia-smi-fixtures"
+
+
+@pytest.fixture(scope="session")
+def matrix() -> Matrix:
+    return load_matrix(REPO / "configs")
+
+
+@pytest.fixture
+def config_copy(tmp_path: Path) -> Path:
+    """A writable copy of configs/ (with an empty patches/ beside it)."""
+    directory = tmp_path / "configs"
+    shutil.copytree(REPO / "configs", directory)
+    (tmp_path / "patches").mkdir()
+    return directory
+
+
+@pytest.fixture
+def nvidia_smi(monkeypatch: pytest.MonkeyPatch):
+    """Point the nvidia-smi stand-in at a recorded fixture; returns the stand-in's path."""
+
+    def use(fixture: str) -> str:
+        monkeypatch.setenv("STANDIN_NVIDIA_SMI_FIXTURE", str(NVIDIA_SMI_FIXTURES / fixture))
+        return str(STANDIN_NVIDIA_SMI)
+
+    return use

@@ -1,0 +1,44 @@
+"""The jobs / nvcc threads recommendation from cores, memory and per-job memory."""
+
+from __future__ import annotations
+
+from workbench.parallelism import GIB, JobMemory, estimated_peak_gb, recommend
+
+
+def test_cpp_build_is_limited_by_cores_on_the_seed_host() -> None:
+    # The ninja-jobs report's host: 8 threads, 28 GB, ~0.25 GB per cc1plus.
+    advice = recommend(8, 28 * GIB, JobMemory(0.25, "measured"), cuda=False)
+    assert advice.jobs == 8
+    assert advice.limited_by == "cores"
+    assert advice.nvcc_threads == 1
+
+
+def test_cuda_build_is_limited_by_memory() -> None:
+    advice = recommend(64, 64 * GIB, JobMemory(5.0, "default"), cuda=True)
+    assert advice.jobs == 10  # floor(64 * 0.85 / 5)
+    assert advice.limited_by == "memory"
+    assert advice.peak_memory_gb <= 64 * 0.85
+
+
+def test_nvcc_threads_only_with_several_architectures_and_room() -> None:
+    job = JobMemory(5.0, "default")
+    saturated = recommend(16, 512 * GIB, job, cuda=True, cuda_architectures=3)
+    assert (saturated.jobs, saturated.nvcc_threads) == (16, 1)  # no spare cores
+    fixed = recommend(16, 512 * GIB, job, cuda=True, cuda_architectures=3, jobs=4)
+    assert (fixed.jobs, fixed.nvcc_threads) == (4, 3)  # 4 spare cores per job, 3 archs
+    assert fixed.limited_by == "settings"
+    one_arch = recommend(16, 512 * GIB, job, cuda=True, cuda_architectures=1, jobs=4)
+    assert one_arch.nvcc_threads == 1  # threads only split architectures
+    tight = recommend(16, 48 * GIB, job, cuda=True, cuda_architectures=3, jobs=4)
+    assert tight.nvcc_threads == 2  # floor(40.8 GB / (4 jobs x 5 GB))
+
+
+def test_less_memory_than_one_job_warns() -> None:
+    advice = recommend(8, 2 * GIB, JobMemory(5.0, "default"), cuda=True)
+    assert advice.jobs == 1
+    assert any("OOM" in reason for reason in advice.reasons)
+
+
+def test_peak_estimate() -> None:
+    assert estimated_peak_gb(4, 2, 5.0) == 40.0
+    assert estimated_peak_gb(4, 0, 0.25) == 1.0

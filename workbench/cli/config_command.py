@@ -1,0 +1,63 @@
+"""`workbench config show|get|set`: read and edit configs/settings.toml."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(subcommands: argparse._SubParsersAction) -> None:
+    parser = subcommands.add_parser(
+        "config",
+        help="show or edit build settings (configs/settings.toml)",
+        description="Show or edit the build settings. Edits keep the file's comments and "
+        "layout and are written atomically; a refused value leaves the file untouched.",
+    )
+    actions = parser.add_subparsers(dest="config_action", metavar="ACTION", required=True)
+    show = actions.add_parser("show", help="every setting with its value and meaning")
+    show.add_argument("--json", action="store_true", help="machine-readable output")
+    get = actions.add_parser("get", help="print one setting's value")
+    get.add_argument("key")
+    set_ = actions.add_parser("set", help="change one setting, e.g. `config set ninja_jobs 8`")
+    set_.add_argument("key")
+    set_.add_argument("value", help='the new value; lists comma-separated ("90,120")')
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from workbench.cli.common import load_config, print_json
+    from workbench.settings import (
+        SPECS,
+        format_value,
+        get_setting,
+        load_settings,
+        set_setting,
+        settings_path,
+    )
+
+    directory, matrix = load_config(args)
+    if args.config_action == "set":
+        settings = set_setting(directory, matrix, args.key, args.value)
+        print(
+            f"{args.key} = {format_value(get_setting(settings, args.key))}"
+            f"  (written to {settings_path(directory)})"
+        )
+        return 0
+    settings = load_settings(directory, matrix)
+    if args.config_action == "get":
+        print(format_value(get_setting(settings, args.key)))
+        return 0
+    if args.json:
+        values = {}
+        for key in SPECS:
+            value = getattr(settings, key)
+            values[key] = list(value) if isinstance(value, tuple) else value
+        print_json({"file": str(settings_path(directory)), "settings": values})
+        return 0
+    print(f"# {settings_path(directory)}")
+    width = max(len(key) for key in SPECS)
+    for key, spec in SPECS.items():
+        print(
+            f"{key:{width}} = {format_value(getattr(settings, key)) or '(empty)'}"
+            f"    # {spec.meaning}"
+        )
+    return 0

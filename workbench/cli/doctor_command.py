@@ -1,0 +1,95 @@
+"""`workbench doctor`: what this host has and which variant it should build."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(subcommands: argparse._SubParsersAction) -> None:
+    parser = subcommands.add_parser(
+        "doctor",
+        help="check tools, GPUs, CPU, memory and ptrace; recommend a variant",
+        description="Check the tools the workbench drives, detect GPUs and the CPU's ISA, and "
+        "recommend the variant and parallelism for this host.",
+    )
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument(
+        "--nvidia-smi",
+        default="nvidia-smi",
+        metavar="PATH",
+        help="the nvidia-smi to ask (default: nvidia-smi on PATH)",
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from workbench.cli.common import load_config, print_json
+    from workbench.doctor import diagnose, report_to_json
+    from workbench.settings import load_settings
+
+    directory, matrix = load_config(args)
+    report = diagnose(matrix, load_settings(directory, matrix), args.nvidia_smi)
+    document = report_to_json(report)
+    if args.json:
+        print_json(document)
+        return 0
+    from rich.console import Console
+
+    console = Console(highlight=False)
+    gib = 1024**3
+
+    def heading(text: str) -> None:
+        console.print(f"\n[bold]{text}[/bold]")
+
+    heading("Tools")
+    for tool in report.tools:
+        if tool.found:
+            extra = f" ({tool.note})" if tool.note else ""
+            console.print(f"  [green]ok[/]      {tool.name:6} {tool.version or '?'}{extra}")
+        else:
+            console.print(f"  [yellow]missing[/] {tool.name:6}")
+    heading("GPUs")
+    gpu = report.hardware.gpu
+    console.print(f"  {gpu.message}")
+    for device in document["gpus"]["devices"]:
+        console.print(
+            f"  #{device['index']} {device['name']}: compute capability "
+            f"{device['compute_capability'] or '?'} ({device['sm'] or 'unknown SM'}, from "
+            f"{device['capability_source']}), driver {gpu.driver_version or '?'}"
+        )
+    for warning in gpu.warnings:
+        console.print(f"  [yellow]warning[/]: {warning}")
+    if report.selection.toolkits:
+        usable = [t.version for t in report.selection.toolkits if t.usable]
+        console.print(f"  CUDA toolkits this driver runs: {', '.join(usable) or 'none'}")
+        for t in report.selection.toolkits:
+            mark = "[green]yes[/]" if t.usable else "[red]no[/] "
+            console.print(f"    {mark} CUDA {t.version:5} needs driver {t.min_driver}+")
+    heading("CPU and memory")
+    cpu, memory = report.hardware.cpu, report.hardware.memory
+    console.print(f"  {cpu.model} ({cpu.machine}), {cpu.cores} usable cores")
+    console.print(f"  ISAs: {', '.join(cpu.isas) or 'none of the matrix'}")
+    limit = f", cgroup limit {memory.cgroup_limit / gib:.1f} GB" if memory.cgroup_limit else ""
+    console.print(
+        f"  memory: {memory.available / gib:.1f} GB available of {memory.total / gib:.1f} GB{limit}"
+    )
+    heading("Debugging")
+    mark = "[green]ok[/]" if report.ptrace.allowed else "[red]no[/]"
+    console.print(f"  {mark} {report.ptrace.reason}")
+    heading("Recommended variant")
+    if not report.selection.recommended:
+        console.print("  [red]none[/]")
+    for item in report.selection.recommended:
+        console.print(f"  [bold cyan]{item.variant.name}[/]")
+        for reason in item.reasons:
+            console.print(f"    - {reason}")
+    for item in report.selection.alternatives:
+        console.print(f"  also: {item.variant.name}: {item.reasons[0]}")
+    for note in report.selection.notes:
+        console.print(f"  note: {note}")
+    heading("Parallelism")
+    advice = report.parallelism
+    console.print(f"  ninja jobs {advice.jobs}, nvcc threads {advice.nvcc_threads}")
+    for reason in advice.reasons:
+        console.print(f"    - {reason}")
+    return 0

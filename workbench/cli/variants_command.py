@@ -1,0 +1,114 @@
+"""`workbench variants`: every variant and linkage flavour of the matrix."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def register(subcommands: argparse._SubParsersAction) -> None:
+    parser = subcommands.add_parser(
+        "variants",
+        help="list the variant matrix and linkage flavours",
+        description="List every variant of configs/matrix.toml and the builder flake's "
+        "linkage flavours.",
+    )
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument("--names", action="store_true", help="variant names only, one per line")
+    parser.add_argument(
+        "--match", metavar="TEXT", help="only variants whose name contains every word of TEXT"
+    )
+    parser.set_defaults(handler=run)
+
+
+def variant_to_json(variant: Any) -> dict[str, Any]:
+    """One variant in `variants --json` form."""
+    return {
+        "name": variant.name,
+        "kind": "gpu" if variant.is_gpu else "cpu",
+        "onnxruntime": variant.ort_version,
+        "python": variant.python,
+        "cuda": variant.toolkit.version if variant.toolkit else None,
+        "min_driver": variant.toolkit.min_driver if variant.toolkit else None,
+        "sm": variant.sm.name if variant.sm else None,
+        "cmake_cuda_architectures": variant.cmake_cuda_architectures,
+        "gpus": list(variant.sm.gpus) if variant.sm else [],
+        "isa": variant.isa.name,
+        "isa_flags": list(variant.isa.flags),
+        "platform": variant.platform,
+        "description": variant.description,
+        "caveat": variant.caveat,
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    from workbench.cli.common import load_config, print_json
+    from workbench.variants import expand
+
+    _, matrix = load_config(args)
+    words = (args.match or "").lower().split()
+    variants = [v for v in expand(matrix) if all(word in v.name for word in words)]
+    if args.json:
+        print_json(
+            {
+                "variants": [variant_to_json(v) for v in variants],
+                "flavours": [
+                    {
+                        "name": f.name,
+                        "attr": f.attr,
+                        "description": f.description,
+                        "cuda": f.cuda,
+                        "shared": f.shared,
+                        "experimental": f.experimental,
+                        "patches": list(f.patches),
+                        "defines": list(f.defines),
+                    }
+                    for f in matrix.flavours
+                ],
+            }
+        )
+        return 0
+    if args.names:
+        for variant in variants:
+            print(variant.name)
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False)
+    table = Table(
+        title=f"ONNX Runtime {matrix.ort_version}: {len(variants)} variants",
+        title_justify="left",
+        box=None,
+        header_style="bold",
+    )
+    table.add_column("variant", no_wrap=True)
+    table.add_column("min driver", no_wrap=True)
+    table.add_column("", no_wrap=True)
+    for v in variants:
+        table.add_row(
+            v.name,
+            v.toolkit.min_driver if v.toolkit else "-",
+            "[yellow]![/]" if v.caveat else "",
+        )
+    console.print(table)
+    caveat = next((v.caveat for v in variants if v.caveat), None)
+    if caveat:
+        console.print(f"! cannot build as named: {caveat}")
+    guide = Table(
+        title="\nwhich SM for which GPU", title_justify="left", box=None, header_style="bold"
+    )
+    for column in ("SM", "capability", "family", "GPUs"):
+        guide.add_column(column)
+    for sm in matrix.sms:
+        guide.add_row(sm.name, sm.capability, sm.family, ", ".join(sm.gpus))
+    console.print(guide)
+    flavours = Table(
+        title="\nlinkage flavours", title_justify="left", box=None, header_style="bold"
+    )
+    for column in ("flavour", "flake package", "description"):
+        flavours.add_column(column)
+    for f in matrix.flavours:
+        flavours.add_row(f.name, f".#{f.attr}", f.description)
+    console.print(flavours)
+    return 0

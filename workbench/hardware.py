@@ -1,0 +1,297 @@
+"""What this host has: NVIDIA GPUs (via nvidia-smi), the CPU's ISA level, cores and memory."""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import platform
+import re
+import shutil
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from workbench.matrix import Matrix
+
+QUERY_FULL = "name,compute_cap,driver_version"
+QUERY_OLD_DRIVER = "name,driver_version"  # R470 and older have no compute_cap field
+NVIDIA_SMI_TIMEOUT_S = 15
+
+Runner = Callable[[Sequence[str]], "subprocess.CompletedProcess[str]"]
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """One NVIDIA GPU as nvidia-smi reports it."""
+
+    index: int
+    name: str
+    compute_capability: str | None  # "9.0"; None when neither nvidia-smi nor the name tells
+    capability_source: str  # "nvidia-smi", "GPU name table" or "unknown"
+
+
+@dataclass(frozen=True)
+class GpuReport:
+    """The GPUs found, or why none were; the driver version when known."""
+
+    gpus: tuple[Gpu, ...]
+    driver_version: str | None
+    status: str  # "found", "no-nvidia-smi", "driver-unavailable", "no-gpu", "error"
+    message: str
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def found(self) -> bool:
+        return bool(self.gpus)
+
+
+@dataclass(frozen=True)
+class CpuInfo:
+    """The CPU: architecture, model, the matrix ISAs it can run, usable cores."""
+
+    machine: str  # "x86_64", "aarch64"
+    platform: str  # "x86_64-linux", "aarch64-linux"
+    model: str
+    flags: frozenset[str] = field(repr=False)
+    isas: tuple[str, ...]  # matrix ISA names this CPU runs, most portable first
+    cores: int  # logical cores this process may use (affinity and cgroup quota)
+
+
+@dataclass(frozen=True)
+class MemoryInfo:
+    """Memory in bytes; `available` already honours a cgroup limit when one is lower."""
+
+    total: int
+    available: int
+    cgroup_limit: int | None
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """Everything detected about the host."""
+
+    gpu: GpuReport
+    cpu: CpuInfo
+    memory: MemoryInfo
+
+
+def _run(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        list(argv),
+        capture_output=True,
+        text=True,
+        timeout=NVIDIA_SMI_TIMEOUT_S,
+        check=False,
+    )
+
+
+def capability_from_name(name: str, matrix: Matrix) -> str | None:
+    """A GPU's compute capability from its marketing name, using the matrix's GPU lists.
+
+    Longest names are tried first and matched as whole words, so "A10" never matches "A100"
+    and "L40" never matches "L40S".
+    """
+    candidates = [(gpu, sm.capability) for sm in matrix.sms for gpu in sm.gpus]
+    for gpu, capability in sorted(candidates, key=lambda item: -len(item[0])):
+        if re.search(rf"(?<![\w]){re.escape(gpu)}(?![\w])", name, re.IGNORECASE):
+            return capability
+    return None
+
+
+def _clean(value: str) -> str | None:
+    value = value.strip()
+    return None if not value or value.startswith("[") or value == "N/A" else value
+
+
+def parse_nvidia_smi_csv(text: str, with_capability: bool, matrix: Matrix) -> list[Gpu]:
+    """GPUs from `nvidia-smi --query-gpu=... --format=csv,noheader` output."""
+    gpus = []
+    rows = [row for row in csv.reader(text.splitlines(), skipinitialspace=True) if row]
+    for index, row in enumerate(rows):
+        name = row[0].strip()
+        capability = _clean(row[1]) if with_capability and len(row) > 2 else None
+        source = "nvidia-smi" if capability else "unknown"
+        if capability is None:
+            capability = capability_from_name(name, matrix)
+            source = "GPU name table" if capability else "unknown"
+        gpus.append(Gpu(index, name, capability, source))
+    return gpus
+
+
+def _driver_from_rows(text: str) -> str | None:
+    for row in csv.reader(text.splitlines(), skipinitialspace=True):
+        if row:
+            return _clean(row[-1])
+    return None
+
+
+def kernel_driver_version(path: Path = Path("/proc/driver/nvidia/version")) -> str | None:
+    """The loaded kernel module's version: the truth when a container ships a stale nvidia-smi."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return None
+    found = re.search(r"Kernel Module(?: for [\w-]+)?\s+(\d+\.\d+(?:\.\d+)?)", text)
+    return found.group(1) if found else None
+
+
+def detect_gpus(
+    matrix: Matrix,
+    nvidia_smi: str = "nvidia-smi",
+    run: Runner = _run,
+    proc_driver_version: Path = Path("/proc/driver/nvidia/version"),
+) -> GpuReport:
+    """Ask nvidia-smi for the GPUs; fall back to the name table when compute_cap is missing."""
+    executable = shutil.which(nvidia_smi)
+    if executable is None:
+        return GpuReport((), None, "no-nvidia-smi", "no NVIDIA GPU: nvidia-smi not found on PATH")
+    base = [executable, "--format=csv,noheader"]
+    try:
+        result = run([*base, f"--query-gpu={QUERY_FULL}"])
+        with_capability = True
+        output = result.stdout + result.stderr
+        if result.returncode != 0 and "compute_cap" in output:
+            result = run([*base, f"--query-gpu={QUERY_OLD_DRIVER}"])
+            with_capability = False
+    except subprocess.TimeoutExpired:
+        return GpuReport(
+            (), None, "error", f"nvidia-smi did not answer within {NVIDIA_SMI_TIMEOUT_S} s"
+        )
+    except OSError as exc:
+        return GpuReport((), None, "error", f"nvidia-smi could not run: {exc.strerror}")
+    output = (result.stdout + result.stderr).strip()
+    if result.returncode != 0:
+        first_line = output.splitlines()[0] if output else f"exit status {result.returncode}"
+        if "couldn't communicate with the NVIDIA driver" in output or "driver" in output.lower():
+            return GpuReport(
+                (), None, "driver-unavailable", f"no usable NVIDIA GPU: nvidia-smi: {first_line}"
+            )
+        return GpuReport((), None, "error", f"nvidia-smi failed: {first_line}")
+    gpus = parse_nvidia_smi_csv(result.stdout, with_capability, matrix)
+    if not gpus:
+        return GpuReport((), None, "no-gpu", "no NVIDIA GPU: nvidia-smi lists none")
+    warnings = []
+    smi_driver = _driver_from_rows(result.stdout)
+    driver = smi_driver
+    kernel = kernel_driver_version(proc_driver_version)
+    if kernel and smi_driver and kernel != smi_driver:
+        warnings.append(
+            f"nvidia-smi reports driver {smi_driver} but the loaded kernel module is {kernel} "
+            "(a stale nvidia-smi in a container?); using the kernel module's version"
+        )
+        driver = kernel
+    if not with_capability:
+        warnings.append(
+            "this driver's nvidia-smi cannot report compute_cap (R470 or older); "
+            "compute capability taken from the GPU name"
+        )
+    for gpu in gpus:
+        if gpu.compute_capability is None:
+            warnings.append(f"compute capability of {gpu.name!r} is unknown")
+    names = ", ".join(gpu.name for gpu in gpus)
+    return GpuReport(
+        tuple(gpus), driver, "found", f"{len(gpus)} NVIDIA GPU(s): {names}", tuple(warnings)
+    )
+
+
+def read_cpuinfo(path: Path = Path("/proc/cpuinfo")) -> tuple[str, frozenset[str]]:
+    """The CPU model name and its feature flags ("flags" on x86, "Features" on ARM)."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return "unknown", frozenset()
+    model = "unknown"
+    flags: frozenset[str] = frozenset()
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip()
+        if key in ("model name", "Model", "CPU part") and model == "unknown":
+            model = value.strip()
+        elif key in ("flags", "Features") and not flags:
+            flags = frozenset(value.split())
+    return model, flags
+
+
+def platform_of(machine: str) -> str:
+    """Nix system name for a machine architecture."""
+    machine = {"amd64": "x86_64", "arm64": "aarch64"}.get(machine.lower(), machine.lower())
+    return f"{machine}-linux"
+
+
+def supported_isas(flags: frozenset[str], host_platform: str, matrix: Matrix) -> tuple[str, ...]:
+    """Matrix ISAs whose required cpuinfo flags this CPU has, most portable first."""
+    runnable = [
+        isa
+        for isa in matrix.isas
+        if isa.platform == host_platform and set(isa.cpuinfo_flags) <= flags
+    ]
+    return tuple(isa.name for isa in sorted(runnable, key=lambda isa: isa.rank))
+
+
+def cgroup_cpu_limit(path: Path = Path("/sys/fs/cgroup/cpu.max")) -> int | None:
+    """Whole cores allowed by a cgroup v2 CPU quota, if one is set."""
+    try:
+        quota, period = path.read_text().split()[:2]
+    except (OSError, ValueError):
+        return None
+    if quota == "max":
+        return None
+    return max(1, math.ceil(int(quota) / int(period)))
+
+
+def usable_cores() -> int:
+    """Cores this process may use: CPU affinity, capped by a cgroup quota."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        cores = os.cpu_count() or 1
+    limit = cgroup_cpu_limit()
+    return min(cores, limit) if limit else cores
+
+
+def cgroup_memory_limit(directory: Path = Path("/sys/fs/cgroup")) -> tuple[int, int] | None:
+    """(limit, current usage) of a cgroup v2 memory limit, if one is set."""
+    try:
+        limit = (directory / "memory.max").read_text().strip()
+        current = int((directory / "memory.current").read_text().strip())
+    except (OSError, ValueError):
+        return None
+    return None if limit == "max" else (int(limit), current)
+
+
+def detect_memory() -> MemoryInfo:
+    """Total and available memory, honouring a cgroup limit below the host's."""
+    import psutil
+
+    memory = psutil.virtual_memory()
+    available = memory.available
+    limit = None
+    cgroup = cgroup_memory_limit()
+    if cgroup and cgroup[0] < memory.total:
+        limit = cgroup[0]
+        available = min(available, max(0, cgroup[0] - cgroup[1]))
+    return MemoryInfo(total=limit or memory.total, available=available, cgroup_limit=limit)
+
+
+def detect_cpu(matrix: Matrix, cpuinfo: Path = Path("/proc/cpuinfo")) -> CpuInfo:
+    """The CPU's architecture, model, runnable ISAs and usable cores."""
+    machine = platform.machine()
+    host_platform = platform_of(machine)
+    model, flags = read_cpuinfo(cpuinfo)
+    return CpuInfo(
+        machine=machine,
+        platform=host_platform,
+        model=model,
+        flags=flags,
+        isas=supported_isas(flags, host_platform, matrix),
+        cores=usable_cores(),
+    )
+
+
+def detect(matrix: Matrix, nvidia_smi: str = "nvidia-smi") -> Hardware:
+    """Detect everything."""
+    return Hardware(
+        gpu=detect_gpus(matrix, nvidia_smi), cpu=detect_cpu(matrix), memory=detect_memory()
+    )

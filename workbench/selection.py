@@ -1,0 +1,195 @@
+"""The selection guide done for the user: detected hardware -> the variant to build, and why."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from workbench.hardware import Hardware
+from workbench.matrix import Matrix, Sm, Toolkit
+from workbench.variants import Variant, by_name, format_name
+
+
+@dataclass(frozen=True)
+class ToolkitSupport:
+    """Whether the installed driver can run a CUDA toolkit."""
+
+    version: str
+    min_driver: str
+    usable: bool
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """A variant chosen for this host and the reasons, one line each."""
+
+    variant: Variant
+    reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The guide's answer: recommended variants (first is the main one) and alternatives."""
+
+    recommended: tuple[Recommendation, ...]
+    alternatives: tuple[Recommendation, ...]
+    toolkits: tuple[ToolkitSupport, ...]
+    notes: tuple[str, ...]
+
+    @property
+    def primary(self) -> Recommendation | None:
+        return self.recommended[0] if self.recommended else None
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """ "575.51.03" -> (575, 51, 3), for comparing driver and toolkit versions."""
+    return tuple(int(part) for part in re.findall(r"\d+", version))
+
+
+def toolkit_support(driver: str | None, matrix: Matrix) -> tuple[ToolkitSupport, ...]:
+    """Every CUDA toolkit with a known driver floor, and whether `driver` meets it."""
+    return tuple(
+        ToolkitSupport(
+            version,
+            floor,
+            driver is not None and version_key(driver) >= version_key(floor),
+        )
+        for version, floor in sorted(matrix.driver_floors.items(), key=lambda i: version_key(i[0]))
+    )
+
+
+def sm_for_capability(capability: str, matrix: Matrix) -> tuple[Sm | None, str]:
+    """The matrix SM whose code runs on `capability`, with how it was chosen.
+
+    CUDA binaries run on the same major version with an equal or higher minor ("8.6" code runs
+    on an 8.7 or 8.9 GPU), so an exact match is best, else the highest lower minor.
+    """
+    major, _, minor = capability.partition(".")
+    for sm in matrix.sms:
+        if sm.capability == capability:
+            return sm, f"compute capability {capability} is {sm.name} ({sm.family})"
+    compatible = [
+        sm
+        for sm in matrix.sms
+        if sm.capability.partition(".")[0] == major
+        and int(sm.capability.partition(".")[2]) <= int(minor or 0)
+    ]
+    if compatible:
+        sm = max(compatible, key=lambda s: int(s.capability.partition(".")[2]))
+        return sm, (
+            f"compute capability {capability} has no variant of its own; {sm.name} "
+            f"({sm.capability}) code runs on it (same major version)"
+        )
+    return (
+        None,
+        f"compute capability {capability} has no variant (SMs: "
+        f"{', '.join(sm.name for sm in matrix.sms)})",
+    )
+
+
+def _main_isa(isas: tuple[str, ...], matrix: Matrix) -> str | None:
+    """The ISA to recommend: AVX-512 on x86 when present (the guide's "most servers" choice),
+    else the most capable ISA this CPU runs."""
+    if not isas:
+        return None
+    if "avx512" in isas:
+        return "avx512"
+    return max(isas, key=lambda name: matrix.isa(name).rank)
+
+
+def _newest_toolkit(sm: Sm, driver: str | None, matrix: Matrix) -> tuple[Toolkit | None, str]:
+    """The newest matrix toolkit that the driver runs and whose nvcc targets the SM."""
+    targets = [t for t in matrix.toolkits if version_key(t.version) >= version_key(sm.min_toolkit)]
+    if not targets:
+        return None, f"no toolkit in the matrix can target {sm.name}"
+    if driver is None:
+        newest = max(targets, key=lambda t: version_key(t.version))
+        return newest, f"driver version unknown; assuming it runs CUDA {newest.version}"
+    runnable = [t for t in targets if version_key(driver) >= version_key(t.min_driver)]
+    if not runnable:
+        oldest = min(targets, key=lambda t: version_key(t.min_driver))
+        return None, (
+            f"driver {driver} is older than {oldest.min_driver}, the floor of CUDA "
+            f"{oldest.version}: update the driver to use the GPU"
+        )
+    best = max(runnable, key=lambda t: version_key(t.version))
+    skipped = [t for t in targets if t not in runnable]
+    reason = f"driver {driver} runs CUDA {best.version} (needs {best.min_driver}+)"
+    if skipped:
+        newer = max(skipped, key=lambda t: version_key(t.version))
+        reason += f"; CUDA {newer.version} would need {newer.min_driver}+"
+    return best, reason
+
+
+def select(hardware: Hardware, matrix: Matrix) -> Selection:
+    """Recommend variants for the detected hardware, with a reason for each choice."""
+    variants = by_name(matrix)
+    driver = hardware.gpu.driver_version
+    toolkits = toolkit_support(driver, matrix) if hardware.gpu.found else ()
+    notes: list[str] = list(hardware.gpu.warnings)
+    isa_name = _main_isa(hardware.cpu.isas, matrix)
+    if isa_name is None:
+        notes.append(
+            f"this CPU ({hardware.cpu.machine}, {hardware.cpu.model}) runs none of the matrix's "
+            "ISAs: x86-64 variants need at least AVX2 and FMA"
+        )
+        return Selection((), (), toolkits, tuple(notes))
+    isa = matrix.isa(isa_name)
+    isa_reason = f"CPU {hardware.cpu.model} supports {isa.label} ({isa.use})"
+    recommended: list[Recommendation] = []
+    gpu_reasons: list[str] = []
+    seen_sms: set[str] = set()
+    for gpu in hardware.gpu.gpus:
+        if gpu.compute_capability is None:
+            gpu_reasons.append(f"{gpu.name}: compute capability unknown, no GPU variant chosen")
+            continue
+        sm, sm_reason = sm_for_capability(gpu.compute_capability, matrix)
+        if sm is None:
+            gpu_reasons.append(f"{gpu.name}: {sm_reason}")
+            continue
+        if sm.name in seen_sms:
+            continue
+        seen_sms.add(sm.name)
+        toolkit, toolkit_reason = _newest_toolkit(sm, driver, matrix)
+        if toolkit is None:
+            gpu_reasons.append(f"{gpu.name}: {toolkit_reason}")
+            continue
+        name = format_name(toolkit.python, toolkit, sm, isa)
+        if name not in variants:
+            gpu_reasons.append(
+                f"{gpu.name}: {sm.name} is built for {', '.join(sm.isas)} only, "
+                f"not for this CPU's {isa.label}"
+            )
+            continue
+        recommended.append(
+            Recommendation(
+                variants[name],
+                (
+                    f"GPU {gpu.name}: {sm_reason}",
+                    toolkit_reason,
+                    isa_reason,
+                    f"Python {toolkit.python} goes with CUDA {toolkit.version}",
+                ),
+            )
+        )
+    cpu_only = format_name(matrix.cpu_python, None, None, isa)
+    if not recommended:
+        why_no_gpu = gpu_reasons or [hardware.gpu.message]
+        if cpu_only in variants:
+            recommended.append(Recommendation(variants[cpu_only], (*why_no_gpu, isa_reason)))
+        else:
+            notes.extend(why_no_gpu)
+    else:
+        notes.extend(gpu_reasons)
+    alternatives = []
+    main = recommended[0].variant if recommended else None
+    for other in hardware.cpu.isas:
+        if main is None or other == main.isa.name:
+            continue
+        other_isa = matrix.isa(other)
+        name = format_name(main.python, main.toolkit, main.sm, other_isa)
+        if name in variants:
+            alternatives.append(
+                Recommendation(variants[name], (f"also runs here; for {other_isa.use}",))
+            )
+    return Selection(tuple(recommended), tuple(alternatives), toolkits, tuple(notes))

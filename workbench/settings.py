@@ -1,0 +1,352 @@
+"""Build settings in configs/settings.toml: typed, validated, edited keeping the user's comments."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+
+from workbench.cuda_arch import ArchitectureError, normalise_list
+from workbench.errors import ConfigError
+from workbench.matrix import Matrix
+from workbench.paths import patches_dir
+from workbench.toml_files import (
+    line_of_key,
+    load_document,
+    load_toml,
+    locked_directory,
+    read_text,
+    write_atomically,
+)
+
+SETTINGS_FILE = "settings.toml"
+PATCH_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\.patch$")
+# Compiler flags reach argv lists, never a shell; this still refuses anything that is not a
+# plain flag so a typo cannot smuggle a second argument or a file name in.
+COMPILER_FLAG = re.compile(r"^-[A-Za-z0-9_=.,+:/-]+$")
+MAX_JOBS = 4096
+
+
+@dataclass(frozen=True)
+class BuildSettings:
+    """The validated contents of settings.toml."""
+
+    ninja_jobs: int | str  # a count, or "auto" for the recommendation
+    max_jobs: int
+    nvcc_threads: int
+    cuda_architectures: tuple[str, ...]
+    optimization_flags: tuple[str, ...]
+    ccache: bool
+    linkage: str
+    enabled_patches: tuple[str, ...]
+    cxx_job_memory_gb: float
+    cuda_job_memory_gb: float
+
+
+class Refused(ValueError):
+    """A value that is not allowed; the message says what is."""
+
+
+@dataclass(frozen=True)
+class Context:
+    """What validation needs to know: the matrix and the patches on disk."""
+
+    matrix: Matrix
+    patches: Path
+
+    def available_patches(self) -> list[str]:
+        return sorted(p.name for p in self.patches.glob("*.patch")) if self.patches.is_dir() else []
+
+
+@dataclass(frozen=True)
+class SettingSpec:
+    """One key: its meaning, what it allows, and how text or TOML values become a checked value."""
+
+    key: str
+    meaning: str
+    allowed: Callable[[Context], str]
+    check: Callable[[Any, Context], Any]  # a TOML value -> the checked value, or Refused
+    from_text: Callable[[str], Any]  # command-line text -> a TOML value
+
+
+def _whole_number(value: Any, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise Refused("not a whole number")
+    if not low <= value <= high:
+        raise Refused("out of range")
+    return value
+
+
+def _text_to_int(text: str) -> Any:
+    text = text.strip()
+    return int(text) if re.fullmatch(r"[+-]?\d+", text) else text
+
+
+def _text_to_float(text: str) -> Any:
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _text_to_list(text: str) -> list[str]:
+    return [item for item in re.split(r"[,;\s]+", text.strip()) if item]
+
+
+def _text_to_bool(text: str) -> Any:
+    lowered = text.strip().lower()
+    if lowered in ("true", "on", "yes", "1"):
+        return True
+    if lowered in ("false", "off", "no", "0"):
+        return False
+    return text
+
+
+def _check_jobs(value: Any, _: Context) -> int | str:
+    if value == "auto":
+        return "auto"
+    return _whole_number(value, 1, MAX_JOBS)
+
+
+def _check_count(high: int) -> Callable[[Any, Context], int]:
+    return lambda value, _: _whole_number(value, 1, high)
+
+
+def _check_architectures(value: Any, context: Context) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise Refused("not a list of architectures")
+    try:
+        return tuple(normalise_list(value, context.matrix.known_cuda_architectures))
+    except ArchitectureError as exc:
+        raise Refused(str(exc).split(";")[0]) from None
+
+
+def _check_flags(value: Any, _: Context) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise Refused("not a list of flags")
+    bad = [flag for flag in value if not COMPILER_FLAG.match(flag)]
+    if bad:
+        raise Refused(f"{bad[0]!r} is not a compiler flag")
+    return tuple(value)
+
+
+def _check_bool(value: Any, _: Context) -> bool:
+    if not isinstance(value, bool):
+        raise Refused("not true or false")
+    return value
+
+
+def _check_linkage(value: Any, context: Context) -> str:
+    names = [flavour.name for flavour in context.matrix.flavours]
+    if value not in names:
+        raise Refused("not a linkage flavour")
+    return value
+
+
+def _check_patches(value: Any, context: Context) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise Refused("not a list of patch names")
+    available = context.available_patches()
+    for name in value:
+        if not PATCH_NAME.match(name):
+            raise Refused(f"{name!r} is not a patch file name")
+        if name not in available:
+            raise Refused(f"{name!r} is not in {context.patches}")
+    if len(set(value)) != len(value):
+        raise Refused("a patch is listed twice")
+    return tuple(value)
+
+
+def _check_gigabytes(value: Any, _: Context) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise Refused("not a number")
+    if not (math.isfinite(value) and 0 < value <= 1024):
+        raise Refused("out of range")
+    return float(value)
+
+
+def _patches_allowed(context: Context) -> str:
+    available = context.available_patches()
+    listing = ", ".join(available) if available else f"none yet in {context.patches}"
+    return f"a comma-separated list of patch files from patches/ ({listing}), or empty"
+
+
+SPECS: dict[str, SettingSpec] = {
+    spec.key: spec
+    for spec in (
+        SettingSpec(
+            "ninja_jobs",
+            "parallel compile jobs (nix build --cores N / ninja -j)",
+            lambda _: f'a whole number from 1 to {MAX_JOBS}, or "auto"',
+            _check_jobs,
+            _text_to_int,
+        ),
+        SettingSpec(
+            "max_jobs",
+            "derivations Nix builds at once (nix build --max-jobs)",
+            lambda _: "a whole number from 1 to 64",
+            _check_count(64),
+            _text_to_int,
+        ),
+        SettingSpec(
+            "nvcc_threads",
+            "nvcc threads per CUDA compile (onnxruntime_NVCC_THREADS)",
+            lambda _: "a whole number from 1 to 64",
+            _check_count(64),
+            _text_to_int,
+        ),
+        SettingSpec(
+            "cuda_architectures",
+            "CMAKE_CUDA_ARCHITECTURES override (empty: the variant's SM)",
+            lambda c: (
+                "a comma-separated list of: "
+                + ", ".join(c.matrix.known_cuda_architectures)
+                + " (also sm_90, compute_90, 9.0, 90-real), or empty"
+            ),
+            _check_architectures,
+            _text_to_list,
+        ),
+        SettingSpec(
+            "optimization_flags",
+            "extra C/C++ compiler flags",
+            lambda _: "compiler flags separated by spaces or commas, each starting with -",
+            _check_flags,
+            _text_to_list,
+        ),
+        SettingSpec(
+            "ccache",
+            "compile through ccache when installed",
+            lambda _: "true or false (also on/off, yes/no)",
+            _check_bool,
+            _text_to_bool,
+        ),
+        SettingSpec(
+            "linkage",
+            "linkage flavour for builds without a variant",
+            lambda c: "one of " + ", ".join(f.name for f in c.matrix.flavours),
+            _check_linkage,
+            str.strip,
+        ),
+        SettingSpec(
+            "enabled_patches",
+            "patches applied to every build, in order",
+            _patches_allowed,
+            _check_patches,
+            _text_to_list,
+        ),
+        SettingSpec(
+            "cxx_job_memory_gb",
+            "peak GB of one C++ compile job until measured",
+            lambda _: "a number of GB above 0, at most 1024",
+            _check_gigabytes,
+            _text_to_float,
+        ),
+        SettingSpec(
+            "cuda_job_memory_gb",
+            "peak GB of one nvcc thread until measured",
+            lambda _: "a number of GB above 0, at most 1024",
+            _check_gigabytes,
+            _text_to_float,
+        ),
+    )
+}
+assert set(SPECS) == {f.name for f in fields(BuildSettings)}
+
+
+def _spec(key: str) -> SettingSpec:
+    if key not in SPECS:
+        raise ConfigError(f"unknown setting {key!r}; settings: {', '.join(SPECS)}")
+    return SPECS[key]
+
+
+def _refusal(
+    path: Path, line: int | None, key: str, shown: Any, why: Refused, context: Context
+) -> ConfigError:
+    where = f"{path}:{line}" if line else str(path)
+    allowed = _spec(key).allowed(context)
+    return ConfigError(f"{where}: {key} = {shown}: refused ({why}); allowed: {allowed}")
+
+
+def _validate(data: dict[str, Any], path: Path, text: str, context: Context) -> BuildSettings:
+    unknown = [key for key in data if key not in SPECS]
+    if unknown:
+        key = unknown[0]
+        raise ConfigError(
+            f"{path}:{line_of_key(text, key)}: unknown setting {key!r}; "
+            f"settings: {', '.join(SPECS)}"
+        )
+    values = {}
+    for key, spec in SPECS.items():
+        if key not in data:
+            raise ConfigError(f"{path}: setting {key!r} is missing ({spec.meaning})")
+        try:
+            values[key] = spec.check(data[key], context)
+        except Refused as why:
+            shown = tomlkit.item(data[key]).as_string()
+            raise _refusal(path, line_of_key(text, key), key, shown, why, context) from None
+    return BuildSettings(**values)
+
+
+def settings_path(config_directory: Path) -> Path:
+    """configs/settings.toml."""
+    return config_directory / SETTINGS_FILE
+
+
+def load_settings(config_directory: Path, matrix: Matrix) -> BuildSettings:
+    """Read and validate settings.toml; any bad value is reported with file and line."""
+    path = settings_path(config_directory)
+    context = Context(matrix, patches_dir(config_directory))
+    return _validate(load_toml(path), path, read_text(path), context)
+
+
+def format_value(value: Any) -> str:
+    """A setting's value as the CLI prints it and accepts it back."""
+    if isinstance(value, tuple | list):
+        return ",".join(str(v) for v in value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def get_setting(settings: BuildSettings, key: str) -> Any:
+    """One setting's checked value."""
+    _spec(key)
+    return getattr(settings, key)
+
+
+def set_setting(config_directory: Path, matrix: Matrix, key: str, value: Any) -> BuildSettings:
+    """Change one setting and write the file atomically, keeping comments and layout.
+
+    `value` is command-line text or an already typed value (from the TUI). A refused value
+    raises ConfigError naming file, key, value and what is allowed; the file is not touched.
+    """
+    spec = _spec(key)
+    path = settings_path(config_directory)
+    context = Context(matrix, patches_dir(config_directory))
+    typed = spec.from_text(value) if isinstance(value, str) else value
+    try:
+        checked = spec.check(typed, context)
+    except Refused as why:
+        raise _refusal(path, None, key, repr(value), why, context) from None
+    with locked_directory(config_directory):
+        document = load_document(path)
+        stored: Any = list(checked) if isinstance(checked, tuple) else checked
+        if isinstance(stored, list):
+            array = tomlkit.array()
+            array.extend(stored)
+            stored = array
+        if key not in document:
+            document.add(tomlkit.nl())
+            document.add(tomlkit.comment(spec.meaning))
+        document[key] = stored
+        text = tomlkit.dumps(document)
+        settings = _validate(document.unwrap(), path, text, context)
+        write_atomically(path, text)
+    return settings

@@ -1,0 +1,1 @@
+"""The Textual UI: a thin layer over the domain core in workbench/."""

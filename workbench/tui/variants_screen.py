@@ -1,0 +1,121 @@
+"""The first screen: this host, the recommended variant and why, and the whole matrix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Input, Static
+
+from workbench.doctor import DoctorReport, diagnose
+from workbench.matrix import Matrix
+from workbench.settings import load_settings
+from workbench.variants import Variant, expand
+
+
+class VariantsScreen(Screen[None]):
+    """Variants with the one recommended for this host marked."""
+
+    BINDINGS = [
+        Binding(
+            "slash",
+            "focus_filter",
+            "Filter",
+            id="variants.filter",
+            tooltip="Filter the variants by words of their name",
+        ),
+        Binding("escape", "clear_filter", "Clear filter", id="variants.clear", show=False),
+    ]
+
+    def __init__(self, matrix: Matrix, config_directory: Path, nvidia_smi: str) -> None:
+        super().__init__()
+        self.matrix = matrix
+        self.config_directory = config_directory
+        self.nvidia_smi = nvidia_smi
+        self.variants: list[Variant] = expand(matrix)
+        self.recommended: set[str] = set()
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Vertical(id="host"):
+            yield Static("Detecting GPUs, CPU and tools…", id="host-summary")
+            yield Static("", id="recommendation")
+        yield Input(placeholder="/ filter: e.g. sm90 avx512", id="filter")
+        yield DataTable(id="variants", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#variants", DataTable)
+        table.add_column("", key="mark", width=1)
+        table.add_column("variant", key="name")
+        table.add_column("CUDA", key="cuda")
+        table.add_column("SM", key="sm")
+        table.add_column("GPUs", key="gpus")
+        self._fill()
+        table.focus()
+        self.detect()
+
+    def _fill(self, words: list[str] | None = None) -> None:
+        table = self.query_one("#variants", DataTable)
+        table.clear()
+        for variant in self.variants:
+            if words and not all(word in variant.name for word in words):
+                continue
+            mark = "★" if variant.name in self.recommended else ("!" if variant.caveat else "")
+            table.add_row(
+                mark,
+                variant.name,
+                variant.toolkit.version if variant.toolkit else "cpu",
+                variant.sm.name if variant.sm else "-",
+                ", ".join(variant.sm.gpus[:2]) if variant.sm else "-",
+                key=variant.name,
+            )
+
+    @work(thread=True, exclusive=True, group="detect")
+    def detect(self) -> None:
+        settings = load_settings(self.config_directory, self.matrix)
+        report = diagnose(self.matrix, settings, self.nvidia_smi)
+        self.app.call_from_thread(self.show_report, report)
+
+    def show_report(self, report: DoctorReport) -> None:
+        hardware = report.hardware
+        missing = [tool.name for tool in report.tools if not tool.found]
+        gib = 1024**3
+        lines = [
+            f"GPU  {hardware.gpu.message}",
+            f"CPU  {hardware.cpu.model} · {hardware.cpu.cores} cores · "
+            f"ISAs {', '.join(hardware.cpu.isas) or 'none'} · "
+            f"{hardware.memory.available / gib:.1f} GB free",
+            f"Jobs {report.parallelism.jobs} ninja jobs × {report.parallelism.nvcc_threads} "
+            f"nvcc threads recommended" + (f" · missing: {', '.join(missing)}" if missing else ""),
+        ]
+        self.query_one("#host-summary", Static).update("\n".join(lines))
+        primary = report.selection.primary
+        recommendation = self.query_one("#recommendation", Static)
+        if primary is None:
+            recommendation.update(
+                "No variant runs on this host: " + "; ".join(report.selection.notes)
+            )
+        else:
+            self.recommended = {item.variant.name for item in report.selection.recommended}
+            recommendation.update(
+                f"★ {primary.variant.name}\n  " + "\n  ".join(primary.reasons[:3])
+            )
+            self._fill(self._words())
+
+    def _words(self) -> list[str]:
+        return self.query_one("#filter", Input).value.lower().split()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self._fill(self._words())
+
+    def action_focus_filter(self) -> None:
+        self.query_one("#filter", Input).focus()
+
+    def action_clear_filter(self) -> None:
+        self.query_one("#filter", Input).value = ""
+        self.query_one("#variants", DataTable).focus()
