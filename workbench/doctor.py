@@ -160,6 +160,17 @@ def diagnose(
         hardware_future = pool.submit(detect, matrix, nvidia_smi)
         tools = tuple(pool.map(tool_status, TOOLS))
         hardware = hardware_future.result()
+    return build_report(tools, hardware, ptrace_status(), matrix, settings)
+
+
+def build_report(
+    tools: tuple[ToolStatus, ...],
+    hardware: Hardware,
+    ptrace: PtraceStatus,
+    matrix: Matrix,
+    settings: BuildSettings,
+) -> DoctorReport:
+    """The recommendation for what was detected (pure: no probing)."""
     selection = select(hardware, matrix)
     primary = selection.primary
     cuda = bool(primary and primary.variant.is_gpu)
@@ -172,7 +183,7 @@ def diagnose(
     parallelism = recommend(
         hardware.cpu.cores, hardware.memory.available, job_memory, cuda, architectures
     )
-    return DoctorReport(tools, hardware, ptrace_status(), selection, parallelism)
+    return DoctorReport(tools, hardware, ptrace, selection, parallelism)
 
 
 def report_to_json(report: DoctorReport) -> dict[str, Any]:

@@ -17,10 +17,21 @@ def repo_root() -> Path:
     return Path(__file__).resolve().parent.parent
 
 
+def _default_config_dir() -> Path:
+    """The checkout's configs/; for an installed package, the nearest configs/ above the cwd."""
+    beside_package = repo_root() / "configs"
+    if (beside_package / "matrix.toml").is_file():
+        return beside_package
+    for directory in (Path.cwd(), *Path.cwd().parents):
+        if (directory / "configs" / "matrix.toml").is_file():
+            return directory / "configs"
+    return beside_package
+
+
 def config_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
     """`--config`, else $WORKBENCH_CONFIG, else the repository's configs/ folder."""
     chosen = explicit or os.environ.get(CONFIG_ENV)
-    directory = Path(chosen).expanduser() if chosen else repo_root() / "configs"
+    directory = Path(chosen).expanduser() if chosen else _default_config_dir()
     if not directory.is_dir():
         origin = "--config" if explicit else (CONFIG_ENV if chosen else "the repository")
         raise ConfigError(

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from textual.app import App
 from textual.binding import Binding
 
+from workbench.doctor import DoctorReport, diagnose
 from workbench.matrix import Matrix, load_matrix
 from workbench.paths import config_dir, state_dir
+from workbench.settings import BuildSettings
 from workbench.tui.variants_screen import VariantsScreen
+
+Doctor = Callable[[Matrix, BuildSettings], DoctorReport]
 
 
 class WorkbenchApp(App[None]):
@@ -24,29 +30,33 @@ class WorkbenchApp(App[None]):
     ]
 
     def __init__(
-        self,
-        config_directory: Path,
-        state_directory: Path,
-        matrix: Matrix,
-        nvidia_smi: str = "nvidia-smi",
+        self, config_directory: Path, state_directory: Path, matrix: Matrix, doctor: Doctor
     ) -> None:
         super().__init__()
         self.config_directory = config_directory
         self.state_directory = state_directory
         self.matrix = matrix
-        self.nvidia_smi = nvidia_smi
+        self.doctor = doctor
 
     def on_mount(self) -> None:
-        self.sub_title = f"ONNX Runtime {self.matrix.ort_version} · {self.config_directory}"
-        self.push_screen(VariantsScreen(self.matrix, self.config_directory, self.nvidia_smi))
+        self.sub_title = f"ONNX Runtime {self.matrix.ort_version}"
+        self.push_screen(VariantsScreen(self.matrix, self.config_directory, self.doctor))
 
 
 def make_app(
-    config: str | None = None, state: str | None = None, nvidia_smi: str = "nvidia-smi"
+    config: str | None = None, state: str | None = None, doctor: Doctor | None = None
 ) -> WorkbenchApp:
-    """The app for these config and state directories (the CLI's and the tests' factory)."""
+    """The app for these config and state directories (the CLI's and the tests' factory).
+
+    `doctor` detects the host; tests and screenshots pass one with recorded hardware.
+    """
     directory = config_dir(config)
-    return WorkbenchApp(directory, state_dir(state), load_matrix(directory), nvidia_smi)
+    return WorkbenchApp(
+        directory,
+        state_dir(state),
+        load_matrix(directory),
+        doctor or partial(diagnose, nvidia_smi="nvidia-smi"),
+    )
 
 
 def run_app(config: str | None = None, state_dir: str | None = None) -> int:

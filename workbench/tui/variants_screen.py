@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from textual import work
@@ -11,9 +12,9 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
-from workbench.doctor import DoctorReport, diagnose
+from workbench.doctor import DoctorReport
 from workbench.matrix import Matrix
-from workbench.settings import load_settings
+from workbench.settings import BuildSettings, load_settings
 from workbench.variants import Variant, expand
 
 
@@ -31,11 +32,16 @@ class VariantsScreen(Screen[None]):
         Binding("escape", "clear_filter", "Clear filter", id="variants.clear", show=False),
     ]
 
-    def __init__(self, matrix: Matrix, config_directory: Path, nvidia_smi: str) -> None:
+    def __init__(
+        self,
+        matrix: Matrix,
+        config_directory: Path,
+        doctor: Callable[[Matrix, BuildSettings], DoctorReport],
+    ) -> None:
         super().__init__()
         self.matrix = matrix
         self.config_directory = config_directory
-        self.nvidia_smi = nvidia_smi
+        self.doctor = doctor
         self.variants: list[Variant] = expand(matrix)
         self.recommended: set[str] = set()
 
@@ -78,20 +84,26 @@ class VariantsScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="detect")
     def detect(self) -> None:
         settings = load_settings(self.config_directory, self.matrix)
-        report = diagnose(self.matrix, settings, self.nvidia_smi)
+        report = self.doctor(self.matrix, settings)
         self.app.call_from_thread(self.show_report, report)
 
     def show_report(self, report: DoctorReport) -> None:
         hardware = report.hardware
+        gpu = hardware.gpu
         missing = [tool.name for tool in report.tools if not tool.found]
-        gib = 1024**3
+        names = sorted({device.name for device in gpu.gpus})
+        gpu_line = (
+            f"GPU  {len(gpu.gpus)}× {', '.join(names)} · driver {gpu.driver_version or '?'}"
+            if gpu.found
+            else f"GPU  {gpu.message}"
+        )
+        best_isa = hardware.cpu.isas[-1] if hardware.cpu.isas else "no matrix ISA"
         lines = [
-            f"GPU  {hardware.gpu.message}",
-            f"CPU  {hardware.cpu.model} · {hardware.cpu.cores} cores · "
-            f"ISAs {', '.join(hardware.cpu.isas) or 'none'} · "
-            f"{hardware.memory.available / gib:.1f} GB free",
-            f"Jobs {report.parallelism.jobs} ninja jobs × {report.parallelism.nvcc_threads} "
-            f"nvcc threads recommended" + (f" · missing: {', '.join(missing)}" if missing else ""),
+            gpu_line,
+            f"CPU  {hardware.cpu.model} · {hardware.cpu.cores} cores · {best_isa} · "
+            f"{hardware.memory.available / 1024**3:.0f} GB free · "
+            f"{report.parallelism.jobs} jobs × {report.parallelism.nvcc_threads} nvcc threads"
+            + (f" · missing: {', '.join(missing)}" if missing else ""),
         ]
         self.query_one("#host-summary", Static).update("\n".join(lines))
         primary = report.selection.primary
@@ -100,12 +112,13 @@ class VariantsScreen(Screen[None]):
             recommendation.update(
                 "No variant runs on this host: " + "; ".join(report.selection.notes)
             )
-        else:
-            self.recommended = {item.variant.name for item in report.selection.recommended}
-            recommendation.update(
-                f"★ {primary.variant.name}\n  " + "\n  ".join(primary.reasons[:3])
-            )
-            self._fill(self._words())
+            return
+        self.recommended = {item.variant.name for item in report.selection.recommended}
+        recommendation.update(f"★ {primary.variant.name}  ({'; '.join(primary.reasons[:2])})")
+        self._fill(self._words())
+        table = self.query_one("#variants", DataTable)
+        if primary.variant.name in table.rows:
+            table.move_cursor(row=table.get_row_index(primary.variant.name))
 
     def _words(self) -> list[str]:
         return self.query_one("#filter", Input).value.lower().split()

@@ -1,0 +1,282 @@
+# From a spec (nix/variants.nix) to a package: nixpkgs' onnxruntime, overridden.
+#
+# The Flox matrix's two-layer pattern, generated instead of copied 66 times:
+#   1. the C++ package: pkgs.onnxruntime.override { cudaSupport; cudaPackages; ... }
+#      then .overrideAttrs for CMake flags, compiler flags, ninja, ccache and patches;
+#   2. the Python package: python3XXPackages.onnxruntime.override { onnxruntime = <1>; }
+#      then .overrideAttrs for the variant's pname and meta.
+# The builder flake's linkage flavours are layer 1 alone (C/C++ libraries, no Python).
+#
+# Arguments:
+#   pkgs      nixpkgs for one system, or tests/nix/standin-nixpkgs.nix, which records what it is
+#             given; only attributes are looked up here (no `lib`), so both work.
+#   settings  the checked settings of configs/settings.toml (nix/config.nix).
+#   patchDir  where the patch files live (the repository's patches/).
+#
+# What must NOT be in a derivation: ninja's job count. It reaches the build as NIX_BUILD_CORES,
+# set per invocation by `nix build --cores N`, which leaves the derivation hash alone, so
+# changing ninja_jobs never costs a 20-60 minute rebuild. nixpkgs' ninja setup hook already runs
+# `ninja -j$NIX_BUILD_CORES` when enableParallelBuilding is on; nothing here sets ninjaFlags.
+{
+  pkgs,
+  settings,
+  patchDir,
+}:
+let
+  lib = import ./lib.nix;
+  inherit (builtins)
+    concatStringsSep
+    elem
+    filter
+    listToAttrs
+    map
+    match
+    ;
+
+  need =
+    name:
+    pkgs.${name}
+      or (throw "workbench: this nixpkgs has no `${name}` (the nixpkgs pin in flake.nix must match configs/matrix.toml's nixpkgs_rev)");
+
+  # One patch file as its own store path. builtins.path with a fixed name copies just that
+  # file, so the derivation depends on the patch's contents only: interpolating a path inside
+  # the flake source would make every build depend on the whole repository, and editing
+  # settings.toml would then rebuild ORT.
+  patchFile =
+    where: name:
+    let
+      path = patchDir + "/${name}";
+    in
+    if builtins.pathExists path then
+      builtins.path { inherit path name; }
+    else
+      throw (
+        "workbench: patch ${name} (listed in ${where}) is missing: ${toString patchDir}/${name} does not exist. "
+        + "Copy ${name} from the onnxruntime-builder flake's patches/ directory into this repository's patches/, "
+        + "or remove it from ${where}. (In a git checkout, also `git add` it: a flake only sees tracked files.)"
+      );
+
+  # -D definitions reach C, C++ and CUDA through CFLAGS / CXXFLAGS / CUDAFLAGS, which CMake reads
+  # to initialise CMAKE_<LANG>_FLAGS (flavours.toml: "added to CMAKE_CXX_FLAGS /
+  # CMAKE_CUDA_FLAGS"). Environment variables, because cmakeFlags entries are split on spaces.
+  defineFlag =
+    define:
+    if match "[A-Za-z_][A-Za-z0-9_]*(=[A-Za-z0-9_.]*)?" define != null then
+      "-D${define}"
+    else
+      throw "configs/flavours.toml: defines: \"${define}\" is not NAME or NAME=VALUE";
+
+  # Append to environment variables of the derivation, wherever nixpkgs put them: inside `env`
+  # (the current convention) unless the package sets the same name as a top-level attribute,
+  # in which case that one (mkDerivation refuses a name in both places).
+  appendEnv =
+    old: vars:
+    let
+      present = filter (name: vars.${name} != "") (builtins.attrNames vars);
+      topLevel = filter (name: old ? ${name}) present;
+      inEnv = filter (name: !(old ? ${name})) present;
+      joined = previous: name: lib.joinWords [ (toString previous) vars.${name} ];
+    in
+    {
+      env =
+        (old.env or { })
+        // listToAttrs (
+          map (name: {
+            inherit name;
+            value = joined (old.env.${name} or "") name;
+          }) inEnv
+        );
+    }
+    // listToAttrs (
+      map (name: {
+        inherit name;
+        value = joined old.${name} name;
+      }) topLevel
+    );
+
+  # ccache needs a cache directory the build can write. In the sandbox that is only true when
+  # nix.conf has `extra-sandbox-paths = /var/cache/ccache` (the directory group nixbld,
+  # mode 2770), so the check happens at build time and a missing directory degrades to a plain
+  # build with a message, instead of failing an hour in.
+  ccacheHook = ''
+    if [ -d /var/cache/ccache ] && [ -w /var/cache/ccache ]; then
+      export CCACHE_DIR=/var/cache/ccache CCACHE_UMASK=007 CCACHE_COMPRESS=1
+      # Relative paths in the cache key, so builds in different sandbox directories share hits.
+      export CCACHE_BASEDIR="$NIX_BUILD_TOP"
+      cmakeFlagsArray+=(
+        -DCMAKE_C_COMPILER_LAUNCHER=ccache
+        -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
+        -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache
+      )
+      echo "workbench: compiling through ccache ($CCACHE_DIR)"
+    else
+      echo "workbench: ccache = true in configs/settings.toml, but /var/cache/ccache is not writable in this build." >&2
+      echo "workbench: add 'extra-sandbox-paths = /var/cache/ccache' to nix.conf and create the directory (group nixbld, mode 2770); building without ccache." >&2
+    fi
+  '';
+
+  # The C++ package. `cudaArchitectures` null keeps nixpkgs' own value (from cudaCapabilities);
+  # `shared` null keeps nixpkgs' linkage (shared, which the Python wheel needs).
+  mkOrt =
+    {
+      pname,
+      cuda,
+      toolkit,
+      cudaArchitectures,
+      cpuFlags,
+      shared,
+      flavourPatches,
+      flavourWhere,
+      defines,
+      pythonPackages,
+      platforms,
+      info,
+    }:
+    let
+      archFlags =
+        if settings.cuda_architectures != [ ] then
+          concatStringsSep ";" settings.cuda_architectures
+        else
+          cudaArchitectures;
+      setsArchitectures = cuda && archFlags != null;
+      # The flavour's series first (the known fixes), then the user's enabled patches on top:
+      # the patch being iterated on is written against the series. A patch in both lists is
+      # applied once.
+      enabledPatches = filter (name: !(elem name flavourPatches)) settings.enabled_patches;
+      patchNames = flavourPatches ++ enabledPatches;
+      patches =
+        map (patchFile flavourWhere) flavourPatches
+        ++ map (patchFile "enabled_patches in configs/settings.toml") enabledPatches;
+      compileFlags = lib.joinWords (cpuFlags ++ settings.optimization_flags);
+      defineFlags = lib.joinWords (map defineFlag defines);
+      ourCmakeFlags =
+        lib.optional setsArchitectures "-DCMAKE_CUDA_ARCHITECTURES:STRING=${archFlags}"
+        ++ lib.optional cuda "-Donnxruntime_NVCC_THREADS:STRING=${toString settings.nvcc_threads}"
+        ++ lib.optionals (shared == true) [ "-Donnxruntime_BUILD_SHARED_LIB:BOOL=TRUE" ]
+        ++ lib.optionals (shared == false) [
+          "-Donnxruntime_BUILD_SHARED_LIB:BOOL=FALSE"
+          "-DBUILD_SHARED_LIBS:BOOL=FALSE"
+        ];
+      replaced =
+        lib.optional setsArchitectures "CMAKE_CUDA_ARCHITECTURES"
+        ++ lib.optional cuda "onnxruntime_NVCC_THREADS"
+        ++ lib.optionals (shared != null) [
+          "onnxruntime_BUILD_SHARED_LIB"
+          "BUILD_SHARED_LIBS"
+        ];
+
+      overridden = (need "onnxruntime").override (
+        {
+          cudaSupport = cuda;
+          pythonSupport = pythonPackages != null;
+        }
+        // lib.optionalAttrs cuda { cudaPackages = need toolkit.nixpkgs_attr; }
+        # The wheel inside the C++ build must be built for the variant's Python.
+        // lib.optionalAttrs (pythonPackages != null) { python3Packages = need pythonPackages; }
+      );
+    in
+    overridden.overrideAttrs (
+      old:
+      {
+        inherit pname;
+        cmakeFlags = lib.dropCmakeVars replaced (old.cmakeFlags or [ ]) ++ ourCmakeFlags;
+        # ninja in nativeBuildInputs makes nixpkgs' cmake hook generate Ninja files (Makefiles
+        # otherwise): a `[n/total]` progress line the workbench can follow, and a .ninja_log
+        # it can time. The job count still comes from NIX_BUILD_CORES (see the top).
+        nativeBuildInputs =
+          (old.nativeBuildInputs or [ ]) ++ [ (need "ninja") ] ++ lib.optional settings.ccache (need "ccache");
+        enableParallelBuilding = true;
+        patches = (old.patches or [ ]) ++ patches;
+        passthru = (old.passthru or { }) // {
+          workbench = info // {
+            cmakeCudaArchitectures = if setsArchitectures then archFlags else null;
+            nvccThreads = if cuda then settings.nvcc_threads else null;
+            compilerFlags = cpuFlags ++ settings.optimization_flags;
+            inherit patchNames defines;
+          };
+        };
+        meta = (old.meta or { }) // {
+          inherit platforms;
+        };
+      }
+      # ISA and optimisation flags through the compiler wrapper: it puts NIX_CFLAGS_COMPILE
+      # after the command line, so they win over CMake's Release -O3, and they reach the host
+      # compiler nvcc runs as well.
+      // appendEnv old {
+        NIX_CFLAGS_COMPILE = compileFlags;
+        CFLAGS = defineFlags;
+        CXXFLAGS = defineFlags;
+        CUDAFLAGS = if cuda then defineFlags else "";
+      }
+      // lib.optionalAttrs settings.ccache { preConfigure = ccacheHook + (old.preConfigure or ""); }
+      # nixpkgs scrubs nvcc out of libonnxruntime_providers_cuda.so after the build; a static
+      # build has no such file and the scrub would fail the whole build at the very end.
+      // lib.optionalAttrs (cuda && shared == false) { postFixup = ""; }
+    );
+in
+rec {
+  # The C++ package of a variant (its Python package's `onnxruntime`).
+  variantCpp =
+    spec:
+    mkOrt {
+      pname = "${spec.name}-cpp";
+      inherit (spec) cuda toolkit pythonPackages;
+      cudaArchitectures = spec.cmakeCudaArchitectures;
+      cpuFlags = spec.isa.flags;
+      shared = null;
+      flavourPatches = [ ];
+      flavourWhere = "";
+      defines = [ ];
+      platforms = [ spec.platform ];
+      info = {
+        inherit (spec) name kind;
+        isa = spec.isa.name;
+        toolkit = if spec.toolkit == null then null else spec.toolkit.name;
+      };
+    };
+
+  # A variant: the Python package, as the Flox matrix builds them.
+  variant =
+    spec:
+    let
+      cpp = variantCpp spec;
+      pythonOrt = (need spec.pythonPackages).onnxruntime.override { onnxruntime = cpp; };
+    in
+    pythonOrt.overrideAttrs (old: {
+      pname = spec.name;
+      # Set explicitly: python packages build `name` with their interpreter prefix, and the
+      # build list and store path should show the variant's own name.
+      name = "${spec.name}-${old.version or spec.ortVersion}";
+      passthru = (old.passthru or { }) // {
+        inherit cpp;
+        workbench = cpp.workbench // {
+          inherit (spec) description caveat;
+          python = spec.python;
+        };
+      };
+      meta = (old.meta or { }) // {
+        inherit (spec) description;
+        platforms = [ spec.platform ];
+        # nvcc older than the SM (cuda12_4 + Blackwell) cannot build it: say so at evaluation
+        # (NIXPKGS_ALLOW_BROKEN=1 still tries) rather than after an hour of compiling.
+        broken = spec.caveat != null;
+      };
+    });
+
+  # A linkage flavour of the builder flake: C/C++ libraries, no Python.
+  flavour =
+    spec:
+    mkOrt {
+      pname = spec.attr;
+      inherit (spec) cuda toolkit shared defines platforms;
+      cudaArchitectures = null;
+      cpuFlags = [ ];
+      flavourPatches = spec.patches;
+      flavourWhere = "flavour ${spec.name} in configs/flavours.toml";
+      pythonPackages = null;
+      info = {
+        inherit (spec) name attr kind experimental;
+        toolkit = if spec.toolkit == null then null else spec.toolkit.name;
+      };
+    };
+}

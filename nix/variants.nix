@@ -1,0 +1,119 @@
+# The variant matrix expanded into build specs: plain data, no nixpkgs.
+#
+# The order and the names must match workbench/variants.py's expand() exactly (the tests compare
+# the two): for each toolkit (file order), each SM (file order), each ISA of that SM (its list
+# order); then the CPU-only ISAs. A spec carries everything nix/overrides.nix needs, so adding
+# a variant is a change to configs/matrix.toml only, never a new .nix file.
+{
+  configDir ? ../configs,
+}:
+let
+  lib = import ./lib.nix;
+  config = import ./config.nix { inherit configDir; };
+  inherit (builtins) concatLists concatStringsSep filter map;
+  inherit (config) ortVersion;
+
+  isaByName =
+    name:
+    let
+      found = filter (isa: isa.name == name) config.isas;
+    in
+    if found == [ ] then throw "configs/matrix.toml: no [[isas]] entry called ${name}" else builtins.head found;
+
+  take = n: list: if builtins.length list <= n then list else builtins.genList (builtins.elemAt list) n;
+
+  # The Flox matrix's header line; the same text as Variant.description on the Python side.
+  gpuDescription =
+    toolkit: sm: isa:
+    "ONNX Runtime ${ortVersion} for NVIDIA ${sm.family} "
+    + "(${lib.toUpper sm.name}: ${concatStringsSep ", " (take 3 sm.gpus)}) + ${isa.label} [CUDA ${toolkit.version}]";
+
+  # nvcc older than the architecture cannot target it (cuda12_4 + Blackwell): the matrix keeps
+  # those names for the seeds' sake, the packages are marked broken with this as the reason.
+  caveatOf =
+    toolkit: sm:
+    if builtins.compareVersions toolkit.version sm.min_toolkit < 0 then
+      "nvcc ${toolkit.version} cannot target ${sm.name} (${sm.family} needs CUDA ${sm.min_toolkit} or newer)"
+    else
+      null;
+
+  gpuVariant =
+    toolkit: sm: isaName:
+    let
+      isa = isaByName isaName;
+    in
+    {
+      name = "onnxruntime-python${lib.pythonTag toolkit.python}-${toolkit.name}-${sm.name}-${isa.name}";
+      kind = "gpu";
+      cuda = true;
+      python = toolkit.python;
+      pythonPackages = lib.pythonPackagesAttr toolkit.python;
+      inherit toolkit sm isa ortVersion;
+      cmakeCudaArchitectures = sm.cmakeArch;
+      platform = isa.platform;
+      description = gpuDescription toolkit sm isa;
+      caveat = caveatOf toolkit sm;
+    };
+
+  cpuVariant =
+    isaName:
+    let
+      isa = isaByName isaName;
+    in
+    {
+      name = "onnxruntime-python${lib.pythonTag config.cpuPython}-cpu-${isa.name}";
+      kind = "cpu";
+      cuda = false;
+      python = config.cpuPython;
+      pythonPackages = lib.pythonPackagesAttr config.cpuPython;
+      toolkit = null;
+      sm = null;
+      inherit isa ortVersion;
+      cmakeCudaArchitectures = null;
+      platform = isa.platform;
+      description = "ONNX Runtime ${ortVersion} CPU-only + ${isa.label}";
+      caveat = null;
+    };
+
+  variants =
+    concatLists (
+      map (toolkit: concatLists (map (sm: map (gpuVariant toolkit sm) sm.isas) config.sms)) config.toolkits
+    )
+    ++ map cpuVariant config.cpuIsas;
+
+  # The builder flake's linkage flavours are not tied to an SM or ISA. CUDA ones use the newest
+  # toolkit of the matrix; their architectures come from settings.toml's cuda_architectures, or,
+  # when that is empty, from nixpkgs' own cudaCapabilities (see nix/overrides.nix).
+  newestToolkit = builtins.foldl' (
+    best: toolkit: if best == null || builtins.compareVersions toolkit.version best.version > 0 then toolkit else best
+  ) null config.toolkits;
+
+  flavours = map (
+    flavour:
+    flavour
+    // {
+      kind = "flavour";
+      toolkit = if flavour.cuda then newestToolkit else null;
+      inherit ortVersion;
+      # C/C++ libraries for the builder flake's consumers: built wherever nixpkgs' onnxruntime is.
+      platforms = [
+        "x86_64-linux"
+        "aarch64-linux"
+      ];
+    }
+  ) config.flavours;
+in
+{
+  inherit (config)
+    ortVersion
+    nixpkgsRev
+    driverFloors
+    toolkits
+    sms
+    isas
+    settings
+    ;
+  inherit variants flavours;
+  # The platforms that have at least one variant, in first-seen order (the flake's systems).
+  platforms = lib.unique (map (variant: variant.platform) variants);
+}

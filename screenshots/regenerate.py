@@ -1,0 +1,41 @@
+"""Regenerate the SVG screenshots in screenshots/ from the real app on a recorded host.
+
+Run: python screenshots/regenerate.py   (writes screenshots/*.svg; look at them afterwards)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
+
+from recorded_host import recorded_doctor  # noqa: E402
+
+from workbench.tui.app import make_app  # noqa: E402
+
+SIZES = ((80, 24), (160, 48))
+
+
+async def capture(name: str, size: tuple[int, int], state: Path) -> Path:
+    app = make_app(str(REPO / "configs"), str(state), doctor=recorded_doctor())
+    async with app.run_test(size=size) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        path = HERE / f"{name}-{size[0]}x{size[1]}.svg"
+        path.write_text(app.export_screenshot(title=f"workbench: {name}"))
+    return path
+
+
+async def main() -> None:
+    with tempfile.TemporaryDirectory() as state:
+        for size in SIZES:
+            print(await capture("variants", size, Path(state)))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,42 @@
+# Test helper: nix/overrides.nix applied to every spec of nix/variants.nix against the STAND-IN
+# for nixpkgs, exposing what the stand-in recorded as plain data:
+#
+#   nix-instantiate --eval --strict --json tests/nix/probe.nix \
+#     --argstr configDir /copy/of/configs --argstr patchDir /copy/of/patches \
+#     -A variants.onnxruntime-python313-cuda12_9-sm90-avx512.cpp
+#
+# variants.<name>.cpp     the C++ package (pkgs.onnxruntime overridden)
+# variants.<name>.python  the Python package (pythonXXXPackages.onnxruntime overridden)
+# variants.<name>.spec    the spec itself
+# flavours.<attr>         a linkage flavour's package (onnxruntime-cpu, onnxruntime-cuda-dyn,
+#                         onnxruntime)
+{
+  configDir ? ../../configs,
+  patchDir ? ../../patches,
+  system ? "x86_64-linux",
+}:
+let
+  pkgs = import ./standin-nixpkgs.nix { inherit system; };
+  matrix = import ../../nix/variants.nix { inherit configDir; };
+  build = import ../../nix/overrides.nix {
+    inherit pkgs patchDir;
+    inherit (matrix) settings;
+  };
+  entry = name: value: { inherit name value; };
+in
+{
+  inherit (matrix) settings;
+  variants = builtins.listToAttrs (
+    map (
+      spec:
+      entry spec.name {
+        inherit spec;
+        cpp = (build.variantCpp spec).standinRecord;
+        python = (build.variant spec).standinRecord;
+      }
+    ) matrix.variants
+  );
+  flavours = builtins.listToAttrs (
+    map (spec: entry spec.attr (build.flavour spec).standinRecord) matrix.flavours
+  );
+}

@@ -1,0 +1,48 @@
+"""A recorded build host for TUI tests and screenshots: an H100 server, without probing this one.
+
+The GPU answer comes from the nvidia-smi stand-in (no GPU exists on the test machines); the CPU
+from a recorded /proc/cpuinfo; tools and memory are fixed so screens look the same everywhere.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from workbench.doctor import DoctorReport, PtraceStatus, ToolStatus, build_report
+from workbench.hardware import CpuInfo, Hardware, MemoryInfo, detect_gpus, read_cpuinfo
+from workbench.hardware import supported_isas
+from workbench.matrix import Matrix
+from workbench.settings import BuildSettings
+
+TESTS = Path(__file__).resolve().parent
+STANDIN_NVIDIA_SMI = TESTS / "standins" / "standin-nvidia-smi"
+GIB = 1024**3
+
+TOOLS = (
+    ToolStatus("nix", True, "/usr/bin/nix", "nix (Nix) 2.8.0"),
+    ToolStatus("flox", False, None, None),
+    ToolStatus("gdb", True, "/usr/bin/gdb", "GNU gdb (Debian 13.1-3) 13.1"),
+    ToolStatus("ninja", True, "/usr/bin/ninja", "1.11.1"),
+    ToolStatus("cmake", True, "/usr/bin/cmake", "cmake version 3.25.1"),
+    ToolStatus("nvcc", True, "/usr/local/cuda/bin/nvcc", "release 12.9, V12.9.86"),
+)
+
+
+def recorded_doctor(gpu_fixture: str = "h100-new-driver.toml", cpu_fixture: str = "sapphire-rapids.txt"):
+    """A doctor function for `make_app(doctor=...)` that reports the recorded host."""
+
+    def doctor(matrix: Matrix, settings: BuildSettings) -> DoctorReport:
+        os.environ["STANDIN_NVIDIA_SMI_FIXTURE"] = str(
+            TESTS / "standins" / "nvidia-smi-fixtures" / gpu_fixture
+        )
+        gpus = detect_gpus(matrix, str(STANDIN_NVIDIA_SMI),
+                           proc_driver_version=TESTS / "no-such-file")
+        model, flags = read_cpuinfo(TESTS / "fixtures" / "cpuinfo" / cpu_fixture)
+        cpu = CpuInfo("x86_64", "x86_64-linux", model, flags,
+                      supported_isas(flags, "x86_64-linux", matrix), 32)
+        hardware = Hardware(gpus, cpu, MemoryInfo(256 * GIB, 240 * GIB, None))
+        ptrace = PtraceStatus(True, 1, True, "gdb may attach to this user's processes")
+        return build_report(TOOLS, hardware, ptrace, matrix, settings)
+
+    return doctor

@@ -1,0 +1,189 @@
+"""nix/matrix.nix and nix/variants.nix against workbench/variants.py: one matrix, two readers.
+
+Real Nix (Debian's nix-bin) evaluates the real nix/ files; nothing here needs nixpkgs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from workbench.errors import ConfigError
+from workbench.matrix import load_matrix
+from workbench.variants import expand
+
+REPO = Path(__file__).resolve().parent.parent
+CONFIGS = REPO / "configs"
+
+# Flakes on, no sandbox (Debian's nix-bin has none), no binary cache (no network).
+NIX_CONFIG = "experimental-features = nix-command flakes\nsandbox = false\nsubstituters ="
+
+pytestmark = [
+    pytest.mark.nix,
+    pytest.mark.skipif(
+        shutil.which("nix-instantiate") is None,
+        reason="nix-instantiate is not installed (Debian: apt-get install nix-bin)",
+    ),
+]
+
+
+def nix_env(tmp_path: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["NIX_CONFIG"] = NIX_CONFIG
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    return env
+
+
+def nix_eval(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`nix-instantiate --eval --strict --json ARGS` in the repository (an argv list, no shell)."""
+    return subprocess.run(
+        ["nix-instantiate", "--eval", "--strict", "--json", *args],
+        cwd=REPO,
+        env=nix_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def nix_json(tmp_path: Path, *args: str):
+    result = nix_eval(tmp_path, *args)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def python_names(config_directory: Path) -> list[str]:
+    return [variant.name for variant in expand(load_matrix(config_directory))]
+
+
+def copy_configs(tmp_path: Path) -> Path:
+    target = tmp_path / "configs"
+    shutil.copytree(CONFIGS, target)
+    return target
+
+
+def test_matrix_nix_lists_the_same_names_in_the_same_order_as_python(tmp_path: Path) -> None:
+    names = nix_json(tmp_path, "nix/matrix.nix")
+    assert names == python_names(CONFIGS)
+
+
+def test_matrix_has_the_seeds_66_variants(tmp_path: Path) -> None:
+    names = nix_json(tmp_path, "nix/matrix.nix")
+    assert len(names) == 66
+    assert len(set(names)) == 66
+    assert sum("-cpu-" in name for name in names) == 6
+    assert "onnxruntime-python313-cuda12_9-sm90-avx512" in names
+    assert "onnxruntime-python312-cuda12_4-sm90-armv9" in names
+    assert "onnxruntime-python313-cpu-avx2" in names
+
+
+def test_variant_names_nix_takes_the_config_directory(tmp_path: Path) -> None:
+    names = nix_json(tmp_path, "nix/variant-names.nix", "--argstr", "configDir", str(CONFIGS))
+    assert names == nix_json(tmp_path, "nix/matrix.nix")
+
+
+def test_specs_agree_with_python_field_by_field(tmp_path: Path) -> None:
+    specs = nix_json(tmp_path, "-E", "(import ./nix/variants.nix { }).variants")
+    variants = expand(load_matrix(CONFIGS))
+    assert len(specs) == len(variants)
+    for spec, variant in zip(specs, variants, strict=True):
+        assert spec["name"] == variant.name
+        assert spec["description"] == variant.description
+        assert spec["caveat"] == variant.caveat
+        assert spec["platform"] == variant.platform
+        assert spec["python"] == variant.python
+        assert spec["cmakeCudaArchitectures"] == variant.cmake_cuda_architectures
+        assert spec["isa"]["flags"] == list(variant.isa.flags)
+        assert spec["cuda"] == variant.is_gpu
+        if variant.toolkit:
+            assert spec["toolkit"]["nixpkgs_attr"] == variant.toolkit.nixpkgs_attr
+            assert spec["toolkit"]["min_driver"] == variant.toolkit.min_driver
+        else:
+            assert spec["toolkit"] is None
+        assert spec["pythonPackages"] == "python" + variant.python.replace(".", "") + "Packages"
+
+
+def test_flavour_specs_agree_with_python(tmp_path: Path) -> None:
+    specs = nix_json(tmp_path, "-E", "(import ./nix/variants.nix { }).flavours")
+    flavours = load_matrix(CONFIGS).flavours
+    assert [(s["name"], s["attr"]) for s in specs] == [(f.name, f.attr) for f in flavours]
+    for spec, flavour in zip(specs, flavours, strict=True):
+        assert spec["patches"] == list(flavour.patches)
+        assert spec["defines"] == list(flavour.defines)
+        assert (spec["cuda"], spec["shared"]) == (flavour.cuda, flavour.shared)
+    assert [s["attr"] for s in specs] == ["onnxruntime-cpu", "onnxruntime-cuda-dyn", "onnxruntime"]
+
+
+def _add_isa_to_sm100(text: str) -> str:
+    # GB200 pairs Blackwell with Grace: an ARM ISA on sm100.
+    block = text.index('name = "sm100"')
+    line = text.index("isas = [", block)
+    end = text.index("]", line)
+    return text[:end] + ', "armv9"' + text[end:]
+
+
+def _add_toolkit(text: str) -> str:
+    toolkit = (
+        '[[toolkits]]\nname = "cuda13_0"\nversion = "13.0"\npython = "3.13"\n'
+        'nixpkgs_attr = "cudaPackages_13_0"\n\n'
+    )
+    return text.replace("# CPU-only variants use this Python.", toolkit + "# CPU-only variants")
+
+
+def _drop_cpu_isa(text: str) -> str:
+    return text.replace(
+        'isas = ["avx2", "avx512", "avx512bf16", "avx512vnni", "armv8_2", "armv9"]\n\n# GPU',
+        'isas = ["avx2", "armv9"]\n\n# GPU',
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "count", "new_name"),
+    [
+        (_add_isa_to_sm100, 68, "onnxruntime-python313-cuda12_9-sm100-armv9"),
+        (_add_toolkit, 96, "onnxruntime-python313-cuda13_0-sm120-avx512vnni"),
+        (_drop_cpu_isa, 62, None),
+    ],
+    ids=["isa-on-sm100", "new-toolkit", "fewer-cpu-isas"],
+)
+def test_a_changed_matrix_changes_both_sides_equally(tmp_path: Path, change, count, new_name):
+    configs = copy_configs(tmp_path)
+    matrix_file = configs / "matrix.toml"
+    original = matrix_file.read_text()
+    changed = change(original)
+    assert changed != original, "the test's edit did not apply to configs/matrix.toml"
+    matrix_file.write_text(changed)
+
+    nix_names = nix_json(tmp_path, "nix/variant-names.nix", "--argstr", "configDir", str(configs))
+    assert nix_names == python_names(configs)
+    assert len(nix_names) == count
+    if new_name:
+        assert new_name in nix_names
+    # The repository's own matrix is untouched.
+    assert len(nix_json(tmp_path, "nix/matrix.nix")) == 66
+
+
+def test_an_unknown_isa_is_refused_by_both_sides_naming_it(tmp_path: Path) -> None:
+    configs = copy_configs(tmp_path)
+    matrix_file = configs / "matrix.toml"
+    matrix_file.write_text(matrix_file.read_text().replace('"avx512vnni", "armv8_2"', '"avx1024"'))
+
+    with pytest.raises(ConfigError, match="avx1024"):
+        load_matrix(configs)
+    result = nix_eval(tmp_path, "nix/variant-names.nix", "--argstr", "configDir", str(configs))
+    assert result.returncode != 0
+    assert "configs/matrix.toml" in result.stderr
+    assert "unknown ISAs avx1024" in result.stderr
+
+
+def test_a_missing_config_directory_is_named(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere"
+    result = nix_eval(tmp_path, "nix/variant-names.nix", "--argstr", "configDir", str(missing))
+    assert result.returncode != 0
+    assert f"{missing}/matrix.toml does not exist" in result.stderr

@@ -1,0 +1,39 @@
+"""The first screen, driven with Pilot: the matrix, the recommendation, the filter."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from recorded_host import recorded_doctor
+from textual.widgets import DataTable, Static
+
+from workbench.tui.app import make_app
+
+
+async def test_first_screen_marks_the_recommended_variant(config_copy: Path, tmp_path: Path):
+    app = make_app(str(config_copy), str(tmp_path / "state"), doctor=recorded_doctor())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        table = app.screen.query_one("#variants", DataTable)
+        assert table.row_count == 66
+        recommended = "onnxruntime-python313-cuda12_9-sm90-avx512"
+        assert table.get_row(recommended)[0] == "★"
+        text = str(app.screen.query_one("#recommendation", Static).render())
+        assert recommended in text and "sm90" in text
+        await pilot.press("slash", *"sm120 vnni")
+        await pilot.pause()
+        assert table.row_count == 2
+        await pilot.press("escape")
+        await pilot.pause()
+        assert table.row_count == 66
+
+
+async def test_no_gpu_host_recommends_a_cpu_variant(config_copy: Path, tmp_path: Path):
+    doctor = recorded_doctor("driver-not-loaded.toml", "haswell.txt")
+    app = make_app(str(config_copy), str(tmp_path / "state"), doctor=doctor)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        table = app.screen.query_one("#variants", DataTable)
+        assert table.get_row("onnxruntime-python313-cpu-avx2")[0] == "★"

@@ -1,0 +1,526 @@
+"""Samples of every thread's stack, taken with gdb, leaving the process as it was found.
+
+Each sample attaches, reads all threads in two batched round trips, and detaches, so the
+process runs normally between samples (and is never left traced if the workbench dies
+between them). Between samples the threads' states and CPU time are polled from /proc:
+that is where "always running" evidence comes from, since gdb sees only stopped threads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workbench.debugging import procfs
+from workbench.debugging.errors import (
+    AlreadyTracedError,
+    DebugError,
+    GdbDiedError,
+    GdbTimeoutError,
+    MiError,
+    ProcessGoneError,
+    PtraceDeniedError,
+    ZombieError,
+)
+from workbench.debugging.gdb_session import GdbSession, MiResult, find_gdb
+from workbench.debugging.model import Capture, Frame, Sample, ThreadActivity, ThreadStack, WaitInfo
+from workbench.debugging.names import strip_signature
+from workbench.debugging.ptrace import check_ptrace, explain_attach_failure
+
+Progress = Callable[[str], None]
+
+# Innermost-first markers of a thread blocked in a futex, and what it waits for. The first
+# specific marker found in the top frames wins; a bare futex frame is the fallback.
+WAIT_MARKERS: tuple[tuple[str, str], ...] = (
+    ("__cxa_guard_acquire", "static-guard"),
+    ("__lll_lock_wait", "mutex"),
+    ("pthread_mutex_lock", "mutex"),
+    ("pthread_mutex_timedlock", "mutex"),
+    ("pthread_mutex_clocklock", "mutex"),
+    ("pthread_join", "join"),
+    ("pthread_clockjoin", "join"),
+    ("pthread_timedjoin", "join"),
+    ("pthread_tryjoin", "join"),
+    ("pthread_cond_wait", "condition"),
+    ("pthread_cond_timedwait", "condition"),
+    ("pthread_cond_clockwait", "condition"),
+    ("__pthread_cond_wait_common", "condition"),
+    ("condition_variable::wait", "condition"),
+    ("pthread_rwlock", "rwlock"),
+    ("sem_wait", "semaphore"),
+    ("sem_timedwait", "semaphore"),
+    ("sem_clockwait", "semaphore"),
+)
+WAIT_SCAN_DEPTH = 8
+# Syscall number register, first two argument registers, and futex's number, per machine.
+SYSCALL_REGISTERS = {
+    "x86_64": ("$orig_rax", "$rdi", "$rsi", 202),
+    "aarch64": ("$x8", "$x0", "$x1", 98),
+}
+OWNED_WAITS = {"mutex", "join", "static-guard"}
+FUTEX_WAIT_OPS = {0, 6, 9, 11}  # WAIT, LOCK_PI, WAIT_BITSET, WAIT_REQUEUE_PI
+_LWP = re.compile(r"\bLWP (\d+)|\bprocess (\d+)")
+_HEX = re.compile(r"0x[0-9a-fA-F]+")
+
+
+@dataclass
+class CaptureOptions:
+    """How to sample: count, spacing, frame limit, time limits and which gdb."""
+
+    samples: int = 5
+    interval: float = 0.2
+    max_frames: int = 256
+    attach_timeout: float = 30.0
+    command_timeout: float = 60.0
+    gdb: str | None = None
+    symbols_only: bool = False
+    observe: float = 0.2
+    poll_every: float = 0.02
+    proc: Path = field(default=procfs.PROC)
+
+
+def preflight(pid: int, proc: Path = procfs.PROC) -> procfs.Stat:
+    """Refuse, with the reason, a process that cannot be captured: gone, zombie, traced."""
+    stat = procfs.read_stat(pid, proc=proc)
+    if stat is None:
+        raise ProcessGoneError(f"no process {pid} (it has exited, or the PID is wrong)")
+    if stat.state in ("Z", "X"):
+        parent = procfs.read_stat(stat.ppid, proc=proc)
+        parent_text = f"{stat.ppid} ({parent.comm})" if parent else str(stat.ppid)
+        raise ZombieError(
+            f"process {pid} ({stat.comm}) is a zombie: it has exited and its parent, process "
+            f"{parent_text}, has not reaped it; it has no threads or memory left to debug. "
+            f"Debug its parent instead (`workbench bt {stat.ppid}`), or end the parent to "
+            "clear it"
+        )
+    tracer = procfs.read_status(pid, proc).get("TracerPid", "0")
+    if tracer.isdigit() and int(tracer) != 0:
+        tracer_stat = procfs.read_stat(int(tracer), proc=proc)
+        name = f" ({tracer_stat.comm})" if tracer_stat else ""
+        raise AlreadyTracedError(
+            f"process {pid} is already traced by process {tracer}{name}: only one debugger "
+            "may attach; detach that one (quit gdb/strace) and try again"
+        )
+    access = check_ptrace(pid, proc=proc)
+    if access.verdict == "denied":
+        raise PtraceDeniedError(access.message(pid))
+    return stat
+
+
+class ActivityTracker:
+    """Polls /proc between samples: per thread, the states seen and the CPU time used."""
+
+    def __init__(self, pid: int, proc: Path) -> None:
+        self.pid = pid
+        self.proc = proc
+        self.activity: dict[int, ThreadActivity] = {}
+        self.last: dict[int, tuple[str, str | None]] = {}
+
+    def watch(self, seconds: float, poll_every: float) -> bool:
+        """Observe for `seconds` (at least once); False when the process has gone."""
+        start = time.monotonic()
+        first = self._poll()
+        if first is None:
+            return False
+        latest = first
+        while time.monotonic() - start < seconds:
+            time.sleep(min(poll_every, max(0.0, seconds - (time.monotonic() - start))))
+            polled = self._poll()
+            if polled is None:
+                return False
+            latest = polled
+        elapsed = time.monotonic() - start
+        for tid, ticks in latest.items():
+            if tid in first:
+                entry = self.activity[tid]
+                entry.cpu_seconds += (ticks - first[tid]) / procfs.CLOCK_TICKS
+                entry.seconds += elapsed
+        return True
+
+    def _poll(self) -> dict[int, int] | None:
+        stat = procfs.read_stat(self.pid, proc=self.proc)
+        if stat is None or stat.state in ("Z", "X"):
+            return None
+        ticks: dict[int, int] = {}
+        for tid in procfs.thread_ids(self.pid, self.proc):
+            task = procfs.read_stat(self.pid, tid, self.proc)
+            if task is None:
+                continue
+            wchan = procfs.read_wchan(self.pid, tid, self.proc)
+            entry = self.activity.setdefault(tid, ThreadActivity(tid=tid))
+            entry.observations += 1
+            entry.states[task.state] = entry.states.get(task.state, 0) + 1
+            entry.wchan = wchan or entry.wchan
+            self.last[tid] = (task.state, wchan)
+            ticks[tid] = task.cpu_ticks
+        return ticks
+
+
+def capture(
+    pid: int, options: CaptureOptions | None = None, progress: Progress | None = None
+) -> Capture:
+    """Take `options.samples` samples of every thread of `pid`, `options.interval` apart.
+
+    The process is left as found: running if it was running, stopped (T) if it was stopped.
+    If it exits part-way, the samples taken so far are returned with `complete=False` and a
+    note; if it exits before the first, ProcessGoneError.
+    """
+    options = options or CaptureOptions()
+    say = progress or (lambda _message: None)
+    proc = options.proc
+    stat = preflight(pid, proc)
+    was_stopped = stat.state == "T"
+    gdb = find_gdb(options.gdb)
+    result = Capture(
+        pid=pid,
+        command=procfs.command_line(pid, proc),
+        executable=procfs.executable(pid, proc),
+        requested_samples=options.samples,
+        interval=options.interval,
+        gdb=gdb,
+        symbols_only=options.symbols_only,
+    )
+    if was_stopped:
+        result.notes.append(f"process {pid} was stopped (state T) when found; it is left stopped")
+    tracker = ActivityTracker(pid, proc)
+    session: GdbSession | None = None
+    started = time.monotonic()
+    try:
+        for index in range(options.samples):
+            window = options.observe if index == 0 else options.interval
+            if not tracker.watch(window, options.poll_every):
+                _note_gone(result, pid, index)
+                break
+            if session is None:
+                say(
+                    f"starting {os.path.basename(gdb)}"
+                    + (" (symbols only)" if result.symbols_only else "")
+                )
+                session = GdbSession(gdb, symbols_only=result.symbols_only)
+            say(f"sample {index + 1}/{options.samples}: attaching to {pid}")
+            try:
+                sample = take_sample(session, pid, index, started, tracker.last, options)
+            except GdbTimeoutError as exc:
+                session.close(grace=1.0)
+                session = None
+                _restore_state(pid, was_stopped)
+                if result.symbols_only:
+                    raise GdbTimeoutError(
+                        f"{exc}, even reading ELF symbols only (--readnever); the binary may "
+                        f"be too large for a {options.attach_timeout:g} s limit: raise it with "
+                        "--attach-timeout"
+                    ) from None
+                result.symbols_only = True
+                result.notes.append(
+                    f"gdb took longer than {options.attach_timeout:g} s reading debug info "
+                    "(a huge binary?): fell back to ELF symbols only (gdb --readnever), so frames "
+                    "have function names but no file:line"
+                )
+                say("gdb too slow: retrying with symbols only")
+                session = GdbSession(gdb, symbols_only=True)
+                try:
+                    sample = take_sample(session, pid, index, started, tracker.last, options)
+                except ProcessGoneError:
+                    _note_gone(result, pid, index)
+                    break
+            except ProcessGoneError:
+                _note_gone(result, pid, index)
+                break
+            result.samples.append(sample)
+    finally:
+        if session is not None:
+            session.close()
+        _restore_state(pid, was_stopped)
+    # A last look without the debugger, so the last sample has activity after it too.
+    if result.samples and not result.exited and options.observe > 0:
+        tracker.watch(options.observe, options.poll_every)
+    result.activity = tracker.activity
+    if not result.samples:
+        raise ProcessGoneError(
+            f"process {pid} exited before the first sample could be taken"
+            + (f" ({'; '.join(result.notes)})" if result.notes else "")
+        )
+    return result
+
+
+def _note_gone(result: Capture, pid: int, index: int) -> None:
+    result.complete = False
+    result.exited = True
+    result.notes.append(
+        f"process {pid} exited during the capture, after {index} of {result.requested_samples} "
+        "samples: the samples taken before are kept"
+    )
+
+
+def _restore_state(pid: int, was_stopped: bool) -> None:
+    """Undo a stop gdb may have left (a SIGSTOP from the attach still pending at a kill).
+
+    A process found running must not be left stopped, and one found stopped must not be
+    left running.
+    """
+    deadline = time.monotonic() + 0.5
+    while True:
+        stat = procfs.read_stat(pid)
+        if stat is None or stat.state in ("Z", "X"):
+            return
+        if stat.state != "t":
+            break
+        if time.monotonic() > deadline:
+            return  # still traced: the caller's gdb is still attached or exiting
+        time.sleep(0.01)
+    with contextlib.suppress(ProcessLookupError):
+        if stat.state == "T" and not was_stopped:
+            os.kill(pid, signal.SIGCONT)
+        elif stat.state != "T" and was_stopped:
+            os.kill(pid, signal.SIGSTOP)
+
+
+def take_sample(
+    session: GdbSession,
+    pid: int,
+    index: int,
+    started: float,
+    states: dict[int, tuple[str, str | None]],
+    options: CaptureOptions,
+) -> Sample:
+    """Attach, read every thread's frames (and what blocked threads wait for), detach."""
+    begin = time.monotonic()
+    attach = session.command(f"-target-attach {pid}", timeout=options.attach_timeout, check=False)
+    if not attach.ok:
+        _raise_attach_error(pid, attach.error, options.proc)
+    try:
+        thread_info = session.command("-thread-info", timeout=options.command_timeout)
+        threads = thread_info.payload.get("threads", [])
+        libraries = _executable_mappings(pid, options.proc)
+        stacks = session.commands(
+            [
+                f"-stack-list-frames --thread {thread['id']} 0 {options.max_frames}"
+                for thread in threads
+            ],
+            timeout=options.command_timeout,
+        )
+        raw: list[tuple[dict[str, Any], list[Frame], bool]] = []
+        for thread, stack in zip(threads, stacks):
+            if not stack.ok:
+                if not procfs.exists(pid, options.proc):
+                    raise ProcessGoneError(f"process {pid} exited: {stack.error}")
+                frames: list[Frame] = []
+            else:
+                frames = [_frame(item, libraries) for item in stack.payload.get("stack", [])]
+            truncated = len(frames) > options.max_frames
+            raw.append((thread, frames[: options.max_frames], truncated))
+        waits = _probe_waits(session, raw, options)
+        depths = _probe_depths(session, pid, raw, options)
+        detach = session.command("-target-detach", timeout=options.command_timeout, check=False)
+        if not detach.ok and procfs.exists(pid, options.proc):
+            raise MiError("-target-detach", detach.error)
+    except (MiError, GdbDiedError) as exc:
+        if not procfs.exists(pid, options.proc):
+            raise ProcessGoneError(f"process {pid} exited: {exc}") from None
+        raise
+    thread_stacks = []
+    for thread, frames, truncated in raw:
+        tid = _thread_tid(thread, pid)
+        state, wchan = states.get(tid, (None, None))
+        thread_stacks.append(
+            ThreadStack(
+                gdb_id=int(thread["id"]),
+                tid=tid,
+                name=thread.get("name"),
+                state=state,
+                wchan=wchan,
+                frames=tuple(frames),
+                truncated=truncated,
+                wait=waits.get(int(thread["id"])),
+                stack_bytes=depths.get(int(thread["id"])),
+            )
+        )
+    end = time.monotonic()
+    return Sample(
+        index=index, at=begin - started, duration=end - begin, threads=tuple(thread_stacks)
+    )
+
+
+def _raise_attach_error(pid: int, message: str, proc: Path) -> None:
+    lowered = message.lower()
+    if "operation not permitted" in lowered or "permission denied" in lowered:
+        raise PtraceDeniedError(explain_attach_failure(pid, message, proc=proc))
+    if "no such process" in lowered or not procfs.exists(pid, proc):
+        raise ProcessGoneError(f"process {pid} is gone: {message}")
+    raise DebugError(f"gdb could not attach to process {pid}: {message}")
+
+
+def _thread_tid(thread: dict[str, Any], pid: int) -> int:
+    found = _LWP.search(str(thread.get("target-id", "")))
+    if found:
+        return int(found.group(1) or found.group(2))
+    return pid
+
+
+def _executable_mappings(pid: int, proc: Path) -> list[tuple[int, int, str]]:
+    """(start, end, path) of every executable file mapping: where each address comes from."""
+    try:
+        text = (proc / str(pid) / "maps").read_text()
+    except OSError:
+        return []
+    mappings = []
+    for line in text.splitlines():
+        parts = line.split(None, 5)
+        if len(parts) < 6 or "x" not in parts[1] or not parts[5].startswith("/"):
+            continue
+        start_text, _, end_text = parts[0].partition("-")
+        mappings.append((int(start_text, 16), int(end_text, 16), parts[5].strip()))
+    return mappings
+
+
+def _library_of(address: int, mappings: list[tuple[int, int, str]]) -> str | None:
+    for start, end, path in mappings:
+        if start <= address < end:
+            return path
+    return None
+
+
+def _frame(item: dict[str, Any], mappings: list[tuple[int, int, str]]) -> Frame:
+    address = int(item.get("addr", "0"), 16) if str(item.get("addr", "")).startswith("0x") else 0
+    function = item.get("func")
+    line = item.get("line")
+    return Frame(
+        level=int(item.get("level", 0)),
+        address=address,
+        function=strip_signature(function) if function and function != "??" else None,
+        file=item.get("fullname") or item.get("file"),
+        line=int(line) if line and str(line).isdigit() else None,
+        library=item.get("from") or _library_of(address, mappings),
+    )
+
+
+def wait_kind(frames: list[Frame]) -> str | None:
+    """What the top frames say the thread is blocked in, or None when not a known wait."""
+    top = frames[:WAIT_SCAN_DEPTH]
+    for frame in top:
+        name = frame.function or ""
+        for marker, kind in WAIT_MARKERS:
+            if marker in name:
+                return kind
+    if any("futex" in (frame.function or "") for frame in top[:4]):
+        return "futex"
+    return None
+
+
+def _int_value(result: MiResult) -> int | None:
+    if not result.ok:
+        return None
+    text = str(result.payload.get("value", ""))
+    found = _HEX.search(text)
+    try:
+        return int(found.group(0), 16) if found else int(text.split()[0])
+    except (ValueError, IndexError):
+        return None
+
+
+def _probe_waits(
+    session: GdbSession,
+    raw: list[tuple[dict[str, Any], list[Frame], bool]],
+    options: CaptureOptions,
+) -> dict[int, WaitInfo]:
+    """For threads in a futex wait: which futex, its owner (mutex) or joined thread, its name.
+
+    The futex syscall's first argument is the address waited on: for a mutex that is the
+    pthread_mutex_t itself (whose `__owner` field, at offset 8, is the holder's TID); for a
+    join it is the joined thread's TID word. This works without libc debug info.
+    """
+    machine = os.uname().machine
+    registers = SYSCALL_REGISTERS.get(machine)
+    kinds = {int(thread["id"]): wait_kind(frames) for thread, frames, _ in raw}
+    infos = {gdb_id: WaitInfo(kind=kind) for gdb_id, kind in kinds.items() if kind}
+    # Only waits with an owner to find are probed: a condition variable or semaphore has no
+    # holder to name, and probing every idle worker of a thread pool would be slow.
+    waiting = [(gdb_id, kind) for gdb_id, kind in kinds.items() if kind in OWNED_WAITS]
+    if not waiting or registers is None:
+        return infos
+    nr_register, arg0, arg1, futex_nr = registers
+    commands = [
+        f"-data-evaluate-expression --thread {gdb_id} --frame 0 {register}"
+        for gdb_id, _ in waiting
+        for register in (nr_register, arg0, arg1)
+    ]
+    values = [_int_value(result) for result in session.commands(commands, options.command_timeout)]
+    addresses: dict[int, int] = {}
+    for position, (gdb_id, _kind) in enumerate(waiting):
+        number, address, operation = values[position * 3 : position * 3 + 3]
+        if (
+            number == futex_nr
+            and address
+            and operation is not None
+            and operation & 0x7F in FUTEX_WAIT_OPS
+        ):
+            addresses[gdb_id] = address
+    if not addresses:
+        return infos
+    order = list(addresses)
+    reads = []
+    for gdb_id in order:
+        size = 12 if infos[gdb_id].kind == "mutex" else 4
+        reads.append(f"-data-read-memory-bytes 0x{addresses[gdb_id]:x} {size}")
+        reads.append(f'-interpreter-exec console "info symbol 0x{addresses[gdb_id]:x}"')
+    answers = session.commands(reads, options.command_timeout)
+    for position, gdb_id in enumerate(order):
+        memory, symbol = answers[position * 2], answers[position * 2 + 1]
+        words = _words(memory)
+        kind = infos[gdb_id].kind
+        owner = None
+        if kind == "mutex" and len(words) >= 3 and words[2] > 0:
+            owner = words[2]
+        elif kind == "join" and words and words[0] > 0:
+            owner = words[0]
+        infos[gdb_id] = WaitInfo(
+            kind=kind, address=addresses[gdb_id], owner_tid=owner, symbol=_symbol(symbol)
+        )
+    return infos
+
+
+def _words(result: MiResult) -> list[int]:
+    """The 32-bit little-endian words of a -data-read-memory-bytes answer."""
+    if not result.ok:
+        return []
+    blocks = result.payload.get("memory") or []
+    contents = blocks[0].get("contents", "") if blocks else ""
+    data = bytes.fromhex(contents)
+    return [
+        int.from_bytes(data[i : i + 4], "little", signed=True) for i in range(0, len(data) - 3, 4)
+    ]
+
+
+def _symbol(result: MiResult) -> str | None:
+    """`m1 in section .bss of /x` → `m1`; None for "No symbol matches" (heap objects)."""
+    text = "".join(result.console).strip()
+    if not result.ok or not text or text.startswith("No symbol"):
+        return None
+    return text.split(" in section ")[0].strip()
+
+
+def _probe_depths(
+    session: GdbSession,
+    pid: int,
+    raw: list[tuple[dict[str, Any], list[Frame], bool]],
+    options: CaptureOptions,
+) -> dict[int, int]:
+    """Stack bytes in use for the threads whose stacks were too deep to read in full."""
+    deep = [int(thread["id"]) for thread, _, truncated in raw if truncated]
+    if not deep:
+        return {}
+    commands = [f"-data-evaluate-expression --thread {gdb_id} --frame 0 $sp" for gdb_id in deep]
+    depths = {}
+    for gdb_id, result in zip(deep, session.commands(commands, options.command_timeout)):
+        pointer = _int_value(result)
+        used = procfs.stack_bytes_used(pid, pointer, options.proc) if pointer else None
+        if used is not None:
+            depths[gdb_id] = used
+    return depths

@@ -1,0 +1,694 @@
+"""From samples to a verdict: call cycles, static-initialisation hangs, lock cycles, progress.
+
+Pure functions over a Capture (no gdb, no /proc), so recorded samples can be diagnosed again
+and tested. Each finding names the functions and threads involved and lists its evidence;
+`diagnose` orders them, most telling first:
+
+- call-cycle: a repeating run of frames in one stack that is deeper than was read or keeps
+  growing (unbounded recursion, what -O0 makes of the provider bridge), or a thread that is
+  always running while its stack, below a few changing top frames, stays the same and the top
+  moves among the same few functions (a tail-call loop, what -O2 makes of it). A
+  `ProviderHostImpl::X__Y` ↔ `X::Y` pair is named in the bridge's terms.
+- static-init: a thread stuck inside static initialisation (`_GLOBAL__sub_I_*`,
+  `__static_initialization_and_destruction*`, `_dl_init`, `call_init`), usually before main.
+- deadlock: a cycle in the wait-for graph built from mutex owners (`__owner`), joined
+  threads and function-local static guards (`__cxa_guard_acquire`).
+- lock-wait, spin, busy, waiting: weaker or reassuring findings; a program whose stacks
+  change between samples is busy, not hung.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from workbench.debugging import bridge_names
+from workbench.debugging.model import (
+    Capture,
+    Diagnosis,
+    Finding,
+    Frame,
+    ThreadActivity,
+    ThreadStack,
+)
+
+MIN_RECURSION_REPEATS = 8
+MAX_CYCLE_PERIOD = 12
+MAX_CYCLE_START = 16
+MAX_LOOP_TOP = 4  # frames above an unchanging base in a tail-call loop
+MAX_LOOP_FUNCTIONS = 8
+STATIC_INIT = re.compile(r"^(_GLOBAL__sub_I|__static_initialization_and_destruction)")
+LOADER_INIT = {"_dl_init", "call_init", "__libc_csu_init", "_dl_start_user", "_init"}
+SYSTEM_LIBRARY = re.compile(
+    r"/(libc|libpthread|libstdc\+\+|libgcc_s|libm|ld-linux[^/]*|ld64)[.-][^/]*$|/ld-[^/]*$"
+)
+RANK = {
+    "call-cycle": 0,
+    "deadlock": 1,
+    "static-init": 1,
+    "lock-wait": 3,
+    "spin": 4,
+    "busy": 5,
+    "waiting": 6,
+    "exited": 7,
+    "unknown": 8,
+}
+
+
+@dataclass(frozen=True)
+class Cycle:
+    """A repeating run in one stack: `functions` innermost first, `repeats` times."""
+
+    start: int
+    period: int
+    repeats: int
+    functions: tuple[str, ...]
+
+    def call_order(self) -> list[str]:
+        """Caller first: the order in which the cycle's functions call each other."""
+        return list(reversed(self.functions))
+
+
+def find_cycle(functions: list[str], min_repeats: int = MIN_RECURSION_REPEATS) -> Cycle | None:
+    """The repeating run of frames covering most of the stack, shortest period on ties."""
+    best: Cycle | None = None
+    best_cover = 0
+    count = len(functions)
+    for start in range(min(MAX_CYCLE_START, count)):
+        for period in range(1, MAX_CYCLE_PERIOD + 1):
+            if start + 2 * period > count:
+                break
+            matched = 0
+            while (
+                start + matched + period < count
+                and functions[start + matched] == functions[start + matched + period]
+            ):
+                matched += 1
+            repeats = matched // period + 1
+            cover = matched + period
+            if repeats >= min_repeats and cover > best_cover:
+                block = tuple(functions[start : start + period])
+                if all(name == "??" for name in block):
+                    continue
+                best = Cycle(start=start, period=period, repeats=repeats, functions=block)
+                best_cover = cover
+        if best is not None:
+            break  # the earliest start is the innermost loop; deeper starts only repeat it
+    return best
+
+
+def diagnose(capture: Capture) -> Diagnosis:
+    """Every finding the samples support, the most telling first."""
+    if not capture.samples:
+        return Diagnosis(
+            findings=[
+                Finding(
+                    kind="exited",
+                    summary=f"process {capture.pid} exited before any sample was taken",
+                    hung=False,
+                    evidence=list(capture.notes),
+                )
+            ]
+        )
+    histories = _histories(capture)
+    findings: list[Finding] = []
+    explained: set[int] = set()
+
+    for tid, history in histories.items():
+        finding = _recursion(tid, history) or _tail_call_loop(
+            tid, history, capture.activity.get(tid), len(capture.samples)
+        )
+        if finding:
+            findings.append(finding)
+            explained.add(tid)
+
+    deadlocks = _deadlocks(capture, histories)
+    for finding in deadlocks:
+        findings.append(finding)
+        explained.update(finding.threads)
+
+    for tid, history in histories.items():
+        finding = _static_init(tid, history, deadlocks, findings)
+        if finding:
+            findings.append(finding)
+            explained.add(tid)
+
+    findings += _lock_waits(capture, histories, explained)
+    findings += _activity_findings(capture, histories, explained)
+    if capture.exited:
+        findings.append(
+            Finding(
+                kind="exited",
+                summary=f"process {capture.pid} exited during the capture",
+                hung=False,
+                evidence=list(capture.notes),
+            )
+        )
+    if not findings:
+        findings.append(
+            Finding(kind="unknown", summary="no pattern found in the samples", hung=None)
+        )
+    findings.sort(key=lambda finding: (RANK.get(finding.kind, 9), finding.hung is not True))
+    if len(capture.samples) == 1:
+        findings[0].evidence.append(
+            "only one sample: whether threads make progress cannot be judged; take more "
+            "(--samples 5)"
+        )
+    for note in capture.notes:
+        if note not in findings[0].evidence:
+            findings[0].evidence.append(note)
+    from workbench.debugging.bridge_patch import propose
+
+    bridge = next((finding.bridge for finding in findings if finding.bridge), None)
+    return Diagnosis(findings=findings, proposed_patch=propose(bridge) if bridge else None)
+
+
+def _histories(capture: Capture) -> dict[int, list[ThreadStack]]:
+    histories: dict[int, list[ThreadStack]] = {}
+    for sample in capture.samples:
+        for thread in sample.threads:
+            histories.setdefault(thread.tid, []).append(thread)
+    return histories
+
+
+def describe(thread: ThreadStack) -> str:
+    name = f' "{thread.name}"' if thread.name else ""
+    return f"thread {thread.gdb_id} (LWP {thread.tid}{name})"
+
+
+def _user_frame(frames: tuple[Frame, ...] | list[Frame]) -> Frame | None:
+    """The innermost frame of the program itself: not libc, libstdc++, the loader or std::."""
+    for frame in frames:
+        name = frame.function or ""
+        if not name or name.startswith(("std::", "__gnu_cxx::", "__")):
+            continue
+        if frame.library and SYSTEM_LIBRARY.search(frame.library):
+            continue
+        return frame
+    return None
+
+
+def _where(thread: ThreadStack) -> str:
+    frame = _user_frame(thread.frames)
+    if frame is None:
+        return ""
+    return f" in {frame.function} ({frame.location()})"
+
+
+def _stub_callers(history: list[ThreadStack]) -> set[str]:
+    """Functions seen calling Provider_GetHost: the provider's bridge stubs."""
+    callers = set()
+    for thread in history:
+        names = thread.functions()
+        for index, name in enumerate(names[:-1]):
+            if bridge_names.is_get_host(name):
+                callers.add(names[index + 1])
+    return callers
+
+
+def _recursion(tid: int, history: list[ThreadStack]) -> Finding | None:
+    cycles = [find_cycle(thread.functions()) for thread in history]
+    if not cycles or any(cycle is None for cycle in cycles):
+        return None
+    first = cycles[0]
+    assert first is not None
+    if any(set(cycle.functions) != set(first.functions) for cycle in cycles if cycle):
+        return None
+    depths = [thread.stack_bytes for thread in history if thread.stack_bytes]
+    growing = len(depths) >= 2 and all(b > a for a, b in zip(depths, depths[1:]))
+    truncated = all(thread.truncated for thread in history)
+    if not (truncated or growing):
+        return None  # bounded recursion (a tree walk, a sort): nothing wrong with it
+    last = history[-1]
+    order = first.call_order()
+    evidence = [
+        f"{describe(last)}: {' → '.join(_short(name) for name in order)} repeats "
+        f"{first.repeats} times in the frames read"
+        + (f" (the stack has more than {len(last.frames)} frames)" if truncated else ""),
+    ]
+    if len(history) > 1:
+        evidence.append(f"the same cycle is on top of the stack in all {len(history)} samples")
+    if growing:
+        evidence.append(
+            f"stack in use grew from {_size(depths[0])} to {_size(depths[-1])} between the "
+            "first and last sample: the recursion has no end"
+        )
+    elif depths:
+        evidence.append(f"stack in use: {_size(depths[-1])}")
+    bridge = bridge_names.find_pair(order, _stub_callers(history))
+    summary = (
+        f"unbounded recursion in {describe(last)}: "
+        f"{' → '.join(_short(name) for name in order)} → {_short(order[0])} …"
+    )
+    if bridge:
+        summary = _bridge_summary(bridge) + f" ({describe(last)}, unbounded recursion)"
+        evidence.append(_bridge_evidence(bridge))
+    return Finding(
+        kind="call-cycle",
+        summary=summary,
+        hung=True,
+        functions=order,
+        threads=[tid],
+        evidence=evidence,
+        pattern="recursion",
+        bridge=bridge,
+    )
+
+
+def _common_base(stacks: list[list[str]]) -> int:
+    """How many outermost frames all stacks share."""
+    shortest = min(len(stack) for stack in stacks)
+    count = 0
+    while count < shortest and len({stack[len(stack) - 1 - count] for stack in stacks}) == 1:
+        count += 1
+    return count
+
+
+def _tail_call_loop(
+    tid: int, history: list[ThreadStack], activity: ThreadActivity | None, samples: int
+) -> Finding | None:
+    """A thread always running with an unchanging base and a few alternating top frames."""
+    if any(thread.wait or thread.truncated for thread in history):
+        return None
+    running = activity.always_running() if activity else False
+    if not running and not (samples == 1 and history[-1].state == "R"):
+        return None
+    stacks = [thread.functions() for thread in history]
+    base = _common_base(stacks)
+    tops = [stack[: len(stack) - base] for stack in stacks]
+    stub_callers = _stub_callers(history)
+    seen = sorted({name for top in tops for name in top})
+    # A bridge stub may sit at the top of the common base when every sample caught it, or
+    # a function it called: count base frames that belong to the bridge as loop frames.
+    base_loop: list[str] = []
+    for name in stacks[0][len(stacks[0]) - base :]:
+        if bridge_names.host_method_parts(name) or bridge_names.is_get_host(name) or name in stub_callers:
+            base_loop.append(name)
+        else:
+            break
+    bridge = bridge_names.find_pair(seen + base_loop, stub_callers)
+    if bridge:
+        loop_names = set(seen + base_loop)
+        allowed = {
+            name
+            for name in loop_names
+            if bridge_names.host_method_parts(name)
+            or bridge_names.is_get_host(name)
+            or name in stub_callers
+            or bridge_names.counterpart_matches(
+                bridge_names.host_method_for(name), name
+            )
+        }
+        if not all(set(top) <= allowed for top in tops):
+            bridge = None
+    if bridge is None:
+        if len(history) < 2 or any(not top or len(top) > MAX_LOOP_TOP for top in tops):
+            return None
+        level = {top[-1] for top in tops}
+        if not 2 <= len(level) <= MAX_LOOP_FUNCTIONS:
+            return None
+    last = history[-1]
+    functions = sorted(set(seen + base_loop), key=lambda name: (name not in base_loop, name))
+    counts = Counter(top[0] if top else stacks[i][len(stacks[i]) - base] for i, top in enumerate(tops))
+    evidence = [
+        f"{describe(last)} is always running"
+        + (f" ({_activity_text(activity)})" if activity else ""),
+        f"top of the stack across {len(history)} samples: "
+        + ", ".join(f"{_short(name)} ×{count}" for name, count in counts.most_common()),
+        f"the {base} frames beneath are the same in every sample (stack depth "
+        f"{min(len(s) for s in stacks)}–{max(len(s) for s in stacks)}): the calls never return, "
+        "they jump to each other (tail calls)",
+    ]
+    beneath = [name for name in stacks[0][len(stacks[0]) - base :] if name not in base_loop]
+    if beneath:
+        evidence.append(f"entered from {_short(beneath[0])}")
+    if bridge:
+        summary = _bridge_summary(bridge) + f" ({describe(last)}, a tail-call loop at 100% CPU)"
+        evidence.append(_bridge_evidence(bridge))
+        if not any(bridge_names.host_method_parts(name) for name in functions):
+            evidence.append(
+                f"{bridge.host_method} was not caught in a sample: at -O2 it is a single jump "
+                f"to {bridge.counterpart}"
+            )
+            functions.append(bridge.host_method)
+    else:
+        summary = (
+            f"{describe(last)} spins through {', '.join(_short(name) for name in functions)} "
+            "without returning: a call cycle made of tail calls"
+        )
+    return Finding(
+        kind="call-cycle",
+        summary=summary,
+        hung=len(history) >= 2 or None,
+        functions=functions,
+        threads=[tid],
+        evidence=evidence,
+        pattern="tail-calls",
+        bridge=bridge,
+    )
+
+
+def _bridge_summary(bridge) -> str:  # noqa: ANN001 - BridgePair, kept loose for callers
+    return (
+        f"{bridge.host_method} calls {bridge.counterpart} which calls back through "
+        "Provider_GetHost(): the provider bridge loops on itself in a static build"
+    )
+
+
+def _bridge_evidence(bridge) -> str:  # noqa: ANN001
+    return (
+        f"{bridge.counterpart} is the provider's bridge stub (it calls "
+        f"Provider_GetHost()->{bridge.host_method.split('::')[-1]}()), and in one static "
+        f"binary {bridge.host_method} resolves {bridge.counterpart} to that same stub"
+    )
+
+
+def _static_init_frames(thread: ThreadStack) -> list[Frame]:
+    names = thread.functions()
+    hits = [frame for frame in thread.frames if STATIC_INIT.match(frame.function or "")]
+    if not hits and "main" not in names and any(name in LOADER_INIT for name in names):
+        hits = [frame for frame in thread.frames if (frame.function or "") in LOADER_INIT]
+    return hits
+
+
+def _static_init(
+    tid: int, history: list[ThreadStack], deadlocks: list[Finding], findings: list[Finding]
+) -> Finding | None:
+    if not all(_static_init_frames(thread) for thread in history):
+        return None
+    last = history[-1]
+    initialiser = _static_init_frames(last)[0]
+    names = last.functions()
+    before_main = "main" not in names and not last.truncated
+    library = initialiser.library or "?"
+    where = (
+        "before main" if before_main else f"while loading {library.rsplit('/', 1)[-1]} (dlopen)"
+    )
+    unchanged = len(history) >= 2 and all(t.functions() == names for t in history)
+    evidence = [
+        f"{describe(last)} is inside {initialiser.function} ({initialiser.location()}) {where}",
+        "initialiser chain: "
+        + " → ".join(
+            _short(frame.function or "??")
+            for frame in reversed(last.frames)
+            if frame.function and frame.function not in ("_start", "__libc_start_main_impl")
+        )[:600],
+    ]
+    if unchanged:
+        evidence.append(f"its stack is the same in all {len(history)} samples")
+    deadlock = next((finding for finding in deadlocks if tid in finding.threads), None)
+    loop = next((f for f in findings if f.kind == "call-cycle" and tid in f.threads), None)
+    if deadlock:
+        deadlock.kind = "static-init"
+        deadlock.summary = f"static-initialisation deadlock {where}: {deadlock.summary}"
+        deadlock.evidence[:0] = evidence
+        return None
+    if loop:
+        loop.evidence.append(
+            f"this happens during static initialisation {where}, in {initialiser.function}"
+            + (": the bridge's host pointer is not set yet" if loop.bridge else "")
+        )
+        return Finding(
+            kind="static-init",
+            summary=f"{describe(last)} never finishes static initialisation ({where}): it is "
+            "caught in the call cycle above",
+            hung=True,
+            functions=[initialiser.function or "??"],
+            threads=[tid],
+            evidence=evidence,
+        )
+    if not unchanged and len(history) >= 2:
+        return None  # initialisation in progress: it moves
+    top = _user_frame(last.frames)
+    waiting = f", waiting in {last.wait.kind}" if last.wait else ""
+    return Finding(
+        kind="static-init",
+        summary=f"{describe(last)} is stuck in static initialisation {where} in "
+        f"{initialiser.function}{' at ' + (top.function or '') if top else ''}{waiting}",
+        hung=True if unchanged else None,
+        functions=[initialiser.function or "??", *([top.function] if top and top.function else [])],
+        threads=[tid],
+        evidence=evidence,
+    )
+
+
+def _guard_holder(waiter: ThreadStack, threads: list[ThreadStack]) -> tuple[int, str] | None:
+    """The thread running the initialiser of the static `waiter` waits for, and its function.
+
+    The waiter's frame below __cxa_guard_acquire is the function owning the static; the
+    thread that has that function on its stack without a guard wait above it is inside
+    the initialisation.
+    """
+    names = waiter.functions()
+    try:
+        position = next(i for i, name in enumerate(names) if name == "__cxa_guard_acquire")
+    except StopIteration:
+        return None
+    if position + 1 >= len(names):
+        return None
+    owner_function = names[position + 1]
+    for other in threads:
+        if other.tid == waiter.tid:
+            continue
+        other_names = other.functions()
+        for index, name in enumerate(other_names):
+            if name == owner_function and (index == 0 or other_names[index - 1] != "__cxa_guard_acquire"):
+                return other.tid, owner_function
+    return None
+
+
+def _deadlocks(capture: Capture, histories: dict[int, list[ThreadStack]]) -> list[Finding]:
+    """Cycles in the last sample's wait-for graph whose threads never moved."""
+    last = capture.samples[-1]
+    by_tid = {thread.tid: thread for thread in last.threads}
+    edges: dict[int, tuple[int, str]] = {}
+    for thread in last.threads:
+        wait = thread.wait
+        if wait is None:
+            continue
+        what = wait.symbol or (f"0x{wait.address:x}" if wait.address else "?")
+        if wait.kind == "mutex" and wait.owner_tid:
+            edges[thread.tid] = (wait.owner_tid, f"mutex {what}")
+        elif wait.kind == "join" and wait.owner_tid:
+            edges[thread.tid] = (wait.owner_tid, "join")
+        elif wait.kind == "static-guard":
+            holder = _guard_holder(thread, list(last.threads))
+            if holder:
+                guard = wait.symbol or f"the static in {holder[1]}"
+                edges[thread.tid] = (holder[0], f"static guard {guard}")
+    findings = []
+    seen: set[int] = set()
+    for start in edges:
+        if start in seen:
+            continue
+        path: list[int] = []
+        node = start
+        while node in edges and node not in path and node not in seen:
+            path.append(node)
+            node = edges[node][0]
+        seen.update(path)
+        if node not in path:
+            continue
+        cycle = path[path.index(node) :]
+        if not all(tid in by_tid for tid in cycle):
+            continue
+        still = all(
+            len({tuple(t.functions()) for t in histories[tid]}) == 1 for tid in cycle
+        )
+        findings.append(_deadlock_finding(cycle, edges, by_tid, still, len(capture.samples)))
+    return findings
+
+
+def _deadlock_finding(
+    cycle: list[int],
+    edges: dict[int, tuple[int, str]],
+    by_tid: dict[int, ThreadStack],
+    still: bool,
+    samples: int,
+) -> Finding:
+    holds: dict[int, list[str]] = {}
+    for tid in cycle:
+        owner, what = edges[tid]
+        if what.startswith(("mutex", "static guard")):
+            holds.setdefault(owner, []).append(what)
+    clauses = []
+    evidence = []
+    for tid in cycle:
+        owner, what = edges[tid]
+        thread = by_tid[tid]
+        held = f"holds {' and '.join(holds[tid])} and " if holds.get(tid) else ""
+        target = by_tid[owner]
+        if what == "join":
+            waits = f"waits in pthread_join for {describe(target)} to finish"
+        elif what.startswith("static guard"):
+            waits = f"waits for {what.removeprefix('static guard ')} being initialised by {describe(target)}"
+        else:
+            waits = f"waits for {what} held by {describe(target)}"
+        clauses.append(f"{describe(thread)}{_where(thread)} {held}{waits}")
+        frames = " ← ".join(_short(name) for name in thread.functions()[:6])
+        evidence.append(f"{describe(thread)} [{thread.state or '?'}]: {frames}")
+    if len(cycle) == 1:
+        summary = f"self-deadlock: {clauses[0]} (a non-recursive mutex locked twice)"
+    else:
+        summary = "lock-order deadlock: " + "; ".join(clauses)
+    if still and samples > 1:
+        evidence.append(f"none of these threads moved in {samples} samples")
+    evidence.append("owners read from each mutex's __owner field and joined threads' TIDs")
+    functions = [
+        frame.function
+        for tid in cycle
+        if (frame := _user_frame(by_tid[tid].frames)) and frame.function
+    ]
+    return Finding(
+        kind="deadlock",
+        summary=summary,
+        hung=True if still or samples == 1 else None,
+        functions=functions,
+        threads=list(cycle),
+        evidence=evidence,
+    )
+
+
+def _lock_waits(
+    capture: Capture, histories: dict[int, list[ThreadStack]], explained: set[int]
+) -> list[Finding]:
+    findings = []
+    for tid, history in histories.items():
+        last = history[-1]
+        if tid in explained or last.wait is None or last.wait.kind != "mutex":
+            continue
+        if not all(t.wait and t.wait.kind == "mutex" for t in history):
+            continue
+        wait = last.wait
+        what = wait.symbol or (f"0x{wait.address:x}" if wait.address else "a mutex")
+        owner = next((t for t in capture.samples[-1].threads if t.tid == wait.owner_tid), None)
+        holder = f" held by {describe(owner)}{_where(owner)}" if owner else ""
+        findings.append(
+            Finding(
+                kind="lock-wait",
+                summary=f"{describe(last)}{_where(last)} waits for mutex {what}{holder} "
+                f"in all {len(history)} samples",
+                hung=None,
+                functions=[f.function for f in [_user_frame(last.frames)] if f and f.function],
+                threads=[tid],
+                evidence=[
+                    f"{describe(last)}: "
+                    + " ← ".join(_short(name) for name in last.functions()[:6])
+                ],
+            )
+        )
+    return findings
+
+
+def _activity_findings(
+    capture: Capture, histories: dict[int, list[ThreadStack]], explained: set[int]
+) -> list[Finding]:
+    """Busy (stacks change), spinning (always running, same stack) or waiting threads."""
+    moving, spinning, blocked = [], [], []
+    for tid, history in histories.items():
+        if tid in explained:
+            continue
+        activity = capture.activity.get(tid)
+        running = activity is not None and (
+            activity.always_running() or (activity.cpu_share or 0) >= 0.2
+        )
+        distinct = {tuple(thread.functions()) for thread in history}
+        tops = {thread.functions()[0] if thread.frames else "??" for thread in history}
+        if running and len(history) >= 2 and (len(distinct) > 1 or len(tops) > 1):
+            moving.append((tid, history, distinct, activity))
+        elif running and len(history) >= 2:
+            spinning.append((tid, history, activity))
+        elif not running:
+            blocked.append((tid, history))
+    findings = []
+    if moving:
+        evidence = []
+        for tid, history, distinct, activity in moving[:8]:
+            tops = Counter(_short(t.functions()[0]) for t in history if t.frames)
+            evidence.append(
+                f"{describe(history[-1])}: {len(distinct)} different stacks in "
+                f"{len(history)} samples; on top: "
+                + ", ".join(f"{name} ×{count}" for name, count in tops.most_common(4))
+                + (f" ({_activity_text(activity)})" if activity else "")
+            )
+        findings.append(
+            Finding(
+                kind="busy",
+                summary=f"busy and making progress: {len(moving)} running thread(s) whose "
+                "stacks change from sample to sample; not hung",
+                hung=False,
+                functions=sorted(
+                    {
+                        f.function
+                        for _, history, _, _ in moving
+                        for t in history
+                        if (f := _user_frame(t.frames)) and f.function
+                    }
+                )[:12],
+                threads=[tid for tid, *_ in moving],
+                evidence=evidence,
+            )
+        )
+    for tid, history, activity in spinning:
+        last = history[-1]
+        frame = _user_frame(last.frames) or (last.frames[0] if last.frames else None)
+        name = frame.function if frame and frame.function else "??"
+        findings.append(
+            Finding(
+                kind="spin",
+                summary=f"{describe(last)} ran in {_short(name)} with the same stack in all "
+                f"{len(history)} samples: a loop that never leaves it, or a long computation",
+                hung=None,
+                functions=[name],
+                threads=[tid],
+                evidence=[
+                    f"always running ({_activity_text(activity)})" if activity else "running",
+                    "stack: " + " ← ".join(_short(n) for n in last.functions()[:8]),
+                ],
+            )
+        )
+    if blocked and not moving and not spinning and not any(
+        tid in explained for tid in histories if tid not in {t for t, _ in blocked}
+    ):
+        evidence = []
+        for tid, history in blocked[:8]:
+            last = history[-1]
+            kind = last.wait.kind if last.wait else (last.wchan or last.state or "?")
+            evidence.append(
+                f"{describe(last)} [{last.state or '?'}] waits ({kind}): "
+                + " ← ".join(_short(n) for n in last.functions()[:5])
+            )
+        findings.append(
+            Finding(
+                kind="waiting",
+                summary=f"all {len(blocked)} thread(s) are blocked and use no CPU, with no "
+                "lock cycle between them: the program waits for something outside it (input, "
+                "a child, a peer) or for a wake-up that never comes",
+                hung=None,
+                threads=[tid for tid, _ in blocked],
+                evidence=evidence,
+            )
+        )
+    return findings
+
+
+def _activity_text(activity: ThreadActivity | None) -> str:
+    if activity is None:
+        return "no /proc observations"
+    share = activity.cpu_share
+    parts = [f"R in {activity.states.get('R', 0)} of {activity.observations} looks"]
+    if share is not None:
+        parts.append(f"{share * 100:.0f}% CPU")
+    return ", ".join(parts)
+
+
+def _short(name: str) -> str:
+    """Drop the outer namespaces but keep class and method: fits on a line."""
+    from workbench.debugging.names import short_name
+
+    return short_name(name)
+
+
+def _size(count: int) -> str:
+    return f"{count / 1024 / 1024:.1f} MB" if count >= 1 << 20 else f"{count / 1024:.0f} KB"

@@ -1,0 +1,257 @@
+"""A gdb subprocess spoken to in MI3 through pygdbmi, with tokens and no fixed sleeps.
+
+pygdbmi's `get_gdb_response` keeps reading until gdb has been quiet for a while (0.2 s by
+default) or the timeout passes, which adds that delay to every command. Here each command
+carries a token and reading stops as soon as the result record with that token arrives, so
+a batch of commands written at once costs one round trip. pygdbmi still starts gdb and
+parses every MI record.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from workbench.debugging import mi
+from workbench.debugging.errors import (
+    GdbDiedError,
+    GdbNotFoundError,
+    GdbTimeoutError,
+    MiError,
+)
+
+GDB_CANDIDATES = ("gdb", "cuda-gdb")
+INSTALL_HINT = (
+    "install gdb (Debian/Ubuntu: sudo apt-get install gdb; Fedora: sudo dnf install gdb; "
+    "Nix: nix shell nixpkgs#gdb), or pass --gdb PATH (cuda-gdb works too)"
+)
+# Options given before anything loads: no init files, no auto-loaded scripts (a hostile or
+# slow .gdbinit / python pretty-printer in the target's tree must not run), no network.
+SAFE_OPTIONS = (
+    "--interpreter=mi3",
+    "--nx",
+    "--quiet",
+    "-iex",
+    "set auto-load off",
+    "-iex",
+    "set debuginfod enabled off",
+    "-iex",
+    "set pagination off",
+    "-iex",
+    "set confirm off",
+    "-iex",
+    "set width 0",
+    "-iex",
+    "set height 0",
+    "-iex",
+    "set print thread-events off",
+)
+
+
+def find_gdb(explicit: str | None = None) -> str:
+    """The gdb to run: `explicit`, else gdb on PATH, else cuda-gdb on PATH."""
+    if explicit:
+        found = shutil.which(explicit)
+        if found is None:
+            raise GdbNotFoundError(f"{explicit}: no such gdb executable; {INSTALL_HINT}")
+        return found
+    for name in GDB_CANDIDATES:
+        found = shutil.which(name)
+        if found:
+            return found
+    raise GdbNotFoundError(f"gdb is not on PATH (nor cuda-gdb); {INSTALL_HINT}")
+
+
+def gdb_command(gdb: str, *, symbols_only: bool = False) -> list[str]:
+    """gdb's argv; symbols_only adds --readnever: ELF symbols only, no DWARF (fast)."""
+    argv = [gdb, *SAFE_OPTIONS]
+    if symbols_only:
+        argv.insert(1, "--readnever")
+    return argv
+
+
+@dataclass
+class MiResult:
+    """A command's result record: message ("done", "error", ...), payload, console text."""
+
+    command: str
+    message: str
+    payload: dict[str, Any]
+    console: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.message != "error"
+
+    @property
+    def error(self) -> str:
+        return str(self.payload.get("msg", "")) if self.payload else ""
+
+
+class GdbSession:
+    """One gdb process. Use as a context manager; `close()` always ends gdb."""
+
+    def __init__(self, gdb: str, *, symbols_only: bool = False) -> None:
+        from pygdbmi import gdbmiparser  # imported here: CLI startup time
+        from pygdbmi.gdbcontroller import GdbController
+
+        self._parser = gdbmiparser
+
+        self.gdb = gdb
+        self.symbols_only = symbols_only
+        self.argv = gdb_command(gdb, symbols_only=symbols_only)
+        try:
+            self._controller = GdbController(command=self.argv)
+        except (ValueError, OSError) as exc:
+            raise GdbNotFoundError(f"cannot start {gdb}: {exc}; {INSTALL_HINT}") from None
+        process = self._controller.gdb_process
+        assert process is not None and process.stdout is not None
+        self._process: subprocess.Popen[bytes] = process
+        self._fds = [process.stdout.fileno()]
+        if process.stderr is not None:
+            self._fds.append(process.stderr.fileno())
+        self._next_token = 1
+        self._results: dict[int, MiResult] = {}
+        self._console: list[str] = []
+        self.notifications: list[dict[str, Any]] = []
+        self._stdout_buffer = b""
+        self._stderr_text = ""
+
+    def __enter__(self) -> GdbSession:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    def alive(self) -> bool:
+        return self._process.poll() is None
+
+    def command(self, command: str, timeout: float = 30.0, check: bool = True) -> MiResult:
+        """Run one MI command and wait for its result; MiError on `^error` when check."""
+        return self.commands([command], timeout=timeout, check=check)[0]
+
+    def commands(
+        self, commands: list[str], timeout: float = 30.0, check: bool = False
+    ) -> list[MiResult]:
+        """Write all commands at once, then read until every one has its result record."""
+        if not commands:
+            return []
+        tokens = list(range(self._next_token, self._next_token + len(commands)))
+        self._next_token += len(commands)
+        lines = [f"{token}{command}" for token, command in zip(tokens, commands)]
+        try:
+            self._controller.write(lines, read_response=False, timeout_sec=timeout)
+        except (BrokenPipeError, OSError, AttributeError):
+            raise GdbDiedError(f"gdb exited before {commands[0]!r}{self._stderr_tail()}") from None
+        pending = dict(zip(tokens, commands))
+        deadline = time.monotonic() + timeout
+        while any(token not in self._results for token in pending):
+            self._read(deadline, pending)
+        results = [self._results.pop(token) for token in tokens]
+        if check:
+            for result in results:
+                if not result.ok:
+                    raise MiError(result.command, result.error)
+        return results
+
+    def _read(self, deadline: float, pending: dict[int, str]) -> None:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise GdbTimeoutError(f"gdb did not answer {self._first_waiting(pending)!r} in time")
+        ready, _, _ = select.select(self._fds, [], [], remaining)
+        got_any = False
+        for fd in ready:
+            try:
+                chunk = os.read(fd, 1 << 20)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                continue
+            got_any = True
+            if fd == self._fds[0]:
+                self._stdout_buffer += chunk
+                *lines, self._stdout_buffer = self._stdout_buffer.split(b"\n")
+                for line in lines:
+                    self._parse_line(line.decode(errors="replace"), pending)
+            else:
+                self._stderr_text = (self._stderr_text + chunk.decode(errors="replace"))[-4000:]
+        if ready and not got_any and self._process.poll() is not None:
+            raise GdbDiedError(
+                f"gdb exited (status {self._process.returncode}) during "
+                f"{self._first_waiting(pending)!r}{self._stderr_tail()}"
+            )
+
+    def _first_waiting(self, pending: dict[int, str]) -> str:
+        return next((cmd for token, cmd in pending.items() if token not in self._results), "")
+
+    def _parse_line(self, line: str, pending: dict[int, str]) -> None:
+        # pygdbmi's IoManager pretty-prints every record for a debug log even when logging
+        # is off (a third of the time on a 64-thread capture), so lines are read here; the
+        # fast parser in mi.py reads them, pygdbmi's parser whatever it cannot.
+        line = line.rstrip("\r")
+        if not line or line.startswith("(gdb)"):
+            return
+        try:
+            record = mi.parse_line(line)
+        except mi.MiSyntaxError:
+            record = self._parser.parse_response(line)
+        self._take(record, pending)
+
+    def _take(self, record: dict[str, Any], pending: dict[int, str]) -> None:
+        kind = record.get("type")
+        if kind == "result":
+            token = record.get("token")
+            if token is None:
+                return
+            self._results[token] = MiResult(
+                command=pending.get(token, ""),
+                message=str(record.get("message")),
+                payload=record.get("payload") or {},
+                console=self._console,
+            )
+            self._console = []
+        elif kind in ("console", "log") and isinstance(record.get("payload"), str):
+            self._console.append(record["payload"])
+        elif kind == "notify":
+            self.notifications.append(record)
+
+    def _stderr_tail(self) -> str:
+        text = (self._stderr_text or "".join(self._console[-3:])).strip()
+        return f": {text[-500:]}" if text else ""
+
+    def close(self, grace: float = 2.0) -> None:
+        """Ask gdb to exit (it detaches from what it attached to); kill it if it will not.
+
+        SIGTERM makes gdb quit and detach as well; SIGKILL is the last resort, after which
+        the caller must check that the target was not left stopped.
+        """
+        if self._process.poll() is None:
+            with contextlib.suppress(OSError, ValueError):
+                assert self._process.stdin is not None
+                self._process.stdin.write(b"-gdb-exit\n")
+                self._process.stdin.flush()
+            for sig in (None, signal.SIGTERM, signal.SIGKILL):
+                if sig is not None:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(self._process.pid, sig)
+                try:
+                    self._process.wait(timeout=grace)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+        for stream in (self._process.stdin, self._process.stdout, self._process.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        self._process.wait()

@@ -1,0 +1,312 @@
+"""What a capture holds: frames, thread stacks, samples, thread activity, and the diagnosis.
+
+Every class has `to_json()`, which returns plain JSON-able values; the shape is the one
+`workbench bt --json` prints (see `Capture.to_json` and `Diagnosis.to_json`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One stack frame as gdb reports it; `function` is the name without its parameter list."""
+
+    level: int
+    address: int
+    function: str | None
+    file: str | None = None
+    line: int | None = None
+    library: str | None = None
+
+    def location(self) -> str:
+        """`file:line` where debug info has it, else the library, else `??`."""
+        if self.file and self.line:
+            return f"{self.file}:{self.line}"
+        return self.library or "??"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "level": self.level,
+            "address": f"0x{self.address:x}",
+            "function": self.function,
+            "file": self.file,
+            "line": self.line,
+            "library": self.library,
+        }
+
+
+@dataclass(frozen=True)
+class WaitInfo:
+    """What a blocked thread waits for, read from its futex syscall's registers.
+
+    kind: "mutex", "join", "static-guard", "condition", "rwlock", "semaphore" or "futex".
+    owner_tid is the mutex's `__owner` field for a mutex, the joined thread for a join.
+    """
+
+    kind: str
+    address: int | None = None
+    owner_tid: int | None = None
+    symbol: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "address": None if self.address is None else f"0x{self.address:x}",
+            "owner_tid": self.owner_tid,
+            "symbol": self.symbol,
+        }
+
+
+@dataclass(frozen=True)
+class ThreadStack:
+    """One thread in one sample: gdb's frames (innermost first) and the kernel's view of it.
+
+    state is the letter of /proc/PID/task/TID/stat read just before gdb stopped the thread
+    (R running, S sleeping, D disk wait, ...); truncated means the stack had more frames than
+    were read; stack_bytes is how much of the thread's stack mapping is in use (read only
+    for truncated stacks, to show growth).
+    """
+
+    gdb_id: int
+    tid: int
+    name: str | None
+    state: str | None
+    wchan: str | None
+    frames: tuple[Frame, ...]
+    truncated: bool = False
+    wait: WaitInfo | None = None
+    stack_bytes: int | None = None
+
+    def functions(self) -> list[str]:
+        """Function names innermost first; `??` where gdb has none."""
+        return [frame.function or "??" for frame in self.frames]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "gdb_id": self.gdb_id,
+            "tid": self.tid,
+            "name": self.name,
+            "state": self.state,
+            "wchan": self.wchan,
+            "truncated": self.truncated,
+            "stack_bytes": self.stack_bytes,
+            "wait": self.wait.to_json() if self.wait else None,
+            "frames": [frame.to_json() for frame in self.frames],
+        }
+
+
+@dataclass(frozen=True)
+class Sample:
+    """All threads' stacks at one moment; `at` is seconds since the capture started."""
+
+    index: int
+    at: float
+    duration: float
+    threads: tuple[ThreadStack, ...]
+
+    def thread(self, tid: int) -> ThreadStack | None:
+        return next((thread for thread in self.threads if thread.tid == tid), None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "at_s": round(self.at, 3),
+            "duration_s": round(self.duration, 3),
+            "threads": [thread.to_json() for thread in self.threads],
+        }
+
+
+@dataclass
+class ThreadActivity:
+    """How a thread behaved while no debugger was attached: polled from /proc.
+
+    states counts each state letter seen; cpu_seconds is user+system time used between the
+    first and last observation, over `seconds` of wall time.
+    """
+
+    tid: int
+    observations: int = 0
+    states: dict[str, int] = field(default_factory=dict)
+    cpu_seconds: float = 0.0
+    seconds: float = 0.0
+    wchan: str | None = None
+
+    @property
+    def running_share(self) -> float:
+        """The share of observations in state R (0 when never observed)."""
+        return self.states.get("R", 0) / self.observations if self.observations else 0.0
+
+    @property
+    def cpu_share(self) -> float | None:
+        """CPU time over wall time; None when the observation window was too short to tell."""
+        return self.cpu_seconds / self.seconds if self.seconds >= 0.05 else None
+
+    def always_running(self) -> bool:
+        """Seen running nearly every time, or using nearly a whole CPU."""
+        cpu = self.cpu_share
+        if self.observations >= 3 and self.running_share >= 0.8:
+            return cpu is None or cpu >= 0.5
+        return cpu is not None and cpu >= 0.8
+
+    def to_json(self) -> dict[str, Any]:
+        cpu = self.cpu_share
+        return {
+            "tid": self.tid,
+            "observations": self.observations,
+            "states": dict(sorted(self.states.items())),
+            "cpu_seconds": round(self.cpu_seconds, 3),
+            "seconds": round(self.seconds, 3),
+            "cpu_share": None if cpu is None else round(cpu, 3),
+            "wchan": self.wchan,
+        }
+
+
+@dataclass
+class Capture:
+    """Samples of one process's threads, with what happened while taking them.
+
+    complete is False when the process exited (or became unreachable) before all samples were
+    taken; notes say why, and what else the user should know (symbols-only fallback, a
+    process that was found stopped and left stopped, ...).
+    """
+
+    pid: int
+    command: list[str]
+    executable: str | None
+    requested_samples: int
+    interval: float
+    samples: list[Sample] = field(default_factory=list)
+    activity: dict[int, ThreadActivity] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    complete: bool = True
+    exited: bool = False
+    symbols_only: bool = False
+    gdb: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pid": self.pid,
+            "command": self.command,
+            "executable": self.executable,
+            "gdb": self.gdb,
+            "requested_samples": self.requested_samples,
+            "interval_s": self.interval,
+            "complete": self.complete,
+            "exited": self.exited,
+            "symbols_only": self.symbols_only,
+            "notes": list(self.notes),
+            "activity": [self.activity[tid].to_json() for tid in sorted(self.activity)],
+            "samples": [sample.to_json() for sample in self.samples],
+        }
+
+
+@dataclass(frozen=True)
+class BridgePair:
+    """A provider-bridge loop: `host_method` (ProviderHostImpl::X__Y) and what it calls."""
+
+    host_method: str
+    counterpart: str
+    bridge_class: str
+    bridge_method: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "host_method": self.host_method,
+            "counterpart": self.counterpart,
+            "class": self.bridge_class,
+            "method": self.bridge_method,
+        }
+
+
+@dataclass(frozen=True)
+class ProposedPatch:
+    """The ORT_STATIC_PROVIDERS guard for a bridge loop; `path` once written under patches/."""
+
+    file: str
+    description: str
+    snippet: str
+    diff: str | None = None
+    path: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "description": self.description,
+            "snippet": self.snippet,
+            "diff": self.diff,
+            "path": self.path,
+        }
+
+
+@dataclass
+class Finding:
+    """One thing the samples show, with the functions and threads involved and the evidence.
+
+    kind: "call-cycle", "static-init", "deadlock", "lock-wait", "spin", "busy", "waiting",
+    "exited" or "unknown". pattern, for a call cycle: "recursion" or "tail-calls".
+    hung: True when the finding means no progress, False when it shows progress, None when
+    the samples cannot tell.
+    """
+
+    kind: str
+    summary: str
+    hung: bool | None
+    functions: list[str] = field(default_factory=list)
+    threads: list[int] = field(default_factory=list)
+    evidence: list[str] = field(default_factory=list)
+    pattern: str | None = None
+    bridge: BridgePair | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "summary": self.summary,
+            "hung": self.hung,
+            "pattern": self.pattern,
+            "functions": list(self.functions),
+            "threads": list(self.threads),
+            "evidence": list(self.evidence),
+            "bridge": self.bridge.to_json() if self.bridge else None,
+        }
+
+
+@dataclass
+class Diagnosis:
+    """The verdict on a capture: the most telling finding first, then the others."""
+
+    findings: list[Finding]
+    proposed_patch: ProposedPatch | None = None
+
+    @property
+    def primary(self) -> Finding:
+        return self.findings[0]
+
+    @property
+    def kind(self) -> str:
+        return self.primary.kind
+
+    @property
+    def hung(self) -> bool | None:
+        return self.primary.hung
+
+    @property
+    def summary(self) -> str:
+        return self.primary.summary
+
+    def to_json(self) -> dict[str, Any]:
+        primary = self.primary
+        return {
+            "kind": primary.kind,
+            "hung": primary.hung,
+            "summary": primary.summary,
+            "pattern": primary.pattern,
+            "functions": list(primary.functions),
+            "threads": list(primary.threads),
+            "evidence": list(primary.evidence),
+            "bridge": primary.bridge.to_json() if primary.bridge else None,
+            "proposed_patch": self.proposed_patch.to_json() if self.proposed_patch else None,
+            "findings": [finding.to_json() for finding in self.findings],
+        }

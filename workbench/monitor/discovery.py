@@ -1,0 +1,104 @@
+"""Which processes belong to a build, and which build processes run on the host at all.
+
+A build's processes are the launched command and its descendants (single-user Nix, cmake,
+ninja, make, ./build.sh) and, with a nix-daemon, the builders the daemon forks: those run as
+`nixbld*` users as children of a `nix-daemon` process, not of `nix build`. A daemon serves every
+user's builds at once, so when the derivation names of this build are known a builder is
+attributed to it by its environment (`name`, `out`, `NIX_BUILD_TOP`) or its working directory
+(`/tmp/nix-build-<name>.drv-N` without a sandbox; `/build` inside one).
+
+Newer Nix can allocate builder uids itself (`auto-allocate-uids`): those have no user name, so
+the "parent is nix-daemon" rule is what finds them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from workbench.monitor import procfs
+from workbench.monitor.classify import ProcessKind, classify
+
+NIX_DAEMON = "nix-daemon"
+_NIXBLD = re.compile(r"^nixbld\d*$")
+_BUILD_DIR = re.compile(r"/nix-build-(.+)\.drv-\d+(?:/|$)")
+_ENV_NAMES = ("name", "out", "NIX_BUILD_TOP")
+
+
+def is_nixbld_user(user: str) -> bool:
+    """Whether a user name is one of Nix's build users (nixbld, nixbld1, nixbld32, ...)."""
+    return _NIXBLD.match(user) is not None
+
+
+def derivation_from_build_dir(path: str) -> str | None:
+    """"/tmp/nix-build-onnxruntime-1.23.2.drv-0/source" -> "onnxruntime-1.23.2", else None."""
+    found = _BUILD_DIR.search(path)
+    return found.group(1) if found else None
+
+
+def builder_derivation(environment: dict[str, str], cwd: str | None) -> str | None:
+    """The derivation name a builder process works for, from its environment or directory."""
+    name = environment.get("name")
+    if name:
+        return name
+    for text in (environment.get("NIX_BUILD_TOP"), cwd):
+        if text:
+            found = derivation_from_build_dir(text)
+            if found:
+                return found
+    out = environment.get("out", "")
+    base = out.rpartition("/")[2]
+    # A store path's base name is "<32-char hash>-<name>".
+    if len(base) > 33 and base[32] == "-":
+        return base[33:]
+    return None
+
+
+def attribute_builder(pid: int, names: Collection[str]) -> str | None:
+    """Which of `names` the builder process `pid` builds, else None (another build's)."""
+    environment = procfs.read_environ(pid, _ENV_NAMES)
+    found = builder_derivation(environment, procfs.read_cwd(pid))
+    if found is not None and found in names:
+        return found
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class HostBuildProcess:
+    """A build-related process found anywhere on the host (for the pre-launch warning)."""
+
+    pid: int
+    user: str
+    kind: ProcessKind
+    tool: str
+    file: str | None
+    cwd: str | None
+
+
+# Kinds worth warning about: another build competes for cores and memory.
+_WARN_KINDS = (ProcessKind.DRIVER, ProcessKind.COMPILER, ProcessKind.CUDA, ProcessKind.LINKER)
+
+
+def find_host_build_processes(exclude: Collection[int] = ()) -> list[HostBuildProcess]:
+    """Build processes running on this host now: drivers, compilers, CUDA tools, linkers,
+    and processes of Nix build users, each with what it is working on.
+
+    `exclude`: PIDs to leave out (the caller's own). One pass over /proc; meant for preflight.
+    """
+    found: list[HostBuildProcess] = []
+    for pid in procfs.list_pids():
+        if pid in exclude:
+            continue
+        result = procfs.read_stat(pid)
+        if result is None:
+            continue
+        stat = result[1]
+        uid = procfs.uid_of(pid)
+        user = procfs.user_name(uid) if uid is not None else "?"
+        what = classify(stat.comm, procfs.read_cmdline(pid))
+        if what.kind in _WARN_KINDS or (is_nixbld_user(user) and stat.state != "Z"):
+            found.append(
+                HostBuildProcess(pid, user, what.kind, what.tool, what.file, procfs.read_cwd(pid))
+            )
+    return found
