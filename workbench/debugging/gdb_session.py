@@ -226,6 +226,11 @@ class GdbSession:
         elif kind == "notify":
             self.notifications.append(record)
 
+    def take_notifications(self) -> list[dict[str, Any]]:
+        """The async records (`*stopped`, `=library-loaded`, ...) seen since the last call."""
+        taken, self.notifications = self.notifications, []
+        return taken
+
     def _stderr_tail(self) -> str:
         text = (self._stderr_text or "".join(self._console[-3:])).strip()
         return f": {text[-500:]}" if text else ""

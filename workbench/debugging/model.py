@@ -67,7 +67,9 @@ class ThreadStack:
     state is the letter of /proc/PID/task/TID/stat read just before gdb stopped the thread
     (R running, S sleeping, D disk wait, ...); truncated means the stack had more frames than
     were read; stack_bytes is how much of the thread's stack mapping is in use (read only
-    for truncated stacks, to show growth).
+    for truncated stacks, to show growth); trail is the functions a running thread went
+    through while gdb single-stepped it for a few dozen instructions (consecutive repeats
+    collapsed): the path of a tight loop, which samples alone may miss.
     """
 
     gdb_id: int
@@ -79,6 +81,7 @@ class ThreadStack:
     truncated: bool = False
     wait: WaitInfo | None = None
     stack_bytes: int | None = None
+    trail: tuple[str, ...] = ()
 
     def functions(self) -> list[str]:
         """Function names innermost first; `??` where gdb has none."""
@@ -94,6 +97,7 @@ class ThreadStack:
             "truncated": self.truncated,
             "stack_bytes": self.stack_bytes,
             "wait": self.wait.to_json() if self.wait else None,
+            "trail": list(self.trail),
             "frames": [frame.to_json() for frame in self.frames],
         }
 

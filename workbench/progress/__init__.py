@@ -43,7 +43,7 @@ __all__ = [
     "clean_terminal_line",
     "derivation_name",
     "parse_make",
-    "parse_nix_line",
     "parse_ninja",
+    "parse_nix_line",
     "parse_step",
 ]

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Run the whole test suite, installing what it needs first on a fresh Debian machine:
+# Debian's nix-bin, gdb, ninja-build, g++, cmake and tmux, then this package with its test
+# extra in .venv. Extra arguments go to pytest (e.g. `scripts/test.sh -k settings`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+missing=()
+for pair in nix-instantiate:nix-bin gdb:gdb ninja:ninja-build g++:g++ cmake:cmake tmux:tmux \
+            make:make git:git; do
+  command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")
+done
+python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
+if ((${#missing[@]})); then
+  echo "scripts/test.sh: installing Debian packages: ${missing[*]}"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
+if [ ! -f "$stamp" ]; then
+  .venv/bin/python -m pip install --quiet --upgrade pip
+  .venv/bin/python -m pip install --quiet -e '.[test]'
+  rm -f .venv/.installed-* && touch "$stamp"
+fi
+
+export PATH="$PWD/.venv/bin:$PATH"
+.venv/bin/ruff check workbench tests benchmarks screenshots
+# pytest exits 5 when it collects no test: with `set -e` that fails the run, as it should.
+exec .venv/bin/python -m pytest "$@"

@@ -1,0 +1,483 @@
+"""Live measurement of a build's processes: call `Sampler.sample()` once a second.
+
+Each sample finds the build's processes (see `discovery`), and returns per process its kind,
+file, CPU % and RSS, and for the whole build the CPU used as a share of all cores, total RSS
+against the memory available, and the compile jobs running at once.
+
+CPU of processes too short-lived to be seen (most compiler passes of a small file) is still
+counted: when a parent waits for a child, the kernel adds the child's CPU to the parent's
+"children" times (`cutime`/`cstime` in /proc/PID/stat). Per interval the build's CPU is
+
+    Σ Δ(own CPU) + Σ Δ(children CPU) − Σ (CPU already counted of members that ended)
+
+over its processes; the last term stops a sampled child from being counted twice, once while it
+ran and again inside its parent's children times. What is lost: the final second of a process
+that is not reaped by a member (the launched root, a daemon's builder); `cpu_seconds` of the
+summary takes the root's rusage from the supervisor to close that gap.
+
+Cost: the processes' /proc/PID/stat descriptors stay open and are re-read with one pread(); a
+process whose stat bytes did not change is not parsed again and keeps its `ProcessSample`
+object. See benchmarks/sampler_cost.py for the figures.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from workbench.monitor import procfs
+from workbench.monitor.classify import ProcessKind, classify
+from workbench.monitor.discovery import NIX_DAEMON, attribute_builder, is_nixbld_user
+from workbench.monitor.memory import MemoryProbe, MemoryState
+
+_JOB_KINDS = (ProcessKind.COMPILER, ProcessKind.CUDA, ProcessKind.LINKER)
+_COMPILE_KINDS = (ProcessKind.COMPILER, ProcessKind.CUDA)
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessSample:
+    """One process of the build at one sample (the seeds' `PID CPU% Runtime Memory File` row)."""
+
+    pid: int
+    ppid: int
+    kind: str
+    """A `ProcessKind` value: "nix", "driver", "compiler", "cuda", "linker", "python", "other"."""
+    tool: str
+    """The program: "cc1plus", "g++", "nvcc", "ninja", ..."""
+    file: str | None
+    """Compilers: the source file; linkers: the output; else None."""
+    cpu_percent: float
+    """CPU over the last interval in % of one core (like top; can exceed 100 with threads)."""
+    rss: int
+    """Resident memory, bytes."""
+    started: float
+    """Epoch seconds when the process started."""
+    cpu_seconds: float
+    """User + system CPU the process has used so far (its own, not its children's)."""
+    state: str
+    """The kernel's state letter: R running, S sleeping, D disk wait, Z zombie, ..."""
+    threads: int
+    job: int
+    """PID of the compile or link job this process is part of (the g++/nvcc/ld at its top); 0
+    for processes outside a job (ninja, make, nix, shells)."""
+    job_kind: str | None
+    """The kind of that job's top process: "compiler", "cuda" or "linker"; None outside a job."""
+    derivation: str | None
+    """The Nix derivation a daemon's builder works for, when known."""
+
+    def running_s(self, now: float) -> float:
+        """Seconds the process has been running at `now` (the sample's `BuildSample.t`)."""
+        return max(0.0, now - self.started)
+
+
+@dataclass(frozen=True, slots=True)
+class BuildSample:
+    """The whole build at one sample."""
+
+    t: float
+    """Epoch seconds of the sample."""
+    interval: float
+    """Seconds since the previous sample (0.0 for the first)."""
+    processes: int
+    cpus: int
+    cpu_percent: float
+    """CPU used over the interval as a share of all cores, 0–100."""
+    cpu_cores: float
+    """The same as a number of cores kept busy (e.g. 3.2)."""
+    cpu_seconds: float
+    """CPU used by the build since the sampler started, counting reaped children."""
+    rss: int
+    """Total RSS of the build's processes, bytes (shared pages count once per process)."""
+    memory_available: int
+    """Bytes the build can still use: host available memory or its cgroup's room, the lower."""
+    memory_total: int
+    compile_jobs: int
+    """C/C++ and CUDA compile jobs running (one g++ with its cc1plus and as is one job)."""
+    cuda_jobs: int
+    """Of those, nvcc jobs."""
+    link_jobs: int
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """What one `Sampler.sample()` call measured."""
+
+    build: BuildSample
+    processes: tuple[ProcessSample, ...]
+
+
+class _Proc:
+    """What the sampler remembers of one process of the build between samples."""
+
+    __slots__ = (
+        "children",
+        "comm",
+        "derivation",
+        "fd",
+        "file",
+        "ino",
+        "job",
+        "job_kind",
+        "kind",
+        "own",
+        "pid",
+        "ppid",
+        "raw",
+        "rss",
+        "sample",
+        "starttime",
+        "state",
+        "threads",
+        "tool",
+    )
+
+    def __init__(self, pid: int, ino: int) -> None:
+        self.pid = pid
+        self.ino = ino
+        self.fd: int | None = None
+        self.raw = b""
+        self.comm = ""
+        self.ppid = 0
+        self.own = 0  # utime + stime, clock ticks
+        self.children = 0  # cutime + cstime, clock ticks
+        self.starttime = 0
+        self.rss = 0
+        self.kind = ProcessKind.OTHER
+        self.job = 0
+        self.job_kind: ProcessKind | None = None
+        self.derivation: str | None = None
+        self.sample: ProcessSample | None = None
+        self.state = "?"
+        self.threads = 1
+        self.tool = ""
+        self.file: str | None = None
+
+
+def _default_fd_budget() -> int:
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return 4096
+    # Leave most descriptors to the supervisor itself (log files, sockets, SQLite).
+    return max(0, min(4096, soft // 2 - 64))
+
+
+class Sampler:
+    """Samples one build's processes; see the module docstring. Not thread-safe: one caller."""
+
+    def __init__(
+        self,
+        root_pid: int | None = None,
+        *,
+        daemon: bool = False,
+        derivations: Iterable[str] = (),
+        cpus: int | None = None,
+        memory: MemoryProbe | None = None,
+        clock: Callable[[], float] = time.time,
+        fd_budget: int | None = None,
+    ) -> None:
+        """Watch `root_pid` and its descendants, and with `daemon` also nix-daemon builders.
+
+        `derivations`: names of the derivations this build builds ("onnxruntime-1.23.2"); with
+        `daemon`, builders of other derivations are left out. Without names, every daemon builder
+        on the host counts. `cpus`: cores the build may use (default: all of this machine's).
+        """
+        if root_pid is None and not daemon:
+            raise ValueError("give root_pid, daemon=True, or both")
+        self.root_pid = root_pid
+        self.daemon = daemon
+        self.cpus = cpus or len(os.sched_getaffinity(0)) or 1
+        self._names: set[str] = set(derivations)
+        self._memory = memory or MemoryProbe(root_pid)
+        self._clock = clock
+        self._fd_budget = _default_fd_budget() if fd_budget is None else fd_budget
+        self._fds_open = 0
+        self._boot = procfs.boot_time()
+        self._members: dict[int, _Proc] = {}
+        self._foreign: dict[int, int] = {}  # pid -> /proc inode, judged not part of the build
+        self._watched: dict[int, tuple[int, str]] = {}  # nix-daemon processes: pid -> (ino, comm)
+        self._unattributed: dict[int, int] = {}  # daemon builders of unknown derivations
+        self._last_t: float | None = None
+        self._cpu_ticks = 0
+        self._closed = False
+
+    # -- public -------------------------------------------------------------------------------
+
+    def add_derivations(self, names: Iterable[str]) -> None:
+        """Tell the sampler more derivation names of this build (learnt from the Nix log)."""
+        new = set(names) - self._names
+        if not new:
+            return
+        self._names |= new
+        # Builders seen before their derivation was known are judged again.
+        for pid in self._unattributed:
+            self._foreign.pop(pid, None)
+        self._unattributed.clear()
+
+    def sample(self) -> Sample:
+        """Measure the build now."""
+        if self._closed:
+            raise RuntimeError("the sampler is closed")
+        now = self._clock()
+        interval = 0.0 if self._last_t is None else max(0.0, now - self._last_t)
+        previous_t = self._last_t
+        pids = procfs.list_pids()
+        ticks = 0
+        gone: list[_Proc] = []
+        members = self._members
+        for pid, proc in members.items():
+            if pids.get(pid) != proc.ino:
+                gone.append(proc)
+                continue
+            if proc.fd is not None:
+                data = procfs.read_fd(proc.fd)
+            else:
+                result = procfs.read_stat(pid)
+                data = result[0] if result is not None else None
+            if data is None:
+                gone.append(proc)
+                continue
+            if data == proc.raw:
+                # Nothing changed, not even a page fault: no CPU used, same sample as before.
+                sample = proc.sample
+                if sample is not None and sample.cpu_percent != 0.0:
+                    proc.sample = self._make_sample(proc, 0.0)
+                continue
+            stat = procfs.parse_stat(data)
+            if stat is None or (proc.fd is None and stat.starttime != proc.starttime):
+                gone.append(proc)
+                continue
+            own = stat.utime + stat.stime
+            children = stat.cutime + stat.cstime
+            used = own - proc.own
+            ticks += used + (children - proc.children)
+            proc.raw, proc.own, proc.children = data, own, children
+            proc.ppid, proc.rss = stat.ppid, stat.rss_pages * procfs.PAGE_SIZE
+            proc.state, proc.threads = stat.state, stat.threads
+            if stat.comm != proc.comm:
+                # A new program in the same process (fork, then exec): classify it again.
+                proc.comm = stat.comm
+                self._classify(proc)
+            percent = used * 100.0 / procfs.CLOCK_TICKS / interval if interval > 0 else 0.0
+            proc.sample = self._make_sample(proc, percent)
+        for proc in gone:
+            self._forget(proc)
+        for proc in gone:
+            parent = members.get(proc.ppid)
+            if parent is not None:
+                # The parent reaped it: its CPU shows up again in the parent's children times.
+                ticks -= proc.own + proc.children
+        ticks += self._discover(pids, now, previous_t)
+        self._cpu_ticks += ticks
+        self._last_t = now
+        return self._build_sample(now, interval, ticks)
+
+    def close(self) -> None:
+        """Close the descriptors the sampler holds. Safe to call twice."""
+        for proc in self._members.values():
+            self._close_fd(proc)
+        self._members.clear()
+        self._closed = True
+
+    def __enter__(self) -> Sampler:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @property
+    def cpu_seconds(self) -> float:
+        """CPU used by the build so far (all samples), seconds."""
+        return self._cpu_ticks / procfs.CLOCK_TICKS
+
+    # -- per sample ---------------------------------------------------------------------------
+
+    def _build_sample(self, now: float, interval: float, ticks: int) -> Sample:
+        rss = 0
+        compile_jobs: set[int] = set()
+        cuda_jobs: set[int] = set()
+        link_jobs: set[int] = set()
+        processes: list[ProcessSample] = []
+        for proc in self._members.values():
+            rss += proc.rss
+            if proc.job:
+                if proc.job_kind is ProcessKind.LINKER:
+                    link_jobs.add(proc.job)
+                else:
+                    compile_jobs.add(proc.job)
+                    if proc.job_kind is ProcessKind.CUDA:
+                        cuda_jobs.add(proc.job)
+            if proc.sample is not None:
+                processes.append(proc.sample)
+        memory: MemoryState = self._memory.read()
+        seconds = ticks / procfs.CLOCK_TICKS
+        cores = seconds / interval if interval > 0 else 0.0
+        build = BuildSample(
+            t=now,
+            interval=interval,
+            processes=len(processes),
+            cpus=self.cpus,
+            cpu_percent=max(0.0, cores * 100.0 / self.cpus),
+            cpu_cores=max(0.0, cores),
+            cpu_seconds=self.cpu_seconds,
+            rss=rss,
+            memory_available=memory.available,
+            memory_total=memory.total,
+            compile_jobs=len(compile_jobs),
+            cuda_jobs=len(cuda_jobs),
+            link_jobs=len(link_jobs),
+        )
+        return Sample(build, tuple(processes))
+
+    def _make_sample(self, proc: _Proc, percent: float) -> ProcessSample:
+        return ProcessSample(
+            pid=proc.pid,
+            ppid=proc.ppid,
+            kind=proc.kind.value,
+            tool=proc.tool,
+            file=proc.file,
+            cpu_percent=percent,
+            rss=proc.rss,
+            started=self._boot + proc.starttime / procfs.CLOCK_TICKS,
+            cpu_seconds=proc.own / procfs.CLOCK_TICKS,
+            state=proc.state,
+            threads=proc.threads,
+            job=proc.job,
+            job_kind=proc.job_kind.value if proc.job_kind is not None else None,
+            derivation=proc.derivation,
+        )
+
+    # -- discovery ----------------------------------------------------------------------------
+
+    def _discover(self, pids: dict[int, int], now: float, previous_t: float | None) -> int:
+        """Judge PIDs not seen before; returns the CPU ticks the new members already used."""
+        members, foreign, watched = self._members, self._foreign, self._watched
+        for pid, (ino, comm) in list(watched.items()):
+            if pids.get(pid) != ino:
+                del watched[pid]
+                foreign.pop(pid, None)
+                continue
+            result = procfs.read_stat(pid)
+            if result is None or result[1].comm != comm:
+                # It exec'd: a daemon's forked child became a builder. Judge it afresh.
+                del watched[pid]
+                foreign.pop(pid, None)
+        pending: dict[int, tuple[int, bytes, procfs.Stat]] = {}
+        for pid, ino in pids.items():
+            if pid in members or foreign.get(pid) == ino:
+                continue
+            result = procfs.read_stat(pid)
+            if result is None:
+                continue
+            pending[pid] = (ino, result[0], result[1])
+        ticks = 0
+        progress = True
+        while pending and progress:
+            progress = False
+            for pid in list(pending):
+                ino, data, stat = pending[pid]
+                if stat.ppid in pending and stat.ppid != pid:
+                    continue  # judge the parent first
+                del pending[pid]
+                progress = True
+                derivation = self._judge(pid, ino, stat)
+                if derivation is False:
+                    foreign[pid] = ino
+                    continue
+                ticks += self._join(pid, ino, data, stat, derivation, now, previous_t)
+        for pid, (ino, _data, _stat) in pending.items():
+            foreign[pid] = ino  # a parent loop cannot happen; be safe anyway
+        return ticks
+
+    def _judge(self, pid: int, ino: int, stat: procfs.Stat) -> str | bool | None:
+        """False: not the build's. Otherwise the derivation it works for (None if unknown)."""
+        if pid == self.root_pid:
+            return None
+        parent = self._members.get(stat.ppid)
+        if parent is not None:
+            return parent.derivation
+        if not self.daemon or pid == 1:
+            return False
+        if stat.comm == NIX_DAEMON:
+            # The daemon, its workers, and forked children that have not exec'd the builder yet.
+            self._watched[pid] = (ino, stat.comm)
+            return False
+        parent_is_daemon = stat.ppid in self._watched
+        if not parent_is_daemon:
+            uid = procfs.uid_of(pid)
+            if uid is None or not is_nixbld_user(procfs.user_name(uid)):
+                return False
+        if not self._names:
+            return None
+        derivation = attribute_builder(pid, self._names)
+        if derivation is None:
+            self._unattributed[pid] = ino
+            return False
+        return derivation
+
+    def _join(
+        self,
+        pid: int,
+        ino: int,
+        data: bytes,
+        stat: procfs.Stat,
+        derivation: str | None,
+        now: float,
+        previous_t: float | None,
+    ) -> int:
+        proc = _Proc(pid, ino)
+        if self._fds_open < self._fd_budget:
+            fd = procfs.open_stat(pid)
+            if fd is not None:
+                again = procfs.read_fd(fd)
+                parsed = procfs.parse_stat(again) if again else None
+                if parsed is None or parsed.starttime != stat.starttime:
+                    os.close(fd)  # gone, or the PID was reused since the first read
+                    return 0
+                proc.fd = fd
+                self._fds_open += 1
+                data, stat = again, parsed
+        proc.raw = data
+        proc.comm = stat.comm
+        proc.ppid = stat.ppid
+        proc.own = stat.utime + stat.stime
+        proc.children = stat.cutime + stat.cstime
+        proc.starttime = stat.starttime
+        proc.rss = stat.rss_pages * procfs.PAGE_SIZE
+        proc.state, proc.threads = stat.state, stat.threads
+        proc.derivation = derivation
+        self._members[pid] = proc
+        self._classify(proc)
+        started = self._boot + stat.starttime / procfs.CLOCK_TICKS
+        percent = 0.0
+        if previous_t is not None and started > previous_t and now > started:
+            # Born since the last sample: its CPU so far is this interval's.
+            percent = proc.own * 100.0 / procfs.CLOCK_TICKS / (now - started)
+        proc.sample = self._make_sample(proc, percent)
+        # Everything it used so far happened during the build (or before the sampler started,
+        # which still belongs to the build's total).
+        return proc.own + proc.children
+
+    def _classify(self, proc: _Proc) -> None:
+        what = classify(proc.comm, procfs.read_cmdline(proc.pid))
+        proc.kind, proc.tool, proc.file = what.kind, what.tool, what.file
+        parent = self._members.get(proc.ppid)
+        if parent is not None and parent.job:
+            # g++ -> cc1plus, as; nvcc -> sh -> cicc, ptxas: one job, named by its top process.
+            proc.job, proc.job_kind = parent.job, parent.job_kind
+        elif what.kind in _JOB_KINDS:
+            proc.job, proc.job_kind = proc.pid, what.kind
+        else:
+            proc.job, proc.job_kind = 0, None
+
+    def _forget(self, proc: _Proc) -> None:
+        self._close_fd(proc)
+        del self._members[proc.pid]
+
+    def _close_fd(self, proc: _Proc) -> None:
+        if proc.fd is not None:
+            os.close(proc.fd)
+            proc.fd = None
+            self._fds_open -= 1
