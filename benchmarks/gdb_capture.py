@@ -33,9 +33,7 @@ SOURCE = REPO / "tests" / "debugging" / "fixtures" / "many_threads.cc"
 
 def build(directory: Path) -> Path:
     binary = directory / "many_threads"
-    subprocess.run(
-        ["g++", "-O2", "-g", "-pthread", str(SOURCE), "-o", str(binary)], check=True
-    )
+    subprocess.run(["g++", "-O2", "-g", "-pthread", str(SOURCE), "-o", str(binary)], check=True)
     return binary
 
 

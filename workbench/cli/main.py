@@ -18,6 +18,8 @@ COMMAND_MODULES = (
     "workbench.cli.variants_command",
     "workbench.cli.doctor_command",
     "workbench.cli.config_command",
+    "workbench.cli.debug_command",
+    "workbench.cli.build_commands",
 )
 
 

@@ -25,7 +25,7 @@ def is_get_host(function: str) -> bool:
 
 
 def host_method_parts(function: str) -> tuple[str, str] | None:
-    """`onnxruntime::ProviderHostImpl::DataTypeImpl__GetType_float` → ("DataTypeImpl", "GetType_float")."""
+    """`ns::ProviderHostImpl::DataTypeImpl__GetType_float` → ("DataTypeImpl", "GetType_float")."""
     parts = split_scope(function)
     if len(parts) < 2 or not HOST_CLASS.match(parts[-2]):
         return None
@@ -76,7 +76,7 @@ def find_pair(functions: list[str], stub_callers: set[str]) -> BridgePair | None
             if counterpart_matches(host, other):
                 return _pair(host, other)
     for host in hosts:
-        if goes_through_host or stub_callers:
+        if goes_through_host:
             cls, method = host_method_parts(host) or ("", "")
             return _pair(host, f"{cls}::{method}")
     for other in others:

@@ -9,6 +9,7 @@ that is where "always running" evidence comes from, since gdb sees only stopped 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import re
 import signal
@@ -66,6 +67,9 @@ SYSCALL_REGISTERS = {
 }
 OWNED_WAITS = {"mutex", "join", "static-guard"}
 FUTEX_WAIT_OPS = {0, 6, 9, 11}  # WAIT, LOCK_PI, WAIT_BITSET, WAIT_REQUEUE_PI
+SYSTEM_LIBRARY = re.compile(
+    r"/(libc|libpthread|libstdc\+\+|libgcc_s|libm|ld-linux[^/]*)[.-][^/]*$|/ld-[^/]*$"
+)
 _LWP = re.compile(r"\bLWP (\d+)|\bprocess (\d+)")
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
 
@@ -78,11 +82,15 @@ class CaptureOptions:
     interval: float = 0.2
     max_frames: int = 256
     attach_timeout: float = 30.0
+    symbols_only_timeout: float = 120.0
     command_timeout: float = 60.0
     gdb: str | None = None
     symbols_only: bool = False
     observe: float = 0.2
     poll_every: float = 0.02
+    step_probe: int = 40
+    step_timeout: float = 3.0
+    max_probed_threads: int = 8
     proc: Path = field(default=procfs.PROC)
 
 
@@ -198,40 +206,48 @@ def capture(
             if not tracker.watch(window, options.poll_every):
                 _note_gone(result, pid, index)
                 break
-            if session is None:
-                say(
-                    f"starting {os.path.basename(gdb)}"
-                    + (" (symbols only)" if result.symbols_only else "")
-                )
-                session = GdbSession(gdb, symbols_only=result.symbols_only)
-            say(f"sample {index + 1}/{options.samples}: attaching to {pid}")
-            try:
-                sample = take_sample(session, pid, index, started, tracker.last, options)
-            except GdbTimeoutError as exc:
-                session.close(grace=1.0)
-                session = None
-                _restore_state(pid, was_stopped)
-                if result.symbols_only:
-                    raise GdbTimeoutError(
-                        f"{exc}, even reading ELF symbols only (--readnever); the binary may "
-                        f"be too large for a {options.attach_timeout:g} s limit: raise it with "
-                        "--attach-timeout"
-                    ) from None
-                result.symbols_only = True
-                result.notes.append(
-                    f"gdb took longer than {options.attach_timeout:g} s reading debug info "
-                    "(a huge binary?): fell back to ELF symbols only (gdb --readnever), so frames "
-                    "have function names but no file:line"
-                )
-                say("gdb too slow: retrying with symbols only")
-                session = GdbSession(gdb, symbols_only=True)
+            sample = None
+            while sample is None and not result.exited:
+                if session is None:
+                    say(
+                        f"starting {os.path.basename(gdb)}"
+                        + (" (symbols only)" if result.symbols_only else "")
+                    )
+                    session = GdbSession(gdb, symbols_only=result.symbols_only)
+                say(f"sample {index + 1}/{options.samples}: attaching to {pid}")
                 try:
                     sample = take_sample(session, pid, index, started, tracker.last, options)
+                except SteppingStalled as stalled:
+                    sample = stalled.sample
+                    session.close(grace=1.0)
+                    session = None
+                    _restore_state(pid, was_stopped)
+                    options = dataclasses.replace(options, step_probe=0)
+                    result.notes.append(
+                        f"single-stepping a running thread in sample {index + 1} did not come "
+                        f"back within {options.step_timeout:g} s (it entered a blocking call): "
+                        "stepping is off for the rest of the capture"
+                    )
+                except GdbTimeoutError as exc:
+                    session.close(grace=1.0)
+                    session = None
+                    _restore_state(pid, was_stopped)
+                    if result.symbols_only:
+                        raise GdbTimeoutError(
+                            f"{exc}, even reading ELF symbols only (gdb --readnever, "
+                            f"{options.symbols_only_timeout:g} s): is the machine overloaded, "
+                            "or the process stuck in the kernel (state D)?"
+                        ) from None
+                    result.symbols_only = True
+                    result.notes.append(
+                        f"gdb took longer than {options.attach_timeout:g} s to attach and read "
+                        "debug info (a huge binary?): fell back to ELF symbols only (gdb "
+                        "--readnever), so frames have function names but no file:line"
+                    )
+                    say("gdb too slow: retrying with symbols only")
                 except ProcessGoneError:
                     _note_gone(result, pid, index)
-                    break
-            except ProcessGoneError:
-                _note_gone(result, pid, index)
+            if sample is None:
                 break
             result.samples.append(sample)
     finally:
@@ -292,11 +308,16 @@ def take_sample(
 ) -> Sample:
     """Attach, read every thread's frames (and what blocked threads wait for), detach."""
     begin = time.monotonic()
-    attach = session.command(f"-target-attach {pid}", timeout=options.attach_timeout, check=False)
+    session.take_notifications()
+    # gdb reads symbols while attaching and while unwinding the first time: the attach,
+    # thread list and stacks together get the time limit whose expiry means "too slow".
+    limit = options.symbols_only_timeout if session.symbols_only else options.attach_timeout
+    deadline = begin + limit
+    attach = session.command(f"-target-attach {pid}", timeout=limit, check=False)
     if not attach.ok:
         _raise_attach_error(pid, attach.error, options.proc)
     try:
-        thread_info = session.command("-thread-info", timeout=options.command_timeout)
+        thread_info = session.command("-thread-info", timeout=_left(deadline))
         threads = thread_info.payload.get("threads", [])
         libraries = _executable_mappings(pid, options.proc)
         stacks = session.commands(
@@ -304,10 +325,10 @@ def take_sample(
                 f"-stack-list-frames --thread {thread['id']} 0 {options.max_frames}"
                 for thread in threads
             ],
-            timeout=options.command_timeout,
+            timeout=_left(deadline),
         )
         raw: list[tuple[dict[str, Any], list[Frame], bool]] = []
-        for thread, stack in zip(threads, stacks):
+        for thread, stack in zip(threads, stacks, strict=True):
             if not stack.ok:
                 if not procfs.exists(pid, options.proc):
                     raise ProcessGoneError(f"process {pid} exited: {stack.error}")
@@ -318,9 +339,17 @@ def take_sample(
             raw.append((thread, frames[: options.max_frames], truncated))
         waits = _probe_waits(session, raw, options)
         depths = _probe_depths(session, pid, raw, options)
-        detach = session.command("-target-detach", timeout=options.command_timeout, check=False)
-        if not detach.ok and procfs.exists(pid, options.proc):
-            raise MiError("-target-detach", detach.error)
+        stalled = False
+        try:
+            trails = _probe_steps(session, raw, states, options)
+        except GdbTimeoutError:
+            # A stepped thread entered a blocking call: gdb waits for it and takes no
+            # commands, so this gdb must go (the caller ends it and restores the process).
+            trails, stalled = {}, True
+        if not stalled:
+            detach = session.command("-target-detach", timeout=options.command_timeout, check=False)
+            if not detach.ok and procfs.exists(pid, options.proc):
+                raise MiError("-target-detach", detach.error)
     except (MiError, GdbDiedError) as exc:
         if not procfs.exists(pid, options.proc):
             raise ProcessGoneError(f"process {pid} exited: {exc}") from None
@@ -340,12 +369,29 @@ def take_sample(
                 truncated=truncated,
                 wait=waits.get(int(thread["id"])),
                 stack_bytes=depths.get(int(thread["id"])),
+                trail=trails.get(int(thread["id"]), ((), ()))[0],
+                trail_top=trails.get(int(thread["id"]), ((), ()))[1],
             )
         )
     end = time.monotonic()
-    return Sample(
+    sample = Sample(
         index=index, at=begin - started, duration=end - begin, threads=tuple(thread_stacks)
     )
+    if stalled:
+        raise SteppingStalled(sample)
+    return sample
+
+
+class SteppingStalled(Exception):
+    """Single-stepping a thread did not come back; the sample was read before that."""
+
+    def __init__(self, sample: Sample) -> None:
+        super().__init__("single-stepping stalled")
+        self.sample = sample
+
+
+def _left(deadline: float) -> float:
+    return max(0.001, deadline - time.monotonic())
 
 
 def _raise_attach_error(pid: int, message: str, proc: Path) -> None:
@@ -518,9 +564,81 @@ def _probe_depths(
         return {}
     commands = [f"-data-evaluate-expression --thread {gdb_id} --frame 0 $sp" for gdb_id in deep]
     depths = {}
-    for gdb_id, result in zip(deep, session.commands(commands, options.command_timeout)):
+    answers = session.commands(commands, options.command_timeout)
+    for gdb_id, result in zip(deep, answers, strict=True):
         pointer = _int_value(result)
         used = procfs.stack_bytes_used(pid, pointer, options.proc) if pointer else None
         if used is not None:
             depths[gdb_id] = used
     return depths
+
+
+def _probe_steps(
+    session: GdbSession,
+    raw: list[tuple[dict[str, Any], list[Frame], bool]],
+    states: dict[int, tuple[str, str | None]],
+    options: CaptureOptions,
+) -> dict[int, tuple[tuple[str, ...], tuple[str, ...]]]:
+    """Single-step running threads a few dozen instructions; the functions they go through.
+
+    A tail-call loop spends most of its time in one or two instructions of one function, so
+    samples alone may never catch the others; stepping walks the whole loop. Only threads
+    that were running user code (not blocked, not in a system library) are stepped, with the
+    other threads held (scheduler-locking), and all steps of a thread go in one batch.
+    """
+    if options.step_probe <= 0:
+        return {}
+    candidates = []
+    for thread, frames, truncated in raw:
+        tid = _thread_tid(thread, 0)
+        if states.get(tid, ("?", None))[0] != "R" or truncated or not frames:
+            continue
+        if wait_kind(frames) or len(frames) > 64:
+            continue
+        library = frames[0].library or ""
+        if SYSTEM_LIBRARY.search(library) or "[vdso]" in library:
+            continue
+        candidates.append(int(thread["id"]))
+    if not candidates:
+        return {}
+    session.command("-gdb-set scheduler-locking on", timeout=options.command_timeout, check=False)
+    trails: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+    for gdb_id in candidates[: options.max_probed_threads]:
+        session.take_notifications()
+        # Each step is followed by reading $sp: which functions run at the outermost stack
+        # level tells calls (deeper) from tail calls (the same level).
+        steps = [
+            command
+            for _ in range(options.step_probe)
+            for command in (
+                f"-exec-step-instruction --thread {gdb_id}",
+                f"-data-evaluate-expression --thread {gdb_id} --frame 0 $sp",
+            )
+        ]
+        results = session.commands(steps, timeout=options.step_timeout)
+        if any(not result.ok for result in results):
+            continue
+        stops = [
+            (record.get("payload") or {}).get("frame") or {}
+            for record in session.take_notifications()
+            if record.get("message") == "stopped"
+        ]
+        pointers = [_int_value(result) for result in results[1::2]]
+        names = [
+            strip_signature(frame["func"]) if frame.get("func") not in (None, "??") else "??"
+            for frame in stops
+        ]
+        if len(names) != len(pointers):
+            continue
+        collapsed = tuple(name for i, name in enumerate(names) if i == 0 or names[i - 1] != name)
+        known = [pointer for pointer in pointers if pointer is not None]
+        outermost = max(known) if known else None
+        at_top = [
+            name for name, pointer in zip(names, pointers, strict=True) if pointer == outermost
+        ]
+        top_level = tuple(dict.fromkeys(at_top))
+        trails[gdb_id] = (collapsed, top_level)
+    session.command(
+        "-gdb-set scheduler-locking replay", timeout=options.command_timeout, check=False
+    )
+    return trails

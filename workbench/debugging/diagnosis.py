@@ -19,12 +19,15 @@ and tested. Each finding names the functions and threads involved and lists its 
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 from dataclasses import dataclass
 
 from workbench.debugging import bridge_names
+from workbench.debugging.bridge_patch import propose
 from workbench.debugging.model import (
+    BridgePair,
     Capture,
     Diagnosis,
     Finding,
@@ -32,6 +35,7 @@ from workbench.debugging.model import (
     ThreadActivity,
     ThreadStack,
 )
+from workbench.debugging.names import display_name
 
 MIN_RECURSION_REPEATS = 8
 MAX_CYCLE_PERIOD = 12
@@ -43,15 +47,16 @@ LOADER_INIT = {"_dl_init", "call_init", "__libc_csu_init", "_dl_start_user", "_i
 SYSTEM_LIBRARY = re.compile(
     r"/(libc|libpthread|libstdc\+\+|libgcc_s|libm|ld-linux[^/]*|ld64)[.-][^/]*$|/ld-[^/]*$"
 )
+DEADLOCK_PREFIX = "lock-order deadlock: "
 RANK = {
     "call-cycle": 0,
     "deadlock": 1,
     "static-init": 1,
     "lock-wait": 3,
-    "spin": 4,
-    "busy": 5,
-    "waiting": 6,
-    "exited": 7,
+    "exited": 4,
+    "spin": 5,
+    "busy": 6,
+    "waiting": 7,
     "unknown": 8,
 }
 
@@ -158,8 +163,6 @@ def diagnose(capture: Capture) -> Diagnosis:
     for note in capture.notes:
         if note not in findings[0].evidence:
             findings[0].evidence.append(note)
-    from workbench.debugging.bridge_patch import propose
-
     bridge = next((finding.bridge for finding in findings if finding.bridge), None)
     return Diagnosis(findings=findings, proposed_patch=propose(bridge) if bridge else None)
 
@@ -193,17 +196,29 @@ def _where(thread: ThreadStack) -> str:
     frame = _user_frame(thread.frames)
     if frame is None:
         return ""
-    return f" in {frame.function} ({frame.location()})"
+    return f" in {_short(frame.function or '??')} ({frame.location(full=False)})"
+
+
+def _static_name(symbol: str | None) -> str | None:
+    """gdb's `guard variable for f()::x` → `f()::x`."""
+    if symbol and symbol.startswith("guard variable for "):
+        return symbol.removeprefix("guard variable for ")
+    return symbol
 
 
 def _stub_callers(history: list[ThreadStack]) -> set[str]:
-    """Functions seen calling Provider_GetHost: the provider's bridge stubs."""
+    """Functions seen calling Provider_GetHost (the provider's bridge stubs): its caller in
+    a stack, or the function a stepping trail was in just before it."""
     callers = set()
     for thread in history:
         names = thread.functions()
         for index, name in enumerate(names[:-1]):
             if bridge_names.is_get_host(name):
                 callers.add(names[index + 1])
+        trail = thread.trail
+        for index, name in enumerate(trail[1:], start=1):
+            if bridge_names.is_get_host(name) and not bridge_names.is_get_host(trail[index - 1]):
+                callers.add(trail[index - 1])
     return callers
 
 
@@ -216,7 +231,7 @@ def _recursion(tid: int, history: list[ThreadStack]) -> Finding | None:
     if any(set(cycle.functions) != set(first.functions) for cycle in cycles if cycle):
         return None
     depths = [thread.stack_bytes for thread in history if thread.stack_bytes]
-    growing = len(depths) >= 2 and all(b > a for a, b in zip(depths, depths[1:]))
+    growing = len(depths) >= 2 and all(b > a for a, b in itertools.pairwise(depths))
     truncated = all(thread.truncated for thread in history)
     if not (truncated or growing):
         return None  # bounded recursion (a tree walk, a sort): nothing wrong with it
@@ -265,10 +280,67 @@ def _common_base(stacks: list[list[str]]) -> int:
     return count
 
 
+def _trail_loop(trail: tuple[str, ...]) -> list[str]:
+    """The loop in a stepping trail: the shortest run that repeats, in execution order."""
+    names = list(trail)
+    for period in range(2, min(MAX_LOOP_FUNCTIONS * 2, len(names) // 2) + 1):
+        if all(names[i] == names[i + period] for i in range(len(names) - period)):
+            return names[:period]
+    return []
+
+
+def _generic_tail_cycle(
+    history: list[ThreadStack], stacks: list[list[str]], loop: list[str]
+) -> bool:
+    """Functions that jump to each other for ever, without the provider bridge's names.
+
+    Needs the stepping trail: a closed loop through two or more functions that ran at the
+    same (outermost) stack level, so they did not call each other but jumped; and in every
+    sample the stack is some of those functions above the same unchanging base. A loop that
+    calls a helper (the helper runs deeper) or a busy sort (the top changes) does not qualify.
+    """
+    loop_set = set(loop)
+    top_level = {name for thread in history for name in thread.trail_top}
+    if len(loop_set) < 2 or len(top_level & loop_set) < 2:
+        return False
+    bases = set()
+    for stack in stacks:
+        count = 0
+        while count < min(len(stack), MAX_LOOP_TOP) and stack[count] in loop_set:
+            count += 1
+        if count == 0 or loop_set & set(stack[count:]):
+            return False
+        bases.add(tuple(stack[count:]))
+    return len(bases) == 1
+
+
+def _rotate_for_bridge(loop: list[str]) -> list[str]:
+    """Start the loop at the stub, just before it calls Provider_GetHost, as people read it."""
+    for index in range(len(loop)):
+        if bridge_names.is_get_host(loop[(index + 1) % len(loop)]):
+            return loop[index:] + loop[:index]
+    return loop
+
+
+def _bridge_names_in(names: set[str], stub_callers: set[str], bridge_counterpart: str) -> set[str]:
+    return {
+        name
+        for name in names
+        if bridge_names.host_method_parts(name)
+        or bridge_names.is_get_host(name)
+        or name in stub_callers
+        or _short(name) == bridge_counterpart
+    }
+
+
 def _tail_call_loop(
     tid: int, history: list[ThreadStack], activity: ThreadActivity | None, samples: int
 ) -> Finding | None:
-    """A thread always running with an unchanging base and a few alternating top frames."""
+    """A thread always running, its base unchanged, its top moving among a few functions.
+
+    Evidence comes from the samples (the same frames beneath, the top alternating) and from
+    the stepping trail (the functions the thread went through in a few dozen instructions).
+    """
     if any(thread.wait or thread.truncated for thread in history):
         return None
     running = activity.always_running() if activity else False
@@ -277,60 +349,59 @@ def _tail_call_loop(
     stacks = [thread.functions() for thread in history]
     base = _common_base(stacks)
     tops = [stack[: len(stack) - base] for stack in stacks]
+    trails = [thread.trail for thread in history if thread.trail]
+    loop = next((found for trail in trails if (found := _trail_loop(trail))), [])
     stub_callers = _stub_callers(history)
-    seen = sorted({name for top in tops for name in top})
-    # A bridge stub may sit at the top of the common base when every sample caught it, or
-    # a function it called: count base frames that belong to the bridge as loop frames.
+    seen = {name for top in tops for name in top} | {name for trail in trails for name in trail}
+    # A bridge frame that every sample caught sits in the common base, yet is part of the
+    # loop: take the base's top frames while they belong to the bridge.
     base_loop: list[str] = []
     for name in stacks[0][len(stacks[0]) - base :]:
-        if bridge_names.host_method_parts(name) or bridge_names.is_get_host(name) or name in stub_callers:
-            base_loop.append(name)
-        else:
+        if not _bridge_names_in({name}, stub_callers, ""):
             break
-    bridge = bridge_names.find_pair(seen + base_loop, stub_callers)
+        base_loop.append(name)
+    bridge = bridge_names.find_pair(sorted(seen | set(base_loop)), stub_callers)
     if bridge:
-        loop_names = set(seen + base_loop)
-        allowed = {
-            name
-            for name in loop_names
-            if bridge_names.host_method_parts(name)
-            or bridge_names.is_get_host(name)
-            or name in stub_callers
-            or bridge_names.counterpart_matches(
-                bridge_names.host_method_for(name), name
-            )
-        }
-        if not all(set(top) <= allowed for top in tops):
+        # Every frame above the base must belong to the bridge.
+        allowed = _bridge_names_in(seen | set(base_loop), stub_callers, bridge.counterpart)
+        if not all(set(top) <= allowed for top in tops) or not set(loop) <= allowed:
             bridge = None
     if bridge is None:
-        if len(history) < 2 or any(not top or len(top) > MAX_LOOP_TOP for top in tops):
-            return None
-        level = {top[-1] for top in tops}
-        if not 2 <= len(level) <= MAX_LOOP_FUNCTIONS:
-            return None
+        base_loop = []
+    if bridge and loop:
+        loop = _rotate_for_bridge(loop)
+    if bridge is None and not _generic_tail_cycle(history, stacks, loop):
+        return None
     last = history[-1]
-    functions = sorted(set(seen + base_loop), key=lambda name: (name not in base_loop, name))
-    counts = Counter(top[0] if top else stacks[i][len(stacks[i]) - base] for i, top in enumerate(tops))
+    if loop:
+        functions = list(dict.fromkeys(loop))
+    else:
+        functions = sorted(set(base_loop) | {name for top in tops for name in top})
+    top_names = Counter(_short(stack[0]) for stack in stacks if stack)
+    beneath = [name for name in stacks[0][len(stacks[0]) - base :] if name not in base_loop]
     evidence = [
         f"{describe(last)} is always running"
         + (f" ({_activity_text(activity)})" if activity else ""),
-        f"top of the stack across {len(history)} samples: "
-        + ", ".join(f"{_short(name)} ×{count}" for name, count in counts.most_common()),
-        f"the {base} frames beneath are the same in every sample (stack depth "
-        f"{min(len(s) for s in stacks)}–{max(len(s) for s in stacks)}): the calls never return, "
-        "they jump to each other (tail calls)",
+        f"top of the stack in {len(history)} sample(s): "
+        + ", ".join(f"{name} ×{count}" for name, count in top_names.most_common()),
     ]
-    beneath = [name for name in stacks[0][len(stacks[0]) - base :] if name not in base_loop]
-    if beneath:
-        evidence.append(f"entered from {_short(beneath[0])}")
+    if len(history) >= 2:
+        evidence.append(
+            f"the {len(beneath)} frame(s) beneath ({' ← '.join(_short(n) for n in beneath[:4])}) "
+            f"are the same in every sample; stack depth stays at "
+            f"{min(len(s) for s in stacks)}–{max(len(s) for s in stacks)}: the calls do not "
+            "return, they jump to each other (tail calls)"
+        )
+    if loop:
+        evidence.append(
+            "single-stepping the thread went round "
+            + " → ".join(_short(name) for name in [*loop, loop[0]])
+            + " again and again"
+        )
     if bridge:
         summary = _bridge_summary(bridge) + f" ({describe(last)}, a tail-call loop at 100% CPU)"
         evidence.append(_bridge_evidence(bridge))
         if not any(bridge_names.host_method_parts(name) for name in functions):
-            evidence.append(
-                f"{bridge.host_method} was not caught in a sample: at -O2 it is a single jump "
-                f"to {bridge.counterpart}"
-            )
             functions.append(bridge.host_method)
     else:
         summary = (
@@ -340,7 +411,7 @@ def _tail_call_loop(
     return Finding(
         kind="call-cycle",
         summary=summary,
-        hung=len(history) >= 2 or None,
+        hung=True if len(history) >= 2 or loop else None,
         functions=functions,
         threads=[tid],
         evidence=evidence,
@@ -349,14 +420,14 @@ def _tail_call_loop(
     )
 
 
-def _bridge_summary(bridge) -> str:  # noqa: ANN001 - BridgePair, kept loose for callers
+def _bridge_summary(bridge: BridgePair) -> str:
     return (
         f"{bridge.host_method} calls {bridge.counterpart} which calls back through "
         "Provider_GetHost(): the provider bridge loops on itself in a static build"
     )
 
 
-def _bridge_evidence(bridge) -> str:  # noqa: ANN001
+def _bridge_evidence(bridge: BridgePair) -> str:
     return (
         f"{bridge.counterpart} is the provider's bridge stub (it calls "
         f"Provider_GetHost()->{bridge.host_method.split('::')[-1]}()), and in one static "
@@ -382,18 +453,17 @@ def _static_init(
     names = last.functions()
     before_main = "main" not in names and not last.truncated
     library = initialiser.library or "?"
-    where = (
-        "before main" if before_main else f"while loading {library.rsplit('/', 1)[-1]} (dlopen)"
-    )
+    where = "before main" if before_main else f"while loading {library.rsplit('/', 1)[-1]} (dlopen)"
     unchanged = len(history) >= 2 and all(t.functions() == names for t in history)
+    chain = [
+        _short(frame.function or "??")
+        for frame in reversed(last.frames)
+        if frame is initialiser or (frame.function and frame is _user_frame([frame]))
+    ]
     evidence = [
-        f"{describe(last)} is inside {initialiser.function} ({initialiser.location()}) {where}",
-        "initialiser chain: "
-        + " → ".join(
-            _short(frame.function or "??")
-            for frame in reversed(last.frames)
-            if frame.function and frame.function not in ("_start", "__libc_start_main_impl")
-        )[:600],
+        f"{describe(last)} is inside {initialiser.function} "
+        f"({initialiser.location(full=False)}) {where}",
+        "initialiser chain: " + " → ".join(chain[:12]),
     ]
     if unchanged:
         evidence.append(f"its stack is the same in all {len(history)} samples")
@@ -401,7 +471,8 @@ def _static_init(
     loop = next((f for f in findings if f.kind == "call-cycle" and tid in f.threads), None)
     if deadlock:
         deadlock.kind = "static-init"
-        deadlock.summary = f"static-initialisation deadlock {where}: {deadlock.summary}"
+        clauses = deadlock.summary.removeprefix(DEADLOCK_PREFIX)
+        deadlock.summary = f"static-initialisation deadlock {where}: {clauses}"
         deadlock.evidence[:0] = evidence
         return None
     if loop:
@@ -453,7 +524,9 @@ def _guard_holder(waiter: ThreadStack, threads: list[ThreadStack]) -> tuple[int,
             continue
         other_names = other.functions()
         for index, name in enumerate(other_names):
-            if name == owner_function and (index == 0 or other_names[index - 1] != "__cxa_guard_acquire"):
+            if name == owner_function and (
+                index == 0 or other_names[index - 1] != "__cxa_guard_acquire"
+            ):
                 return other.tid, owner_function
     return None
 
@@ -475,8 +548,8 @@ def _deadlocks(capture: Capture, histories: dict[int, list[ThreadStack]]) -> lis
         elif wait.kind == "static-guard":
             holder = _guard_holder(thread, list(last.threads))
             if holder:
-                guard = wait.symbol or f"the static in {holder[1]}"
-                edges[thread.tid] = (holder[0], f"static guard {guard}")
+                static = _static_name(wait.symbol) or f"a static local of {_short(holder[1])}"
+                edges[thread.tid] = (holder[0], f"static {static}")
     findings = []
     seen: set[int] = set()
     for start in edges:
@@ -493,9 +566,7 @@ def _deadlocks(capture: Capture, histories: dict[int, list[ThreadStack]]) -> lis
         cycle = path[path.index(node) :]
         if not all(tid in by_tid for tid in cycle):
             continue
-        still = all(
-            len({tuple(t.functions()) for t in histories[tid]}) == 1 for tid in cycle
-        )
+        still = all(len({tuple(t.functions()) for t in histories[tid]}) == 1 for tid in cycle)
         findings.append(_deadlock_finding(cycle, edges, by_tid, still, len(capture.samples)))
     return findings
 
@@ -510,8 +581,10 @@ def _deadlock_finding(
     holds: dict[int, list[str]] = {}
     for tid in cycle:
         owner, what = edges[tid]
-        if what.startswith(("mutex", "static guard")):
+        if what.startswith("mutex"):
             holds.setdefault(owner, []).append(what)
+        elif what.startswith("static "):
+            holds.setdefault(owner, []).append(f"the guard of {what}")
     clauses = []
     evidence = []
     for tid in cycle:
@@ -521,8 +594,8 @@ def _deadlock_finding(
         target = by_tid[owner]
         if what == "join":
             waits = f"waits in pthread_join for {describe(target)} to finish"
-        elif what.startswith("static guard"):
-            waits = f"waits for {what.removeprefix('static guard ')} being initialised by {describe(target)}"
+        elif what.startswith("static "):
+            waits = f"waits for {what} to be initialised by {describe(target)}"
         else:
             waits = f"waits for {what} held by {describe(target)}"
         clauses.append(f"{describe(thread)}{_where(thread)} {held}{waits}")
@@ -531,7 +604,7 @@ def _deadlock_finding(
     if len(cycle) == 1:
         summary = f"self-deadlock: {clauses[0]} (a non-recursive mutex locked twice)"
     else:
-        summary = "lock-order deadlock: " + "; ".join(clauses)
+        summary = f"{DEADLOCK_PREFIX}{'; '.join(clauses)}"
     if still and samples > 1:
         evidence.append(f"none of these threads moved in {samples} samples")
     evidence.append("owners read from each mutex's __owner field and joined threads' TIDs")
@@ -591,7 +664,7 @@ def _activity_findings(
             continue
         activity = capture.activity.get(tid)
         running = activity is not None and (
-            activity.always_running() or (activity.cpu_share or 0) >= 0.2
+            activity.running_share >= 0.5 or (activity.cpu_share or 0) >= 0.2
         )
         distinct = {tuple(thread.functions()) for thread in history}
         tops = {thread.functions()[0] if thread.frames else "??" for thread in history}
@@ -604,7 +677,7 @@ def _activity_findings(
     findings = []
     if moving:
         evidence = []
-        for tid, history, distinct, activity in moving[:8]:
+        for _tid, history, distinct, activity in moving[:8]:
             tops = Counter(_short(t.functions()[0]) for t in history if t.frames)
             evidence.append(
                 f"{describe(history[-1])}: {len(distinct)} different stacks in "
@@ -648,11 +721,14 @@ def _activity_findings(
                 ],
             )
         )
-    if blocked and not moving and not spinning and not any(
-        tid in explained for tid in histories if tid not in {t for t, _ in blocked}
+    if (
+        blocked
+        and not moving
+        and not spinning
+        and not any(tid in explained for tid in histories if tid not in {t for t, _ in blocked})
     ):
         evidence = []
-        for tid, history in blocked[:8]:
+        for _tid, history in blocked[:8]:
             last = history[-1]
             kind = last.wait.kind if last.wait else (last.wchan or last.state or "?")
             evidence.append(
@@ -684,10 +760,8 @@ def _activity_text(activity: ThreadActivity | None) -> str:
 
 
 def _short(name: str) -> str:
-    """Drop the outer namespaces but keep class and method: fits on a line."""
-    from workbench.debugging.names import short_name
-
-    return short_name(name)
+    """Drop the outer namespaces and long template arguments: fits on a line."""
+    return display_name(name)
 
 
 def _size(count: int) -> str:

@@ -149,12 +149,12 @@ class GdbSession:
             return []
         tokens = list(range(self._next_token, self._next_token + len(commands)))
         self._next_token += len(commands)
-        lines = [f"{token}{command}" for token, command in zip(tokens, commands)]
+        lines = [f"{token}{command}" for token, command in zip(tokens, commands, strict=True)]
         try:
             self._controller.write(lines, read_response=False, timeout_sec=timeout)
         except (BrokenPipeError, OSError, AttributeError):
             raise GdbDiedError(f"gdb exited before {commands[0]!r}{self._stderr_tail()}") from None
-        pending = dict(zip(tokens, commands))
+        pending = dict(zip(tokens, commands, strict=True))
         deadline = time.monotonic() + timeout
         while any(token not in self._results for token in pending):
             self._read(deadline, pending)

@@ -21,11 +21,16 @@ class Frame:
     line: int | None = None
     library: str | None = None
 
-    def location(self) -> str:
-        """`file:line` where debug info has it, else the library, else `??`."""
+    def location(self, full: bool = True) -> str:
+        """`file:line` where debug info has it, else the library, else `??`.
+
+        full=False gives base names only, for one-line summaries.
+        """
         if self.file and self.line:
-            return f"{self.file}:{self.line}"
-        return self.library or "??"
+            return f"{self.file if full else self.file.rsplit('/', 1)[-1]}:{self.line}"
+        if self.library:
+            return self.library if full else self.library.rsplit("/", 1)[-1]
+        return "??"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -69,7 +74,9 @@ class ThreadStack:
     were read; stack_bytes is how much of the thread's stack mapping is in use (read only
     for truncated stacks, to show growth); trail is the functions a running thread went
     through while gdb single-stepped it for a few dozen instructions (consecutive repeats
-    collapsed): the path of a tight loop, which samples alone may miss.
+    collapsed): the path of a tight loop, which samples alone may miss; trail_top is those
+    of them that ran at the outermost stack level reached: two or more there means they
+    jump to each other (tail calls) rather than call each other.
     """
 
     gdb_id: int
@@ -82,6 +89,7 @@ class ThreadStack:
     wait: WaitInfo | None = None
     stack_bytes: int | None = None
     trail: tuple[str, ...] = ()
+    trail_top: tuple[str, ...] = ()
 
     def functions(self) -> list[str]:
         """Function names innermost first; `??` where gdb has none."""
@@ -98,6 +106,7 @@ class ThreadStack:
             "stack_bytes": self.stack_bytes,
             "wait": self.wait.to_json() if self.wait else None,
             "trail": list(self.trail),
+            "trail_top": list(self.trail_top),
             "frames": [frame.to_json() for frame in self.frames],
         }
 
@@ -149,10 +158,14 @@ class ThreadActivity:
         return self.cpu_seconds / self.seconds if self.seconds >= 0.05 else None
 
     def always_running(self) -> bool:
-        """Seen running nearly every time, or using nearly a whole CPU."""
+        """Seen runnable (R) nearly every time, or using nearly a whole CPU.
+
+        R means runnable: on a loaded machine a spinning thread may get little CPU, but it
+        never sleeps, so the state counts for more than the CPU share.
+        """
         cpu = self.cpu_share
         if self.observations >= 3 and self.running_share >= 0.8:
-            return cpu is None or cpu >= 0.5
+            return True
         return cpu is not None and cpu >= 0.8
 
     def to_json(self) -> dict[str, Any]:
@@ -314,3 +327,84 @@ class Diagnosis:
             "proposed_patch": self.proposed_patch.to_json() if self.proposed_patch else None,
             "findings": [finding.to_json() for finding in self.findings],
         }
+
+
+def _address(text: str | None) -> int | None:
+    return int(text, 16) if text else None
+
+
+def capture_from_json(document: dict[str, Any]) -> Capture:
+    """Rebuild a Capture from its `to_json()` (or a `workbench bt --json` document).
+
+    Used to diagnose recorded samples again, and by the tests.
+    """
+    samples = []
+    for sample in document.get("samples", []):
+        threads = []
+        for thread in sample["threads"]:
+            wait = thread.get("wait")
+            threads.append(
+                ThreadStack(
+                    gdb_id=thread["gdb_id"],
+                    tid=thread["tid"],
+                    name=thread.get("name"),
+                    state=thread.get("state"),
+                    wchan=thread.get("wchan"),
+                    frames=tuple(
+                        Frame(
+                            level=frame["level"],
+                            address=_address(frame.get("address")) or 0,
+                            function=frame.get("function"),
+                            file=frame.get("file"),
+                            line=frame.get("line"),
+                            library=frame.get("library"),
+                        )
+                        for frame in thread.get("frames", [])
+                    ),
+                    truncated=thread.get("truncated", False),
+                    wait=WaitInfo(
+                        kind=wait["kind"],
+                        address=_address(wait.get("address")),
+                        owner_tid=wait.get("owner_tid"),
+                        symbol=wait.get("symbol"),
+                    )
+                    if wait
+                    else None,
+                    stack_bytes=thread.get("stack_bytes"),
+                    trail=tuple(thread.get("trail", ())),
+                    trail_top=tuple(thread.get("trail_top", ())),
+                )
+            )
+        samples.append(
+            Sample(
+                index=sample["index"],
+                at=sample.get("at_s", 0.0),
+                duration=sample.get("duration_s", 0.0),
+                threads=tuple(threads),
+            )
+        )
+    activity = {
+        entry["tid"]: ThreadActivity(
+            tid=entry["tid"],
+            observations=entry.get("observations", 0),
+            states=dict(entry.get("states", {})),
+            cpu_seconds=entry.get("cpu_seconds", 0.0),
+            seconds=entry.get("seconds", 0.0),
+            wchan=entry.get("wchan"),
+        )
+        for entry in document.get("activity", [])
+    }
+    return Capture(
+        pid=document["pid"],
+        command=list(document.get("command", [])),
+        executable=document.get("executable"),
+        requested_samples=document.get("requested_samples", len(samples)),
+        interval=document.get("interval_s", 0.0),
+        samples=samples,
+        activity=activity,
+        notes=list(document.get("notes", [])),
+        complete=document.get("complete", True),
+        exited=document.get("exited", False),
+        symbols_only=document.get("symbols_only", False),
+        gdb=document.get("gdb"),
+    )

@@ -123,3 +123,24 @@ def _split_arguments(text: str) -> list[str]:
             current += char
     parts.append(current)
     return parts
+
+
+def display_name(name: str, limit: int = 32) -> str:
+    """short_name with long template argument lists shown as `<…>`, for one-line output."""
+    text = short_name(name)
+    out = []
+    depth = 0
+    start = 0
+    for index, char in enumerate(text):
+        if char == "<":
+            if depth == 0:
+                start = index
+            depth += 1
+        elif char == ">" and depth:
+            depth -= 1
+            if depth == 0:
+                inner = text[start : index + 1]
+                out.append((start, index + 1, "<…>" if len(inner) > limit else inner))
+    for begin, end, replacement in reversed(out):
+        text = text[:begin] + replacement + text[end:]
+    return text

@@ -143,9 +143,10 @@ def explain_attach_failure(pid: int, gdb_message: str, *, proc: Path = PROC) -> 
         else:
             scope = "absent (no Yama)" if access.scope is None else str(access.scope)
             reasons.append(
-                f"the kernel refused it although ptrace_scope is {scope}, uids match and "
-                f"CAP_SYS_PTRACE is {'present' if access.has_cap else 'missing'}: a security "
-                "module (SELinux, AppArmor) or another tracer may be in the way"
+                f"the kernel refused it although, for this process, ptrace_scope is {scope}, "
+                f"the uids match and CAP_SYS_PTRACE is "
+                f"{'present' if access.has_cap else 'missing'}: a security module (SELinux, "
+                "AppArmor), or a gdb running as another user, may be in the way"
             )
             fixes.append(FIX_SUDO)
     detail = PtraceAccess(

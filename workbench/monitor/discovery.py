@@ -32,7 +32,10 @@ def is_nixbld_user(user: str) -> bool:
 
 
 def derivation_from_build_dir(path: str) -> str | None:
-    """ "/tmp/nix-build-onnxruntime-1.23.2.drv-0/source" -> "onnxruntime-1.23.2", else None."""
+    """The derivation name in a Nix build directory, else None.
+
+    "/tmp/nix-build-onnxruntime-1.23.2.drv-0/source" gives "onnxruntime-1.23.2".
+    """
     found = _BUILD_DIR.search(path)
     return found.group(1) if found else None
 

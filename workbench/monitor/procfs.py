@@ -81,12 +81,17 @@ def list_pids() -> dict[int, int]:
     return result
 
 
-def open_stat(pid: int) -> int | None:
-    """An open descriptor on /proc/PID/stat, or None if the process is gone or hidden."""
+def open_file(pid: int, name: str) -> int | None:
+    """An open descriptor on /proc/PID/NAME, or None if the process is gone or hidden."""
     try:
-        return os.open(f"{PROC}/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+        return os.open(f"{PROC}/{pid}/{name}", os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
+
+
+def open_stat(pid: int) -> int | None:
+    """An open descriptor on /proc/PID/stat, or None if the process is gone or hidden."""
+    return open_file(pid, "stat")
 
 
 def read_fd(fd: int) -> bytes | None:

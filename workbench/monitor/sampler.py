@@ -117,6 +117,8 @@ class _Proc:
         "comm",
         "derivation",
         "fd",
+        "sched",
+        "sched_fd",
         "file",
         "ino",
         "job",
@@ -138,6 +140,8 @@ class _Proc:
         self.pid = pid
         self.ino = ino
         self.fd: int | None = None
+        self.sched_fd: int | None = None
+        self.sched = b""
         self.raw = b""
         self.comm = ""
         self.ppid = 0
@@ -231,6 +235,17 @@ class Sampler:
             if pids.get(pid) != proc.ino:
                 gone.append(proc)
                 continue
+            if proc.sched_fd is not None and proc.threads == 1:
+                # A single-threaded process that has not run since the last sample (its run
+                # time in /proc/PID/schedstat is unchanged) cannot have used CPU, reaped a child
+                # or exec'd: skip its stat, which costs the kernel ~8 times more to produce.
+                sched = procfs.read_fd(proc.sched_fd)
+                if sched is not None and sched == proc.sched:
+                    sample = proc.sample
+                    if sample is not None and sample.cpu_percent != 0.0:
+                        proc.sample = self._make_sample(proc, 0.0)
+                    continue
+                proc.sched = sched or b""
             if proc.fd is not None:
                 data = procfs.read_fd(proc.fd)
             else:
@@ -264,15 +279,34 @@ class Sampler:
             proc.sample = self._make_sample(proc, percent)
         for proc in gone:
             self._forget(proc)
-        for proc in gone:
-            parent = members.get(proc.ppid)
-            if parent is not None:
-                # The parent reaped it: its CPU shows up again in the parent's children times.
-                ticks -= proc.own + proc.children
+        if gone:
+            ticks -= self._counted_again(gone)
         ticks += self._discover(pids, now, previous_t)
         self._cpu_ticks += ticks
         self._last_t = now
         return self._build_sample(now, interval, ticks)
+
+    def _counted_again(self, gone: list[_Proc]) -> int:
+        """CPU of ended processes that will show up again in a live member's children times.
+
+        A reaped process's CPU (its own and its children's) is added to its parent's children
+        times. When the parent ended in the same interval too (g++ right after its cc1plus),
+        the whole subtree lands in the grandparent's (ninja's): so walk up through ended
+        processes to the first live one; if that is a member, the CPU comes back there and
+        what was already counted must come off. If no member reaps it (the root, reaped by
+        the supervisor), nothing comes back and nothing comes off.
+        """
+        ended = {proc.pid: proc for proc in gone}
+        again = 0
+        for proc in gone:
+            parent = proc.ppid
+            seen = 0
+            while parent in ended and seen < len(ended):
+                parent = ended[parent].ppid
+                seen += 1
+            if parent in self._members:
+                again += proc.own + proc.children
+        return again
 
     def close(self) -> None:
         """Close the descriptors the sampler holds. Safe to call twice."""
@@ -301,6 +335,8 @@ class Sampler:
         link_jobs: set[int] = set()
         processes: list[ProcessSample] = []
         for proc in self._members.values():
+            if proc.state == "Z":
+                continue  # exited, waiting for its parent to reap it: not running any more
             rss += proc.rss
             if proc.job:
                 if proc.job_kind is ProcessKind.LINKER:
@@ -439,6 +475,11 @@ class Sampler:
                 proc.fd = fd
                 self._fds_open += 1
                 data, stat = again, parsed
+                if self._fds_open < self._fd_budget:
+                    proc.sched_fd = procfs.open_file(pid, "schedstat")
+                    if proc.sched_fd is not None:
+                        self._fds_open += 1
+                        proc.sched = procfs.read_fd(proc.sched_fd) or b""
         proc.raw = data
         proc.comm = stat.comm
         proc.ppid = stat.ppid
@@ -477,7 +518,8 @@ class Sampler:
         del self._members[proc.pid]
 
     def _close_fd(self, proc: _Proc) -> None:
-        if proc.fd is not None:
-            os.close(proc.fd)
-            proc.fd = None
-            self._fds_open -= 1
+        for fd in (proc.fd, proc.sched_fd):
+            if fd is not None:
+                os.close(fd)
+                self._fds_open -= 1
+        proc.fd = proc.sched_fd = None

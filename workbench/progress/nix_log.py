@@ -102,7 +102,7 @@ def strip_ansi(text: str) -> str:
 
 
 def derivation_name(drv_path: str) -> str:
-    """ "/nix/store/<hash>-onnxruntime-1.23.2.drv" -> "onnxruntime-1.23.2"."""
+    """The name in a derivation's path: "/nix/store/HASH-ort-1.23.2.drv" gives "ort-1.23.2"."""
     base = drv_path.rpartition("/")[2]
     if base.endswith(".drv"):
         base = base[:-4]

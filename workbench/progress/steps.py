@@ -63,17 +63,20 @@ def ninja_counts(line: str) -> tuple[int, int, str] | None:
     if close < 0:
         return None
     done_text, slash, total_text = line[1:close].partition("/")
-    if slash and done_text.isdigit() and total_text.isdigit():
-        # The default "[%f/%t] " format: no regex needed. isdigit() also accepts digits such as
-        # "²" that int() rejects, hence isascii().
-        if done_text.isascii() and total_text.isascii():
-            done, total = int(done_text), int(total_text)
-            if done <= total:
-                description = (
-                    line[close + 2 :] if line[close + 1 : close + 2] == " " else line[close + 1 :]
-                )
-                return done, total, description
+    # The default "[%f/%t] " format needs no regex. isdigit() also accepts digits such as "²"
+    # that int() rejects, hence isascii().
+    if (
+        slash
+        and done_text.isdigit()
+        and total_text.isdigit()
+        and done_text.isascii()
+        and total_text.isascii()
+    ):
+        done, total = int(done_text), int(total_text)
+        if done > total:
             return None
+        start = close + 2 if line[close + 1 : close + 2] == " " else close + 1
+        return done, total, line[start:]
     found = _NINJA_DEFAULT.match(line)
     if found is None:
         return None

@@ -154,10 +154,7 @@ class ProgressTracker:
         self.lines += 1
         if line[-1:] == "\n":
             line = line.rstrip("\r\n")
-        if line.startswith("@nix "):
-            shown = self._feed_nix(line)
-        else:
-            shown = self._plain(line, None)
+        shown = self._feed_nix(line) if line.startswith("@nix ") else self._plain(line, None)
         if shown is not None:
             self.last_line = shown
         return shown
@@ -249,7 +246,7 @@ class ProgressTracker:
     def _result(self, activity: Any, kind: Any, fields: Any) -> str | None:
         if not isinstance(fields, list) or not fields:
             return None
-        if kind == RES_BUILD_LOG_LINE or kind == RES_POST_BUILD_LOG_LINE:
+        if kind in (RES_BUILD_LOG_LINE, RES_POST_BUILD_LOG_LINE):
             text = fields[0]
             if isinstance(text, str):
                 return self._plain(text, self._running.get(activity))
@@ -270,7 +267,12 @@ class ProgressTracker:
             return None
         if kind == RES_SET_EXPECTED:
             # [activityType, expected] on the Realise activity: only used when no Progress yet.
-            if len(fields) >= 2 and fields[0] == ACT_BUILDS and _is_int(fields[1]):
+            if (
+                len(fields) >= 2
+                and fields[0] == ACT_BUILDS
+                and _is_int(fields[1])
+                and fields[1] >= 0
+            ):
                 self._planned_said = max(self._planned_said, fields[1])
             return None
         return None
@@ -401,6 +403,7 @@ def _four_ints(fields: list[Any]) -> tuple[int, int, int, int] | None:
     if len(fields) < 4:
         return None
     done, expected, running, failed = fields[0], fields[1], fields[2], fields[3]
-    if _is_int(done) and _is_int(expected) and _is_int(running) and _is_int(failed):
-        return (done, expected, running, failed)
+    numbers = (done, expected, running, failed)
+    if all(_is_int(number) and number >= 0 for number in numbers):
+        return numbers
     return None

@@ -1,0 +1,102 @@
+"""Fixtures of the debugging tests: the compiled C++ programs and a way to start them.
+
+Every program a test starts is in its own process group and is killed (with its group)
+when the test ends, pass or fail.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from debug_programs import build_all
+
+
+def _ptrace_works() -> bool:
+    gdb = shutil.which("gdb")
+    if gdb is None:
+        return False
+    sleeper = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        done = subprocess.run(
+            [gdb, "-batch", "-nx", "-p", str(sleeper.pid), "-ex", "info threads"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        return "ptrace:" not in done.stderr and "LWP" in done.stdout + done.stderr
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+@pytest.fixture(scope="session")
+def programs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The fixture programs, compiled once per session with the real g++."""
+    if shutil.which("g++") is None:
+        pytest.skip("g++ is not installed")
+    if not _ptrace_works():
+        pytest.skip("gdb cannot attach here (no gdb, or ptrace is not permitted)")
+    return build_all(tmp_path_factory.mktemp("debug-programs"))
+
+
+class Started:
+    """A started fixture program."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        self.process = process
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def state(self) -> str | None:
+        try:
+            text = Path(f"/proc/{self.pid}/stat").read_text()
+        except OSError:
+            return None
+        return text.rpartition(")")[2].split()[0]
+
+
+@pytest.fixture
+def start(programs: dict[str, Path]) -> Iterator[Callable[..., Started]]:
+    """start(name, *args, ready=True): run a fixture program, waiting for its "ready" line."""
+    started: list[subprocess.Popen[bytes]] = []
+
+    def run(name: str, *arguments: str, ready: bool = True, settle: float = 0.0) -> Started:
+        process = subprocess.Popen(
+            [str(programs[name]), *arguments],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        started.append(process)
+        if ready:
+            assert process.stdout is not None
+            readable, _, _ = select.select([process.stdout], [], [], 10)
+            assert readable, f"{name} did not start"
+            assert process.stdout.readline().strip() == b"ready"
+        if settle:
+            time.sleep(settle)
+        return Started(process)
+
+    yield run
+    for process in started:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        if process.stdout:
+            process.stdout.close()

@@ -1,0 +1,65 @@
+"""The C++ fixture programs of the debugging tests, compiled with the real g++.
+
+Each program is built from fixtures/*.cc into a directory the caller owns; compiles run two
+at a time (the test machines have two cores).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+BRIDGE = ["bridge_provider.cc", "bridge_host.cc"]
+# name -> (sources, flags). The bridge is built twice: at -O2 its calls become tail calls
+# (a flat spinning loop), at -O0 they stay calls (recursion, with a big stack to last).
+PROGRAMS: dict[str, tuple[list[str], list[str]]] = {
+    "bridge_o2": (BRIDGE, ["-O2"]),
+    "bridge_o0": (BRIDGE, ["-O0", "-DSLOW_HOST", "-DBIG_STACK"]),
+    "static_init_deadlock": (["static_init_deadlock.cc"], ["-O2"]),
+    "lock_order": (["lock_order.cc"], ["-O2"]),
+    "busy": (["busy.cc"], ["-O2"]),
+    "short_lived": (["short_lived.cc"], ["-O2"]),
+    "many_threads": (["many_threads.cc"], ["-O2"]),
+}
+
+
+def compiler() -> str | None:
+    return shutil.which("g++")
+
+
+def build_all(
+    directory: Path, names: list[str] | None = None, parallel: int = 2
+) -> dict[str, Path]:
+    """Compile the programs into `directory`; name -> binary path."""
+    gxx = compiler()
+    if gxx is None:
+        raise RuntimeError("g++ is not installed")
+    wanted = names or list(PROGRAMS)
+    binaries = {name: directory / name for name in wanted}
+    queue = list(wanted)
+    running: list[tuple[str, subprocess.Popen[bytes]]] = []
+    failures = []
+    while queue or running:
+        while queue and len(running) < parallel:
+            name = queue.pop(0)
+            sources, flags = PROGRAMS[name]
+            argv = [
+                gxx,
+                *flags,
+                "-g",
+                "-pthread",
+                f"-I{FIXTURES}",
+                *(str(FIXTURES / source) for source in sources),
+                "-o",
+                str(binaries[name]),
+            ]
+            running.append((name, subprocess.Popen(argv, stderr=subprocess.PIPE)))
+        name, process = running.pop(0)
+        _, stderr = process.communicate()
+        if process.returncode != 0:
+            failures.append(f"{name}: {stderr.decode(errors='replace')}")
+    if failures:
+        raise RuntimeError("compiling the fixtures failed:\n" + "\n".join(failures))
+    return binaries

@@ -1,0 +1,65 @@
+"""Re-record tests/debugging/recorded/*.json from the fixture programs (run by hand).
+
+    python tests/debugging/record_samples.py
+
+Each file is a real `workbench bt --json` capture of one fixture, with the build directory
+and checkout paths shortened, so that the diagnosis unit tests run on real gdb output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent.parent))
+sys.path.insert(0, str(HERE))
+
+from debug_programs import build_all  # noqa: E402
+
+from workbench.debugging.capture import CaptureOptions, capture  # noqa: E402
+from workbench.debugging.diagnosis import diagnose  # noqa: E402
+from workbench.debugging.report import bt_document  # noqa: E402
+
+CASES = {
+    "bridge_o2": ([], 0.3),
+    "bridge_o0": ([], 0.6),
+    "static_init_deadlock": ([], 0.3),
+    "lock_order": ([], 0.4),
+    "busy": ([], 0.3),
+    "many_threads": (["4"], 0.3),
+}
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as temp:
+        binaries = build_all(Path(temp))
+        for name, (arguments, settle) in CASES.items():
+            program = subprocess.Popen(
+                [str(binaries[name]), *arguments],
+                stdout=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+            try:
+                time.sleep(settle)
+                captured = capture(
+                    program.pid, CaptureOptions(samples=3, interval=0.15, max_frames=64)
+                )
+            finally:
+                os.killpg(program.pid, signal.SIGKILL)
+                program.wait()
+            document = bt_document(captured, diagnose(captured))
+            text = json.dumps(document, indent=1)
+            text = text.replace(str(HERE / "fixtures"), "fixtures").replace(temp, "build")
+            (HERE / "recorded" / f"{name}.json").write_text(text + "\n")
+            print(name, document["diagnosis"]["kind"], document["diagnosis"]["hung"])
+
+
+if __name__ == "__main__":
+    main()

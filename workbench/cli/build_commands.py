@@ -1,0 +1,678 @@
+"""`workbench build|run|status|attach|logs|stop|history|report`: launch, watch and compare builds.
+
+A thin layer over `workbench.supervision`: the supervisor process owns each build, so every
+command here may exit (or be killed) at any moment without touching the build.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+BACKLOG_LINES = 20
+STATUS_EVERY_S = 10.0  # how often a status line is printed when stderr is not a terminal
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not at least 1")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 <= value <= 3600:
+        raise argparse.ArgumentTypeError("give 0 to 3600 seconds")
+    return value
+
+
+def register(subcommands: argparse._SubParsersAction) -> None:
+    """Add the build commands to the parser."""
+    build = subcommands.add_parser(
+        "build",
+        help="build a variant or linkage flavour with Nix (or Flox), supervised",
+        description="Build one variant of the matrix (or a linkage flavour of the flake) with "
+        "`nix build .#ATTR -L --log-format internal-json --cores N --max-jobs M` in the flake's "
+        "directory. The build belongs to a supervisor process: closing the terminal or Ctrl-C "
+        'never stops it. Jobs come from --jobs, else settings.toml\'s ninja_jobs, else ("auto") '
+        "the recommendation from cores and the memory earlier builds measured.",
+    )
+    build.add_argument(
+        "variant",
+        nargs="?",
+        metavar="VARIANT",
+        help="a variant name (`workbench variants --names`), or a flavour: cpu, cuda-dyn, "
+        "cuda-static or its flake attribute; default: settings.toml's linkage",
+    )
+    build.add_argument("-j", "--jobs", type=_positive, metavar="N", help="compile jobs (--cores)")
+    build.add_argument(
+        "--max-jobs", type=_positive, metavar="M", help="derivations built at once (Nix)"
+    )
+    build.add_argument(
+        "--backend",
+        choices=("nix", "flox"),
+        default="nix",
+        help="nix (default) or flox (`flox build NAME`; jobs come from the package itself)",
+    )
+    build.add_argument(
+        "-C",
+        "--directory",
+        metavar="DIR",
+        help="the flake (or Flox environment) to build in; default: the one beside the configs",
+    )
+    build.add_argument(
+        "--dry-run", action="store_true", help="print the exact command and start nothing"
+    )
+    _launch_options(build)
+    build.set_defaults(handler=run_build)
+
+    run = subcommands.add_parser(
+        "run",
+        help="supervise and measure any build command",
+        description="Run a build command under a supervisor and measure it, e.g. "
+        "`workbench run -- ./build.sh --parallel 8`, `workbench run -- ninja -C build`, "
+        "`workbench run --name ort -- cmake --build build -j 8`.",
+    )
+    run.add_argument("--name", help="what the history calls it (default: the program's name)")
+    run.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD ARGS...")
+    _launch_options(run)
+    run.set_defaults(handler=run_run)
+
+    status = subcommands.add_parser("status", help="running and recent builds")
+    status.add_argument("--json", action="store_true", help="machine-readable output")
+    status.add_argument("--limit", type=_positive, default=10, help="recent builds (default 10)")
+    status.set_defaults(handler=run_status)
+
+    attach = subcommands.add_parser(
+        "attach", help="follow a running build live (Ctrl-C leaves it running)"
+    )
+    attach.add_argument("id", nargs="?", type=int, help="build id (default: the running one)")
+    attach.set_defaults(handler=run_attach)
+
+    logs = subcommands.add_parser("logs", help="a build's log")
+    logs.add_argument("id", type=int)
+    logs.add_argument("-f", "--follow", action="store_true", help="keep printing until it ends")
+    logs.add_argument(
+        "--raw", action="store_true", help="the file as written (Nix's @nix JSON lines included)"
+    )
+    logs.set_defaults(handler=run_logs)
+
+    stop = subcommands.add_parser(
+        "stop",
+        help="stop a build and every process of it",
+        description="TERM to the build's process group and every process of its tree, KILL to "
+        "what is left after the grace period; no process is left behind. For a Nix build, "
+        "stopping the `nix build` client is what makes a nix-daemon cancel the build and kill "
+        "its nixbld builders.",
+    )
+    stop.add_argument("id", nargs="?", type=int, help="build id (default: the running one)")
+    stop.add_argument(
+        "--grace", type=_seconds, default=10.0, metavar="S", help="seconds before KILL (10)"
+    )
+    stop.set_defaults(handler=run_stop)
+
+    history = subcommands.add_parser("history", help="finished builds with their measurements")
+    history.add_argument("--json", action="store_true", help="machine-readable output")
+    history.add_argument("--limit", type=_positive, default=20, help="builds shown (default 20)")
+    history.set_defaults(handler=run_history)
+
+    report = subcommands.add_parser(
+        "report",
+        help="what a build measured, or two builds side by side",
+        description="One build: its measurements. Two builds: the before/after table (metric | "
+        "build A | build B | change), e.g. `workbench report 3 4` for -j1 against -j4.",
+    )
+    report.add_argument("id", type=int)
+    report.add_argument("id2", nargs="?", type=int)
+    report.add_argument("--format", choices=("md", "json"), default="md")
+    report.set_defaults(handler=run_report)
+
+
+def _launch_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="start even while another build of this checkout runs",
+    )
+    parser.add_argument(
+        "-d",
+        "--detach",
+        action="store_true",
+        help="start the build and return at once (follow it later with `workbench attach`)",
+    )
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+def _say(text: str) -> None:
+    print(f"workbench: {text}", file=sys.stderr, flush=True)
+
+
+def _state(args: argparse.Namespace) -> Path:
+    from workbench.paths import state_dir
+
+    return state_dir(args.state_dir).resolve()
+
+
+def _command(args: argparse.Namespace) -> str:
+    """How to call workbench again with the same state directory (for the hints we print)."""
+    if args.state_dir:
+        return f"workbench --state-dir {shlex.quote(str(args.state_dir))}"
+    return "workbench"
+
+
+def _history(args: argparse.Namespace) -> Any:
+    from workbench.supervision.history import History
+
+    return History(_state(args))
+
+
+def _one_running(history: Any, build_id: int | None, verb: str, args: argparse.Namespace) -> Any:
+    """The build to act on: the one named, else the only running one."""
+    from workbench.errors import WorkbenchError
+    from workbench.supervision import liveness
+
+    if build_id is not None:
+        return liveness.check(history, [history.get(build_id)])[0]
+    running = liveness.check(history, history.active())
+    running = [record for record in running if record.active]
+    if not running:
+        raise WorkbenchError(
+            f"no build is running; `{_command(args)} status` lists recent ones "
+            f"(`{_command(args)} logs ID` shows a finished build's log)"
+        )
+    if len(running) > 1:
+        listing = ", ".join(f"#{r.id} {r.name}" for r in running)
+        raise WorkbenchError(
+            f"{len(running)} builds are running ({listing}); name one: "
+            f"`{_command(args)} {verb} {running[0].id}`"
+        )
+    return running[0]
+
+
+# -- launching ----------------------------------------------------------------------------------
+
+
+def run_build(args: argparse.Namespace) -> int:
+    """`workbench build`."""
+    import shutil
+
+    from workbench.cli.common import load_config
+    from workbench.hardware import detect_memory, usable_cores
+    from workbench.settings import load_settings
+    from workbench.supervision.launch import (
+        LaunchError,
+        default_flake_directory,
+        display,
+        plan_build,
+        resolve_target,
+        target_problems,
+    )
+    from workbench.supervision.tuning import choose_jobs, default_job_memory, measured_job_memory
+
+    directory, matrix = load_config(args)
+    settings = load_settings(directory, matrix)
+    target = resolve_target(args.variant or settings.linkage, matrix)
+    problems = target_problems(target)
+    if problems and not args.force:
+        raise LaunchError("; ".join(problems) + " (--force builds it anyway)")
+    if args.backend == "flox" and (args.jobs or args.max_jobs):
+        raise LaunchError(
+            "--jobs and --max-jobs are for the nix backend: `flox build` takes the package's "
+            "own settings"
+        )
+    flake = Path(args.directory).expanduser() if args.directory else None
+    flake = flake or default_flake_directory(directory)
+    history = _history(args)
+    job_memory = measured_job_memory(history, target.name, target.cuda) or default_job_memory(
+        settings, target.cuda
+    )
+    choice = choose_jobs(
+        settings, args.jobs, job_memory, usable_cores(), detect_memory().available, target.cuda
+    )
+    max_jobs = args.max_jobs or settings.max_jobs
+    plan = plan_build(
+        target, args.backend, flake, settings, choice.jobs, max_jobs, choice.source, args.force
+    )
+    if args.dry_run:
+        print(display(plan.argv))
+        print(f"# in {plan.cwd}", file=sys.stderr)
+        if args.backend == "nix":
+            print(
+                f"# {choice.jobs} jobs from {choice.source}; {job_memory.gb:.2f} GB per job "
+                f"({job_memory.source})",
+                file=sys.stderr,
+            )
+            for reason in choice.reasons:
+                print(f"#   {reason}", file=sys.stderr)
+        if choice.warning and args.backend == "nix":
+            _say(f"warning: {choice.warning}")
+        return 0
+    for problem in problems:
+        _say(f"warning: {problem} (starting anyway: --force)")
+    if shutil.which(plan.argv[0]) is None:
+        hint = (
+            "install Nix (Debian: apt install nix-bin) or use --backend flox"
+            if args.backend == "nix"
+            else "install Flox (https://flox.dev) or use --backend nix"
+        )
+        raise LaunchError(f"{plan.argv[0]}: command not found; {hint}")
+    warnings = [choice.warning] if choice.warning and args.backend == "nix" else []
+    return _launch(args, history, plan, warnings)
+
+
+def run_run(args: argparse.Namespace) -> int:
+    """`workbench run -- CMD ARGS...`."""
+    from workbench.supervision.launch import plan_run
+
+    plan = plan_run(args.command, args.name, Path.cwd(), args.force)
+    return _launch(args, _history(args), plan, [])
+
+
+def _launch(args: argparse.Namespace, history: Any, plan: Any, warnings: list[str]) -> int:
+    from workbench.supervision import liveness, preflight
+    from workbench.supervision.launch import display
+    from workbench.supervision.lock import BuildLock, LockBusy
+
+    state = _state(args)
+    # A dead supervisor's row must not look like a running build to the checks below.
+    liveness.check(history, history.active())
+    lock: BuildLock | None
+    try:
+        lock = BuildLock.acquire(state, plan.checkout)
+    except LockBusy as busy:
+        if not args.force:
+            raise
+        _say(f"warning: {busy}; --force given: starting anyway")
+        lock = None
+    try:
+        for warning in warnings:
+            _say(f"warning: {warning}")
+        for line in preflight.describe(preflight.other_build_processes()):
+            _say(f"warning: {line}" if not line.startswith(" ") else line)
+        record = history.create(plan)
+        supervisor = _spawn_supervisor(state, record, lock)
+        history.set_supervisor(record.id, supervisor.pid, _create_time(supervisor.pid))
+    finally:
+        if lock is not None:
+            lock.release()  # the supervisor holds its inherited copy of the lock
+    record = _wait_started(history, record.id, supervisor)
+    _say(f"build #{record.id} ({record.name}): {display(record.argv)}")
+    _say(f"in {record.cwd}; log {record.log_path}")
+    if not record.active:
+        from workbench.supervision.follow import exit_code, outcome_line
+
+        _say(outcome_line(record))
+        return exit_code(record) or 1
+    if args.detach:
+        _say(
+            f"running in the background; follow: `{_command(args)} attach {record.id}`, "
+            f"stop: `{_command(args)} stop {record.id}`"
+        )
+        return 0
+    _say(f"following; Ctrl-C leaves it running (`{_command(args)} attach {record.id}` comes back)")
+    return _follow(args, history, record.id, supervisor, backlog=False)
+
+
+def _create_time(pid: int) -> float:
+    import psutil
+
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return time.time()
+
+
+def _spawn_supervisor(state: Path, record: Any, lock: Any) -> Any:
+    """Start the supervisor in a session of its own, detached from this terminal."""
+    import subprocess
+
+    import workbench
+    from workbench.supervision.history import build_directory
+
+    directory = build_directory(state, record.id)
+    directory.mkdir(parents=True, exist_ok=True)
+    argv = [
+        sys.executable,
+        "-m",
+        "workbench.supervision.supervisor",
+        "--state-dir",
+        str(state),
+        "--build-id",
+        str(record.id),
+    ]
+    pass_fds: tuple[int, ...] = ()
+    if lock is not None:
+        argv += ["--lock-fd", str(lock.fd)]
+        pass_fds = (lock.fd,)
+    # `-m` finds the package from the supervisor's working directory: the folder that holds
+    # this package (the build's own directory is set by the supervisor, per build).
+    package_parent = Path(workbench.__file__).resolve().parent.parent
+    with open(directory / "supervisor.log", "ab") as log:
+        return subprocess.Popen(
+            argv,
+            cwd=package_parent,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            pass_fds=pass_fds,
+        )
+
+
+def _wait_started(history: Any, build_id: int, supervisor: Any, timeout_s: float = 30.0) -> Any:
+    from workbench.errors import WorkbenchError
+    from workbench.supervision.history import STARTING, build_directory
+
+    deadline = time.monotonic() + timeout_s
+    log = build_directory(history.state_directory, build_id) / "supervisor.log"
+    while True:
+        record = history.get(build_id)
+        if record.state != STARTING:
+            return record
+        code = supervisor.poll()
+        if code is not None:
+            history.mark_lost(
+                build_id, f"the supervisor exited ({code}) before starting the build; see {log}"
+            )
+            return history.get(build_id)
+        if time.monotonic() > deadline:
+            raise WorkbenchError(
+                f"the supervisor of build #{build_id} did not start it within {timeout_s:.0f} s; "
+                f"see {log}"
+            )
+        time.sleep(0.05)
+
+
+# -- following ----------------------------------------------------------------------------------
+
+
+def _follow(
+    args: argparse.Namespace, history: Any, build_id: int, supervisor: Any = None, backlog=True
+) -> int:
+    """Print the build's log and a status line until it ends; Ctrl-C detaches."""
+    import shutil
+
+    from workbench.supervision.follow import Follower, exit_code, outcome_line, status_line
+
+    follower = Follower(history, build_id)
+    tty = sys.stderr.isatty()
+    shown_status = False
+    last_status = ""
+    last_status_at = 0.0
+    out = sys.stdout
+
+    def clear() -> None:
+        nonlocal shown_status
+        if shown_status:
+            sys.stderr.write("\r\x1b[K")
+            shown_status = False
+
+    try:
+        if backlog:
+            lines = follower.backlog(BACKLOG_LINES)
+            if lines:
+                out.write("\n".join(lines) + "\n")
+                out.flush()
+        while True:
+            update = follower.poll()
+            if supervisor is not None:
+                supervisor.poll()  # reap it when it has exited: no zombie while we follow
+            if update.lines:
+                clear()
+                out.write("\n".join(update.lines) + "\n")
+                out.flush()
+            if update.done:
+                clear()
+                _say(outcome_line(update.record))
+                if update.record.started is not None:
+                    _say(f"measurements: `{_command(args)} report {build_id}`")
+                return exit_code(update.record)
+            status = status_line(update.record)
+            now = time.monotonic()
+            if tty:
+                width = shutil.get_terminal_size().columns
+                sys.stderr.write("\r\x1b[K" + status[: max(10, width - 1)])
+                sys.stderr.flush()
+                shown_status = True
+            elif status != last_status and now - last_status_at >= STATUS_EVERY_S:
+                _say(status)
+                last_status, last_status_at = status, now
+            time.sleep(0.1 if update.lines else 0.5)
+    except KeyboardInterrupt:
+        clear()
+        sys.stderr.write("\n")
+        _say(
+            f"detached; build #{build_id} keeps running. Reattach: `{_command(args)} attach "
+            f"{build_id}` · log: `{_command(args)} logs {build_id} --follow` · stop: "
+            f"`{_command(args)} stop {build_id}`"
+        )
+        return 0
+    except BrokenPipeError:
+        # `workbench attach | head`: the reader left; the build goes on.
+        with_devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(with_devnull, sys.stdout.fileno())
+        return 0
+
+
+def run_attach(args: argparse.Namespace) -> int:
+    """`workbench attach [ID]`."""
+    history = _history(args)
+    record = _one_running(history, args.id, "attach", args)
+    if not record.active:
+        from workbench.supervision.follow import LogReader, outcome_line
+
+        for line in LogReader(record.log_path).skip_to_tail(BACKLOG_LINES):
+            print(line)
+        _say(outcome_line(record))
+        return 0
+    _say(f"attached to build #{record.id} ({record.name}); Ctrl-C leaves it running")
+    return _follow(args, history, record.id)
+
+
+def run_logs(args: argparse.Namespace) -> int:
+    """`workbench logs ID [--follow] [--raw]`."""
+    from workbench.supervision.follow import LogReader
+
+    history = _history(args)
+    record = history.get(args.id)
+    path = Path(record.log_path)
+    if args.raw and not args.follow:
+        try:
+            with open(path, "rb") as handle:
+                while chunk := handle.read(1 << 20):
+                    sys.stdout.buffer.write(chunk)
+        except FileNotFoundError:
+            pass
+        sys.stdout.buffer.flush()
+        return 0
+    if args.follow and record.active:
+        return _follow(args, history, record.id, backlog=False)
+    reader = LogReader(path)
+    while True:
+        before = reader.offset
+        lines = reader.read()
+        if lines:
+            sys.stdout.write("\n".join(lines) + "\n")
+        if reader.offset == before:
+            break
+    rest = reader.rest()
+    if rest:
+        sys.stdout.write("\n".join(rest) + "\n")
+    return 0
+
+
+# -- stopping -----------------------------------------------------------------------------------
+
+
+def run_stop(args: argparse.Namespace) -> int:
+    """`workbench stop [ID]`."""
+    import signal
+
+    from workbench.errors import WorkbenchError
+    from workbench.supervision import liveness, tree
+    from workbench.supervision.follow import outcome_line
+
+    history = _history(args)
+    record = _one_running(history, args.id, "stop", args)
+    if not record.active:
+        left = liveness.leftover_processes(record)
+        if not left:
+            _say(f"{outcome_line(record)}; nothing to stop")
+            return 0
+        # Its supervisor is gone (lost) but processes remain: end them from here.
+        _say(f"build #{record.id}'s supervisor is gone; ending its {len(left)} processes")
+        survivors = tree.terminate(None, record.pgid, left, grace_s=args.grace)
+        return _report_survivors(record.id, survivors)
+    history.request_stop(record.id, args.grace)
+    if record.supervisor_pid is None or not liveness.supervisor_running(record):
+        raise WorkbenchError(f"build #{record.id} has no live supervisor; try again")
+    os.kill(record.supervisor_pid, signal.SIGTERM)
+    _say(
+        f"stopping build #{record.id} ({record.name}): TERM to its process group and every "
+        f"process of its tree, KILL after {args.grace:g} s"
+    )
+    if record.nix:
+        _say(
+            "a Nix build: ending the `nix build` client is what makes a nix-daemon cancel the "
+            "build and kill its builders"
+        )
+    deadline = time.monotonic() + args.grace + 30.0
+    while time.monotonic() < deadline:
+        record = liveness.check(history, [history.get(record.id)])[0]
+        if not record.active:
+            break
+        time.sleep(0.1)
+    else:
+        raise WorkbenchError(
+            f"build #{record.id} did not stop within {args.grace + 30:.0f} s; see "
+            f"{Path(record.log_path).parent / 'supervisor.log'}"
+        )
+    _say(outcome_line(record))
+    return _report_survivors(record.id, liveness.leftover_processes(record))
+
+
+def _report_survivors(build_id: int, survivors: list[Any]) -> int:
+    if survivors:
+        listing = ", ".join(f"{m.name} ({m.pid})" for m in survivors[:10])
+        _say(f"processes of build #{build_id} still run: {listing}")
+        return 1
+    _say(f"no process of build #{build_id} is left")
+    return 0
+
+
+# -- status, history, report ------------------------------------------------------------------
+
+
+def run_status(args: argparse.Namespace) -> int:
+    """`workbench status [--json]`."""
+    from workbench.cli.common import print_json
+    from workbench.supervision import liveness
+    from workbench.supervision.follow import duration, progress_text, status_line
+
+    history = _history(args)
+    active = liveness.check(history, history.active())
+    recent = [r for r in history.builds(limit=args.limit) if r.id not in {a.id for a in active}]
+    recent = liveness.check(history, recent)
+    running = [r for r in active if r.active]
+    ended = sorted([r for r in active if not r.active] + recent, key=lambda r: -r.id)
+    if args.json:
+        print_json(
+            {
+                "running": [r.to_json() for r in running],
+                "recent": [r.to_json() for r in ended[: args.limit]],
+                "history": str(history.path),
+            }
+        )
+        return 0
+    if not running:
+        print("no build is running")
+    for record in running:
+        print(status_line(record))
+    if ended:
+        print()
+        print(f"{'id':>4}  {'state':9}  {'name':36}  {'started':16}  {'time':>8}  detail")
+        for record in ended[: args.limit]:
+            started = (
+                time.strftime("%Y-%m-%d %H:%M", time.localtime(record.started))
+                if record.started
+                else "-"
+            )
+            detail = record.note or progress_text(record.progress or {})
+            print(
+                f"{record.id:>4}  {record.state:9}  {record.name[:36]:36}  {started:16}  "
+                f"{duration(record.duration_s):>8}  {detail[:80]}"
+            )
+    return 0
+
+
+def run_history(args: argparse.Namespace) -> int:
+    """`workbench history [--json]`."""
+    from workbench.cli.common import print_json
+    from workbench.supervision import liveness
+    from workbench.supervision.follow import duration, size
+
+    history = _history(args)
+    records = liveness.check(history, history.builds(limit=args.limit))
+    if args.json:
+        documents = []
+        for record in records:
+            measured = history.measured(record.id)
+            documents.append(
+                {**record.to_json(), "measurements": measured.to_json() if measured else None}
+            )
+        print_json({"builds": documents, "history": str(history.path)})
+        return 0
+    if not records:
+        print(f"no builds yet in {history.path}")
+        return 0
+    print(
+        f"{'id':>4}  {'state':9}  {'name':32}  {'jobs':>4}  {'time':>8}  {'CPU':>5}  "
+        f"{'peak RSS':>9}  {'most':>4}  note"
+    )
+    for record in records:
+        measured = history.measured(record.id, slowest=0)
+        cpu = f"{measured.cpu_utilisation:.0f}%" if measured else "-"
+        peak = size(measured.peak_rss) if measured else "-"
+        most = str(measured.most_jobs) if measured else "-"
+        print(
+            f"{record.id:>4}  {record.state:9}  {record.name[:32]:32}  "
+            f"{record.jobs if record.jobs else '-':>4}  {duration(record.elapsed()):>8}  "
+            f"{cpu:>5}  {peak:>9}  {most:>4}  {(record.note or '')[:70]}"
+        )
+    return 0
+
+
+def run_report(args: argparse.Namespace) -> int:
+    """`workbench report ID [ID2] [--format md|json]`."""
+    from workbench.cli.common import print_json
+    from workbench.errors import WorkbenchError
+    from workbench.supervision import report
+
+    history = _history(args)
+    ids = [args.id] + ([args.id2] if args.id2 is not None else [])
+    builds = [report.load(history, build_id) for build_id in ids]
+    for facts in builds:
+        if facts.record.active:
+            raise WorkbenchError(
+                f"build #{facts.record.id} is still {facts.record.state}; its measurements are "
+                f"recorded when it ends (`{_command(args)} attach {facts.record.id}`)"
+            )
+    if args.format == "json":
+        print_json(report.to_json(builds))
+    else:
+        sys.stdout.write(report.markdown(builds))
+    return 0

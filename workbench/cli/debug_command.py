@@ -1,0 +1,250 @@
+"""`workbench bt`, `workbench debug-bt` and `workbench smoke`: hung programs, captured.
+
+    workbench bt PID [--samples N] [--interval S] [--json] [--source ORT_DIR]
+    workbench debug-bt [--after S] [--samples N] -- CMD...
+    workbench smoke VARIANT | --python PATH | -- CMD... [--timeout S]
+
+Exit status: bt and debug-bt return 0 when the capture is complete, 1 when the process
+exited part-way (or, for debug-bt, before the capture), 2 on an error; smoke returns 0 when
+the run passed, 1 when it failed, 3 when it hung (its stacks are in the report).
+The JSON documents are described in workbench.debugging.report and workbench.debugging.smoke.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from workbench.errors import WorkbenchError
+
+
+def register(subcommands: Any) -> None:
+    """Add the bt, debug-bt and smoke parsers."""
+    bt = subcommands.add_parser(
+        "bt",
+        help="capture every thread's stack of a running process and diagnose a hang",
+        description="Attach gdb to PID, take samples of all threads' stacks (detaching between "
+        "them), and say whether and why it hangs: call cycles (the provider bridge's loop), "
+        "static-initialisation hangs, lock cycles. The process is left as it was found.",
+    )
+    bt.add_argument("pid", type=int, help="process id")
+    _capture_options(bt)
+    bt.set_defaults(handler=run_bt)
+
+    debug_bt = subcommands.add_parser(
+        "debug-bt",
+        help="start a program, capture its stacks after a few seconds, diagnose, stop it",
+        description="The builder flake's debug-bt: run CMD in its own process group, wait "
+        "--after seconds, capture and diagnose, then end the program (TERM, then KILL).",
+    )
+    debug_bt.add_argument(
+        "--after", type=float, default=2.0, metavar="S", help="seconds to wait (default 2)"
+    )
+    _capture_options(debug_bt)
+    debug_bt.add_argument("argv", nargs=argparse.REMAINDER, help="-- CMD [ARGS...]")
+    debug_bt.set_defaults(handler=run_debug_bt)
+
+    smoke = subcommands.add_parser(
+        "smoke",
+        help="run a built artifact's smoke check; a hang is captured and diagnosed",
+        description="VARIANT runs ./result-VARIANT/bin/python; --python PATH runs that "
+        "interpreter; -- CMD runs a command (a flake test app) with ONNX_TEST_MODEL and "
+        "LD_LIBRARY_PATH set. A Python imports onnxruntime, lists providers and runs a tiny "
+        "MatMul model on each.",
+    )
+    smoke.add_argument("--python", metavar="PATH", help="the Python interpreter to check")
+    smoke.add_argument(
+        "--timeout", type=float, default=120.0, metavar="S", help="hung after S seconds (120)"
+    )
+    smoke.add_argument(
+        "--ld-library-path",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="prepend DIR to LD_LIBRARY_PATH for -- CMD (cuDNN, as the flake's apps do)",
+    )
+    smoke.add_argument("--samples", type=int, default=3, help="samples of a hung run (3)")
+    smoke.add_argument("--interval", type=float, default=0.2, help="seconds between samples")
+    smoke.add_argument("--gdb", metavar="PATH", help="gdb to use (default: gdb, else cuda-gdb)")
+    smoke.add_argument("--json", action="store_true", help="print the result as JSON")
+    smoke.add_argument("target", nargs=argparse.REMAINDER, help="VARIANT, or -- CMD [ARGS...]")
+    smoke.set_defaults(handler=run_smoke)
+
+
+def _capture_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--samples", type=int, default=5, help="samples to take (default 5)")
+    parser.add_argument(
+        "--interval", type=float, default=0.2, metavar="S", help="seconds between samples (0.2)"
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument("--gdb", metavar="PATH", help="gdb to use (default: gdb, else cuda-gdb)")
+    parser.add_argument(
+        "--max-frames", type=int, default=256, help="frames read per thread (default 256)"
+    )
+    parser.add_argument(
+        "--attach-timeout",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="seconds gdb may take to attach and read symbols before falling back to ELF "
+        "symbols only (default 30)",
+    )
+    parser.add_argument(
+        "--no-step",
+        action="store_true",
+        help="do not single-step running threads to trace tight loops",
+    )
+    parser.add_argument(
+        "--source",
+        metavar="ORT_DIR",
+        help="ONNX Runtime source tree: write the proposed guard for a bridge loop to patches/",
+    )
+    parser.add_argument("--patch-name", metavar="NAME", help="file name for the written patch")
+
+
+def _options(args: argparse.Namespace) -> Any:
+    from workbench.debugging.capture import CaptureOptions
+
+    if args.samples < 1:
+        raise WorkbenchError("--samples must be at least 1")
+    if args.interval < 0:
+        raise WorkbenchError("--interval must not be negative")
+    return CaptureOptions(
+        samples=args.samples,
+        interval=args.interval,
+        gdb=args.gdb,
+        max_frames=max(8, args.max_frames),
+        attach_timeout=args.attach_timeout,
+        step_probe=0 if args.no_step else 40,
+    )
+
+
+def _progress(args: argparse.Namespace) -> Any:
+    if args.json or not sys.stderr.isatty():
+        return None
+    return lambda message: print(f"  {message}", file=sys.stderr)
+
+
+def _diagnose_and_patch(args: argparse.Namespace, captured: Any) -> Any:
+    from workbench.debugging.diagnosis import diagnose
+
+    diagnosis = diagnose(captured)
+    bridge = next((finding.bridge for finding in diagnosis.findings if finding.bridge), None)
+    if args.source and bridge:
+        from pathlib import Path
+
+        from workbench.debugging.bridge_patch import write_patch
+        from workbench.paths import config_dir, patches_dir
+
+        patches = patches_dir(config_dir(args.config))
+        diagnosis.proposed_patch = write_patch(
+            bridge, Path(args.source).expanduser(), patches, args.patch_name
+        )
+    return diagnosis
+
+
+def run_bt(args: argparse.Namespace) -> int:
+    """Capture PID, diagnose, print; 0 complete, 1 partial (the process exited part-way)."""
+    from workbench.debugging.capture import capture
+    from workbench.debugging.report import bt_document, render_text
+
+    captured = capture(args.pid, _options(args), _progress(args))
+    diagnosis = _diagnose_and_patch(args, captured)
+    if args.json:
+        print(json.dumps(bt_document(captured, diagnosis), indent=2))
+    else:
+        print(render_text(captured, diagnosis))
+    return 0 if captured.complete else 1
+
+
+def _command(argv: list[str], what: str) -> list[str]:
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    if not argv:
+        raise WorkbenchError(f"{what}: give the command after --, e.g. {what} -- ./prog ARGS")
+    return argv
+
+
+def run_debug_bt(args: argparse.Namespace) -> int:
+    """Start CMD, capture after --after seconds, diagnose, stop it; nothing is left running."""
+    from workbench.debugging.capture import capture
+    from workbench.debugging.errors import ProcessGoneError
+    from workbench.debugging.program import Program, describe_status, pick_target
+    from workbench.debugging.report import bt_document, render_text
+
+    argv = _command(args.argv, "workbench debug-bt")
+    options = _options(args)
+    with Program(argv) as program:
+        status = program.wait(args.after)
+        if status is None:
+            try:
+                captured = capture(pick_target(program.pid), options, _progress(args))
+            except ProcessGoneError:
+                captured = None
+        else:
+            captured = None
+        status = program.exit_status if not program.running() else None
+        diagnosis = _diagnose_and_patch(args, captured) if captured else None
+        final = program.stop()
+        info = {
+            "argv": argv,
+            "status": describe_status(status) if status is not None else "stopped by the workbench",
+            "exit_status": final,
+            "output_tail": program.output_tail(),
+        }
+        if captured is None or diagnosis is None:
+            message = (
+                f"{argv[0]} ended ({describe_status(final)}) before the capture at "
+                f"{args.after:g} s: it did not hang"
+            )
+            if args.json:
+                print(json.dumps({"schema": "workbench-bt/1", "program": info, "message": message}))
+            else:
+                print(message)
+                tail = info["output_tail"]
+                if tail:
+                    lines = "\n".join(f"  {line}" for line in tail.splitlines())
+                    print(f"output (last lines):\n{lines}")
+            return 1
+        if args.json:
+            print(json.dumps(bt_document(captured, diagnosis, program=info), indent=2))
+        else:
+            print(render_text(captured, diagnosis))
+            print(f"\n{argv[0]}: stopped by the workbench (TERM, then KILL, to its process group)")
+        return 0 if captured.complete else 1
+
+
+def run_smoke(args: argparse.Namespace) -> int:
+    """Run the smoke check; 0 passed, 1 failed or error, 3 hung (stacks captured)."""
+    from workbench.debugging import smoke
+
+    target = list(args.target)
+    progress = _progress(args)
+    common = {
+        "timeout": args.timeout,
+        "samples": max(1, args.samples),
+        "interval": args.interval,
+        "gdb": args.gdb,
+        "progress": progress,
+    }
+    if target and target[0] == "--":
+        if args.python:
+            raise WorkbenchError("give either --python PATH or -- CMD, not both")
+        result = smoke.smoke_command(
+            _command(target, "workbench smoke"), library_path=args.ld_library_path, **common
+        )
+    elif args.python:
+        if target:
+            raise WorkbenchError(f"unexpected {' '.join(target)!r} after --python PATH")
+        result = smoke.smoke_python(args.python, **common)
+    elif len(target) == 1:
+        result = smoke.smoke_python(smoke.variant_python(target[0]), **common)
+    else:
+        raise WorkbenchError("workbench smoke: give a VARIANT, --python PATH, or -- CMD [ARGS...]")
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2))
+    else:
+        print(smoke.render_text(result))
+    return {"passed": 0, "hung": 3}.get(result.status, 1)

@@ -1,0 +1,173 @@
+"""A capture and its diagnosis as text for a terminal, or as one JSON document.
+
+The JSON document (`bt_document`), schema "workbench-bt/1":
+
+    {
+      "schema": "workbench-bt/1",
+      "pid": 1234, "command": ["./prog"], "executable": "/path/prog", "gdb": "/usr/bin/gdb",
+      "requested_samples": 5, "interval_s": 0.2,
+      "complete": true,          # false when the process exited part-way
+      "exited": false, "symbols_only": false,   # symbols_only: no DWARF, no file:line
+      "notes": ["..."],
+      "activity": [{"tid", "observations", "states": {"R": 40}, "cpu_seconds", "seconds",
+                    "cpu_share", "wchan"}],
+      "samples": [{"index", "at_s", "duration_s", "threads": [
+          {"gdb_id", "tid", "name", "state", "wchan", "truncated", "stack_bytes",
+           "wait": null | {"kind", "address", "owner_tid", "symbol"},
+           "trail": [...], "trail_top": [...],
+           "frames": [{"level", "address": "0x...", "function", "file", "line", "library"}]}]}],
+      "diagnosis": {
+        "kind": "call-cycle" | "static-init" | "deadlock" | "lock-wait" | "spin" | "busy"
+                | "waiting" | "exited" | "unknown",
+        "hung": true | false | null,     # null: the samples cannot tell
+        "summary": "...", "pattern": "recursion" | "tail-calls" | null,
+        "functions": [...], "threads": [tid, ...], "evidence": ["..."],
+        "bridge": null | {"host_method", "counterpart", "class", "method"},
+        "proposed_patch": null | {"file", "description", "snippet", "diff", "path"},
+        "findings": [ {kind, summary, hung, pattern, functions, threads, evidence, bridge} ]
+      },
+      "program": {...}           # debug-bt only: argv, status, output_tail
+    }
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workbench.debugging.model import Capture, Diagnosis, Finding, ThreadActivity, ThreadStack
+from workbench.debugging.names import display_name
+from workbench.debugging.procfs import STATE_WORDS
+
+SCHEMA = "workbench-bt/1"
+KIND_TITLES = {
+    "call-cycle": "call cycle",
+    "static-init": "hang in static initialisation",
+    "deadlock": "deadlock",
+    "lock-wait": "waiting for a lock",
+    "spin": "spinning",
+    "busy": "busy, making progress",
+    "waiting": "all threads waiting",
+    "exited": "process exited",
+    "unknown": "no pattern found",
+}
+
+
+def bt_document(capture: Capture, diagnosis: Diagnosis, **extra: Any) -> dict[str, Any]:
+    """The JSON document described in this module's docstring."""
+    return {"schema": SCHEMA, **capture.to_json(), "diagnosis": diagnosis.to_json(), **extra}
+
+
+def verdict_word(hung: bool | None) -> str:
+    return (
+        {True: "HUNG", False: "not hung"}.get(hung, "cannot tell")
+        if hung is not None
+        else "cannot tell"
+    )
+
+
+def render_diagnosis(diagnosis: Diagnosis) -> list[str]:
+    """The diagnosis block: headline, summary, functions, evidence, proposed fix."""
+    primary = diagnosis.primary
+    title = KIND_TITLES.get(primary.kind, primary.kind)
+    if primary.pattern:
+        title += f" ({primary.pattern})"
+    lines = [f"Diagnosis: {title} — {verdict_word(primary.hung)}", f"  {primary.summary}"]
+    if primary.functions:
+        lines.append("  functions:")
+        lines += [f"    {name}" for name in primary.functions]
+    if primary.evidence:
+        lines.append("  evidence:")
+        lines += [f"    - {item}" for item in primary.evidence]
+    patch = diagnosis.proposed_patch
+    if patch:
+        lines.append(f"  proposed fix: {patch.description}")
+        if patch.path:
+            lines.append(f"  patch written: {patch.path} (checked with git apply --check)")
+        else:
+            lines += [f"    {line}" for line in patch.snippet.splitlines()]
+    others = diagnosis.findings[1:]
+    if others:
+        lines.append("  also:")
+        lines += [_other(finding) for finding in others]
+    return lines
+
+
+def _other(finding: Finding) -> str:
+    return f"    - [{finding.kind}, {verdict_word(finding.hung)}] {finding.summary}"
+
+
+def render_capture(
+    capture: Capture, diagnosis: Diagnosis | None = None, frames: int = 24
+) -> list[str]:
+    """The last sample's threads, identical stacks grouped; `*` marks frames in the diagnosis."""
+    if not capture.samples:
+        return ["(no samples)"]
+    sample = capture.samples[-1]
+    marked = set()
+    threads_marked: set[int] = set()
+    if diagnosis:
+        marked = set(diagnosis.primary.functions)
+        threads_marked = set(diagnosis.primary.threads)
+    groups: dict[tuple[str, ...], list[ThreadStack]] = {}
+    for thread in sample.threads:
+        groups.setdefault(tuple(thread.functions()), []).append(thread)
+    lines = [
+        f"Threads in sample {sample.index + 1} of {len(capture.samples)} "
+        f"({len(sample.threads)} threads, read in {sample.duration:.2f} s):"
+    ]
+    for members in groups.values():
+        first = members[0]
+        lines.append("  " + _thread_header(first, capture.activity.get(first.tid), members))
+        show = first.frames[:frames]
+        for frame in show:
+            star = "*" if frame.function in marked and first.tid in threads_marked else " "
+            where = frame.location(full=False)
+            name = display_name(frame.function or "??", limit=48)
+            lines.append(f"   {star}#{frame.level:<3} 0x{frame.address:016x} {name}  [{where}]")
+        hidden = len(first.frames) - len(show)
+        if hidden > 0 or first.truncated:
+            more = f"{hidden}+" if first.truncated else str(hidden)
+            lines.append(f"     … {more} more frames")
+    return lines
+
+
+def _thread_header(
+    thread: ThreadStack, activity: ThreadActivity | None, members: list[ThreadStack]
+) -> str:
+    state = STATE_WORDS.get(thread.state or "", thread.state or "?")
+    parts = [
+        f"thread {thread.gdb_id} (LWP {thread.tid}{' ' + repr(thread.name) if thread.name else ''})"
+    ]
+    detail = [state]
+    if activity and activity.cpu_share is not None:
+        detail.append(f"{activity.cpu_share * 100:.0f}% CPU")
+    if thread.wchan:
+        detail.append(f"in {thread.wchan}")
+    if thread.wait:
+        wait = thread.wait
+        text = f"waits on {wait.kind}"
+        if wait.symbol:
+            text += f" {wait.symbol}"
+        if wait.owner_tid:
+            text += f" (owner LWP {wait.owner_tid})"
+        detail.append(text)
+    parts.append(f"[{', '.join(detail)}]")
+    if len(members) > 1:
+        ids = ", ".join(str(member.gdb_id) for member in members[1:9])
+        more = f" and {len(members) - 9} more" if len(members) > 9 else ""
+        parts.append(f"and threads {ids}{more}: same stack ({len(members)} threads)")
+    return " ".join(parts)
+
+
+def render_text(capture: Capture, diagnosis: Diagnosis) -> str:
+    """The whole human report: header, diagnosis, threads, notes."""
+    command = " ".join(capture.command) or capture.executable or "?"
+    header = (
+        f"process {capture.pid} ({command[:100]}): {len(capture.samples)} of "
+        f"{capture.requested_samples} sample(s), {capture.interval:g} s apart, with {capture.gdb}"
+        + (" (symbols only)" if capture.symbols_only else "")
+    )
+    lines = [header, "", *render_diagnosis(diagnosis), "", *render_capture(capture, diagnosis)]
+    if capture.notes:
+        lines += ["", "Notes:", *[f"  - {note}" for note in capture.notes]]
+    return "\n".join(lines)

@@ -1,0 +1,864 @@
+"""The build history: one SQLite database (WAL) in the state directory.
+
+Tables:
+- `builds`: one row per build: what ran (name, backend, variant, argv, cwd, checkout, settings,
+  jobs), its state (`starting` → `running` → `stopping` → a final state), the supervisor's and
+  the build's PIDs, start, end, duration, exit status, signal, a note for the user ("killed
+  (OOM?) while compiling ..."), and the live view (`progress`, `live`: JSON the supervisor
+  rewrites about once a second for `status` and `attach`).
+- `samples`: the whole build once a second (CPU, RSS, memory available, jobs, progress).
+- `measurements`: what one build measured (wall time, CPU, peaks, most jobs at once, which
+  processes were seen), written when it ends.
+- `jobs`: every compile and link job the sampler saw (file, kind, tool, seconds, peak RSS).
+- `derivations`: every Nix derivation built, with start and end.
+
+Writers are the supervisors (a few short transactions a second each) and the CLI (a row when a
+build is created, a state change when one is lost); readers never block them (WAL). Every
+connection waits up to 10 s for a lock instead of failing at once.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import socket
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import WorkbenchError
+
+DB_NAME = "history.sqlite3"
+SCHEMA_VERSION = 1
+
+STARTING = "starting"
+RUNNING = "running"
+STOPPING = "stopping"
+SUCCEEDED = "succeeded"
+FAILED = "failed"
+KILLED = "killed"
+STOPPED = "stopped"
+LOST = "lost"
+ACTIVE_STATES = (STARTING, RUNNING, STOPPING)
+FINAL_STATES = (SUCCEEDED, FAILED, KILLED, STOPPED, LOST)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS builds (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL,
+    backend TEXT NOT NULL,
+    variant TEXT,
+    target TEXT,
+    argv TEXT NOT NULL,
+    cwd TEXT NOT NULL,
+    checkout TEXT NOT NULL,
+    settings TEXT NOT NULL,
+    jobs INTEGER,
+    eta_key TEXT NOT NULL,
+    nix INTEGER NOT NULL,
+    forced INTEGER NOT NULL DEFAULT 0,
+    state TEXT NOT NULL,
+    host TEXT,
+    user TEXT,
+    created REAL NOT NULL,
+    started REAL,
+    ended REAL,
+    duration_s REAL,
+    exit_status INTEGER,
+    signal INTEGER,
+    note TEXT,
+    log_path TEXT NOT NULL,
+    supervisor_pid INTEGER,
+    supervisor_started REAL,
+    build_pid INTEGER,
+    pgid INTEGER,
+    lines INTEGER NOT NULL DEFAULT 0,
+    progress TEXT,
+    live TEXT,
+    updated REAL,
+    stop_requested REAL,
+    stop_grace REAL
+);
+CREATE INDEX IF NOT EXISTS builds_state ON builds(state);
+CREATE INDEX IF NOT EXISTS builds_eta ON builds(eta_key, state);
+CREATE INDEX IF NOT EXISTS builds_name ON builds(name, state);
+CREATE TABLE IF NOT EXISTS samples (
+    build_id INTEGER NOT NULL REFERENCES builds(id) ON DELETE CASCADE,
+    t REAL NOT NULL,
+    cpu_percent REAL NOT NULL,
+    cpu_cores REAL NOT NULL,
+    cpu_seconds REAL NOT NULL,
+    rss INTEGER NOT NULL,
+    memory_available INTEGER NOT NULL,
+    processes INTEGER NOT NULL,
+    compile_jobs INTEGER NOT NULL,
+    cuda_jobs INTEGER NOT NULL,
+    link_jobs INTEGER NOT NULL,
+    fraction REAL
+);
+CREATE INDEX IF NOT EXISTS samples_build ON samples(build_id, t);
+CREATE TABLE IF NOT EXISTS measurements (
+    build_id INTEGER PRIMARY KEY REFERENCES builds(id) ON DELETE CASCADE,
+    wall_s REAL NOT NULL,
+    cpu_seconds REAL NOT NULL,
+    cpu_utilisation REAL NOT NULL,
+    cpus INTEGER NOT NULL,
+    peak_rss INTEGER NOT NULL,
+    min_memory_available INTEGER NOT NULL,
+    memory_total INTEGER NOT NULL,
+    most_jobs INTEGER NOT NULL,
+    samples INTEGER NOT NULL,
+    peak_job_rss TEXT NOT NULL,
+    peak_process_rss TEXT NOT NULL,
+    census TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS jobs (
+    build_id INTEGER NOT NULL REFERENCES builds(id) ON DELETE CASCADE,
+    file TEXT,
+    kind TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    seconds REAL NOT NULL,
+    peak_rss INTEGER NOT NULL,
+    started REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS jobs_build ON jobs(build_id, kind, peak_rss);
+CREATE TABLE IF NOT EXISTS derivations (
+    build_id INTEGER NOT NULL REFERENCES builds(id) ON DELETE CASCADE,
+    drv_path TEXT NOT NULL,
+    name TEXT NOT NULL,
+    started REAL NOT NULL,
+    ended REAL NOT NULL,
+    failed INTEGER NOT NULL
+);
+"""
+
+
+class HistoryError(WorkbenchError):
+    """The history database cannot be opened or has an unknown layout."""
+
+
+@dataclass(frozen=True)
+class NewBuild:
+    """What is known of a build before it starts; `History.create` stores it."""
+
+    name: str
+    backend: str  # "nix", "flox" or "run"
+    argv: tuple[str, ...]
+    cwd: str
+    checkout: str
+    settings: dict[str, Any]
+    eta_key: str
+    nix: bool
+    variant: str | None = None
+    target: str | None = None
+    jobs: int | None = None
+    forced: bool = False
+
+
+@dataclass(frozen=True)
+class BuildRecord:
+    """One row of `builds`."""
+
+    id: int
+    name: str
+    backend: str
+    variant: str | None
+    target: str | None
+    argv: tuple[str, ...]
+    cwd: str
+    checkout: str
+    settings: dict[str, Any]
+    jobs: int | None
+    eta_key: str
+    nix: bool
+    forced: bool
+    state: str
+    host: str | None
+    user: str | None
+    created: float
+    started: float | None
+    ended: float | None
+    duration_s: float | None
+    exit_status: int | None
+    signal: int | None
+    note: str | None
+    log_path: str
+    supervisor_pid: int | None
+    supervisor_started: float | None
+    build_pid: int | None
+    pgid: int | None
+    lines: int
+    progress: dict[str, Any]
+    live: dict[str, Any]
+    updated: float | None
+    stop_requested: float | None
+    stop_grace: float | None
+
+    @property
+    def active(self) -> bool:
+        """Whether the build has not ended (as far as the history knows)."""
+        return self.state in ACTIVE_STATES
+
+    def elapsed(self, now: float | None = None) -> float | None:
+        """Seconds it ran: the duration when it ended, else the time since it started."""
+        if self.duration_s is not None:
+            return self.duration_s
+        if self.started is None:
+            return None
+        return max(0.0, (now if now is not None else time.time()) - self.started)
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as `status --json` and `history --json` print it."""
+        return {
+            "id": self.id,
+            "name": self.name,
+            "backend": self.backend,
+            "variant": self.variant,
+            "target": self.target,
+            "argv": list(self.argv),
+            "cwd": self.cwd,
+            "checkout": self.checkout,
+            "settings": self.settings,
+            "jobs": self.jobs,
+            "state": self.state,
+            "host": self.host,
+            "user": self.user,
+            "created": self.created,
+            "started": self.started,
+            "ended": self.ended,
+            "duration_s": self.duration_s,
+            "elapsed_s": self.elapsed(),
+            "exit_status": self.exit_status,
+            "signal": self.signal,
+            "note": self.note,
+            "log": self.log_path,
+            "supervisor_pid": self.supervisor_pid,
+            "build_pid": self.build_pid,
+            "pgid": self.pgid,
+            "lines": self.lines,
+            "progress": self.progress,
+            "live": self.live,
+            "forced": self.forced,
+        }
+
+
+@dataclass(frozen=True)
+class Sampled:
+    """One row of `samples`: the whole build at one second."""
+
+    t: float
+    cpu_percent: float
+    cpu_cores: float
+    cpu_seconds: float
+    rss: int
+    memory_available: int
+    processes: int
+    compile_jobs: int
+    cuda_jobs: int
+    link_jobs: int
+    fraction: float | None
+
+
+@dataclass(frozen=True)
+class JobRow:
+    """One compile or link job of a build."""
+
+    file: str | None
+    kind: str
+    tool: str
+    seconds: float
+    peak_rss: int
+    started: float
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What one build measured, as stored when it ended."""
+
+    build_id: int
+    wall_s: float
+    cpu_seconds: float
+    cpu_utilisation: float
+    cpus: int
+    peak_rss: int
+    min_memory_available: int
+    memory_total: int
+    most_jobs: int
+    samples: int
+    peak_job_rss: dict[str, int]
+    peak_process_rss: dict[str, int]
+    census: list[dict[str, Any]]
+    slowest: list[JobRow] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """The measurements as JSON (`report --format json`, `history --json`)."""
+        return {
+            "wall_s": self.wall_s,
+            "cpu_seconds": self.cpu_seconds,
+            "cpu_utilisation": self.cpu_utilisation,
+            "cpus": self.cpus,
+            "peak_rss": self.peak_rss,
+            "min_memory_available": self.min_memory_available,
+            "memory_total": self.memory_total,
+            "most_jobs": self.most_jobs,
+            "samples": self.samples,
+            "peak_job_rss": self.peak_job_rss,
+            "peak_process_rss": self.peak_process_rss,
+            "processes_seen": self.census,
+            "slowest": [
+                {
+                    "file": job.file,
+                    "kind": job.kind,
+                    "tool": job.tool,
+                    "seconds": job.seconds,
+                    "peak_rss": job.peak_rss,
+                }
+                for job in self.slowest
+            ],
+        }
+
+
+@dataclass(frozen=True)
+class EarlierRun:
+    """A finished earlier build with the same ETA key: how long it took and its progress curve."""
+
+    build_id: int
+    duration_s: float
+    curve: tuple[tuple[float, float], ...]
+    """(seconds since start, fraction done so far) per sample, in time order; never falls."""
+
+
+@dataclass(frozen=True)
+class JobMemoryPeak:
+    """The largest compile job an earlier build measured."""
+
+    build_id: int
+    ended: float | None
+    peak_rss: int
+    file: str | None
+    tool: str
+    nvcc_threads: int
+
+
+def database_path(state_directory: Path) -> Path:
+    """Where the history lives in a state directory."""
+    return state_directory / DB_NAME
+
+
+def build_directory(state_directory: Path, build_id: int) -> Path:
+    """The per-build folder: `build.log` and the supervisor's own `supervisor.log`."""
+    return state_directory / "builds" / str(build_id)
+
+
+_COLUMNS = (
+    "id, name, backend, variant, target, argv, cwd, checkout, settings, jobs, eta_key, nix, "
+    "forced, state, host, user, created, started, ended, duration_s, exit_status, signal, note, "
+    "log_path, supervisor_pid, supervisor_started, build_pid, pgid, lines, progress, live, "
+    "updated, stop_requested, stop_grace"
+)
+
+
+def _loads(text: str | None, default: Any) -> Any:
+    if not text:
+        return default
+    try:
+        return json.loads(text)
+    except ValueError:
+        return default
+
+
+def _record(row: Sequence[Any]) -> BuildRecord:
+    (
+        id_,
+        name,
+        backend,
+        variant,
+        target,
+        argv,
+        cwd,
+        checkout,
+        settings,
+        jobs,
+        eta_key,
+        nix,
+        forced,
+        state,
+        host,
+        user,
+        created,
+        started,
+        ended,
+        duration_s,
+        exit_status,
+        signal,
+        note,
+        log_path,
+        supervisor_pid,
+        supervisor_started,
+        build_pid,
+        pgid,
+        lines,
+        progress,
+        live,
+        updated,
+        stop_requested,
+        stop_grace,
+    ) = row
+    return BuildRecord(
+        id=id_,
+        name=name,
+        backend=backend,
+        variant=variant,
+        target=target,
+        argv=tuple(_loads(argv, [])),
+        cwd=cwd,
+        checkout=checkout,
+        settings=_loads(settings, {}),
+        jobs=jobs,
+        eta_key=eta_key,
+        nix=bool(nix),
+        forced=bool(forced),
+        state=state,
+        host=host,
+        user=user,
+        created=created,
+        started=started,
+        ended=ended,
+        duration_s=duration_s,
+        exit_status=exit_status,
+        signal=signal,
+        note=note,
+        log_path=log_path,
+        supervisor_pid=supervisor_pid,
+        supervisor_started=supervisor_started,
+        build_pid=build_pid,
+        pgid=pgid,
+        lines=lines,
+        progress=_loads(progress, {}),
+        live=_loads(live, {}),
+        updated=updated,
+        stop_requested=stop_requested,
+        stop_grace=stop_grace,
+    )
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+class History:
+    """The history database of one state directory. One instance per thread."""
+
+    def __init__(self, state_directory: Path) -> None:
+        """Open (and create on first use) `history.sqlite3` in `state_directory`."""
+        self.state_directory = Path(state_directory)
+        self.path = database_path(self.state_directory)
+        try:
+            self.state_directory.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(str(self.path), timeout=10.0, isolation_level=None)
+        except (OSError, sqlite3.Error) as exc:
+            raise HistoryError(
+                f"{self.path}: cannot open the build history ({exc}); check that the state "
+                "directory is writable, or choose another with --state-dir"
+            ) from None
+        self._db.execute("PRAGMA busy_timeout = 10000")
+        self._db.execute("PRAGMA foreign_keys = ON")
+        self._migrate()
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._db.close()
+
+    def __enter__(self) -> History:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        # IMMEDIATE takes the write lock up front: two writers wait for each other (busy
+        # timeout) instead of one failing half way with "database is locked".
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        try:
+            mode = self._db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            # NORMAL is safe with WAL: a power cut may lose the last transactions, never corrupt.
+            self._db.execute("PRAGMA synchronous = NORMAL")
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            if version == SCHEMA_VERSION:
+                return
+            if version > SCHEMA_VERSION:
+                raise HistoryError(
+                    f"{self.path}: written by a newer workbench (schema {version}, this one "
+                    f"knows {SCHEMA_VERSION}); upgrade, or use another --state-dir"
+                )
+            with self._write() as db:
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        except sqlite3.DatabaseError as exc:
+            raise HistoryError(
+                f"{self.path}: not a usable build history ({exc}); move it aside to start a new one"
+            ) from None
+        if mode.lower() != "wal":
+            raise HistoryError(f"{self.path}: SQLite refused WAL mode (got {mode!r})")
+
+    # -- builds -------------------------------------------------------------------------------
+
+    def create(self, build: NewBuild, now: float | None = None) -> BuildRecord:
+        """Add a build in state `starting`; its log goes to builds/ID/build.log."""
+        created = time.time() if now is None else now
+        with self._write() as db:
+            cursor = db.execute(
+                "INSERT INTO builds (name, backend, variant, target, argv, cwd, checkout, "
+                "settings, jobs, eta_key, nix, forced, state, host, user, created, log_path) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '')",
+                (
+                    build.name,
+                    build.backend,
+                    build.variant,
+                    build.target,
+                    _dumps(list(build.argv)),
+                    build.cwd,
+                    build.checkout,
+                    _dumps(build.settings),
+                    build.jobs,
+                    build.eta_key,
+                    int(build.nix),
+                    int(build.forced),
+                    STARTING,
+                    socket.gethostname(),
+                    _user(),
+                    created,
+                ),
+            )
+            build_id = int(cursor.lastrowid or 0)
+            log_path = build_directory(self.state_directory, build_id) / "build.log"
+            db.execute("UPDATE builds SET log_path = ? WHERE id = ?", (str(log_path), build_id))
+        return self.get(build_id)
+
+    def get(self, build_id: int) -> BuildRecord:
+        """The build with this id, or a WorkbenchError naming the ids there are."""
+        row = self._db.execute(
+            f"SELECT {_COLUMNS} FROM builds WHERE id = ?", (build_id,)
+        ).fetchone()
+        if row is None:
+            last = self._db.execute("SELECT max(id) FROM builds").fetchone()[0]
+            known = f"ids go from 1 to {last}" if last else "the history is empty"
+            raise WorkbenchError(
+                f"no build #{build_id} in {self.path} ({known}); `workbench history` lists them"
+            )
+        return _record(row)
+
+    def builds(
+        self, states: Iterable[str] | None = None, limit: int | None = None
+    ) -> list[BuildRecord]:
+        """Builds, newest first, optionally only in the given states."""
+        query = f"SELECT {_COLUMNS} FROM builds"
+        params: list[Any] = []
+        if states is not None:
+            wanted = list(states)
+            query += f" WHERE state IN ({', '.join('?' * len(wanted))})"
+            params += wanted
+        query += " ORDER BY id DESC"
+        if limit is not None:
+            query += " LIMIT ?"
+            params.append(limit)
+        return [_record(row) for row in self._db.execute(query, params)]
+
+    def active(self) -> list[BuildRecord]:
+        """Builds that have not ended, newest first."""
+        return self.builds(ACTIVE_STATES)
+
+    def set_supervisor(self, build_id: int, pid: int, started: float) -> None:
+        """Record the supervisor's PID and start time (its identity, against PID reuse)."""
+        with self._write() as db:
+            db.execute(
+                "UPDATE builds SET supervisor_pid = ?, supervisor_started = ? WHERE id = ?",
+                (pid, started, build_id),
+            )
+
+    def mark_running(self, build_id: int, build_pid: int, pgid: int, started: float) -> None:
+        """The build command runs now."""
+        with self._write() as db:
+            db.execute(
+                "UPDATE builds SET state = ?, build_pid = ?, pgid = ?, started = ?, updated = ? "
+                "WHERE id = ? AND state = ?",
+                (RUNNING, build_pid, pgid, started, started, build_id, STARTING),
+            )
+
+    def update_live(
+        self,
+        build_id: int,
+        lines: int,
+        progress: dict[str, Any],
+        live: dict[str, Any] | None = None,
+        sample: Sampled | None = None,
+        state: str | None = None,
+    ) -> None:
+        """The supervisor's periodic write: progress, live view, one sample, in one transaction."""
+        now = time.time()
+        with self._write() as db:
+            if live is None:
+                db.execute(
+                    "UPDATE builds SET lines = ?, progress = ?, updated = ? WHERE id = ?",
+                    (lines, _dumps(progress), now, build_id),
+                )
+            else:
+                db.execute(
+                    "UPDATE builds SET lines = ?, progress = ?, live = ?, updated = ? WHERE id = ?",
+                    (lines, _dumps(progress), _dumps(live), now, build_id),
+                )
+            if state is not None:
+                db.execute(
+                    "UPDATE builds SET state = ? WHERE id = ? AND state IN (?, ?, ?)",
+                    (state, build_id, *ACTIVE_STATES),
+                )
+            if sample is not None:
+                db.execute(
+                    "INSERT INTO samples VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        build_id,
+                        sample.t,
+                        sample.cpu_percent,
+                        sample.cpu_cores,
+                        sample.cpu_seconds,
+                        sample.rss,
+                        sample.memory_available,
+                        sample.processes,
+                        sample.compile_jobs,
+                        sample.cuda_jobs,
+                        sample.link_jobs,
+                        sample.fraction,
+                    ),
+                )
+
+    def request_stop(self, build_id: int, grace_s: float) -> None:
+        """Tell the supervisor how long to wait between TERM and KILL (it reads this on TERM)."""
+        with self._write() as db:
+            db.execute(
+                "UPDATE builds SET stop_requested = ?, stop_grace = ? WHERE id = ?",
+                (time.time(), grace_s, build_id),
+            )
+
+    def finish(
+        self,
+        build_id: int,
+        state: str,
+        ended: float,
+        duration_s: float | None,
+        exit_status: int | None,
+        signal: int | None,
+        note: str | None,
+        lines: int,
+        progress: dict[str, Any],
+    ) -> None:
+        """The build ended: its final state, exit status or signal, and duration."""
+        with self._write() as db:
+            db.execute(
+                "UPDATE builds SET state = ?, ended = ?, duration_s = ?, exit_status = ?, "
+                "signal = ?, note = ?, lines = ?, progress = ?, updated = ? WHERE id = ?",
+                (
+                    state,
+                    ended,
+                    duration_s,
+                    exit_status,
+                    signal,
+                    note,
+                    lines,
+                    _dumps(progress),
+                    ended,
+                    build_id,
+                ),
+            )
+
+    def mark_lost(self, build_id: int, note: str, now: float | None = None) -> bool:
+        """Mark a build whose supervisor vanished; False if it ended meanwhile (nothing done)."""
+        ended = time.time() if now is None else now
+        with self._write() as db:
+            cursor = db.execute(
+                "UPDATE builds SET state = ?, note = ?, ended = ?, "
+                "duration_s = CASE WHEN started IS NULL THEN NULL ELSE ? - started END "
+                f"WHERE id = ? AND state IN ({', '.join('?' * len(ACTIVE_STATES))})",
+                (LOST, note, ended, ended, build_id, *ACTIVE_STATES),
+            )
+            return cursor.rowcount == 1
+
+    # -- measurements -------------------------------------------------------------------------
+
+    def record_measurements(
+        self,
+        build_id: int,
+        measured: Measured,
+        jobs: Iterable[JobRow],
+        derivations: Iterable[tuple[str, str, float, float, bool]] = (),
+    ) -> None:
+        """Store what a build measured, its jobs and its derivations (once, when it ends)."""
+        with self._write() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO measurements VALUES "
+                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    build_id,
+                    measured.wall_s,
+                    measured.cpu_seconds,
+                    measured.cpu_utilisation,
+                    measured.cpus,
+                    measured.peak_rss,
+                    measured.min_memory_available,
+                    measured.memory_total,
+                    measured.most_jobs,
+                    measured.samples,
+                    _dumps(measured.peak_job_rss),
+                    _dumps(measured.peak_process_rss),
+                    _dumps(measured.census),
+                ),
+            )
+            db.execute("DELETE FROM jobs WHERE build_id = ?", (build_id,))
+            db.executemany(
+                "INSERT INTO jobs VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    (build_id, job.file, job.kind, job.tool, job.seconds, job.peak_rss, job.started)
+                    for job in jobs
+                ),
+            )
+            db.execute("DELETE FROM derivations WHERE build_id = ?", (build_id,))
+            db.executemany(
+                "INSERT INTO derivations VALUES (?, ?, ?, ?, ?, ?)",
+                ((build_id, path, name, s, e, int(f)) for path, name, s, e, f in derivations),
+            )
+
+    def measured(self, build_id: int, slowest: int = 10) -> Measured | None:
+        """What a build measured, with its `slowest` slowest compile jobs; None if nothing."""
+        row = self._db.execute(
+            "SELECT wall_s, cpu_seconds, cpu_utilisation, cpus, peak_rss, min_memory_available, "
+            "memory_total, most_jobs, samples, peak_job_rss, peak_process_rss, census "
+            "FROM measurements WHERE build_id = ?",
+            (build_id,),
+        ).fetchone()
+        if row is None:
+            return None
+        jobs = [
+            JobRow(*job)
+            for job in self._db.execute(
+                "SELECT file, kind, tool, seconds, peak_rss, started FROM jobs "
+                "WHERE build_id = ? AND kind IN ('compiler', 'cuda') "
+                "ORDER BY seconds DESC, peak_rss DESC LIMIT ?",
+                (build_id, slowest),
+            )
+        ]
+        return Measured(
+            build_id,
+            *row[:9],
+            peak_job_rss=_loads(row[9], {}),
+            peak_process_rss=_loads(row[10], {}),
+            census=_loads(row[11], []),
+            slowest=jobs,
+        )
+
+    def jobs(self, build_id: int) -> list[JobRow]:
+        """Every job of a build, slowest first."""
+        return [
+            JobRow(*row)
+            for row in self._db.execute(
+                "SELECT file, kind, tool, seconds, peak_rss, started FROM jobs "
+                "WHERE build_id = ? ORDER BY seconds DESC",
+                (build_id,),
+            )
+        ]
+
+    def samples(self, build_id: int) -> list[Sampled]:
+        """A build's samples in time order."""
+        return [
+            Sampled(*row)
+            for row in self._db.execute(
+                "SELECT t, cpu_percent, cpu_cores, cpu_seconds, rss, memory_available, processes, "
+                "compile_jobs, cuda_jobs, link_jobs, fraction FROM samples WHERE build_id = ? "
+                "ORDER BY t",
+                (build_id,),
+            )
+        ]
+
+    def derivations(self, build_id: int) -> list[tuple[str, str, float, float, bool]]:
+        """(drv path, name, started, ended, failed) of every derivation a build built."""
+        return [
+            (path, name, started, ended, bool(failed))
+            for path, name, started, ended, failed in self._db.execute(
+                "SELECT drv_path, name, started, ended, failed FROM derivations "
+                "WHERE build_id = ? ORDER BY started",
+                (build_id,),
+            )
+        ]
+
+    # -- what earlier builds tell ------------------------------------------------------------
+
+    def earlier_runs(self, eta_key: str, before_id: int, limit: int = 5) -> list[EarlierRun]:
+        """The latest successful builds with this ETA key (same target and settings)."""
+        runs: list[EarlierRun] = []
+        rows = self._db.execute(
+            "SELECT id, started, duration_s, progress FROM builds "
+            "WHERE eta_key = ? AND id < ? AND state = ? AND duration_s IS NOT NULL "
+            "ORDER BY id DESC LIMIT ?",
+            (eta_key, before_id, SUCCEEDED, limit * 3),
+        ).fetchall()
+        for build_id, started, duration, progress in rows:
+            # A Nix build that found everything in the store took seconds: it says nothing
+            # about how long building takes.
+            if _loads(progress, {}).get("nix") and not _loads(progress, {}).get("done"):
+                continue
+            curve: list[tuple[float, float]] = []
+            reached = 0.0
+            for t, fraction in self._db.execute(
+                "SELECT t, fraction FROM samples WHERE build_id = ? AND fraction IS NOT NULL "
+                "ORDER BY t",
+                (build_id,),
+            ):
+                # Kept monotonic (a ninja total that grows makes the fraction dip) so the ETA
+                # can search it by bisection.
+                reached = max(reached, fraction)
+                curve.append((t - started, reached))
+            runs.append(EarlierRun(build_id, duration, tuple(curve)))
+            if len(runs) == limit:
+                break
+        return runs
+
+    def job_memory_peaks(self, name: str, kind: str, limit: int = 5) -> list[JobMemoryPeak]:
+        """Per recent finished build called `name`: its largest job of `kind`, largest first."""
+        peaks: list[JobMemoryPeak] = []
+        rows = self._db.execute(
+            "SELECT id, ended, settings FROM builds WHERE name = ? AND state IN (?, ?, ?) "
+            "ORDER BY id DESC LIMIT ?",
+            (name, SUCCEEDED, FAILED, KILLED, limit),
+        ).fetchall()
+        for build_id, ended, settings in rows:
+            job = self._db.execute(
+                "SELECT file, tool, peak_rss FROM jobs WHERE build_id = ? AND kind = ? "
+                "ORDER BY peak_rss DESC LIMIT 1",
+                (build_id, kind),
+            ).fetchone()
+            if job is None:
+                continue
+            threads = _loads(settings, {}).get("nvcc_threads") or 1
+            peaks.append(JobMemoryPeak(build_id, ended, job[2], job[0], job[1], int(threads)))
+        peaks.sort(key=lambda peak: -peak.peak_rss)
+        return peaks
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "?"

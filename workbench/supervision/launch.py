@@ -1,0 +1,302 @@
+"""The argv of a build, always a list: `nix build`, `flox build`, or any command to supervise.
+
+Every name that reaches a command line is checked first: a variant against the matrix (unknown
+names get the matrix's suggestions), a flavour by name or flake attribute, and the result
+against a plain-name pattern, so nothing can smuggle an option or a second argument in.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import os
+import platform
+import re
+import shlex
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import WorkbenchError
+from workbench.matrix import Flavour, Matrix
+from workbench.settings import BuildSettings
+from workbench.supervision.history import NewBuild
+from workbench.variants import UnknownVariantError, Variant, parse
+
+# Flake attributes, Flox package names and --name values: no leading dash (an option), no
+# spaces, slashes, quotes or shell characters.
+PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,199}$")
+NIX_FEATURES = "nix-command flakes"
+BACKENDS = ("nix", "flox")
+
+
+class LaunchError(WorkbenchError):
+    """A build cannot be launched as asked; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """What `workbench build NAME` builds: a variant of the matrix or a linkage flavour."""
+
+    name: str
+    """The history's name for it: the variant name, or the flavour's name ("cuda-dyn")."""
+    attr: str
+    """The flake package: the variant name, or the flavour's attribute ("onnxruntime-cuda-dyn")."""
+    variant: Variant | None
+    flavour: Flavour | None
+
+    @property
+    def cuda(self) -> bool:
+        """Whether it compiles CUDA (nvcc jobs, with their much larger memory)."""
+        if self.variant is not None:
+            return self.variant.is_gpu
+        return bool(self.flavour and self.flavour.cuda)
+
+
+def resolve_target(name: str, matrix: Matrix) -> Target:
+    """The variant or flavour called `name`; unknown names get the nearest known ones."""
+    try:
+        flavour = matrix.flavour(name)
+    except KeyError:
+        flavour = None
+    if flavour is not None:
+        return Target(flavour.name, _checked(flavour.attr, "flake attribute"), None, flavour)
+    try:
+        variant = parse(name, matrix)
+    except UnknownVariantError as exc:
+        flavour_names = [f.name for f in matrix.flavours] + [f.attr for f in matrix.flavours]
+        near = exc.suggestions or difflib.get_close_matches(name, flavour_names, n=3, cutoff=0.6)
+        hint = f"; did you mean {', '.join(near)}?" if near else ""
+        raise LaunchError(
+            f"unknown variant {name!r}: {exc.reason}{hint} (flavours: "
+            f"{', '.join(f.name for f in matrix.flavours)}; `workbench variants` lists all)"
+        ) from None
+    return Target(variant.name, _checked(variant.name, "variant name"), variant, None)
+
+
+def _checked(name: str, what: str) -> str:
+    if not PLAIN_NAME.match(name):
+        raise LaunchError(
+            f"{name!r} is not a usable {what}: letters, digits and . _ + - only, not starting "
+            "with a dash"
+        )
+    return name
+
+
+def check_name(name: str) -> str:
+    """A `--name` for the history, checked (the same rule as flake attributes)."""
+    return _checked(name, "build name")
+
+
+def host_platform() -> str:
+    """This machine's Nix system ("x86_64-linux", "aarch64-linux")."""
+    machine = platform.machine()
+    machine = {"amd64": "x86_64", "arm64": "aarch64"}.get(machine.lower(), machine)
+    return f"{machine}-linux"
+
+
+def target_problems(target: Target) -> list[str]:
+    """Why a target cannot build on this host (wrong platform, toolkit too old), if it cannot."""
+    problems: list[str] = []
+    if target.variant is not None:
+        here = host_platform()
+        if target.variant.platform != here:
+            problems.append(
+                f"{target.name} is built on {target.variant.platform}; this host is {here}, "
+                "where the flake does not offer it"
+            )
+        if target.variant.caveat:
+            problems.append(f"{target.name}: {target.variant.caveat}")
+    return problems
+
+
+def nix_build_argv(attr: str, cores: int, max_jobs: int) -> list[str]:
+    """`nix build .#ATTR` with the log format the supervisor parses and the given parallelism.
+
+    `-L` must come before `--log-format internal-json`: Nix 2.8's `-L` resets the log format.
+    `--cores` reaches the builder as NIX_BUILD_CORES (ninja's -j) and never changes the
+    derivation's hash, so changing it never forces a rebuild.
+    """
+    _checked(attr, "flake attribute")
+    if cores < 1 or max_jobs < 1:
+        raise LaunchError(f"--jobs and --max-jobs must be at least 1 (got {cores}, {max_jobs})")
+    return [
+        "nix",
+        "--extra-experimental-features",
+        NIX_FEATURES,
+        "build",
+        f".#{attr}",
+        "-L",
+        "--log-format",
+        "internal-json",
+        "--cores",
+        str(cores),
+        "--max-jobs",
+        str(max_jobs),
+    ]
+
+
+def flox_build_argv(name: str) -> list[str]:
+    """`flox build NAME`: a package of the Flox environment in the build directory."""
+    return ["flox", "build", _checked(name, "Flox package name")]
+
+
+def display(argv: Sequence[str]) -> str:
+    """argv as a command a person can paste into a shell (quoted where needed)."""
+    return shlex.join(argv)
+
+
+def find_checkout(directory: Path) -> Path:
+    """The checkout a directory belongs to: the nearest folder above with `.git`, else itself.
+
+    The per-checkout build lock is keyed by this path, so `run` from a subdirectory of a
+    checkout that is already building is refused like a second build of the checkout.
+    """
+    resolved = directory.resolve()
+    for candidate in (resolved, *resolved.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return resolved
+
+
+def default_flake_directory(config_directory: Path) -> Path:
+    """The flake beside the configs (their checkout), else this package's repository."""
+    beside = config_directory.resolve().parent
+    if (beside / "flake.nix").is_file():
+        return beside
+    from workbench.paths import repo_root
+
+    return repo_root()
+
+
+def jobs_in_argv(argv: Sequence[str]) -> int | None:
+    """The parallel jobs a command asks for (`ninja -j4`, `make -j 8`, `build.sh --parallel 8`,
+    `nix build --cores 8`), for the history's label; None when it does not say."""
+    found: int | None = None
+    for index, arg in enumerate(argv):
+        value: str | None = None
+        if arg in ("-j", "--jobs", "--parallel", "--cores") and index + 1 < len(argv):
+            value = argv[index + 1]
+        elif arg.startswith("-j") and arg[2:].isdigit():
+            value = arg[2:]
+        elif arg.startswith(("--jobs=", "--parallel=", "--cores=")):
+            value = arg.partition("=")[2]
+        if value is not None and value.isdigit() and int(value) > 0:
+            found = int(value)
+    return found
+
+
+def eta_key(backend: str, name: str, settings: dict[str, Any]) -> str:
+    """Builds with the same key take comparable time: same target, same settings."""
+    kept = {key: value for key, value in settings.items() if key != "jobs_source"}
+    text = json.dumps([backend, name, kept], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def build_settings_record(settings: BuildSettings, jobs: int, max_jobs: int, source: str) -> dict:
+    """The settings a `workbench build` ran with, as the history keeps them."""
+    return {
+        "jobs": jobs,
+        "jobs_source": source,
+        "max_jobs": max_jobs,
+        "nvcc_threads": settings.nvcc_threads,
+        "cuda_architectures": list(settings.cuda_architectures),
+        "optimization_flags": list(settings.optimization_flags),
+        "ccache": settings.ccache,
+        "enabled_patches": list(settings.enabled_patches),
+    }
+
+
+def plan_build(
+    target: Target,
+    backend: str,
+    directory: Path,
+    settings: BuildSettings,
+    jobs: int,
+    max_jobs: int,
+    jobs_source: str,
+    forced: bool = False,
+) -> NewBuild:
+    """The build `workbench build` starts: argv, directory and the settings it records."""
+    if backend == "nix":
+        if not (directory / "flake.nix").is_file():
+            raise LaunchError(
+                f"{directory}: no flake.nix there; pass the builder flake's directory with "
+                "--directory DIR"
+            )
+        argv = nix_build_argv(target.attr, jobs, max_jobs)
+        recorded = build_settings_record(settings, jobs, max_jobs, jobs_source)
+        count: int | None = jobs
+    elif backend == "flox":
+        if target.variant is None:
+            raise LaunchError(
+                f"{target.name} is a linkage flavour of the Nix flake; the Flox environment "
+                "builds variants by name (`workbench variants --names`); use --backend nix"
+            )
+        argv = flox_build_argv(target.name)
+        recorded = {
+            "nvcc_threads": settings.nvcc_threads,
+            "cuda_architectures": list(settings.cuda_architectures),
+        }
+        count = None
+    else:
+        raise LaunchError(f"unknown backend {backend!r}; backends: {', '.join(BACKENDS)}")
+    resolved = directory.resolve()
+    return NewBuild(
+        name=target.name,
+        backend=backend,
+        argv=tuple(argv),
+        cwd=str(resolved),
+        checkout=str(find_checkout(resolved)),
+        settings=recorded,
+        eta_key=eta_key(backend, target.name, recorded),
+        nix=backend == "nix",
+        variant=target.variant.name if target.variant else None,
+        target=target.attr,
+        jobs=count,
+        forced=forced,
+    )
+
+
+def plan_run(argv: Sequence[str], name: str | None, cwd: Path, forced: bool = False) -> NewBuild:
+    """Any build command (`./build.sh --parallel 8`, `ninja -C build`, `make -j8`) to supervise."""
+    command = [arg for arg in argv]
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise LaunchError(
+            "no command to run; usage: workbench run [--name NAME] -- CMD ARGS... "
+            "(e.g. `workbench run -- ninja -C build`)"
+        )
+    program = command[0]
+    if shutil.which(program, path=os.environ.get("PATH")) is None and not (
+        os.sep in program and os.access(cwd / program, os.X_OK)
+    ):
+        raise LaunchError(
+            f"{program}: command not found (searched PATH and {cwd}); check its name, or give "
+            "its path"
+        )
+    label = check_name(name) if name else _default_name(program)
+    resolved = cwd.resolve()
+    recorded = {"argv": command, "cwd": str(resolved)}
+    return NewBuild(
+        name=label,
+        backend="run",
+        argv=tuple(command),
+        cwd=str(resolved),
+        checkout=str(find_checkout(resolved)),
+        settings=recorded,
+        eta_key=eta_key("run", label, recorded),
+        nix=os.path.basename(program) in ("nix", "nix-build"),
+        jobs=jobs_in_argv(command),
+        forced=forced,
+    )
+
+
+def _default_name(program: str) -> str:
+    base = os.path.basename(program) or "build"
+    cleaned = re.sub(r"[^A-Za-z0-9._+-]", "_", base).lstrip("-._+") or "build"
+    return cleaned[:200]

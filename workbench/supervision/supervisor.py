@@ -1,0 +1,670 @@
+"""The process that owns one build: `python -m workbench.supervision.supervisor --build-id N`.
+
+The CLI creates the build's history row, takes the checkout's lock and starts this process in
+its own session and process group (stdin /dev/null, output to builds/N/supervisor.log), handing
+it the lock's descriptor. Nothing ties it to the terminal: a SIGHUP from a dropped SSH link
+cannot reach it, and `kill -9` of the CLI leaves it running. It then:
+
+1. starts the build command in a session and process group of its own, stdout and stderr
+   merged into one pipe, and becomes the child subreaper, so processes that the build orphans
+   are re-parented to it and stay findable;
+2. pumps the pipe into builds/N/build.log as it comes and feeds the lines to the progress
+   tracker (`pipeline.LogPipeline`);
+3. samples the build's processes once a second (`monitor.Sampler`, which also finds a
+   nix-daemon's `nixbld*` builders), folds the samples into peaks (`monitor.PeakTracker`) and
+   writes state, progress, the live view and one sample row to the history;
+4. on SIGTERM (what `workbench stop` sends) ends the whole tree: TERM to the build's group and
+   every process found, KILL after the grace period the stop asked for;
+5. when the build ends, records exit status or signal, duration, the measurements and a note
+   (an OOM kill is told apart: "killed (OOM?) while compiling X, peak Y GB").
+
+The log pump is the part that must never stop: if it did, the build would die of SIGPIPE on its
+next write. So everything else (sampling, the database) is guarded, and a failure there is
+written to supervisor.log and skipped, never allowed to end the loop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import errno
+import fcntl
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from workbench.monitor import PeakTracker, Sample, Sampler, oom_note, procfs
+from workbench.progress import Progress, ProgressTracker
+from workbench.supervision import eta, tree
+from workbench.supervision.history import (
+    FAILED,
+    KILLED,
+    STOPPED,
+    STOPPING,
+    SUCCEEDED,
+    BuildRecord,
+    History,
+    JobRow,
+    Measured,
+    Sampled,
+    build_directory,
+)
+from workbench.supervision.pipeline import READ_SIZE, LogPipeline
+
+SAMPLE_INTERVAL_S = 1.0
+# Progress reaches the history at most this often between samples: a few writes a second.
+FLUSH_INTERVAL_S = 0.5
+DEFAULT_GRACE_S = 10.0
+# After the build's root process exits, processes it left behind may hold the pipe open;
+# their output is still read for this long before the supervisor stops waiting for it.
+DRAIN_S = 5.0
+_PIPE_SIZE = 1 << 20
+_F_SETPIPE_SZ = 1031
+_LIVE_PROCESSES = 24
+_CENSUS_FILES = 5
+
+
+def progress_json(progress: Progress, fraction: float | None) -> dict[str, Any]:
+    """A progress snapshot as the history stores it (`status --json` prints it)."""
+
+    def step(value: Any) -> dict[str, Any] | None:
+        if value is None:
+            return None
+        return {
+            "tool": value.tool,
+            "done": value.done,
+            "total": value.total,
+            "description": value.description,
+        }
+
+    return {
+        "planned": progress.planned,
+        "running": progress.running,
+        "done": progress.done,
+        "failed": progress.failed,
+        "nix": progress.nix,
+        "lines": progress.lines,
+        "last_line": progress.last_line[:500],
+        "step": step(progress.step),
+        "derivations": [
+            {"name": d.name, "phase": d.phase, "step": step(d.step), "started": d.started}
+            for d in progress.derivations
+        ],
+        "failed_derivations": list(progress.failed_derivations),
+        "step_failures": list(progress.step_failures)[-5:],
+        "fraction": fraction,
+    }
+
+
+class Census:
+    """Which processes the build ran: per (kind, tool, user) a count and a few files."""
+
+    def __init__(self) -> None:
+        self._seen: dict[int, float] = {}
+        self._groups: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self.users: dict[int, str] = {}
+
+    def add(self, sample: Sample) -> None:
+        """Count the processes of a sample that were not seen before."""
+        for process in sample.processes:
+            if self._seen.get(process.pid) == process.started:
+                continue
+            self._seen[process.pid] = process.started
+            uid = procfs.uid_of(process.pid)
+            user = procfs.user_name(uid) if uid is not None else "?"
+            self.users[process.pid] = user
+            key = (process.kind, process.tool, user)
+            group = self._groups.get(key)
+            if group is None:
+                group = self._groups[key] = {
+                    "kind": process.kind,
+                    "tool": process.tool,
+                    "user": user,
+                    "count": 0,
+                    "files": [],
+                    "derivations": [],
+                }
+            group["count"] += 1
+            files = group["files"]
+            if process.file and len(files) < _CENSUS_FILES and process.file not in files:
+                files.append(process.file)
+            if process.derivation and process.derivation not in group["derivations"]:
+                group["derivations"].append(process.derivation)
+
+    def groups(self) -> list[dict[str, Any]]:
+        """The census, most numerous first."""
+        return sorted(self._groups.values(), key=lambda group: (-group["count"], group["tool"]))
+
+
+def _oom_kills() -> int | None:
+    """The OOM kills counted in this process's cgroup (v2 memory.events), None if unknown."""
+    try:
+        with open("/proc/self/cgroup") as handle:
+            for line in handle:
+                if line.startswith("0::"):
+                    path = "/sys/fs/cgroup" + line[3:].strip()
+                    break
+            else:
+                return None
+        with open(os.path.join(path, "memory.events")) as handle:
+            for line in handle:
+                if line.startswith("oom_kill "):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+class Supervisor:
+    """Runs one build to its end; see the module docstring."""
+
+    def __init__(self, history: History, record: BuildRecord, log: Callable[[str], None]) -> None:
+        self.history = history
+        self.record = record
+        self.say = log
+        self.tracker = ProgressTracker(ninja_status=os.environ.get("NINJA_STATUS") or None)
+        self.peaks = PeakTracker()
+        self.census = Census()
+        self.sampler: Sampler | None = None
+        self.last_sample: Sample | None = None
+        self.earlier: list = []
+        self.process: subprocess.Popen[bytes] | None = None
+        self.root: tree.Member | None = None
+        self.pgid: int | None = None
+        self.started_wall = 0.0
+        self.started_mono = 0.0
+        self.root_status: int | None = None
+        self.root_cpu_s: float | None = None
+        self.stop_reason: str | None = None
+        self.stop_phase: str | None = None
+        self.kill_at: float | None = None
+        self.signalled: dict[int, tree.Member] = {}
+        self.stop_problems: list[str] = []
+        self.errors: set[str] = set()
+        self._flushed_lines = -1
+
+    # -- guarded side work --------------------------------------------------------------------
+
+    def _guarded(self, what: str, action: Callable[[], Any]) -> Any:
+        try:
+            return action()
+        except Exception:  # the pump must go on whatever happens here; see the docstring
+            if what not in self.errors:
+                self.errors.add(what)
+                self.say(f"{what} failed (carrying on without it):\n{traceback.format_exc()}")
+            return None
+
+    # -- main ---------------------------------------------------------------------------------
+
+    def run(self) -> int:
+        """Start the build, pump, sample, record; returns when the build has ended."""
+        record = self.record
+        directory = build_directory(self.history.state_directory, record.id)
+        directory.mkdir(parents=True, exist_ok=True)
+        log_fd = os.open(
+            record.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644
+        )
+        wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        signal.set_wakeup_fd(wake_w)
+        signal.signal(signal.SIGTERM, self._on_term)
+        signal.signal(signal.SIGCHLD, lambda *_: None)  # only to wake select() via wake_w
+        if not tree.set_child_subreaper():
+            self.say("could not become child subreaper: orphans of the build go to init")
+        self.earlier = (
+            self._guarded(
+                "reading earlier builds",
+                lambda: self.history.earlier_runs(record.eta_key, record.id),
+            )
+            or []
+        )
+        oom_before = _oom_kills()
+
+        out_r, out_w = os.pipe2(os.O_CLOEXEC)
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(out_w, _F_SETPIPE_SZ, _PIPE_SIZE)  # slack for bursts of output
+        environment = dict(os.environ)
+        # Python build scripts (ORT's build.py) block-buffer a pipe: their lines would arrive
+        # minutes late without this.
+        environment.setdefault("PYTHONUNBUFFERED", "1")
+        try:
+            self.process = subprocess.Popen(
+                list(record.argv),
+                cwd=record.cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=out_w,
+                stderr=out_w,
+                start_new_session=True,
+                env=environment,
+            )
+        except OSError as exc:
+            os.close(out_w)
+            message = f"cannot start {record.argv[0]}: {exc.strerror or exc} (in {record.cwd})"
+            os.write(log_fd, f"workbench: {message}\n".encode())
+            now = time.time()
+            self.history.finish(record.id, FAILED, now, 0.0, None, None, message, 1, {})
+            return 1
+        os.close(out_w)
+        pid = self.process.pid
+        self.pgid = pid  # start_new_session: the build leads its own session and group
+        self.started_wall = time.time()
+        self.started_mono = time.monotonic()
+        self.root = self._member(pid)
+        self.history.mark_running(record.id, pid, pid, self.started_wall)
+        self.say(f"build #{record.id}: started pid {pid}: {record.argv}")
+        self.sampler = self._guarded(
+            "starting the sampler", lambda: Sampler(root_pid=pid, daemon=record.nix)
+        )
+
+        pipeline = LogPipeline(log_fd, self.tracker)
+        self._loop(pipeline, out_r, wake_r)
+        pipeline.close()
+        os.close(out_r)
+        self._guarded("the last sample", self._sample)
+        self._sweep_leftovers()
+        if self.sampler is not None:
+            self._guarded("closing the sampler", self.sampler.close)
+        self._finish(pipeline, oom_before)
+        os.fsync(log_fd)
+        os.close(log_fd)
+        return 0
+
+    def _loop(self, pipeline: LogPipeline, out_r: int, wake_r: int) -> None:
+        eof = False
+        next_sample = time.monotonic()
+        next_flush = next_sample + FLUSH_INTERVAL_S
+        drain_until: float | None = None
+        while True:
+            now = time.monotonic()
+            if self.stop_reason is not None and self.stop_phase is None:
+                self._begin_stop()
+            if self.stop_phase == "term" and self.kill_at is not None and now >= self.kill_at:
+                self._kill_all()
+            if now >= next_sample:
+                self._guarded("sampling", self._sample)
+                if self.stop_phase == "term":
+                    self._guarded("signalling new processes", self._term_new)
+                next_sample += SAMPLE_INTERVAL_S
+                if next_sample <= now:
+                    next_sample = now + SAMPLE_INTERVAL_S
+                next_flush = now + FLUSH_INTERVAL_S
+            elif now >= next_flush:
+                if self.tracker.lines != self._flushed_lines:
+                    self._guarded("recording progress", self._flush_progress)
+                next_flush = now + FLUSH_INTERVAL_S
+            self._reap()
+            if self.root_status is not None:
+                if eof:
+                    return
+                if drain_until is None:
+                    drain_until = now + DRAIN_S
+                elif now >= drain_until:
+                    self.say("the build's output pipe is still open after it exited; stop reading")
+                    return
+            deadlines = [next_sample, next_flush]
+            if self.kill_at is not None and self.stop_phase == "term":
+                deadlines.append(self.kill_at)
+            if drain_until is not None:
+                deadlines.append(drain_until)
+            timeout = max(0.0, min(deadlines) - time.monotonic())
+            watched = [wake_r] if eof else [out_r, wake_r]
+            try:
+                ready, _, _ = select.select(watched, [], [], timeout)
+            except InterruptedError:
+                continue
+            if wake_r in ready:
+                with contextlib.suppress(BlockingIOError):
+                    while os.read(wake_r, 4096):
+                        pass
+            if out_r in ready:
+                try:
+                    chunk = os.read(out_r, READ_SIZE)
+                except OSError as exc:
+                    if exc.errno == errno.EINTR:
+                        continue
+                    raise
+                if chunk:
+                    pipeline.feed(chunk)
+                else:
+                    eof = True
+
+    # -- children -----------------------------------------------------------------------------
+
+    def _member(self, pid: int) -> tree.Member | None:
+        import psutil
+
+        try:
+            process = psutil.Process(pid)
+            return tree.Member(pid, process.create_time(), process.name())
+        except psutil.Error:
+            return None
+
+    def _reap(self) -> None:
+        """Reap the build's root and any orphan re-parented to us (we are the subreaper)."""
+        while True:
+            try:
+                pid, status, usage = os.wait4(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if self.process is not None and pid == self.process.pid:
+                self.root_status = status
+                self.root_cpu_s = usage.ru_utime + usage.ru_stime
+                # Tell Popen the child is gone, so it never waits for a reused PID.
+                self.process.returncode = os.waitstatus_to_exitcode(status)
+
+    # -- sampling and recording ---------------------------------------------------------------
+
+    def _sample(self) -> None:
+        progress = self.tracker.snapshot()
+        fraction = eta.progress_fraction(progress)
+        live: dict[str, Any] | None = None
+        sampled: Sampled | None = None
+        if self.sampler is not None:
+            names = self.tracker.derivation_names()
+            if names:
+                self.sampler.add_derivations(names)
+            sample = self.sampler.sample()
+            self.last_sample = sample
+            self.peaks.add(sample)
+            self.census.add(sample)
+            build = sample.build
+            sampled = Sampled(
+                t=build.t,
+                cpu_percent=build.cpu_percent,
+                cpu_cores=build.cpu_cores,
+                cpu_seconds=build.cpu_seconds,
+                rss=build.rss,
+                memory_available=build.memory_available,
+                processes=build.processes,
+                compile_jobs=build.compile_jobs,
+                cuda_jobs=build.cuda_jobs,
+                link_jobs=build.link_jobs,
+                fraction=fraction,
+            )
+            live = self._live(sample, fraction)
+        self.history.update_live(
+            self.record.id,
+            self.tracker.lines,
+            progress_json(progress, fraction),
+            live,
+            sampled,
+        )
+        self._flushed_lines = self.tracker.lines
+
+    def _live(self, sample: Sample, fraction: float | None) -> dict[str, Any]:
+        build = sample.build
+        jobs = [
+            p for p in sample.processes if p.kind in ("compiler", "cuda", "linker") or p.derivation
+        ]
+        jobs.sort(key=lambda p: (-p.cpu_percent, -p.rss))
+        elapsed = time.monotonic() - self.started_mono
+        estimate = eta.estimate(elapsed, fraction, self.earlier)
+        return {
+            "t": build.t,
+            "cpus": build.cpus,
+            "cpu_percent": round(build.cpu_percent, 1),
+            "cpu_cores": round(build.cpu_cores, 2),
+            "rss": build.rss,
+            "memory_available": build.memory_available,
+            "memory_total": build.memory_total,
+            "processes": build.processes,
+            "compile_jobs": build.compile_jobs,
+            "cuda_jobs": build.cuda_jobs,
+            "link_jobs": build.link_jobs,
+            "eta_s": None if estimate is None else round(estimate.remaining_s, 1),
+            "eta_basis": None if estimate is None else estimate.basis,
+            "jobs": [
+                {
+                    "pid": p.pid,
+                    "tool": p.tool,
+                    "kind": p.kind,
+                    "file": p.file,
+                    "cpu_percent": round(p.cpu_percent, 1),
+                    "rss": p.rss,
+                    "running_s": round(p.running_s(build.t), 1),
+                    "user": self.census.users.get(p.pid, "?"),
+                    "derivation": p.derivation,
+                }
+                for p in jobs[:_LIVE_PROCESSES]
+            ],
+        }
+
+    def _flush_progress(self) -> None:
+        progress = self.tracker.snapshot()
+        fraction = eta.progress_fraction(progress)
+        self.history.update_live(
+            self.record.id, self.tracker.lines, progress_json(progress, fraction)
+        )
+        self._flushed_lines = self.tracker.lines
+
+    # -- stopping -----------------------------------------------------------------------------
+
+    def _on_term(self, signum: int, _frame: Any) -> None:
+        if self.stop_reason is None:
+            self.stop_reason = "stop requested (SIGTERM to the supervisor)"
+
+    def _daemon_members(self) -> list[tree.Member]:
+        """Processes the sampler attributed to the build that are not our descendants."""
+        if self.last_sample is None:
+            return []
+        return [
+            tree.Member(p.pid, p.started, p.tool)
+            for p in self.last_sample.processes
+            if p.derivation is not None
+        ]
+
+    def _collect(self) -> dict[int, tree.Member]:
+        return tree.collect(self.root, self.pgid, self._daemon_members(), subreaper=True)
+
+    def _begin_stop(self) -> None:
+        grace = DEFAULT_GRACE_S
+        with contextlib.suppress(Exception):
+            fresh = self.history.get(self.record.id)
+            if fresh.stop_grace is not None:
+                grace = fresh.stop_grace
+        if self.root_status is not None:
+            # It ended on its own before the stop arrived: keep its real outcome.
+            self.say(f"{self.stop_reason}, but the build had already ended")
+            self.stop_reason = None
+            return
+        self.stop_phase = "term"
+        self.kill_at = time.monotonic() + grace
+        self._guarded(
+            "recording the stop",
+            lambda: self.history.update_live(
+                self.record.id,
+                self.tracker.lines,
+                progress_json(self.tracker.snapshot(), None),
+                state=STOPPING,
+            ),
+        )
+        members = self._collect()
+        self.signalled.update(members)
+        self.stop_problems += tree.signal_all(members.values(), self.pgid, signal.SIGTERM)
+        self.say(f"{self.stop_reason}: TERM to group {self.pgid} and {len(members)} processes")
+
+    def _term_new(self) -> None:
+        members = self._collect()
+        new = [m for pid, m in members.items() if pid not in self.signalled]
+        if new:
+            self.signalled.update({m.pid: m for m in new})
+            self.stop_problems += tree.signal_all(new, None, signal.SIGTERM)
+
+    def _kill_all(self) -> None:
+        self.stop_phase = "kill"
+        members = self._collect()
+        left = {pid: m for pid, m in members.items()}
+        left.update({pid: m for pid, m in self.signalled.items() if tree.is_alive(m)})
+        if left or self.root_status is None:
+            self.say(f"grace period over: KILL to group {self.pgid} and {len(left)} processes")
+            self.stop_problems += tree.signal_all(left.values(), self.pgid, signal.SIGKILL)
+            self.signalled.update(left)
+
+    def _sweep_leftovers(self) -> None:
+        """After the root exited: end what a stopped build left; note what a finished one left."""
+        members = self._guarded("finding leftover processes", self._collect) or {}
+        if not members:
+            return
+        if self.stop_reason is None:
+            names = ", ".join(f"{m.name} ({m.pid})" for m in list(members.values())[:5])
+            self.say(f"{len(members)} processes outlived the build: {names}")
+            return
+        tree.signal_all(members.values(), self.pgid, signal.SIGKILL)
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline:
+            self._reap()
+            if not any(tree.is_alive(m) for m in members.values()):
+                return
+            time.sleep(0.05)
+        left = [m for m in members.values() if tree.is_alive(m)]
+        self.stop_problems.append(
+            "still running after KILL: " + ", ".join(f"{m.name} ({m.pid})" for m in left)
+        )
+
+    # -- the end ------------------------------------------------------------------------------
+
+    def _finish(self, pipeline: LogPipeline, oom_before: int | None) -> None:
+        ended = time.time()
+        duration = time.monotonic() - self.started_mono
+        status = self.root_status
+        exit_status: int | None = None
+        signum: int | None = None
+        if status is not None:
+            if os.WIFSIGNALED(status):
+                signum = os.WTERMSIG(status)
+            elif os.WIFEXITED(status):
+                exit_status = os.WEXITSTATUS(status)
+        summary = self.peaks.summary(root_cpu_seconds=self.root_cpu_s)
+        oom_after = _oom_kills()
+        progress = self.tracker.snapshot()
+        state, note = self._outcome(exit_status, signum, summary, pipeline, progress)
+        if oom_before is not None and oom_after is not None and oom_after > oom_before:
+            note = (note + "; " if note else "") + (
+                f"the cgroup's OOM killer killed {oom_after - oom_before} process(es) meanwhile"
+            )
+        if self.stop_problems:
+            note = (note + "; " if note else "") + "; ".join(self.stop_problems[:3])
+        cpus = summary.cpus or 1
+        measured = Measured(
+            build_id=self.record.id,
+            wall_s=duration,
+            cpu_seconds=summary.cpu_seconds,
+            cpu_utilisation=100.0 * summary.cpu_seconds / (duration * cpus) if duration else 0.0,
+            cpus=cpus,
+            peak_rss=summary.peak_rss,
+            min_memory_available=summary.min_memory_available,
+            memory_total=summary.memory_total,
+            most_jobs=summary.most_jobs,
+            samples=summary.samples,
+            peak_job_rss=summary.peak_job_rss,
+            peak_process_rss=summary.peak_process_rss,
+            census=self.census.groups(),
+        )
+        jobs = [
+            JobRow(job.file, job.kind, job.tool, job.seconds, job.peak_rss, job.started)
+            for job in summary.jobs
+        ]
+        derivations = [
+            (d.drv_path, d.name, d.started, d.ended, d.failed) for d in self.tracker.finished()
+        ]
+        self._guarded(
+            "recording measurements",
+            lambda: self.history.record_measurements(self.record.id, measured, jobs, derivations),
+        )
+        fraction = eta.progress_fraction(progress)
+        self.history.finish(
+            self.record.id,
+            state,
+            ended,
+            duration,
+            exit_status,
+            signum,
+            note,
+            self.tracker.lines,
+            progress_json(progress, fraction),
+        )
+        self.say(f"build #{self.record.id}: {state} ({note or 'no note'})")
+
+    def _outcome(
+        self,
+        exit_status: int | None,
+        signum: int | None,
+        summary: Any,
+        pipeline: LogPipeline,
+        progress: Progress,
+    ) -> tuple[str, str | None]:
+        if self.stop_reason is not None:
+            how = "KILL after the grace period" if self.stop_phase == "kill" else "TERM"
+            return STOPPED, f"{self.stop_reason}; ended by {how}"
+        if exit_status == 0:
+            return SUCCEEDED, None
+        if signum == signal.SIGKILL or exit_status == 137:
+            return KILLED, oom_note(summary)
+        if pipeline.killed_compilers:
+            # ninja/make exit 1 when a compiler dies; gcc says why.
+            killed = pipeline.killed_compilers[-1].strip()
+            return (
+                FAILED,
+                f"exit {exit_status}: a compiler was killed ({killed}): {oom_note(summary)}",
+            )
+        if signum is not None:
+            return KILLED, f"killed by {signal.Signals(signum).name}"
+        detail = ""
+        if progress.failed_derivations:
+            detail = ": failed derivations: " + ", ".join(progress.failed_derivations[:3])
+        elif progress.step_failures:
+            detail = ": FAILED: " + ", ".join(progress.step_failures[-3:])
+        return FAILED, f"exit {exit_status}{detail}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: `python -m workbench.supervision.supervisor --state-dir D --build-id N`."""
+    parser = argparse.ArgumentParser(prog="workbench-supervisor")
+    parser.add_argument("--state-dir", required=True)
+    parser.add_argument("--build-id", type=int, required=True)
+    parser.add_argument("--lock-fd", type=int, help="inherited descriptor of the checkout lock")
+    args = parser.parse_args(argv)
+    # Nothing from a terminal may end us: we have none, but be explicit.
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if args.lock_fd is not None:
+        from workbench.supervision.lock import adopt
+
+        adopt(args.lock_fd)
+
+    def say(text: str) -> None:
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        print(f"{stamp} {text}", file=sys.stderr, flush=True)
+
+    history = History(Path(args.state_dir))
+    record = history.get(args.build_id)
+    if args.lock_fd is not None:
+        from workbench.supervision.lock import BuildLock
+
+        holder = BuildLock(args.lock_fd, Path(), record.checkout)
+        with contextlib.suppress(OSError):
+            holder.describe(build_id=record.id, name=record.name, pid=os.getpid())
+    supervisor = Supervisor(history, record, say)
+    try:
+        return supervisor.run()
+    except Exception:
+        say(f"supervisor failed:\n{traceback.format_exc()}")
+        with contextlib.suppress(Exception):
+            history.mark_lost(
+                record.id,
+                "the supervisor failed; see "
+                + str(build_directory(history.state_directory, record.id) / "supervisor.log"),
+            )
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

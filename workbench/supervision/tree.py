@@ -1,0 +1,174 @@
+"""Finding and ending every process of a build: its process group, its descendants, and more.
+
+A build's processes are not all in its process group: Nix's builders call setsid(), so do some
+test runners and daemons; a daemon's builders are not even descendants (they are the daemon's
+children, as `nixbld*` users). So a stop sends TERM to the group and to every process found by
+walking the tree with psutil, plus the PIDs the sampler attributed to the build; after a grace
+period, KILL to whatever is left. Processes are told apart from reused PIDs by start time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import psutil
+
+
+@dataclass(frozen=True)
+class Member:
+    """A process of the build: PID and start time (psutil's create_time), against PID reuse."""
+
+    pid: int
+    started: float
+    name: str
+
+
+def _member(process: psutil.Process) -> Member | None:
+    try:
+        with process.oneshot():
+            if process.status() == psutil.STATUS_ZOMBIE:
+                return None
+            return Member(process.pid, process.create_time(), process.name())
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return None
+
+
+def group_members(pgid: int) -> list[Member]:
+    """Live (non-zombie) processes whose process group is `pgid`."""
+    found: list[Member] = []
+    for pid in psutil.pids():
+        try:
+            if os.getpgid(pid) != pgid:
+                continue
+            member = _member(psutil.Process(pid))
+        except (OSError, psutil.Error):
+            continue
+        if member is not None:
+            found.append(member)
+    return found
+
+
+def descendants(pid: int) -> list[Member]:
+    """Live descendants of `pid` (not itself)."""
+    try:
+        children = psutil.Process(pid).children(recursive=True)
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return []
+    return [member for child in children if (member := _member(child)) is not None]
+
+
+def collect(
+    root: Member | None, pgid: int | None, extra: Iterable[Member] = (), subreaper: bool = False
+) -> dict[int, Member]:
+    """Every live process of the build: root, its group, its descendants and `extra`.
+
+    `subreaper`: the caller is the build's child subreaper (the supervisor), so orphans of the
+    build were re-parented to it: its own descendants count too.
+    """
+    found: dict[int, Member] = {}
+    if root is not None and is_alive(root):
+        found[root.pid] = root
+        for member in descendants(root.pid):
+            found.setdefault(member.pid, member)
+    if pgid is not None and pgid > 1:
+        for member in group_members(pgid):
+            found.setdefault(member.pid, member)
+            for below in descendants(member.pid):
+                found.setdefault(below.pid, below)
+    if subreaper:
+        for member in descendants(os.getpid()):
+            found.setdefault(member.pid, member)
+    for member in extra:
+        if member.pid not in found and is_alive(member):
+            found[member.pid] = member
+    found.pop(os.getpid(), None)
+    return found
+
+
+def is_alive(member: Member) -> bool:
+    """Whether this very process (same PID and start time) still runs (zombies do not)."""
+    try:
+        process = psutil.Process(member.pid)
+        with process.oneshot():
+            if abs(process.create_time() - member.started) > 0.05:
+                return False
+            return process.status() != psutil.STATUS_ZOMBIE
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return False
+
+
+def signal_all(members: Iterable[Member], pgid: int | None, signum: int) -> list[str]:
+    """Send `signum` to the group and to each member; returns what could not be signalled."""
+    problems: list[str] = []
+    if pgid is not None and pgid > 1:
+        try:
+            os.killpg(pgid, signum)
+        except ProcessLookupError:
+            pass
+        except PermissionError as exc:
+            problems.append(f"process group {pgid}: {exc.strerror}")
+    for member in members:
+        if not is_alive(member):
+            continue
+        try:
+            os.kill(member.pid, signum)
+        except ProcessLookupError:
+            pass
+        except PermissionError as exc:
+            problems.append(f"pid {member.pid} ({member.name}): {exc.strerror}")
+    return problems
+
+
+def terminate(
+    root: Member | None,
+    pgid: int | None,
+    extra: Iterable[Member] = (),
+    grace_s: float = 10.0,
+    poll_s: float = 0.1,
+) -> list[Member]:
+    """TERM the whole tree, KILL what is left after `grace_s`; returns the survivors.
+
+    For processes that are not the caller's children (the CLI ending a build whose supervisor
+    is gone). The supervisor does the same steps inside its own loop, since it must reap.
+    """
+    extra = list(extra)
+    members = collect(root, pgid, extra)
+    signal_all(members.values(), pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        # A build may start new processes while it shuts down: they get TERM too.
+        now = collect(root, pgid, extra)
+        new = [member for pid, member in now.items() if pid not in members]
+        if new:
+            signal_all(new, None, signal.SIGTERM)
+            members.update({member.pid: member for member in new})
+        if not any(is_alive(member) for member in members.values()) and not now:
+            return []
+        time.sleep(poll_s)
+    members.update(collect(root, pgid, extra))
+    signal_all(members.values(), pgid, signal.SIGKILL)
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline:
+        left = [member for member in members.values() if is_alive(member)]
+        if not left:
+            return []
+        time.sleep(poll_s)
+    return [member for member in members.values() if is_alive(member)]
+
+
+def set_child_subreaper() -> bool:
+    """Make this process the reaper of its orphaned descendants (Linux prctl); False if not."""
+    import ctypes
+
+    pr_set_child_subreaper = 36
+    with contextlib.suppress(OSError, AttributeError):
+        # CDLL(None): the symbols already loaded into Python, libc's prctl among them (no
+        # find_library, which would run ldconfig in a subprocess).
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(pr_set_child_subreaper, 1, 0, 0, 0) == 0
+    return False
