@@ -109,7 +109,7 @@ def _measure_top(refreshes: int) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--samples", type=int, default=40)
+    parser.add_argument("--samples", type=int, default=100)
     parser.add_argument("--counts", default="10,100,500")
     args = parser.parse_args()
     results = []

@@ -21,10 +21,15 @@ from workbench.tui.app import make_app  # noqa: E402
 SIZES = ((80, 24), (160, 48))
 
 
+# screen name -> keys that reach it from the first screen
+SCREENS: dict[str, tuple[str, ...]] = {"variants": (), "settings": ("s",)}
+
+
 async def capture(name: str, size: tuple[int, int], state: Path) -> Path:
     app = make_app(str(REPO / "configs"), str(state), doctor=recorded_doctor())
     async with app.run_test(size=size) as pilot:
         await app.workers.wait_for_complete()
+        await pilot.press(*SCREENS[name])
         await pilot.pause()
         path = HERE / f"{name}-{size[0]}x{size[1]}.svg"
         path.write_text(app.export_screenshot(title=f"workbench: {name}"))
@@ -33,8 +38,9 @@ async def capture(name: str, size: tuple[int, int], state: Path) -> Path:
 
 async def main() -> None:
     with tempfile.TemporaryDirectory() as state:
-        for size in SIZES:
-            print(await capture("variants", size, Path(state)))
+        for name in SCREENS:
+            for size in SIZES:
+                print(await capture(name, size, Path(state)))
 
 
 if __name__ == "__main__":

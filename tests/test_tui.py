@@ -37,3 +37,40 @@ async def test_no_gpu_host_recommends_a_cpu_variant(config_copy: Path, tmp_path:
         await pilot.pause()
         table = app.screen.query_one("#variants", DataTable)
         assert table.get_row("onnxruntime-python313-cpu-avx2")[0] == "★"
+
+
+async def test_settings_refuses_invalid_values_and_saves_keeping_comments(
+    config_copy: Path, tmp_path: Path
+):
+    from textual.widgets import Input
+
+    path = config_copy / "settings.toml"
+    before = path.read_text()
+    app = make_app(str(config_copy), str(tmp_path / "state"), doctor=recorded_doctor())
+    async with app.run_test(size=(100, 40)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.press("s")
+        await pilot.pause()
+        screen = app.screen
+        jobs = screen.query_one("#field-ninja_jobs", Input)
+        jobs.value = "0"
+        await pilot.pause()
+        error = screen.query_one("#error-ninja_jobs", Static)
+        assert error.display and "out of range" in str(error.render())
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert path.read_text() == before  # refused: nothing written
+        jobs.value = "12"
+        screen.query_one("#field-cuda_architectures", Input).value = "sm_90, 12.0"
+        await pilot.pause()
+        assert not error.display
+        advice = str(screen.query_one("#advice", Static).render())
+        assert "Peak estimate: 12 jobs" in advice
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+    after = path.read_text()
+    assert "ninja_jobs = 12" in after
+    assert 'cuda_architectures = ["90", "120"]' in after
+    assert after.replace("ninja_jobs = 12", 'ninja_jobs = "auto"').replace(
+        'cuda_architectures = ["90", "120"]', "cuda_architectures = []"
+    ) == before

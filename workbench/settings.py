@@ -118,7 +118,7 @@ def _check_count(high: int) -> Callable[[Any, Context], int]:
 
 
 def _check_architectures(value: Any, context: Context) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
         raise Refused("not a list of architectures")
     try:
         return tuple(normalise_list(value, context.matrix.known_cuda_architectures))
@@ -127,7 +127,7 @@ def _check_architectures(value: Any, context: Context) -> tuple[str, ...]:
 
 
 def _check_flags(value: Any, _: Context) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
         raise Refused("not a list of flags")
     bad = [flag for flag in value if not COMPILER_FLAG.match(flag)]
     if bad:
@@ -149,7 +149,7 @@ def _check_linkage(value: Any, context: Context) -> str:
 
 
 def _check_patches(value: Any, context: Context) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
         raise Refused("not a list of patch names")
     available = context.available_patches()
     for name in value:
@@ -321,32 +321,50 @@ def get_setting(settings: BuildSettings, key: str) -> Any:
     return getattr(settings, key)
 
 
-def set_setting(config_directory: Path, matrix: Matrix, key: str, value: Any) -> BuildSettings:
-    """Change one setting and write the file atomically, keeping comments and layout.
+def check_value(config_directory: Path, matrix: Matrix, key: str, value: Any) -> Any:
+    """The checked value for `key` from command-line text or a typed value.
 
-    `value` is command-line text or an already typed value (from the TUI). A refused value
-    raises ConfigError naming file, key, value and what is allowed; the file is not touched.
+    Raises ConfigError naming the key, the value and what is allowed (the TUI shows it as the
+    user types).
     """
     spec = _spec(key)
-    path = settings_path(config_directory)
     context = Context(matrix, patches_dir(config_directory))
     typed = spec.from_text(value) if isinstance(value, str) else value
     try:
-        checked = spec.check(typed, context)
+        return spec.check(typed, context)
     except Refused as why:
+        path = settings_path(config_directory)
         raise _refusal(path, None, key, repr(value), why, context) from None
+
+
+def set_settings(config_directory: Path, matrix: Matrix, changes: dict[str, Any]) -> BuildSettings:
+    """Change several settings in one atomic write, keeping comments and layout.
+
+    Values are command-line text or typed values (from the TUI). If any is refused, ConfigError
+    names file, key, value and what is allowed, and the file is not touched.
+    """
+    checked = {
+        key: check_value(config_directory, matrix, key, value) for key, value in changes.items()
+    }
+    path = settings_path(config_directory)
+    context = Context(matrix, patches_dir(config_directory))
     with locked_directory(config_directory):
         document = load_document(path)
-        stored: Any = list(checked) if isinstance(checked, tuple) else checked
-        if isinstance(stored, list):
-            array = tomlkit.array()
-            array.extend(stored)
-            stored = array
-        if key not in document:
-            document.add(tomlkit.nl())
-            document.add(tomlkit.comment(spec.meaning))
-        document[key] = stored
+        for key, value in checked.items():
+            stored: Any = value
+            if isinstance(value, tuple):
+                stored = tomlkit.array()
+                stored.extend(value)
+            if key not in document:
+                document.add(tomlkit.nl())
+                document.add(tomlkit.comment(SPECS[key].meaning))
+            document[key] = stored
         text = tomlkit.dumps(document)
         settings = _validate(document.unwrap(), path, text, context)
         write_atomically(path, text)
     return settings
+
+
+def set_setting(config_directory: Path, matrix: Matrix, key: str, value: Any) -> BuildSettings:
+    """Change one setting (see set_settings)."""
+    return set_settings(config_directory, matrix, {key: value})

@@ -37,7 +37,8 @@ def _ptrace_works() -> bool:
             timeout=30,
             check=False,
         )
-        return "ptrace:" not in done.stderr and "LWP" in done.stdout + done.stderr
+        said = done.stdout + done.stderr
+        return "ptrace:" not in said and ("LWP" in said or f"process {sleeper.pid}" in said)
     finally:
         sleeper.kill()
         sleeper.wait()

@@ -119,7 +119,7 @@ def test_busy_program_is_not_called_hung(start) -> None:
 
 
 def test_process_exiting_mid_capture_keeps_partial_samples(start) -> None:
-    program = start("short_lived", "700")
+    program = start("short_lived", "1000")
     captured = capture(program.pid, CaptureOptions(samples=30, interval=0.1, observe=0.05))
 
     assert not captured.complete and captured.exited
@@ -240,3 +240,11 @@ def test_slow_gdb_falls_back_to_symbols_only(start) -> None:
     assert diagnose(captured).kind == "deadlock"
     time.sleep(0.1)
     assert program.state() == "S"  # not left stopped by the killed gdb
+
+
+def test_interactive_gdb_command_loads_no_init_files() -> None:
+    from workbench.debugging.gdb_session import interactive_command
+
+    argv = interactive_command(1234)
+    assert argv[0] == find_gdb() and argv[-2:] == ["-p", "1234"]
+    assert "--nx" in argv and "set auto-load off" in argv

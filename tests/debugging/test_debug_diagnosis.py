@@ -172,6 +172,25 @@ def test_bridge_stub_seen_alone_is_recognised_through_provider_gethost() -> None
     assert any(finding.kind == "static-init" for finding in diagnosis.findings)
 
 
+def test_bridge_loop_through_g_host_found_from_the_stepping_trail() -> None:
+    stub = "onnxruntime::TensorShape::SizeHelper"
+    host = "onnxruntime::ProviderHostImpl::TensorShape__SizeHelper"
+    trail = (stub, host, stub, host, stub)
+
+    def sample() -> list[ThreadStack]:
+        return [
+            _stack(stub, "onnxruntime::Initialize", "main", trail=trail, trail_top=(stub, host))
+        ]
+
+    diagnosis = diagnose(_capture(sample(), sample(), running={100: True}))
+    assert diagnosis.kind == "call-cycle" and diagnosis.primary.pattern == "tail-calls"
+    assert diagnosis.summary.startswith(
+        "ProviderHostImpl::TensorShape__SizeHelper calls TensorShape::SizeHelper which calls "
+        "back through g_host:"
+    )
+    assert diagnosis.proposed_patch is not None
+
+
 def test_self_deadlock_on_a_mutex_held_by_the_same_thread() -> None:
     thread = _stack(
         "__lll_lock_wait",

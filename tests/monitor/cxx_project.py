@@ -62,7 +62,7 @@ target_link_libraries(fixture_main fixture)
 
 
 def write_project(
-    directory: Path, units: int = 12, heavy: Sequence[int] = (0, 5, 10), depth: int = 40
+    directory: Path, units: int = 12, heavy: Sequence[int] = (0, 5, 10), depth: int = 20
 ) -> list[str]:
     """Write the project into `directory`; returns the names of its translation units."""
     directory.mkdir(parents=True, exist_ok=True)

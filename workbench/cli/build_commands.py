@@ -312,7 +312,7 @@ def _launch(args: argparse.Namespace, history: Any, plan: Any, warnings: list[st
     record = _wait_started(history, record.id, supervisor)
     _say(f"build #{record.id} ({record.name}): {display(record.argv)}")
     _say(f"in {record.cwd}; log {record.log_path}")
-    if not record.active:
+    if not record.active and record.started is None:  # it never ran: say why
         from workbench.supervision.follow import exit_code, outcome_line
 
         _say(outcome_line(record))

@@ -13,7 +13,6 @@ The JSON documents are described in workbench.debugging.report and workbench.deb
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
@@ -147,6 +146,8 @@ def _diagnose_and_patch(args: argparse.Namespace, captured: Any) -> Any:
 
 def run_bt(args: argparse.Namespace) -> int:
     """Capture PID, diagnose, print; 0 complete, 1 partial (the process exited part-way)."""
+    import json
+
     from workbench.debugging.capture import capture
     from workbench.debugging.report import bt_document, render_text
 
@@ -169,6 +170,8 @@ def _command(argv: list[str], what: str) -> list[str]:
 
 def run_debug_bt(args: argparse.Namespace) -> int:
     """Start CMD, capture after --after seconds, diagnose, stop it; nothing is left running."""
+    import json
+
     from workbench.debugging.capture import capture
     from workbench.debugging.errors import ProcessGoneError
     from workbench.debugging.program import Program, describe_status, pick_target
@@ -218,6 +221,8 @@ def run_debug_bt(args: argparse.Namespace) -> int:
 
 def run_smoke(args: argparse.Namespace) -> int:
     """Run the smoke check; 0 passed, 1 failed or error, 3 hung (stacks captured)."""
+    import json
+
     from workbench.debugging import smoke
 
     target = list(args.target)

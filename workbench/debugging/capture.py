@@ -103,10 +103,10 @@ def preflight(pid: int, proc: Path = procfs.PROC) -> procfs.Stat:
         parent = procfs.read_stat(stat.ppid, proc=proc)
         parent_text = f"{stat.ppid} ({parent.comm})" if parent else str(stat.ppid)
         raise ZombieError(
-            f"process {pid} ({stat.comm}) is a zombie: it has exited and its parent, process "
-            f"{parent_text}, has not reaped it; it has no threads or memory left to debug. "
-            f"Debug its parent instead (`workbench bt {stat.ppid}`), or end the parent to "
-            "clear it"
+            f"process {pid} ({stat.comm}) is a zombie: it has exited, and its parent, process "
+            f"{parent_text}, has not collected its exit status (wait), so no threads or memory "
+            f"are left to debug. If the parent is what hangs, run `workbench bt {stat.ppid}`; "
+            "ending the parent clears the zombie"
         )
     tracer = procfs.read_status(pid, proc).get("TracerPid", "0")
     if tracer.isdigit() and int(tracer) != 0:

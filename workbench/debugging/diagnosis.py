@@ -54,8 +54,8 @@ RANK = {
     "static-init": 1,
     "lock-wait": 3,
     "exited": 4,
-    "spin": 5,
-    "busy": 6,
+    "busy": 5,
+    "spin": 6,
     "waiting": 7,
     "unknown": 8,
 }
@@ -257,8 +257,9 @@ def _recursion(tid: int, history: list[ThreadStack]) -> Finding | None:
         f"{' → '.join(_short(name) for name in order)} → {_short(order[0])} …"
     )
     if bridge:
-        summary = _bridge_summary(bridge) + f" ({describe(last)}, unbounded recursion)"
-        evidence.append(_bridge_evidence(bridge))
+        via = _host_access({name for thread in history for name in thread.functions()})
+        summary = _bridge_summary(bridge, via) + f" ({describe(last)}, unbounded recursion)"
+        evidence.append(_bridge_evidence(bridge, via))
     return Finding(
         kind="call-cycle",
         summary=summary,
@@ -399,8 +400,11 @@ def _tail_call_loop(
             + " again and again"
         )
     if bridge:
-        summary = _bridge_summary(bridge) + f" ({describe(last)}, a tail-call loop at 100% CPU)"
-        evidence.append(_bridge_evidence(bridge))
+        via = _host_access(seen | set(base_loop))
+        summary = (
+            _bridge_summary(bridge, via) + f" ({describe(last)}, a tail-call loop at 100% CPU)"
+        )
+        evidence.append(_bridge_evidence(bridge, via))
         if not any(bridge_names.host_method_parts(name) for name in functions):
             functions.append(bridge.host_method)
     else:
@@ -420,18 +424,24 @@ def _tail_call_loop(
     )
 
 
-def _bridge_summary(bridge: BridgePair) -> str:
+def _host_access(names: set[str] | list[str]) -> str:
+    """How the stubs reach the host: Provider_GetHost() when seen, else ORT's g_host pointer."""
+    return "Provider_GetHost()" if any(map(bridge_names.is_get_host, names)) else "g_host"
+
+
+def _bridge_summary(bridge: BridgePair, via: str) -> str:
     return (
-        f"{bridge.host_method} calls {bridge.counterpart} which calls back through "
-        "Provider_GetHost(): the provider bridge loops on itself in a static build"
+        f"{bridge.host_method} calls {bridge.counterpart} which calls back through {via}: "
+        "the provider bridge loops on itself in a static build"
     )
 
 
-def _bridge_evidence(bridge: BridgePair) -> str:
+def _bridge_evidence(bridge: BridgePair, via: str) -> str:
+    method = bridge.host_method.split("::")[-1]
     return (
-        f"{bridge.counterpart} is the provider's bridge stub (it calls "
-        f"Provider_GetHost()->{bridge.host_method.split('::')[-1]}()), and in one static "
-        f"binary {bridge.host_method} resolves {bridge.counterpart} to that same stub"
+        f"{bridge.counterpart} is the provider's bridge stub (it calls {via}->{method}()), "
+        f"and in one static binary {bridge.host_method} resolves {bridge.counterpart} to "
+        "that same stub"
     )
 
 
@@ -727,14 +737,20 @@ def _activity_findings(
         and not spinning
         and not any(tid in explained for tid in histories if tid not in {t for t, _ in blocked})
     ):
+        # Thread pools have many identical waiters: one line per distinct stack.
+        groups: dict[str, list[ThreadStack]] = {}
+        for _tid, history in blocked:
+            groups.setdefault(_brief_stack(history[-1]), []).append(history[-1])
         evidence = []
-        for _tid, history in blocked[:8]:
-            last = history[-1]
+        for members in list(groups.values())[:8]:
+            last = members[0]
             kind = last.wait.kind if last.wait else (last.wchan or last.state or "?")
-            evidence.append(
-                f"{describe(last)} [{last.state or '?'}] waits ({kind}): "
-                + " ← ".join(_short(n) for n in last.functions()[:5])
+            who = (
+                describe(last)
+                if len(members) == 1
+                else f"{len(members)} threads like {describe(last)}"
             )
+            evidence.append(f"{who} [{last.state or '?'}] wait ({kind}): {_brief_stack(last)}")
         findings.append(
             Finding(
                 kind="waiting",
@@ -747,6 +763,15 @@ def _activity_findings(
             )
         )
     return findings
+
+
+def _brief_stack(thread: ThreadStack) -> str:
+    """A few frames around the program's own innermost frame: where it waits, in its terms."""
+    frames = list(thread.frames)
+    user = _user_frame(frames)
+    at = frames.index(user) if user else 0
+    chosen = frames[max(0, at - 2) : at + 2] if user else frames[:5]
+    return " ← ".join(_short(frame.function or "??") for frame in chosen)
 
 
 def _activity_text(activity: ThreadActivity | None) -> str:

@@ -77,6 +77,24 @@ def gdb_command(gdb: str, *, symbols_only: bool = False) -> list[str]:
     return argv
 
 
+def interactive_command(pid: int, gdb: str | None = None) -> list[str]:
+    """argv of an interactive `gdb -p PID` for a person at the terminal (the TUI's key).
+
+    The same safety as the MI sessions: no init files, no auto-loaded scripts, no network.
+    """
+    return [
+        find_gdb(gdb),
+        "--nx",
+        "--quiet",
+        "-iex",
+        "set auto-load off",
+        "-iex",
+        "set debuginfod enabled off",
+        "-p",
+        str(int(pid)),
+    ]
+
+
 @dataclass
 class MiResult:
     """A command's result record: message ("done", "error", ...), payload, console text."""

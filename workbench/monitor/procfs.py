@@ -81,6 +81,103 @@ def list_pids() -> dict[int, int]:
     return result
 
 
+class PidScanner:
+    """Lists /proc each sample and says which PIDs may be processes not judged before.
+
+    A PID is worth a look if it was not listed last time, or if the kernel handed it out
+    again since: a process that was "not ours" may have ended and its PID gone to a new
+    build process within one interval (pid_max is often 32768). The kernel's last allocated
+    PID (/proc/sys/kernel/ns_last_pid) tells which PIDs it handed out since the last scan,
+    so one listdir() and a few set operations find both, with no per-PID work in Python.
+    Where that file is missing (kernels without CONFIG_CHECKPOINT_RESTORE), the inode of
+    each /proc/PID directory, which the kernel renews for a new process, tells instead.
+    """
+
+    def __init__(self) -> None:
+        self._names: set[str] = set()
+        self._inodes: dict[int, int] = {}
+        self._last: int | None = None
+        self._last_fd = _open_path(f"{PROC}/sys/kernel/ns_last_pid")
+        self._pid_max = _read_int(f"{PROC}/sys/kernel/pid_max") or 4194304
+
+    def scan(self) -> tuple[set[str], set[int]]:
+        """(every /proc entry name now, PIDs that may be new processes since the last scan)."""
+        if self._last_fd is None:
+            return self._scan_inodes()
+        last = self._read_last()
+        names = set(os.listdir(PROC))
+        fresh = names - self._names
+        candidates = {int(name) for name in fresh if name.isdigit()}
+        previous = self._last
+        if previous is not None and last is not None and last != previous:
+            handed_out = (last - previous) % self._pid_max
+            if handed_out * 4 > len(names):
+                # Many PIDs handed out: test the listed ones rather than the range.
+                for name in names:
+                    if name.isdigit() and _within(int(name), previous, last):
+                        candidates.add(int(name))
+            else:
+                for offset in range(1, handed_out + 1):
+                    pid = (previous + offset) % self._pid_max
+                    if str(pid) in names:
+                        candidates.add(pid)
+        self._names, self._last = names, last
+        return names, candidates
+
+    def _read_last(self) -> int | None:
+        assert self._last_fd is not None
+        data = read_fd(self._last_fd)
+        try:
+            return int(data) if data else None
+        except ValueError:
+            return None
+
+    def _scan_inodes(self) -> tuple[set[str], set[int]]:
+        names: set[str] = set()
+        inodes: dict[int, int] = {}
+        candidates: set[int] = set()
+        old = self._inodes
+        with os.scandir(PROC) as entries:
+            for entry in entries:
+                name = entry.name
+                names.add(name)
+                if name.isdigit():
+                    pid, inode = int(name), entry.inode()
+                    inodes[pid] = inode
+                    if old.get(pid) != inode:
+                        candidates.add(pid)
+        self._names, self._inodes = names, inodes
+        return names, candidates
+
+    def close(self) -> None:
+        """Close the descriptor on ns_last_pid."""
+        if self._last_fd is not None:
+            os.close(self._last_fd)
+            self._last_fd = None
+
+
+def _within(pid: int, previous: int, last: int) -> bool:
+    """Whether the kernel handed `pid` out after `previous`, up to `last` (wrapping)."""
+    if previous < last:
+        return previous < pid <= last
+    return pid > previous or pid <= last
+
+
+def _open_path(path: str) -> int | None:
+    try:
+        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+
+
+def _read_int(path: str) -> int | None:
+    try:
+        with open(path, "rb") as handle:
+            return int(handle.read())
+    except (OSError, ValueError):
+        return None
+
+
 def open_file(pid: int, name: str) -> int | None:
     """An open descriptor on /proc/PID/NAME, or None if the process is gone or hidden."""
     try:

@@ -117,28 +117,28 @@ class _Proc:
         "comm",
         "derivation",
         "fd",
-        "sched",
-        "sched_fd",
         "file",
-        "ino",
         "job",
         "job_kind",
         "kind",
+        "name",
         "own",
         "pid",
         "ppid",
         "raw",
         "rss",
         "sample",
+        "sched",
+        "sched_fd",
         "starttime",
         "state",
         "threads",
         "tool",
     )
 
-    def __init__(self, pid: int, ino: int) -> None:
+    def __init__(self, pid: int) -> None:
         self.pid = pid
-        self.ino = ino
+        self.name = str(pid)  # its /proc entry
         self.fd: int | None = None
         self.sched_fd: int | None = None
         self.sched = b""
@@ -200,9 +200,10 @@ class Sampler:
         self._fds_open = 0
         self._boot = procfs.boot_time()
         self._members: dict[int, _Proc] = {}
-        self._foreign: dict[int, int] = {}  # pid -> /proc inode, judged not part of the build
-        self._watched: dict[int, tuple[int, str]] = {}  # nix-daemon processes: pid -> (ino, comm)
-        self._unattributed: dict[int, int] = {}  # daemon builders of unknown derivations
+        self._scanner = procfs.PidScanner()
+        self._watched: dict[int, str] = {}  # nix-daemon processes: pid -> comm
+        self._unattributed: set[int] = set()  # daemon builders of derivations not known (yet)
+        self._rejudge: set[int] = set()
         self._last_t: float | None = None
         self._cpu_ticks = 0
         self._closed = False
@@ -216,8 +217,7 @@ class Sampler:
             return
         self._names |= new
         # Builders seen before their derivation was known are judged again.
-        for pid in self._unattributed:
-            self._foreign.pop(pid, None)
+        self._rejudge |= self._unattributed
         self._unattributed.clear()
 
     def sample(self) -> Sample:
@@ -227,12 +227,12 @@ class Sampler:
         now = self._clock()
         interval = 0.0 if self._last_t is None else max(0.0, now - self._last_t)
         previous_t = self._last_t
-        pids = procfs.list_pids()
+        names, candidates = self._scanner.scan()
         ticks = 0
         gone: list[_Proc] = []
         members = self._members
         for pid, proc in members.items():
-            if pids.get(pid) != proc.ino:
+            if proc.name not in names:
                 gone.append(proc)
                 continue
             if proc.sched_fd is not None and proc.threads == 1:
@@ -281,7 +281,7 @@ class Sampler:
             self._forget(proc)
         if gone:
             ticks -= self._counted_again(gone)
-        ticks += self._discover(pids, now, previous_t)
+        ticks += self._discover(names, candidates, now, previous_t)
         self._cpu_ticks += ticks
         self._last_t = now
         return self._build_sample(now, interval, ticks)
@@ -313,6 +313,7 @@ class Sampler:
         for proc in self._members.values():
             self._close_fd(proc)
         self._members.clear()
+        self._scanner.close()
         self._closed = True
 
     def __enter__(self) -> Sampler:
@@ -387,47 +388,44 @@ class Sampler:
 
     # -- discovery ----------------------------------------------------------------------------
 
-    def _discover(self, pids: dict[int, int], now: float, previous_t: float | None) -> int:
-        """Judge PIDs not seen before; returns the CPU ticks the new members already used."""
-        members, foreign, watched = self._members, self._foreign, self._watched
-        for pid, (ino, comm) in list(watched.items()):
-            if pids.get(pid) != ino:
-                del watched[pid]
-                foreign.pop(pid, None)
-                continue
-            result = procfs.read_stat(pid)
+    def _discover(
+        self, names: set[str], candidates: set[int], now: float, previous_t: float | None
+    ) -> int:
+        """Judge PIDs that may be new processes; returns the CPU ticks new members already used."""
+        members, watched = self._members, self._watched
+        for pid, comm in list(watched.items()):
+            result = procfs.read_stat(pid) if str(pid) in names else None
             if result is None or result[1].comm != comm:
-                # It exec'd: a daemon's forked child became a builder. Judge it afresh.
+                # Gone, or it exec'd: a daemon's forked child became a builder. Judge afresh.
                 del watched[pid]
-                foreign.pop(pid, None)
-        pending: dict[int, tuple[int, bytes, procfs.Stat]] = {}
-        for pid, ino in pids.items():
-            if pid in members or foreign.get(pid) == ino:
+                if result is not None:
+                    candidates.add(pid)
+        if self._rejudge:
+            candidates |= self._rejudge
+            self._rejudge.clear()
+        pending: dict[int, tuple[bytes, procfs.Stat]] = {}
+        for pid in candidates:
+            if pid in members or pid in watched:
                 continue
             result = procfs.read_stat(pid)
-            if result is None:
-                continue
-            pending[pid] = (ino, result[0], result[1])
+            if result is not None:
+                pending[pid] = result
         ticks = 0
         progress = True
         while pending and progress:
             progress = False
             for pid in list(pending):
-                ino, data, stat = pending[pid]
+                data, stat = pending[pid]
                 if stat.ppid in pending and stat.ppid != pid:
                     continue  # judge the parent first
                 del pending[pid]
                 progress = True
-                derivation = self._judge(pid, ino, stat)
-                if derivation is False:
-                    foreign[pid] = ino
-                    continue
-                ticks += self._join(pid, ino, data, stat, derivation, now, previous_t)
-        for pid, (ino, _data, _stat) in pending.items():
-            foreign[pid] = ino  # a parent loop cannot happen; be safe anyway
+                derivation = self._judge(pid, stat)
+                if derivation is not False:
+                    ticks += self._join(pid, data, stat, derivation, now, previous_t)
         return ticks
 
-    def _judge(self, pid: int, ino: int, stat: procfs.Stat) -> str | bool | None:
+    def _judge(self, pid: int, stat: procfs.Stat) -> str | bool | None:
         """False: not the build's. Otherwise the derivation it works for (None if unknown)."""
         if pid == self.root_pid:
             return None
@@ -438,7 +436,7 @@ class Sampler:
             return False
         if stat.comm == NIX_DAEMON:
             # The daemon, its workers, and forked children that have not exec'd the builder yet.
-            self._watched[pid] = (ino, stat.comm)
+            self._watched[pid] = stat.comm
             return False
         parent_is_daemon = stat.ppid in self._watched
         if not parent_is_daemon:
@@ -449,21 +447,20 @@ class Sampler:
             return None
         derivation = attribute_builder(pid, self._names)
         if derivation is None:
-            self._unattributed[pid] = ino
+            self._unattributed.add(pid)
             return False
         return derivation
 
     def _join(
         self,
         pid: int,
-        ino: int,
         data: bytes,
         stat: procfs.Stat,
         derivation: str | None,
         now: float,
         previous_t: float | None,
     ) -> int:
-        proc = _Proc(pid, ino)
+        proc = _Proc(pid)
         if self._fds_open < self._fd_budget:
             fd = procfs.open_stat(pid)
             if fd is not None:

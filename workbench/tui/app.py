@@ -27,6 +27,13 @@ class WorkbenchApp(App[None]):
         Binding(
             "q", "quit", "Quit", id="quit", tooltip="Leave the workbench (builds keep running)"
         ),
+        Binding(
+            "s",
+            "settings",
+            "Settings",
+            id="settings",
+            tooltip="Edit ninja jobs, nvcc threads, CUDA architectures, linkage, ccache, patches",
+        ),
     ]
 
     def __init__(
@@ -37,10 +44,17 @@ class WorkbenchApp(App[None]):
         self.state_directory = state_directory
         self.matrix = matrix
         self.doctor = doctor
+        self.report: DoctorReport | None = None  # the last detection, shared by the screens
 
     def on_mount(self) -> None:
         self.sub_title = f"ONNX Runtime {self.matrix.ort_version}"
         self.push_screen(VariantsScreen(self.matrix, self.config_directory, self.doctor))
+
+    def action_settings(self) -> None:
+        from workbench.tui.settings_screen import SettingsScreen
+
+        if not isinstance(self.screen, SettingsScreen):
+            self.push_screen(SettingsScreen(self.matrix, self.config_directory, self.report))
 
 
 def make_app(

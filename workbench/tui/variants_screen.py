@@ -88,6 +88,7 @@ class VariantsScreen(Screen[None]):
         self.app.call_from_thread(self.show_report, report)
 
     def show_report(self, report: DoctorReport) -> None:
+        self.app.report = report  # type: ignore[attr-defined]
         hardware = report.hardware
         gpu = hardware.gpu
         missing = [tool.name for tool in report.tools if not tool.found]

@@ -1,0 +1,328 @@
+"""Real builds through the real CLI: the fixture C++ project built by cmake's ninja files.
+
+What must hold: progress counts equal ninja's; `kill -9` of the launching CLI (or a closed
+terminal) leaves the build running to the end with every line of its log and a finished row;
+`stop` leaves no process behind; a second launch in the same checkout is refused unless
+`--force`; an OOM-like kill is told apart; two builds compare in `report`.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import signal
+import subprocess
+import termios
+from pathlib import Path
+
+import psutil
+import pytest
+from conftest import needs_cxx_tools
+from supervised import Bench, build_id_from, ninja_log_outputs, ninja_steps, token_processes
+
+from workbench.supervision.history import KILLED, LOST, STOPPED, SUCCEEDED
+from workbench.supervision.lock import is_held
+
+pytestmark = [needs_cxx_tools]
+
+
+def _compiling(bench: Bench, build_id: int) -> list[dict]:
+    """The compile jobs the supervisor's live view shows now."""
+    live = bench.record(build_id).live or {}
+    return [job for job in live.get("jobs", []) if job["kind"] == "compiler" and job["file"]]
+
+
+def _tree(record) -> dict[int, float]:
+    """PID -> start time of every process of a build now (root, descendants, group)."""
+    found: dict[int, float] = {}
+    root = psutil.Process(record.build_pid)
+    for process in [root, *root.children(recursive=True)]:
+        try:
+            found[process.pid] = process.create_time()
+        except psutil.Error:
+            continue
+    for process in psutil.process_iter():
+        try:
+            if os.getpgid(process.pid) == record.pgid:
+                found[process.pid] = process.create_time()
+        except (OSError, psutil.Error):
+            continue
+    return found
+
+
+def _alive(pid: int, started: float) -> bool:
+    try:
+        process = psutil.Process(pid)
+        return (
+            abs(process.create_time() - started) < 0.05 and process.status() != psutil.STATUS_ZOMBIE
+        )
+    except psutil.Error:
+        return False
+
+
+@pytest.mark.slow
+def test_two_builds_measured_and_compared(bench: Bench, cxx_project: tuple[Path, Path]) -> None:
+    checkout, build = cxx_project
+    first = bench.run(
+        "run", "--name", "fixture", "--", "ninja", "-C", str(build), "-j1", cwd=checkout
+    )
+    assert first.returncode == 0, first.stderr
+    one = build_id_from(first.stderr)
+    log_one = bench.record(one).log_path
+    outputs = ninja_log_outputs(build)
+
+    clean = subprocess.run(
+        ["ninja", "-C", str(build), "-t", "clean"], capture_output=True, check=False
+    )
+    assert clean.returncode == 0
+    second = bench.run(
+        "run", "--name", "fixture", "--", "ninja", "-C", str(build), "-j2", cwd=checkout
+    )
+    assert second.returncode == 0, second.stderr
+    two = build_id_from(second.stderr)
+
+    # The CLI printed the log while following; the file holds the same, byte for byte.
+    assert Path(log_one).read_text() == first.stdout
+    # Progress counts equal ninja's: every edge ninja ran, [1/N] .. [N/N].
+    steps = ninja_steps(first.stdout)
+    total = len(outputs)
+    assert steps == [(n, total) for n in range(1, total + 1)]
+    for build_id in (one, two):
+        record = bench.record(build_id)
+        assert record.state == SUCCEEDED and record.exit_status == 0
+        step = record.progress["step"]
+        assert (step["tool"], step["done"], step["total"]) == ("ninja", total, total)
+        assert record.progress["fraction"] == 1.0
+
+    history = bench.json("history", "--json")
+    by_id = {b["id"]: b for b in history["builds"]}
+    assert by_id[one]["jobs"] == 1 and by_id[two]["jobs"] == 2
+    for build_id in (one, two):
+        measured = by_id[build_id]["measurements"]
+        assert measured["peak_rss"] > 10 * 1024**2
+        assert measured["peak_job_rss"]["compiler"] > 10 * 1024**2
+        assert measured["cpu_seconds"] > 1.0
+        slowest = [job["file"] for job in measured["slowest"]]
+        assert any("heavy_" in file for file in slowest[:3]), slowest
+        seen = {(group["kind"], group["tool"]) for group in measured["processes_seen"]}
+        assert ("compiler", "cc1plus") in seen and ("driver", "ninja") in seen
+    assert by_id[one]["measurements"]["most_jobs"] == 1
+    assert by_id[two]["measurements"]["most_jobs"] == 2
+
+    status = bench.json("status", "--json")
+    assert status["running"] == []
+    assert [b["id"] for b in status["recent"][:2]] == [two, one]
+
+    table = bench.run("report", str(one), str(two), timeout=60)
+    assert table.returncode == 0, table.stderr
+    assert f"| Metric | #{one} fixture (j1) | #{two} fixture (j2) | Change |" in table.stdout
+    assert "| Build time |" in table.stdout and "| Compile jobs at once (most) | 1 | 2 | +1 |" in (
+        table.stdout
+    )
+    (bench.state / "report.md").write_text(table.stdout)  # kept for the closing note
+    as_json = bench.json("report", str(one), str(two), "--format", "json")
+    assert [row["key"] for row in as_json["table"]][:4] == ["command", "jobs", "outcome", "wall_s"]
+
+
+@pytest.mark.slow
+def test_kill_9_of_the_cli_leaves_the_build_running(
+    bench: Bench, cxx_project: tuple[Path, Path]
+) -> None:
+    checkout, build = cxx_project
+    cli = bench.start("run", "--name", "k9", "--", "ninja", "-C", str(build), "-j1", cwd=checkout)
+    build_id = bench.wait_for(
+        "the build to run",
+        lambda: (r := _first(bench)) is not None and r.state == "running" and r.lines > 1 and r.id,
+        timeout=60,
+    )
+    os.kill(cli.pid, signal.SIGKILL)
+    cli.wait(timeout=10)
+    assert cli.returncode == -signal.SIGKILL
+    assert bench.record(build_id).active  # still building without its CLI
+    record = bench.wait_ended(build_id, timeout=180)
+    assert record.state == SUCCEEDED and record.exit_status == 0, record.note
+    log = Path(record.log_path).read_text()
+    total = len(ninja_log_outputs(build))
+    assert ninja_steps(log) == [(n, total) for n in range(1, total + 1)]
+    assert log.rstrip().endswith("Linking CXX executable fixture_main")
+    assert record.lines == len(log.splitlines())
+    assert not is_held(bench.state, record.checkout)  # the supervisor's lock went with it
+    assert bench.json("history", "--json")["builds"][0]["measurements"]["samples"] >= 2
+
+
+def _first(bench: Bench):
+    if not (bench.state / "history.sqlite3").exists():
+        return None
+    with bench.history() as history:
+        builds = history.builds(limit=1)
+    return builds[0] if builds else None
+
+
+def test_closing_the_terminal_loses_no_line(bench: Bench, tmp_path: Path) -> None:
+    """The CLI runs on a pseudo-terminal as its session leader; the terminal goes away."""
+    script = (
+        "i=0; while [ $i -lt 30 ]; do echo line $i; i=$((i+1)); sleep 0.05; done; "
+        "printf 'no newline at the end'"
+    )
+    master, slave = pty.openpty()
+
+    def controlling_terminal() -> None:
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    cli = bench.start(
+        "run",
+        "--name",
+        "hup",
+        "--",
+        "sh",
+        "-c",
+        script,
+        cwd=tmp_path,
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        text=False,
+        preexec_fn=controlling_terminal,
+    )
+    os.close(slave)
+    build_id = bench.wait_for(
+        "the build to run", lambda: (r := _first(bench)) is not None and r.lines > 2 and r.id, 60
+    )
+    os.close(master)  # the terminal is gone: the kernel sends SIGHUP to the session
+    cli.wait(timeout=20)
+    # SIGHUP ends it (or, racing it, a write to the vanished terminal): either way it is gone.
+    assert cli.returncode != 0
+    record = bench.wait_ended(build_id, timeout=60)
+    assert record.state == SUCCEEDED
+    expected = "".join(f"line {i}\n" for i in range(30)) + "no newline at the end"
+    assert Path(record.log_path).read_text() == expected
+    logs = bench.run("logs", str(build_id), timeout=60)
+    assert logs.stdout == expected + "\n"
+
+
+@pytest.mark.slow
+def test_stop_leaves_no_process_behind(bench: Bench, cxx_project: tuple[Path, Path]) -> None:
+    checkout, build = cxx_project
+    started = bench.run(
+        "run",
+        "-d",
+        "--name",
+        "stopme",
+        "--",
+        "ninja",
+        "-C",
+        str(build),
+        "-j2",
+        cwd=checkout,
+        timeout=60,
+    )
+    assert started.returncode == 0, started.stderr
+    build_id = build_id_from(started.stderr)
+    bench.wait_for("compilers to run", lambda: _compiling(bench, build_id), timeout=60)
+    record = bench.record(build_id)
+    processes = _tree(record)
+    assert len(processes) >= 3  # ninja, g++ (or c++), cc1plus
+    supervisor = (record.supervisor_pid, psutil.Process(record.supervisor_pid).create_time())
+
+    result = bench.run("stop", str(build_id), "--grace", "5", timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert f"no process of build #{build_id} is left" in result.stderr
+    record = bench.record(build_id)
+    assert record.state == STOPPED and "stop requested" in (record.note or "")
+    assert not any(_alive(pid, t) for pid, t in processes.items()), processes
+    assert not [p for p in psutil.process_iter() if _in_group(p, record.pgid)]
+    bench.wait_for("the supervisor to exit", lambda: not _alive(*supervisor), timeout=20)
+    assert token_processes(bench.token) == []
+
+
+def _in_group(process: psutil.Process, pgid: int) -> bool:
+    try:
+        return os.getpgid(process.pid) == pgid and process.status() != psutil.STATUS_ZOMBIE
+    except (OSError, psutil.Error):
+        return False
+
+
+@pytest.mark.slow
+def test_second_launch_is_refused_unless_forced(
+    bench: Bench, cxx_project: tuple[Path, Path]
+) -> None:
+    checkout, build = cxx_project
+    first = bench.run(
+        "run",
+        "-d",
+        "--name",
+        "first",
+        "--",
+        "ninja",
+        "-C",
+        str(build),
+        "-j1",
+        cwd=checkout,
+        timeout=60,
+    )
+    assert first.returncode == 0, first.stderr
+    first_id = build_id_from(first.stderr)
+    bench.wait_for("compilers to run", lambda: _compiling(bench, first_id), timeout=60)
+
+    refused = bench.run("run", "--name", "second", "--", "true", cwd=checkout / "src", timeout=60)
+    assert refused.returncode == 2
+    assert f"build #{first_id} (first) is already running in {checkout}" in refused.stderr
+    assert "--force" in refused.stderr
+
+    forced = bench.run("run", "--force", "--name", "second", "--", "true", cwd=checkout, timeout=60)
+    assert forced.returncode == 0, forced.stderr
+    # The preflight names the first build's processes: ninja, and what it compiles.
+    assert "other build process(es) run on this host" in forced.stderr
+    ninja_pid = bench.record(first_id).build_pid
+    assert f"pid {ninja_pid} ninja (driver, user " in forced.stderr
+    assert bench.record(build_id_from(forced.stderr.split("starting anyway")[-1])).state == (
+        SUCCEEDED
+    )
+    stop = bench.run("stop", str(first_id), "--grace", "2", timeout=60)
+    assert stop.returncode == 0, stop.stderr
+
+
+def test_oom_like_kill_is_told_apart(bench: Bench, tmp_path: Path) -> None:
+    result = bench.run("run", "--name", "oom", "--", "sh", "-c", "kill -9 $$", cwd=tmp_path)
+    assert result.returncode == 128 + signal.SIGKILL
+    record = bench.record(build_id_from(result.stderr))
+    assert record.state == KILLED and record.signal == signal.SIGKILL
+    assert record.note is not None and record.note.startswith("killed (OOM?)")
+    assert "peak" in record.note and " GB" in record.note
+
+
+def test_a_failure_says_what_failed(bench: Bench, tmp_path: Path) -> None:
+    script = "echo 'FAILED: CMakeFiles/t.dir/conv.cc.o'; exit 3"
+    result = bench.run("run", "--name", "broken", "--", "sh", "-c", script, cwd=tmp_path)
+    assert result.returncode == 3
+    assert "failed after" in result.stderr and "FAILED: CMakeFiles/t.dir/conv.cc.o" in (
+        result.stderr
+    )
+
+
+def test_a_vanished_supervisor_is_reported_lost(bench: Bench, tmp_path: Path) -> None:
+    started = bench.run(
+        "run", "-d", "--name", "orphan", "--", "sleep", "60", cwd=tmp_path, timeout=60
+    )
+    assert started.returncode == 0, started.stderr
+    build_id = build_id_from(started.stderr)
+    record = bench.record(build_id)
+    sleeper = (record.build_pid, psutil.Process(record.build_pid).create_time())
+    os.kill(record.supervisor_pid, signal.SIGKILL)
+    bench.wait_for(
+        "the supervisor to die",
+        lambda: not _alive(record.supervisor_pid, record.supervisor_started or 0),
+        timeout=20,
+    )
+
+    status = bench.json("status", "--json")
+    lost = next(b for b in status["recent"] if b["id"] == build_id)
+    assert lost["state"] == LOST
+    assert f"supervisor (pid {record.supervisor_pid}) is gone" in lost["note"]
+    assert "1 build processes still run" in lost["note"]
+    assert _alive(*sleeper)
+    # `stop` still ends what it left behind.
+    stop = bench.run("stop", str(build_id), "--grace", "2", timeout=60)
+    assert stop.returncode == 0, stop.stderr
+    assert not _alive(*sleeper)

@@ -1,0 +1,118 @@
+"""A scrolling time graph: labelled value axis, time scale, O(1) work per sample.
+
+Samples go into a fixed-size ring (deque with maxlen); drawing reads only as many samples as
+there are columns, so the cost of a sample and of a frame never grows with the build's length
+(memray's live graph keeps the same rule).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from itertools import islice
+
+from rich.text import Text
+from textual.widget import Widget
+
+BLOCKS = " ▁▂▃▄▅▆▇█"
+AXIS_WIDTH = 7
+
+
+def column_cells(fraction: float, rows: int) -> list[str]:
+    """The cells of one column, top to bottom, for a value at `fraction` of the full scale."""
+    eighths = round(max(0.0, min(1.0, fraction)) * rows * 8)
+    cells = []
+    for row in range(rows - 1, -1, -1):  # from the top row down
+        filled = eighths - row * 8
+        cells.append(BLOCKS[max(0, min(8, filled))])
+    return cells
+
+
+def time_label(seconds: float) -> str:
+    """ "-45s", "-3m", "-2h" for a point `seconds` in the past."""
+    if seconds < 120:
+        return f"-{seconds:.0f}s"
+    if seconds < 7200:
+        return f"-{seconds / 60:.0f}m"
+    return f"-{seconds / 3600:.0f}h"
+
+
+class TimeGraph(Widget):
+    """One value over time, newest at the right."""
+
+    DEFAULT_CSS = """
+    TimeGraph { height: 8; }
+    TimeGraph > .graph--bar { color: $primary; }
+    TimeGraph > .graph--limit { color: $warning; }
+    TimeGraph > .graph--axis { color: $text-muted; }
+    TimeGraph > .graph--title { text-style: bold; }
+    """
+    COMPONENT_CLASSES = {"graph--bar", "graph--limit", "graph--axis", "graph--title"}
+
+    def __init__(
+        self,
+        title: str,
+        format_value: Callable[[float], str],
+        maximum: float,
+        *,
+        interval_s: float = 1.0,
+        capacity: int = 4096,
+        id: str | None = None,
+    ) -> None:
+        super().__init__(id=id)
+        self.title = title
+        self.format_value = format_value
+        self.maximum = maximum
+        self.interval_s = interval_s
+        self.samples: deque[float] = deque(maxlen=capacity)
+
+    def add(self, value: float, maximum: float | None = None) -> None:
+        """Append a sample (O(1)); `maximum` moves the full scale (e.g. available memory)."""
+        self.samples.append(value)
+        if maximum is not None and maximum > 0:
+            self.maximum = maximum
+        self.refresh()
+
+    def render(self) -> Text:
+        width, height = self.size.width, self.size.height
+        rows = max(1, height - 2)  # title row and time-axis row
+        plot_width = max(1, width - AXIS_WIDTH)
+        bar = self.get_component_rich_style("graph--bar", partial=True)
+        axis = self.get_component_rich_style("graph--axis", partial=True)
+        title_style = self.get_component_rich_style("graph--title", partial=True)
+        count = len(self.samples)
+        shown = list(islice(self.samples, max(0, count - plot_width), count))
+        latest = self.format_value(shown[-1]) if shown else "–"
+        text = Text(no_wrap=True, overflow="crop")
+        text.append(f"{self.title}  ", title_style)
+        text.append(f"now {latest} of {self.format_value(self.maximum)}\n", axis)
+        columns = [column_cells(v / self.maximum if self.maximum else 0, rows) for v in shown]
+        padding = plot_width - len(columns)
+        for row in range(rows):
+            if row == 0:
+                label = self.format_value(self.maximum)
+            elif row == rows // 2 and rows > 2:
+                label = self.format_value(self.maximum / 2)
+            elif row == rows - 1:
+                label = self.format_value(0)
+            else:
+                label = ""
+            text.append(f"{label:>{AXIS_WIDTH - 1}.{AXIS_WIDTH - 1}}│", axis)
+            text.append(" " * padding)
+            text.append("".join(column[row] for column in columns), bar)
+            text.append("\n")
+        text.append(self._time_axis(plot_width), axis)
+        return text
+
+    def _time_axis(self, plot_width: int) -> str:
+        """Tick labels every ~15 columns, "now" at the right edge."""
+        axis = [" "] * (AXIS_WIDTH - 1) + ["└"] + ["─"] * plot_width
+        now = "now"
+        axis[-len(now) :] = list(now)
+        step = 15
+        for offset in range(step, plot_width - 6, step):
+            label = time_label(offset * self.interval_s)
+            start = AXIS_WIDTH + plot_width - offset - len(label) // 2
+            if start > AXIS_WIDTH:
+                axis[start : start + len(label)] = list(label)
+        return "".join(axis)
