@@ -32,8 +32,17 @@ needs_nix = pytest.mark.skipif(
 
 
 def _fold(lines: list[str]) -> tuple[ProgressTracker, list[str | None]]:
+    """Feed every line; the shown lines as `nix build -L` prints them ("name> text")."""
     tracker = ProgressTracker()
-    return tracker, [tracker.feed(line) for line in lines]
+    shown: list[str | None] = []
+    for line in lines:
+        text = tracker.feed(line)
+        if text is not None and tracker.source is not None:
+            text = f"{tracker.source}> {text}"
+        shown.append(text)
+        if text is not None:
+            assert tracker.last_line == text
+    return tracker, shown
 
 
 def _check_failed_build(tracker: ProgressTracker, shown: list[str | None]) -> None:

@@ -144,7 +144,8 @@ def _launch_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--force",
         action="store_true",
-        help="start even while another build of this checkout runs",
+        help="start even while another build of this checkout runs (or, for `build`, a "
+        "variant this host cannot build)",
     )
     parser.add_argument(
         "-d",

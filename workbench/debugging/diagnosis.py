@@ -387,11 +387,12 @@ def _tail_call_loop(
         + ", ".join(f"{name} ×{count}" for name, count in top_names.most_common()),
     ]
     if len(history) >= 2:
+        low, high = min(len(s) for s in stacks), max(len(s) for s in stacks)
         evidence.append(
             f"the {len(beneath)} frame(s) beneath ({' ← '.join(_short(n) for n in beneath[:4])}) "
             f"are the same in every sample; stack depth stays at "
-            f"{min(len(s) for s in stacks)}–{max(len(s) for s in stacks)}: the calls do not "
-            "return, they jump to each other (tail calls)"
+            f"{low if low == high else f'{low}–{high}'}: the calls do not return, they jump "
+            "to each other (tail calls)"
         )
     if loop:
         evidence.append(
@@ -609,8 +610,7 @@ def _deadlock_finding(
         else:
             waits = f"waits for {what} held by {describe(target)}"
         clauses.append(f"{describe(thread)}{_where(thread)} {held}{waits}")
-        frames = " ← ".join(_short(name) for name in thread.functions()[:6])
-        evidence.append(f"{describe(thread)} [{thread.state or '?'}]: {frames}")
+        evidence.append(f"{describe(thread)} [{thread.state or '?'}]: {_brief_stack(thread)}")
     if len(cycle) == 1:
         summary = f"self-deadlock: {clauses[0]} (a non-recursive mutex locked twice)"
     else:
@@ -655,10 +655,7 @@ def _lock_waits(
                 hung=None,
                 functions=[f.function for f in [_user_frame(last.frames)] if f and f.function],
                 threads=[tid],
-                evidence=[
-                    f"{describe(last)}: "
-                    + " ← ".join(_short(name) for name in last.functions()[:6])
-                ],
+                evidence=[f"{describe(last)}: {_brief_stack(last)}"],
             )
         )
     return findings

@@ -85,16 +85,23 @@ class LineIndex:
         before = len(self)
         if self._file is None:
             self._file = open(self.path, "rb")  # noqa: SIM115 - held for the index's life
-        position = self._starts[-1]
+        position = first = self._starts[-1]
         end = size if limit_bytes is None else min(size, position + limit_bytes)
         self._file.seek(position)
+        want = CHUNK_BYTES
         while position < end:
-            chunk = self._file.read(min(CHUNK_BYTES, end - position))
+            chunk = self._file.read(min(want, end - position))
             if not chunk:
                 break
             last_newline = chunk.rfind(b"\n")
             if last_newline < 0:
-                break  # an unterminated line: wait for the rest
+                if position + len(chunk) >= size or position > first:
+                    break  # an unterminated last line, or the limit: the rest next time
+                # One line longer than the read or the limit: read on until its end, or the
+                # view would never get past it.
+                end, want = size, want * 2
+                self._file.seek(position)
+                continue
             complete = chunk[: last_newline + 1]
             # split and accumulate run in C: ~10x faster than a find() loop.
             lengths = map(len, complete.split(b"\n")[:-1])

@@ -63,15 +63,9 @@ def ninja_counts(line: str) -> tuple[int, int, str] | None:
     if close < 0:
         return None
     done_text, slash, total_text = line[1:close].partition("/")
-    # The default "[%f/%t] " format needs no regex. isdigit() also accepts digits such as "²"
-    # that int() rejects, hence isascii().
-    if (
-        slash
-        and done_text.isdigit()
-        and total_text.isdigit()
-        and done_text.isascii()
-        and total_text.isascii()
-    ):
+    # The default "[%f/%t] " format needs no regex. isdecimal(), unlike isdigit(), accepts
+    # only what int() reads ("²" is a digit but not a decimal).
+    if slash and done_text.isdecimal() and total_text.isdecimal():
         done, total = int(done_text), int(total_text)
         if done > total:
             return None
@@ -91,7 +85,7 @@ def make_percent(line: str) -> tuple[int, str] | None:
     if line[:1] != "[" or line[4:6] != "%]":
         return None
     number = line[1:4].lstrip(" ")
-    if not number.isdigit() or not number.isascii():
+    if not number.isdecimal():
         return None
     percent = int(number)
     if percent > 100:

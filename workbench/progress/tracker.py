@@ -46,9 +46,14 @@ from workbench.progress.steps import (
 # Nix writes JSON with sorted keys, so a builder's log line always starts like this; the fast
 # path below reads the string with json's C scanner and never builds a dict for it.
 _LOG_LINE_PREFIX = '@nix {"action":"result","fields":["'
-_LOG_LINE_START = len(_LOG_LINE_PREFIX) - 1  # index of the string's opening quote
-_LOG_LINE_SUFFIX = ',"type":101}'
-_ID_AT = len('],"id":')
+_TEXT_AT = len(_LOG_LINE_PREFIX)  # where the string's characters start
+_ID_KEY = '],"id":'
+_ID_AT = len(_ID_KEY)
+_TYPE_101 = ',"type":101}'
+_TYPE_101_NEWLINE = _TYPE_101 + "\n"
+# Only lines starting with one of these can be progress, failures or phases; every other
+# line is passed through untouched.
+_SPECIAL_FIRST = frozenset("[\r\x1bFmR")
 
 _DRV_IN_QUOTES = re.compile(r"'(/nix/store/[^'\s]+\.drv)'")
 _WILL_BE_BUILT = re.compile(
@@ -144,20 +149,56 @@ class ProgressTracker:
         self._step: _StepTuple | None = None
         self._failures: deque[str] = deque(maxlen=_KEEP_FAILURES)
         self._nix = False
+        self._running_text: dict[str, _Running] = {}  # the same, keyed by the id's digits
+        self._last_text = ""
         self.lines = 0
-        self.last_line = ""
+        """Lines fed so far."""
+        self.source: str | None = None
+        """The derivation whose builder wrote the latest line `feed` returned; None when that
+        line was the build's own output or Nix's."""
 
     # -- feeding --------------------------------------------------------------------------
 
     def feed(self, line: str) -> str | None:
-        """Fold one line in; return it as a person reads it, or None for Nix bookkeeping."""
+        """Fold one line in; return its text as a person reads it, or None for Nix bookkeeping.
+
+        For a builder's line the text is the builder's own, and `source` names the derivation
+        (show it as `f"{source}> {text}"`, as `nix build -L` does); for the build's own output
+        `source` is None. A line that is not a progress or Nix line comes back unchanged
+        (without its newline), so passing it through costs nothing.
+        """
         self.lines += 1
-        if line[-1:] == "\n":
-            line = line.rstrip("\r\n")
-        shown = self._feed_nix(line) if line.startswith("@nix ") else self._plain(line, None)
-        if shown is not None:
-            self.last_line = shown
-        return shown
+        if line.startswith("@nix "):
+            if line.startswith(_LOG_LINE_PREFIX):
+                # The fast path for a builder's log line, most of a Nix build's log: Nix writes
+                # '@nix {"action":"result","fields":["TEXT"],"id":N,"type":101}' (sorted keys).
+                # json's C scanner reads TEXT; the activity is found by N's digits; no dict.
+                if line.endswith(_TYPE_101_NEWLINE):
+                    tail = len(line) - len(_TYPE_101_NEWLINE)
+                elif line.endswith(_TYPE_101):
+                    tail = len(line) - len(_TYPE_101)
+                else:
+                    tail = 0
+                if tail:
+                    try:
+                        text, end = scanstring(line, _TEXT_AT)
+                    except ValueError:
+                        tail = 0
+                    if tail and line.startswith(_ID_KEY, end):
+                        drv = self._running_text.get(line[end + _ID_AT : tail])
+                        if text[:1] in _SPECIAL_FIRST or self._ninja is not None:
+                            text = self._plain(text, drv)
+                        self._nix = True
+                        self._last_text = text
+                        self.source = None if drv is None else drv.name
+                        return text
+            return self._feed_nix(line)
+        line = line.rstrip("\r\n")
+        if line[:1] in _SPECIAL_FIRST or self._ninja is not None:
+            line = self._plain(line, None)
+        self._last_text = line
+        self.source = None
+        return line
 
     def feed_all(self, lines: Iterable[str]) -> int:
         """Fold many lines (a recorded log) in; returns how many."""
@@ -169,6 +210,7 @@ class ProgressTracker:
         return count
 
     def _plain(self, text: str, drv: _Running | None) -> str:
+        """The slow half of a plain line: progress, failures, phases. Returns the text to show."""
         first = text[:1]
         if first == "[":
             # Steps are kept as tuples here and become `Step`s in snapshot(): cheaper per line.
@@ -206,51 +248,49 @@ class ProgressTracker:
                 self._step = (NINJA, *counts)
                 if drv is not None:
                     drv.step = self._step
-        if drv is not None:
-            return f"{drv.name}> {text}"
         return text
 
     def _feed_nix(self, line: str) -> str | None:
+        """Any other `@nix` line: decode the JSON and fold the event in."""
         self._nix = True
-        if line.startswith(_LOG_LINE_PREFIX) and line.endswith(_LOG_LINE_SUFFIX):
-            try:
-                text, end = scanstring(line, _LOG_LINE_START + 1)
-                if line.startswith('],"id":', end):
-                    activity = int(line[end + _ID_AT : -len(_LOG_LINE_SUFFIX)])
-                    return self._plain(text, self._running.get(activity))
-            except ValueError:
-                pass  # not the shape the fast path knows: decode it in full below
         value = nix_log.decode(line)
         if value is None:
             return None
         try:
-            return self._nix_event(value)
+            shown = self._nix_event(value)
         except (TypeError, ValueError, IndexError, KeyError, AttributeError):
             # Well-formed JSON with fields of unexpected types: ignore the line, never crash.
             return None
+        if shown is not None:
+            self._last_text, self.source = shown
+            return shown[0]
+        return None
 
-    def _nix_event(self, value: dict[str, Any]) -> str | None:
+    def _nix_event(self, value: dict[str, Any]) -> tuple[str, str | None] | None:
+        """Fold a decoded event in; (text to show, its source) or None."""
         action = value.get("action")
         if action == "result":
             return self._result(value.get("id"), value.get("type"), value.get("fields"))
         if action == "start":
-            return self._start(value)
+            text = self._start(value)
+            return None if text is None else (text, None)
         if action == "stop":
             self._stop(value.get("id"))
             return None
         if action == "msg":
             text = value.get("msg")
-            return self._message(text) if isinstance(text, str) else None
+            return (self._message(text), None) if isinstance(text, str) else None
         return None
 
-    def _result(self, activity: Any, kind: Any, fields: Any) -> str | None:
+    def _result(self, activity: Any, kind: Any, fields: Any) -> tuple[str, str | None] | None:
         if not isinstance(fields, list) or not fields:
             return None
         if kind in (RES_BUILD_LOG_LINE, RES_POST_BUILD_LOG_LINE):
             text = fields[0]
-            if isinstance(text, str):
-                return self._plain(text, self._running.get(activity))
-            return None
+            if not isinstance(text, str):
+                return None
+            drv = self._running.get(activity)
+            return self._plain(text, drv), None if drv is None else drv.name
         if kind == RES_SET_PHASE:
             drv = self._running.get(activity)
             if drv is not None and isinstance(fields[0], str):
@@ -286,7 +326,9 @@ class ProgressTracker:
         if kind == ACT_BUILD:
             fields = value.get("fields")
             if isinstance(fields, list) and fields and isinstance(fields[0], str):
-                self._running[activity] = _Running(fields[0], self._clock())
+                drv = _Running(fields[0], self._clock())
+                self._running[activity] = drv
+                self._running_text[str(activity)] = drv
         text = value.get("text")
         level = value.get("level")
         if isinstance(text, str) and text and _is_int(level) and level <= LVL_INFO:
@@ -298,6 +340,7 @@ class ProgressTracker:
             return
         self._types.pop(activity, None)
         drv = self._running.pop(activity, None)
+        self._running_text.pop(str(activity), None)
         if drv is not None:
             failed = drv.drv_path in self._failed_paths
             self._finished.append(
@@ -374,6 +417,13 @@ class ProgressTracker:
             last_line=self.last_line,
             nix=self._nix,
         )
+
+    @property
+    def last_line(self) -> str:
+        """The latest line `feed` returned, as `nix build -L` shows it ("name> text")."""
+        if self.source is None:
+            return self._last_text
+        return f"{self.source}> {self._last_text}"
 
     def finished(self) -> tuple[FinishedDerivation, ...]:
         """Every derivation build that ended, in order (for the history's per-derivation times)."""

@@ -40,12 +40,15 @@ class LogReader:
         self._tracker = ProgressTracker()
 
     def _readable(self, lines: list[str]) -> list[str]:
-        feed = self._tracker.feed
+        tracker = self._tracker
+        feed = tracker.feed
         shown: list[str] = []
         for line in lines:
             text = feed(line)
             if text is not None:
-                shown.append(text)
+                # A Nix builder's line: the tracker names its derivation in `source`.
+                source = getattr(tracker, "source", None)
+                shown.append(f"{source}> {text}" if source else text)
         return shown
 
     def read(self) -> list[str]:

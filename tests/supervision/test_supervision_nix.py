@@ -1,0 +1,292 @@
+"""`workbench build` through real Nix: a local stand-in flake builds the C++ fixture project.
+
+The stand-in flake has no nixpkgs input (it cannot be fetched here): its `onnxruntime-cpu`
+package, named `standin-onnxruntime-cpu-fixture`, is a plain `derivation` whose builder calls
+the machine's cmake, ninja and g++ by absolute path (`sandbox = false`). It is built twice:
+
+- single-user Nix (root, no daemon): Nix builds in-process, builders descend from `nix build`;
+- through a nix-daemon this test starts with its own nix.conf and socket (empty substituters,
+  `build-users-group = nixbld`): the builders are the daemon's children, running as `nixbld*`
+  users, and the supervisor must still find them and what they compile.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import grp
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from conftest import needs_cxx_tools
+from monitor.cxx_project import write_project
+from supervised import Bench, build_id_from, ninja_steps
+
+from workbench.supervision.history import STOPPED, SUCCEEDED
+from workbench.supervision.launch import host_platform
+
+NIX_CONFIG = "experimental-features = nix-command flakes\nsandbox = false\nsubstituters ="
+DERIVATION = "standin-onnxruntime-cpu-fixture"
+_NIXBLD = re.compile(r"^nixbld\d*$")
+
+pytestmark = [
+    needs_cxx_tools,
+    pytest.mark.nix,
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        shutil.which("nix") is None or shutil.which("nix-daemon") is None,
+        reason="needs Debian's nix-bin (nix and nix-daemon); scripts/test.sh installs it",
+    ),
+    pytest.mark.skipif(
+        os.geteuid() != 0,
+        reason="single-user Nix writes /nix/store, and a nix-daemon with build users needs root",
+    ),
+]
+
+FLAKE = """{{
+  description = "Stand-in for the builder flake: builds the workbench's C++ fixture project";
+  outputs = {{ self }}: {{
+    packages.{system}.onnxruntime-cpu = derivation {{
+      name = "{name}";
+      system = "{system}";
+      builder = "/bin/sh";
+      args = [ ./builder.sh ];
+      src = ./project;
+      nonce = builtins.readFile ./nonce;
+      PATH = "/usr/bin:/bin";
+    }};
+  }};
+}}
+"""
+
+BUILDER = """set -e
+cp -r "$src" project
+chmod -R u+w project
+/usr/bin/cmake -S project -B build -G Ninja -DCMAKE_MAKE_PROGRAM=/usr/bin/ninja \\
+  -DCMAKE_CXX_COMPILER=/usr/bin/g++
+# As nixpkgs' ninja setup hook does: Nix gives the builder a pseudo-terminal, where ninja
+# would rewrite one status line in place instead of printing a line per step.
+TERM=dumb /usr/bin/ninja -C build -j "$NIX_BUILD_CORES"
+mkdir -p "$out/lib"
+cp build/libfixture.a "$out/lib/"
+"""
+
+
+@pytest.fixture
+def standin_flake(tmp_path: Path) -> Path:
+    """The stand-in flake with the fixture project; `renew()` below forces a fresh build."""
+    flake = tmp_path / "standin-flake"
+    write_project(flake / "project")
+    (flake / "builder.sh").write_text(BUILDER)
+    (flake / "flake.nix").write_text(FLAKE.format(system=host_platform(), name=DERIVATION))
+    renew(flake)
+    return flake
+
+
+def renew(flake: Path) -> None:
+    """A new nonce: a new derivation, so Nix builds instead of reusing the store path."""
+    (flake / "nonce").write_text(uuid.uuid4().hex)
+
+
+def _ensure_build_users() -> None:
+    """Debian's nix-bin creates the nixbld group and users; create them if they are missing."""
+    try:
+        members = grp.getgrnam("nixbld").gr_mem
+    except KeyError:
+        subprocess.run(["groupadd", "--system", "nixbld"], check=True)
+        members = []
+    for n in range(1, 5):
+        name = f"nixbld{n}"
+        if name in members:
+            continue
+        exists = subprocess.run(["id", name], capture_output=True, check=False).returncode == 0
+        if not exists:
+            subprocess.run(
+                [
+                    "useradd",
+                    "--system",
+                    "--no-create-home",
+                    "--shell",
+                    "/usr/sbin/nologin",
+                    "--gid",
+                    "nixbld",
+                    "--groups",
+                    "nixbld",
+                    name,
+                ],
+                check=True,
+            )
+        else:
+            subprocess.run(["usermod", "-a", "-G", "nixbld", name], check=True)
+
+
+@pytest.fixture
+def nix_daemon(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """A nix-daemon of our own: its own nix.conf and socket; yields the client's environment."""
+    _ensure_build_users()
+    conf = tmp_path / "nix-conf"
+    conf.mkdir()
+    (conf / "nix.conf").write_text(
+        "build-users-group = nixbld\nsandbox = false\nsubstituters =\n"
+        "experimental-features = nix-command flakes\n"
+    )
+    socket = tmp_path / "daemon.socket"
+    env = {k: v for k, v in os.environ.items() if k not in ("NIX_CONFIG", "NIX_REMOTE")}
+    env.update({"NIX_CONF_DIR": str(conf), "NIX_DAEMON_SOCKET_PATH": str(socket)})
+    log_path = tmp_path / "daemon.log"
+    with open(log_path, "w") as log:
+        daemon = subprocess.Popen(
+            ["nix-daemon"], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    try:
+        deadline = time.monotonic() + 20
+        while not socket.exists():
+            assert daemon.poll() is None, log_path.read_text()
+            assert time.monotonic() < deadline, "nix-daemon did not open its socket"
+            time.sleep(0.05)
+        yield {
+            "NIX_REMOTE": "daemon",
+            "NIX_DAEMON_SOCKET_PATH": str(socket),
+            "NIX_CONF_DIR": str(conf),
+            "NIX_CONFIG": "",
+            "_DAEMON_PID": str(daemon.pid),
+        }
+    finally:
+        # Its workers and builders call setsid(): kill the tree by PID, not the group.
+        with contextlib.suppress(psutil.Error):
+            below = psutil.Process(daemon.pid).children(recursive=True)
+            daemon.kill()
+            for process in below:
+                with contextlib.suppress(psutil.Error):
+                    process.kill()
+        daemon.wait(timeout=10)
+
+
+def _daemon_builders(daemon_pid: int) -> list[psutil.Process]:
+    try:
+        below = psutil.Process(daemon_pid).children(recursive=True)
+    except psutil.Error:
+        return []
+    found = []
+    for process in below:
+        with contextlib.suppress(psutil.Error):
+            if _NIXBLD.match(process.username()) and process.status() != psutil.STATUS_ZOMBIE:
+                found.append(process)
+    return found
+
+
+def _check_fixture_build(bench: Bench, build_id: int) -> dict:
+    record = bench.record(build_id)
+    assert record.state == SUCCEEDED, (record.note, Path(record.log_path).read_text()[-3000:])
+    assert record.backend == "nix" and record.nix
+    assert "--cores" in record.argv and record.argv[record.argv.index("--cores") + 1] == "2"
+    # Derivation counts from Nix's own progress; ninja's steps from the builder's log lines.
+    progress = record.progress
+    assert (progress["planned"], progress["done"], progress["failed"]) == (1, 1, 0)
+    readable = bench.run("logs", str(build_id), timeout=60).stdout
+    steps = ninja_steps(readable)
+    total = steps[-1][1]
+    assert steps == [(n, total) for n in range(1, total + 1)]
+    assert progress["step"]["done"] == progress["step"]["total"] == total
+    assert f"{DERIVATION}> [1/{total}] Building CXX object" in readable
+    measured = next(b for b in bench.json("history", "--json")["builds"] if b["id"] == build_id)[
+        "measurements"
+    ]
+    compilers = [g for g in measured["processes_seen"] if g["kind"] == "compiler"]
+    files = {os.path.basename(f) for g in compilers for f in g["files"]}
+    assert any(name.startswith(("heavy_", "light_")) for name in files), compilers
+    return measured
+
+
+def test_single_user_nix_build(bench: Bench, standin_flake: Path) -> None:
+    bench.extra_env["NIX_CONFIG"] = NIX_CONFIG  # no NIX_REMOTE: root builds in-process
+    result = bench.run("build", "cpu", "-C", str(standin_flake), "--jobs", "2", timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    build_id = build_id_from(result.stderr)
+    measured = _check_fixture_build(bench, build_id)
+    nix = [g for g in measured["processes_seen"] if g["tool"] == "nix"]
+    assert nix, measured["processes_seen"]  # the client itself, the root of the tree
+    (bench.state / "single-user-census.json").write_text(
+        json.dumps(measured["processes_seen"], indent=2)
+    )
+    # Point 7: the next "auto" recommendation uses what this build measured.
+    dry = bench.run("build", "cpu", "-C", str(standin_flake), "--dry-run", timeout=60)
+    assert dry.returncode == 0, dry.stderr
+    assert f"measured: build #{build_id} of cpu on " in dry.stderr
+
+
+def test_daemon_builders_are_found_as_nixbld_users(
+    bench: Bench, standin_flake: Path, nix_daemon: dict[str, str]
+) -> None:
+    daemon_pid = int(nix_daemon.pop("_DAEMON_PID"))
+    bench.extra_env.update(nix_daemon)
+    started = bench.run(
+        "build", "cpu", "-C", str(standin_flake), "--jobs", "2", "--detach", timeout=120
+    )
+    assert started.returncode == 0, started.stderr
+    build_id = build_id_from(started.stderr)
+
+    def compiling_as_nixbld() -> list[dict]:
+        live = bench.record(build_id).live or {}
+        return [
+            job
+            for job in live.get("jobs", [])
+            if job["kind"] == "compiler" and job["file"] and _NIXBLD.match(job["user"] or "")
+        ]
+
+    seen = bench.wait_for("a nixbld compiler in the live view", compiling_as_nixbld, 180, 0.2)
+    (bench.state / "daemon-live.json").write_text(json.dumps(seen, indent=2))
+    assert all(job["derivation"] == DERIVATION for job in seen), seen
+    client = bench.record(build_id).build_pid
+    for job in seen:
+        with contextlib.suppress(psutil.Error):
+            # Not under our `nix build` client: the daemon forked the builder.
+            assert client not in [p.pid for p in psutil.Process(job["pid"]).parents()]
+    bench.wait_ended(build_id, timeout=300)
+    measured = _check_fixture_build(bench, build_id)
+    groups = [g for g in measured["processes_seen"] if g["kind"] == "compiler"]
+    assert groups and all(_NIXBLD.match(g["user"]) for g in groups), groups
+    assert all(g["derivations"] == [DERIVATION] for g in groups), groups
+    (bench.state / "daemon-census.json").write_text(
+        json.dumps(measured["processes_seen"], indent=2)
+    )
+    assert _daemon_builders(daemon_pid) == []
+
+
+def test_stopping_a_daemon_build_leaves_no_builder(
+    bench: Bench, standin_flake: Path, nix_daemon: dict[str, str]
+) -> None:
+    daemon_pid = int(nix_daemon.pop("_DAEMON_PID"))
+    bench.extra_env.update(nix_daemon)
+    started = bench.run(
+        "build", "cpu", "-C", str(standin_flake), "--jobs", "1", "--detach", timeout=120
+    )
+    assert started.returncode == 0, started.stderr
+    build_id = build_id_from(started.stderr)
+    bench.wait_for(
+        "the daemon's builder to compile",
+        lambda: any(p.name() == "cc1plus" for p in _daemon_builders(daemon_pid)),
+        180,
+        0.2,
+    )
+    builders = {p.pid: p.create_time() for p in _daemon_builders(daemon_pid)}
+    result = bench.run("stop", str(build_id), "--grace", "5", timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "ending the `nix build` client is what makes a nix-daemon cancel" in result.stderr
+    assert bench.record(build_id).state == STOPPED
+    bench.wait_for("the daemon's builders to end", lambda: _daemon_builders(daemon_pid) == [], 30)
+    for pid, started_at in builders.items():
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process = psutil.Process(pid)
+            assert abs(process.create_time() - started_at) > 0.05 or process.status() == (
+                psutil.STATUS_ZOMBIE
+            ), f"builder {pid} still runs"
+    os.kill(daemon_pid, 0)  # the daemon itself serves on (raises if it is gone)
