@@ -67,6 +67,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # output piped into `head`: not an error worth a traceback
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":
