@@ -10,8 +10,14 @@ import os
 from pathlib import Path
 
 from workbench.doctor import DoctorReport, PtraceStatus, ToolStatus, build_report
-from workbench.hardware import CpuInfo, Hardware, MemoryInfo, detect_gpus, read_cpuinfo
-from workbench.hardware import supported_isas
+from workbench.hardware import (
+    CpuInfo,
+    Hardware,
+    MemoryInfo,
+    detect_gpus,
+    read_cpuinfo,
+    supported_isas,
+)
 from workbench.matrix import Matrix
 from workbench.settings import BuildSettings
 
@@ -29,18 +35,27 @@ TOOLS = (
 )
 
 
-def recorded_doctor(gpu_fixture: str = "h100-new-driver.toml", cpu_fixture: str = "sapphire-rapids.txt"):
+def recorded_doctor(
+    gpu_fixture: str = "h100-new-driver.toml", cpu_fixture: str = "sapphire-rapids.txt"
+):
     """A doctor function for `make_app(doctor=...)` that reports the recorded host."""
 
     def doctor(matrix: Matrix, settings: BuildSettings) -> DoctorReport:
         os.environ["STANDIN_NVIDIA_SMI_FIXTURE"] = str(
             TESTS / "standins" / "nvidia-smi-fixtures" / gpu_fixture
         )
-        gpus = detect_gpus(matrix, str(STANDIN_NVIDIA_SMI),
-                           proc_driver_version=TESTS / "no-such-file")
+        gpus = detect_gpus(
+            matrix, str(STANDIN_NVIDIA_SMI), proc_driver_version=TESTS / "no-such-file"
+        )
         model, flags = read_cpuinfo(TESTS / "fixtures" / "cpuinfo" / cpu_fixture)
-        cpu = CpuInfo("x86_64", "x86_64-linux", model, flags,
-                      supported_isas(flags, "x86_64-linux", matrix), 32)
+        cpu = CpuInfo(
+            "x86_64",
+            "x86_64-linux",
+            model,
+            flags,
+            supported_isas(flags, "x86_64-linux", matrix),
+            32,
+        )
         hardware = Hardware(gpus, cpu, MemoryInfo(256 * GIB, 240 * GIB, None))
         ptrace = PtraceStatus(True, 1, True, "gdb may attach to this user's processes")
         return build_report(TOOLS, hardware, ptrace, matrix, settings)

@@ -17,8 +17,12 @@ REPO = Path(__file__).resolve().parent.parent
 def workbench(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "workbench", *args],
-        capture_output=True, text=True, cwd=REPO, env={**os.environ, **(env or {})},
-        timeout=60, check=False,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, **(env or {})},
+        timeout=60,
+        check=False,
     )
 
 
@@ -38,7 +42,9 @@ def test_variants_names_and_json(matrix: Matrix) -> None:
     assert first["min_driver"] == "550.54.14"
     assert first["cmake_cuda_architectures"] == "75"
     assert [f["attr"] for f in document["flavours"]] == [
-        "onnxruntime-cpu", "onnxruntime-cuda-dyn", "onnxruntime"
+        "onnxruntime-cpu",
+        "onnxruntime-cuda-dyn",
+        "onnxruntime",
     ]
 
 
@@ -52,8 +58,13 @@ def test_variants_match() -> None:
 
 def test_doctor_json_with_a_gpu(nvidia_smi) -> None:
     standin = nvidia_smi("h100.toml")
-    result = workbench("doctor", "--json", "--nvidia-smi", standin,
-                       env={"STANDIN_NVIDIA_SMI_FIXTURE": os.environ["STANDIN_NVIDIA_SMI_FIXTURE"]})
+    result = workbench(
+        "doctor",
+        "--json",
+        "--nvidia-smi",
+        standin,
+        env={"STANDIN_NVIDIA_SMI_FIXTURE": os.environ["STANDIN_NVIDIA_SMI_FIXTURE"]},
+    )
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     assert document["schema"] == 1

@@ -31,9 +31,7 @@ def test_h100_with_compute_cap(matrix: Matrix, nvidia_smi) -> None:
     assert gpu.capability_source == "nvidia-smi"
 
 
-def test_old_driver_without_compute_cap_falls_back_to_the_name(
-    matrix: Matrix, nvidia_smi
-) -> None:
+def test_old_driver_without_compute_cap_falls_back_to_the_name(matrix: Matrix, nvidia_smi) -> None:
     report = detect_gpus(matrix, nvidia_smi("t4-r470.toml"))
     assert report.status == "found"
     (gpu,) = report.gpus
@@ -72,10 +70,17 @@ def test_stale_nvidia_smi_in_a_container(matrix: Matrix, nvidia_smi, tmp_path: P
 @pytest.mark.parametrize(
     ("name", "capability"),
     [
-        ("NVIDIA A10", "8.6"), ("NVIDIA A100-SXM4-80GB", "8.0"), ("NVIDIA L40", "8.9"),
-        ("NVIDIA L40S", "8.9"), ("NVIDIA H200", "9.0"), ("NVIDIA H20", "9.0"),
-        ("NVIDIA GeForce RTX 4090", "8.9"), ("NVIDIA GeForce RTX 5090", "12.0"),
-        ("Tesla T4", "7.5"), ("NVIDIA B200", "10.0"), ("Tesla V100-SXM2-16GB", None),
+        ("NVIDIA A10", "8.6"),
+        ("NVIDIA A100-SXM4-80GB", "8.0"),
+        ("NVIDIA L40", "8.9"),
+        ("NVIDIA L40S", "8.9"),
+        ("NVIDIA H200", "9.0"),
+        ("NVIDIA H20", "9.0"),
+        ("NVIDIA GeForce RTX 4090", "8.9"),
+        ("NVIDIA GeForce RTX 5090", "12.0"),
+        ("Tesla T4", "7.5"),
+        ("NVIDIA B200", "10.0"),
+        ("Tesla V100-SXM2-16GB", None),
     ],
 )
 def test_capability_from_name_matches_whole_words(

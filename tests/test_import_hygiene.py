@@ -29,8 +29,14 @@ def test_importing_every_core_module_loads_no_textual() -> None:
         "bad = sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.'))\n"
         "print(','.join(bad))\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            check=True, cwd=REPO, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
+        timeout=120,
+    )
     assert result.stdout.strip() == ""
 
 
@@ -39,14 +45,21 @@ def test_version_imports_nothing_heavy() -> None:
         "import sys\nfrom workbench.cli.main import main\nmain(['--version'])\n"
         "print(sorted(m for m in ('textual', 'rich', 'psutil', 'tomlkit') if m in sys.modules))"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            check=True, cwd=REPO)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+    )
     assert result.stdout.splitlines()[-1] == "[]"
 
 
 def test_import_linter_contract() -> None:
     lint_imports = Path(sys.executable).parent / "lint-imports"
-    result = subprocess.run([str(lint_imports), "--no-cache"], capture_output=True, text=True,
-                            cwd=REPO, check=False, timeout=120)
+    result = subprocess.run(
+        [str(lint_imports), "--no-cache"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "KEPT" in result.stdout

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workbench.hardware import CpuInfo, Gpu, GpuReport, Hardware, MemoryInfo, detect_gpus
-from workbench.hardware import read_cpuinfo, supported_isas
+from workbench.hardware import (
+    CpuInfo,
+    Gpu,
+    GpuReport,
+    Hardware,
+    MemoryInfo,
+    detect_gpus,
+    read_cpuinfo,
+    supported_isas,
+)
 from workbench.matrix import Matrix
 from workbench.selection import select, sm_for_capability, toolkit_support
 
@@ -16,8 +24,9 @@ GIB = 1024**3
 def host(matrix: Matrix, gpus: GpuReport, cpuinfo: str = "skylake-avx512.txt") -> Hardware:
     platform = "aarch64-linux" if cpuinfo in ("grace.txt", "graviton3.txt") else "x86_64-linux"
     model, flags = read_cpuinfo(CPUINFO / cpuinfo)
-    cpu = CpuInfo(platform.split("-")[0], platform, model, flags,
-                  supported_isas(flags, platform, matrix), 32)
+    cpu = CpuInfo(
+        platform.split("-")[0], platform, model, flags, supported_isas(flags, platform, matrix), 32
+    )
     return Hardware(gpus, cpu, MemoryInfo(64 * GIB, 60 * GIB, None))
 
 

@@ -1,4 +1,4 @@
-"""Editing settings.toml: comments kept, writes atomic, bad values refused leaving the file as it was."""
+"""Editing settings.toml: comments kept, atomic writes, bad values refused, file untouched."""
 
 from __future__ import annotations
 
@@ -81,8 +81,9 @@ def test_unknown_key_lists_the_known_ones(config_copy: Path) -> None:
 
 def test_patches_must_exist(config_copy: Path) -> None:
     (config_copy.parent / "patches" / "fix-loop.patch").write_text("--- a\n+++ b\n")
-    settings = set_setting(config_copy, load_matrix(config_copy), "enabled_patches",
-                           "fix-loop.patch")
+    settings = set_setting(
+        config_copy, load_matrix(config_copy), "enabled_patches", "fix-loop.patch"
+    )
     assert settings.enabled_patches == ("fix-loop.patch",)
 
 
@@ -131,8 +132,10 @@ def test_concurrent_edits_both_land(config_copy: Path) -> None:
         except BaseException as exc:  # surfaced below
             errors.append(exc)
 
-    threads = [threading.Thread(target=edit, args=("ninja_jobs", "6")),
-               threading.Thread(target=edit, args=("nvcc_threads", "3"))]
+    threads = [
+        threading.Thread(target=edit, args=("ninja_jobs", "6")),
+        threading.Thread(target=edit, args=("nvcc_threads", "3")),
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:

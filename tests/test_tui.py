@@ -71,6 +71,9 @@ async def test_settings_refuses_invalid_values_and_saves_keeping_comments(
     after = path.read_text()
     assert "ninja_jobs = 12" in after
     assert 'cuda_architectures = ["90", "120"]' in after
-    assert after.replace("ninja_jobs = 12", 'ninja_jobs = "auto"').replace(
-        'cuda_architectures = ["90", "120"]', "cuda_architectures = []"
-    ) == before
+    assert (
+        after.replace("ninja_jobs = 12", 'ninja_jobs = "auto"').replace(
+            'cuda_architectures = ["90", "120"]', "cuda_architectures = []"
+        )
+        == before
+    )

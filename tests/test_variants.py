@@ -63,18 +63,36 @@ def test_blackwell_on_cuda_12_4_carries_a_caveat(matrix: Matrix) -> None:
 @pytest.mark.parametrize(
     ("name", "reason", "suggestion"),
     [
-        ("onnxruntime-python313-cuda12_9-sm90-avx521", "no ISA 'avx521'",
-         "onnxruntime-python313-cuda12_9-sm90-avx512"),
-        ("onnxruntime-python312-cuda12_9-sm90-avx512", "CUDA 12.9 variants use Python 3.13",
-         "onnxruntime-python313-cuda12_9-sm90-avx512"),
-        ("onnxruntime-python313-cuda12_9-sm91-avx2", "no SM 'sm91'",
-         "onnxruntime-python313-cuda12_9-sm90-avx2"),
-        ("onnxruntime-python313-cuda12_9-sm80-armv9", "sm80 is built for avx2",
-         "onnxruntime-python313-cuda12_9-sm90-armv9"),
-        ("onnxruntime-python313-cuda11_8-sm90-avx2", "no toolkit 'cuda11_8'",
-         "onnxruntime-python313-cuda12_9-sm90-avx2"),
-        ("onnxruntime-python313-cpu-sm90-avx2", "CPU-only variants have no SM part",
-         "onnxruntime-python313-cpu-avx2"),
+        (
+            "onnxruntime-python313-cuda12_9-sm90-avx521",
+            "no ISA 'avx521'",
+            "onnxruntime-python313-cuda12_9-sm90-avx512",
+        ),
+        (
+            "onnxruntime-python312-cuda12_9-sm90-avx512",
+            "CUDA 12.9 variants use Python 3.13",
+            "onnxruntime-python313-cuda12_9-sm90-avx512",
+        ),
+        (
+            "onnxruntime-python313-cuda12_9-sm91-avx2",
+            "no SM 'sm91'",
+            "onnxruntime-python313-cuda12_9-sm90-avx2",
+        ),
+        (
+            "onnxruntime-python313-cuda12_9-sm80-armv9",
+            "sm80 is built for avx2",
+            "onnxruntime-python313-cuda12_9-sm90-armv9",
+        ),
+        (
+            "onnxruntime-python313-cuda11_8-sm90-avx2",
+            "no toolkit 'cuda11_8'",
+            "onnxruntime-python313-cuda12_9-sm90-avx2",
+        ),
+        (
+            "onnxruntime-python313-cpu-sm90-avx2",
+            "CPU-only variants have no SM part",
+            "onnxruntime-python313-cpu-avx2",
+        ),
         ("ort-cuda-h100", "names look like", None),
     ],
 )

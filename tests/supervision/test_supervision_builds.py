@@ -327,3 +327,33 @@ def test_a_vanished_supervisor_is_reported_lost(bench: Bench, tmp_path: Path) ->
     stop = bench.run("stop", str(build_id), "--grace", "2", timeout=60)
     assert stop.returncode == 0, stop.stderr
     assert not _alive(*sleeper)
+
+
+def test_stop_kills_what_ignores_term_and_what_escaped_the_group(
+    bench: Bench, tmp_path: Path
+) -> None:
+    """TERM is ignored (and inherited as ignored by sleep); a grandchild left the group with
+    setsid and was orphaned: KILL after the grace period reaches both."""
+    script = "trap '' TERM; (setsid sleep 61 &); sleep 60"
+    started = bench.run(
+        "run", "-d", "--name", "stubborn", "--", "sh", "-c", script, cwd=tmp_path, timeout=60
+    )
+    assert started.returncode == 0, started.stderr
+    build_id = build_id_from(started.stderr)
+
+    def escaped() -> list[psutil.Process]:
+        return [p for p in token_processes(bench.token) if p.cmdline() == ["sleep", "61"]]
+
+    orphan = bench.wait_for("the escaped sleep", escaped, timeout=30)[0]
+    record = bench.record(build_id)
+    assert os.getpgid(orphan.pid) != record.pgid  # outside the build's process group
+    # Orphaned: re-parented to the supervisor, its child subreaper, not to init.
+    assert orphan.ppid() == record.supervisor_pid
+
+    result = bench.run("stop", str(build_id), "--grace", "1", timeout=60)
+    assert result.returncode == 0, result.stderr
+    record = bench.record(build_id)
+    assert record.state == STOPPED
+    assert "ended by KILL after the grace period" in (record.note or "")
+    assert not escaped()
+    assert not [p for p in token_processes(bench.token) if "sleep" in p.name()]
