@@ -50,6 +50,7 @@ from workbench.supervision.history import (
     STOPPING,
     SUCCEEDED,
     BuildRecord,
+    EarlierRun,
     History,
     JobRow,
     Measured,
@@ -174,7 +175,7 @@ class Supervisor:
         self.census = Census()
         self.sampler: Sampler | None = None
         self.last_sample: Sample | None = None
-        self.earlier: list = []
+        self.earlier: list[EarlierRun] = []
         self.process: subprocess.Popen[bytes] | None = None
         self.root: tree.Member | None = None
         self.pgid: int | None = None
