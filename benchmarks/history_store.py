@@ -29,13 +29,14 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from log_pipeline import generate, generate_plain  # the other half's recorded-log generator
 
 from workbench.supervision.history import History, NewBuild
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _digest(path: Path) -> str:

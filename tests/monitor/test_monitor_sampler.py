@@ -112,15 +112,17 @@ def test_compilers_found_with_kinds_and_files(sampled_build: SampledBuild) -> No
     assert {Path(file).name for file in drivers if file} >= heavy
     assert {Path(file).name for file in passes if file} >= heavy
     assert all(file.endswith(".cc") for file in drivers | passes if file)
-    # cc1plus is part of its g++ driver's job, and ninja is in no job.
-    by_pid = {p.pid: p for p in processes}
-    for process in processes:
-        if process.tool == "cc1plus":
-            assert process.job_kind == "compiler"
-            top = by_pid.get(process.job)
-            assert top is not None and top.tool == "g++" and top.file == process.file
-        if process.tool == "ninja":
-            assert process.kind == "driver" and process.job == 0
+    # cc1plus is part of its g++ driver's job (alive at the same sample), ninja of no job.
+    for sample in sampled_build.samples:
+        by_pid = {p.pid: p for p in sample.processes}
+        for process in sample.processes:
+            if process.tool == "cc1plus":
+                assert process.job_kind == "compiler"
+                top = by_pid.get(process.job)
+                assert top is not None, (process, sample.processes)
+                assert (top.tool, top.file) == ("g++", process.file), (top, process)
+            if process.tool == "ninja":
+                assert process.kind == "driver" and process.job == 0
 
 
 @pytest.mark.slow

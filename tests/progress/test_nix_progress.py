@@ -36,9 +36,8 @@ def _fold(lines: list[str]) -> tuple[ProgressTracker, list[str | None]]:
     tracker = ProgressTracker()
     shown: list[str | None] = []
     for line in lines:
-        text = tracker.feed(line)
-        if text is not None and tracker.source is not None:
-            text = f"{tracker.source}> {text}"
+        tracker.feed(line)
+        text = tracker.render_line(line)
         shown.append(text)
         if text is not None:
             assert tracker.last_line == text
@@ -138,7 +137,9 @@ def test_unknown_and_odd_events_are_ignored() -> None:
         '@nix {"action":"msg","msg":7}',
         '@nix {"action":"result","fields":["\\u00e9t\\u00e9 \\"quoted\\""],"id":3,"type":101}',
     ]
-    shown = [tracker.feed(line) for line in lines]
+    for line in lines:
+        tracker.feed(line)
+    shown = [tracker.render_line(line) for line in lines]
     assert shown[0] == "future activity"
     assert shown[-1] == 'été "quoted"'
     progress = tracker.snapshot()
@@ -212,3 +213,22 @@ def test_live_nix_build_new_cli() -> None:
     assert sum(1 for line in shown if line and line.startswith("wb-fixture-a> [")) == 3
     phases = [record.name for record in tracker.finished()]
     assert phases == ["wb-fixture-a", "wb-fixture-b", "wb-fixture-c"]
+
+
+def test_fast_paths_agree_with_the_json_decoder() -> None:
+    """The recorded log re-encoded in another key order (so no fast path applies) folds and
+    renders exactly as Nix's own encoding does."""
+    original = (FIXTURES / "nix-build-fail.stderr").read_text().splitlines()
+    reencoded = []
+    for line in original:
+        value = json.loads(line[5:])
+        reencoded.append("@nix " + json.dumps(dict(reversed(list(value.items())))))
+    clock = iter(range(10**6)).__next__
+    fast, slow = ProgressTracker(clock=clock), ProgressTracker(clock=clock)
+    for nix_line, other_line in zip(original, reencoded):
+        fast.feed(nix_line)
+        slow.feed(other_line)
+        assert fast.render_line(nix_line) == slow.render_line(other_line)
+    fast_progress, slow_progress = fast.snapshot(), slow.snapshot()
+    assert fast_progress == slow_progress
+    assert [r.name for r in fast.finished()] == [r.name for r in slow.finished()]

@@ -50,9 +50,13 @@ PREFIXES = st.sampled_from(
 
 def _check_tracker(tracker: ProgressTracker, lines: list[str]) -> None:
     for line in lines:
-        shown = tracker.feed(line)
-        assert shown is None or isinstance(shown, str)
+        tracker.feed(line)
+        shown = tracker.render(line)
+        assert shown is None or isinstance(shown[1], str)
+        rendered = tracker.render_line(line)
+        assert rendered is None or isinstance(rendered, str)
     progress = tracker.snapshot()
+    assert isinstance(progress.last_line, str)
     assert progress.lines == len(lines)
     assert min(progress.planned, progress.done, progress.failed, progress.running) >= 0
     assert progress.step is None or isinstance(progress.step, Step)
@@ -112,6 +116,7 @@ def test_log_line_fast_path(text: str) -> None:
         separators=(",", ":"),
         ensure_ascii=False,
     )
-    shown = tracker.feed(line)
+    tracker.feed(line)
     if text[:1] not in ("\r", "\x1b"):  # those are cleaned as terminal output
-        assert shown == text
+        assert tracker.render(line) == (None, text)
+        assert tracker.last_line == text

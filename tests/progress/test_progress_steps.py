@@ -132,7 +132,10 @@ def test_real_ninja_build(tmp_path: Path) -> None:
     ) as ninja:
         assert ninja.stdout is not None
         tracker = ProgressTracker()
-        shown = [tracker.feed(line) for line in ninja.stdout]
+        shown: list[str | None] = []
+        for line in ninja.stdout:
+            tracker.feed(line)
+            shown.append(tracker.render_line(line))
         assert ninja.wait(timeout=120) == 0
     progress = tracker.snapshot()
     assert progress.step is not None
@@ -181,7 +184,8 @@ def test_real_make_build(tmp_path: Path) -> None:
         percents: list[int] = []
         shown: list[str | None] = []
         for line in make.stdout:
-            shown.append(tracker.feed(line))
+            tracker.feed(line)
+            shown.append(tracker.render_line(line))
             step = tracker.snapshot().step
             if step is not None and (not percents or percents[-1] != step.done):
                 percents.append(step.done)

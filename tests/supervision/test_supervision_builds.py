@@ -8,12 +8,14 @@ terminal) leaves the build running to the end with every line of its log and a f
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import pty
 import signal
 import subprocess
 import termios
+import time
 from pathlib import Path
 
 import psutil
@@ -341,8 +343,16 @@ def test_stop_kills_what_ignores_term_and_what_escaped_the_group(
     assert started.returncode == 0, started.stderr
     build_id = build_id_from(started.stderr)
 
+    def named(*argv: str) -> list[psutil.Process]:
+        found = []
+        for process in token_processes(bench.token):
+            with contextlib.suppress(psutil.Error):  # it may end between listing and asking
+                if process.cmdline()[: len(argv)] == list(argv):
+                    found.append(process)
+        return found
+
     def escaped() -> list[psutil.Process]:
-        return [p for p in token_processes(bench.token) if p.cmdline() == ["sleep", "61"]]
+        return named("sleep", "61")
 
     orphan = bench.wait_for("the escaped sleep", escaped, timeout=30)[0]
     record = bench.record(build_id)
@@ -356,4 +366,29 @@ def test_stop_kills_what_ignores_term_and_what_escaped_the_group(
     assert record.state == STOPPED
     assert "ended by KILL after the grace period" in (record.note or "")
     assert not escaped()
-    assert not [p for p in token_processes(bench.token) if "sleep" in p.name()]
+    assert not named("sleep")
+
+
+def test_ctrl_c_detaches_and_attach_follows_to_the_end(bench: Bench, tmp_path: Path) -> None:
+    script = 'i=1; while [ $i -le 40 ]; do echo "[$i/40] step $i"; i=$((i+1)); sleep 0.1; done'
+    cli = bench.start("run", "--name", "detach", "--", "sh", "-c", script, cwd=tmp_path)
+    build_id = bench.wait_for(
+        "the build to run", lambda: (r := _first(bench)) is not None and r.lines > 2 and r.id, 30
+    )
+    bench.wait_for("the CLI to show a few lines", lambda: bench.record(build_id).lines > 8, 30)
+    time.sleep(1.0)  # the CLI polls the log twice a second
+    cli.send_signal(signal.SIGINT)  # what Ctrl-C in its terminal does
+    out, err = cli.communicate(timeout=20)
+    assert out.startswith("[1/40] step 1\n[2/40] step 2\n"), out  # it followed live
+    assert cli.returncode == 0, err
+    assert f"detached; build #{build_id} keeps running" in err
+    assert f"attach {build_id}`" in err
+    assert bench.record(build_id).active
+
+    attached = bench.run("attach", str(build_id), timeout=60)
+    assert attached.returncode == 0, attached.stderr
+    assert attached.stdout.rstrip().endswith("[40/40] step 40")
+    assert f"build #{build_id} (detach) succeeded" in attached.stderr
+    logs = bench.run("logs", str(build_id), "--follow", timeout=60)
+    assert logs.stdout == "".join(f"[{i}/40] step {i}\n" for i in range(1, 41))
+    assert logs.stdout.startswith(out)  # before Ctrl-C the CLI showed the log's first lines

@@ -271,13 +271,19 @@ def test_stopping_a_daemon_build_leaves_no_builder(
     )
     assert started.returncode == 0, started.stderr
     build_id = build_id_from(started.stderr)
-    bench.wait_for(
-        "the daemon's builder to compile",
-        lambda: any(p.name() == "cc1plus" for p in _daemon_builders(daemon_pid)),
-        180,
-        0.2,
-    )
-    builders = {p.pid: p.create_time() for p in _daemon_builders(daemon_pid)}
+
+    def compiling() -> bool:
+        for process in _daemon_builders(daemon_pid):
+            with contextlib.suppress(psutil.Error):  # it may end between listing and asking
+                if process.name() == "cc1plus":
+                    return True
+        return False
+
+    bench.wait_for("the daemon's builder to compile", compiling, 180, 0.2)
+    builders: dict[int, float] = {}
+    for process in _daemon_builders(daemon_pid):
+        with contextlib.suppress(psutil.Error):
+            builders[process.pid] = process.create_time()
     result = bench.run("stop", str(build_id), "--grace", "5", timeout=120)
     assert result.returncode == 0, result.stderr
     assert "ending the `nix build` client is what makes a nix-daemon cancel" in result.stderr

@@ -402,7 +402,11 @@ def _wait_started(history: Any, build_id: int, supervisor: Any, timeout_s: float
 
 
 def _follow(
-    args: argparse.Namespace, history: Any, build_id: int, supervisor: Any = None, backlog=True
+    args: argparse.Namespace,
+    history: Any,
+    build_id: int,
+    supervisor: Any = None,
+    backlog: bool = True,
 ) -> int:
     """Print the build's log and a status line until it ends; Ctrl-C detaches."""
     import shutil
@@ -463,9 +467,10 @@ def _follow(
         )
         return 0
     except BrokenPipeError:
-        # `workbench attach | head`: the reader left; the build goes on.
-        with_devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(with_devnull, sys.stdout.fileno())
+        # `workbench attach | head`: the reader left; the build goes on. Point stdout at
+        # /dev/null so Python's exit does not fail flushing it again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
         return 0
 
 
@@ -522,6 +527,7 @@ def run_logs(args: argparse.Namespace) -> int:
 def run_stop(args: argparse.Namespace) -> int:
     """`workbench stop [ID]`."""
     import signal
+    import socket
 
     from workbench.errors import WorkbenchError
     from workbench.supervision import liveness, tree
@@ -529,6 +535,11 @@ def run_stop(args: argparse.Namespace) -> int:
 
     history = _history(args)
     record = _one_running(history, args.id, "stop", args)
+    if record.host and record.host != socket.gethostname():
+        raise WorkbenchError(
+            f"build #{record.id} runs on {record.host}, not here: run `workbench stop "
+            f"{record.id}` there"
+        )
     if not record.active:
         left = liveness.leftover_processes(record)
         if not left:

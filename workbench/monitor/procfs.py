@@ -261,6 +261,25 @@ def uid_of(pid: int) -> int | None:
         return None
 
 
+def raise_open_file_limit(wanted: int = 65536) -> int:
+    """Raise this process's soft limit on open files towards `wanted` (never past the hard
+    limit); returns the new soft limit.
+
+    The sampler keeps two descriptors per build process and leaves itself half the soft limit;
+    Debian's default soft limit of 1024 covers about 220 processes. A supervisor calls this
+    once at start-up; processes it starts inherit the raised limit, so set theirs back with
+    `preexec_fn`/`process_group` setup if that matters.
+    """
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        return target
+    return soft
+
+
 _USER_NAMES: dict[int, str] = {}
 
 

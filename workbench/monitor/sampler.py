@@ -403,26 +403,46 @@ class Sampler:
         if self._rejudge:
             candidates |= self._rejudge
             self._rejudge.clear()
-        pending: dict[int, tuple[bytes, procfs.Stat]] = {}
+        # Each candidate's stat is read once; a new member keeps the descriptor it was read
+        # through (when the budget allows), so a new process costs one open, not two.
+        pending: dict[int, tuple[int | None, bytes, procfs.Stat]] = {}
+        spare = self._fd_budget - self._fds_open
         for pid in candidates:
             if pid in members or pid in watched:
                 continue
-            result = procfs.read_stat(pid)
-            if result is not None:
-                pending[pid] = result
+            fd = procfs.open_stat(pid) if len(pending) < spare else None
+            if fd is not None:
+                data = procfs.read_fd(fd)
+                stat = procfs.parse_stat(data) if data is not None else None
+                if data is None or stat is None:
+                    os.close(fd)
+                    continue
+                pending[pid] = (fd, data, stat)
+            else:
+                result = procfs.read_stat(pid)
+                if result is not None:
+                    pending[pid] = (None, *result)
         ticks = 0
         progress = True
-        while pending and progress:
-            progress = False
-            for pid in list(pending):
-                data, stat = pending[pid]
-                if stat.ppid in pending and stat.ppid != pid:
-                    continue  # judge the parent first
-                del pending[pid]
-                progress = True
-                derivation = self._judge(pid, stat)
-                if derivation is not False:
-                    ticks += self._join(pid, data, stat, derivation, now, previous_t)
+        try:
+            while pending and progress:
+                progress = False
+                for pid in list(pending):
+                    fd, data, stat = pending[pid]
+                    if stat.ppid in pending and stat.ppid != pid:
+                        continue  # judge the parent first
+                    del pending[pid]
+                    progress = True
+                    derivation = self._judge(pid, stat)
+                    if derivation is False:
+                        if fd is not None:
+                            os.close(fd)
+                        continue
+                    ticks += self._join(pid, fd, data, stat, derivation, now, previous_t)
+        finally:
+            for fd, _data, _stat in pending.values():
+                if fd is not None:
+                    os.close(fd)
         return ticks
 
     def _judge(self, pid: int, stat: procfs.Stat) -> str | bool | None:
@@ -454,29 +474,23 @@ class Sampler:
     def _join(
         self,
         pid: int,
+        fd: int | None,
         data: bytes,
         stat: procfs.Stat,
         derivation: str | None,
         now: float,
         previous_t: float | None,
     ) -> int:
+        """Make a process a member; returns the CPU ticks it used before it was seen."""
         proc = _Proc(pid)
-        if self._fds_open < self._fd_budget:
-            fd = procfs.open_stat(pid)
-            if fd is not None:
-                again = procfs.read_fd(fd)
-                parsed = procfs.parse_stat(again) if again else None
-                if parsed is None or parsed.starttime != stat.starttime:
-                    os.close(fd)  # gone, or the PID was reused since the first read
-                    return 0
-                proc.fd = fd
-                self._fds_open += 1
-                data, stat = again, parsed
-                if self._fds_open < self._fd_budget:
-                    proc.sched_fd = procfs.open_file(pid, "schedstat")
-                    if proc.sched_fd is not None:
-                        self._fds_open += 1
-                        proc.sched = procfs.read_fd(proc.sched_fd) or b""
+        if fd is not None:
+            proc.fd = fd
+            self._fds_open += 1
+            if self._fds_open < self._fd_budget:
+                proc.sched_fd = procfs.open_file(pid, "schedstat")
+                if proc.sched_fd is not None:
+                    self._fds_open += 1
+                    proc.sched = procfs.read_fd(proc.sched_fd) or b""
         proc.raw = data
         proc.comm = stat.comm
         proc.ppid = stat.ppid

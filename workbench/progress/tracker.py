@@ -1,12 +1,17 @@
 """Folds a build's log lines, Nix internal-json or plain, into a `Progress` snapshot.
 
 The supervisor calls `ProgressTracker.feed(line)` for every line the build writes (stdout and
-stderr, decoded as UTF-8 with errors="replace") and `snapshot()` whenever it wants the state,
-for example once a second. `feed` returns the line as a person should read it (`name> text` for
-a Nix builder's line, like `nix build -L`), or None for Nix's own bookkeeping events.
+stderr, decoded as UTF-8 with errors="replace"), and `snapshot()` whenever it wants the state,
+for example once a second. Folding and showing are apart: `feed` only folds, and `render(line)`
+turns one line into what a person reads (a builder's line with its derivation's name, as
+`nix build -L` shows it; None for Nix's bookkeeping events). A log view renders only the lines
+on screen, so the pipeline's cost per line is the fold alone.
 
-`feed` is the hot path of the log pipeline: a plain line costs a few string tests, and the Nix
-builder log line (`result` 101, most of a Nix build's log) is decoded without building a dict.
+`feed` is the hot path. Nix writes a builder's log line (most of a Nix build's log) as
+'@nix {"action":"result","fields":["TEXT"],"id":N,"type":101}' with sorted keys; unless TEXT
+can be progress, a failure or a phase (its first character tells), the line is folded by a
+few string tests and no JSON is decoded. Plain lines cost the same few tests.
+
 The tracker is not thread-safe: feed and snapshot from one thread, or hold a lock around both.
 """
 
@@ -51,9 +56,13 @@ _ID_KEY = '],"id":'
 _ID_AT = len(_ID_KEY)
 _TYPE_101 = ',"type":101}'
 _TYPE_101_NEWLINE = _TYPE_101 + "\n"
-# Only lines starting with one of these can be progress, failures or phases; every other
-# line is passed through untouched.
+_RESULT_PREFIX = '@nix {"action":"result","fields":['
+_TYPE_105 = ',"type":105}'
+_TYPE_105_NEWLINE = _TYPE_105 + "\n"
+# Only text starting with one of these can be progress, failures or phases ("\\" in JSON: an
+# escape such as \u001b or \r, which must be decoded to know).
 _SPECIAL_FIRST = frozenset("[\r\x1bFmR")
+_SPECIAL_JSON_FIRST = _SPECIAL_FIRST | {"\\"}
 
 _DRV_IN_QUOTES = re.compile(r"'(/nix/store/[^'\s]+\.drv)'")
 _WILL_BE_BUILT = re.compile(
@@ -113,7 +122,7 @@ class Progress:
     lines: int
     """Lines fed so far."""
     last_line: str
-    """The latest readable line (what `feed` last returned)."""
+    """The latest line a person would read, rendered ("name> text" for a builder's line)."""
     nix: bool
     """Whether any `@nix` line was seen, i.e. the derivation counts mean something."""
 
@@ -150,55 +159,37 @@ class ProgressTracker:
         self._failures: deque[str] = deque(maxlen=_KEEP_FAILURES)
         self._nix = False
         self._running_text: dict[str, _Running] = {}  # the same, keyed by the id's digits
-        self._last_text = ""
+        self._names: dict[str, str] = {}  # every Build activity's id digits -> derivation name
+        self._last = ""  # the latest line a person would read, as fed
         self.lines = 0
         """Lines fed so far."""
-        self.source: str | None = None
-        """The derivation whose builder wrote the latest line `feed` returned; None when that
-        line was the build's own output or Nix's."""
 
-    # -- feeding --------------------------------------------------------------------------
+    # -- folding ----------------------------------------------------------------------------
 
-    def feed(self, line: str) -> str | None:
-        """Fold one line in; return its text as a person reads it, or None for Nix bookkeeping.
-
-        For a builder's line the text is the builder's own, and `source` names the derivation
-        (show it as `f"{source}> {text}"`, as `nix build -L` does); for the build's own output
-        `source` is None. A line that is not a progress or Nix line comes back unchanged
-        (without its newline), so passing it through costs nothing.
-        """
+    def feed(self, line: str) -> None:
+        """Fold one line (with or without its newline) into the progress."""
         self.lines += 1
         if line.startswith("@nix "):
+            self._nix = True
             if line.startswith(_LOG_LINE_PREFIX):
-                # The fast path for a builder's log line, most of a Nix build's log: Nix writes
-                # '@nix {"action":"result","fields":["TEXT"],"id":N,"type":101}' (sorted keys).
-                # json's C scanner reads TEXT; the activity is found by N's digits; no dict.
-                if line.endswith(_TYPE_101_NEWLINE):
-                    tail = len(line) - len(_TYPE_101_NEWLINE)
-                elif line.endswith(_TYPE_101):
-                    tail = len(line) - len(_TYPE_101)
+                if line[_TEXT_AT : _TEXT_AT + 1] not in _SPECIAL_JSON_FIRST and self._ninja is None:
+                    # A builder's line that is no progress: nothing to fold but "seen".
+                    if line.endswith(_TYPE_101_NEWLINE) or line.endswith(_TYPE_101):
+                        self._last = line
+                        return
                 else:
-                    tail = 0
-                if tail:
-                    try:
-                        text, end = scanstring(line, _TEXT_AT)
-                    except ValueError:
-                        tail = 0
-                    if tail and line.startswith(_ID_KEY, end):
-                        drv = self._running_text.get(line[end + _ID_AT : tail])
-                        if text[:1] in _SPECIAL_FIRST or self._ninja is not None:
-                            text = self._plain(text, drv)
-                        self._nix = True
-                        self._last_text = text
-                        self.source = None if drv is None else drv.name
-                        return text
-            return self._feed_nix(line)
-        line = line.rstrip("\r\n")
+                    found = self._log_line(line)
+                    if found is not None:
+                        self._plain(found[0], self._running_text.get(found[1]))
+                        self._last = line
+                        return
+            elif line.startswith(_RESULT_PREFIX) and self._progress(line):
+                return
+            self._feed_nix(line)
+            return
         if line[:1] in _SPECIAL_FIRST or self._ninja is not None:
-            line = self._plain(line, None)
-        self._last_text = line
-        self.source = None
-        return line
+            self._plain(line.rstrip("\r\n"), None)
+        self._last = line
 
     def feed_all(self, lines: Iterable[str]) -> int:
         """Fold many lines (a recorded log) in; returns how many."""
@@ -209,8 +200,56 @@ class ProgressTracker:
             count += 1
         return count
 
-    def _plain(self, text: str, drv: _Running | None) -> str:
-        """The slow half of a plain line: progress, failures, phases. Returns the text to show."""
+    def _progress(self, line: str) -> bool:
+        """The fast path for Progress results (105), many while Nix downloads: whether folded.
+
+        '@nix {"action":"result","fields":[DONE,EXPECTED,RUNNING,FAILED],"id":N,"type":105}'
+        """
+        if line.endswith(_TYPE_105_NEWLINE):
+            tail = len(line) - len(_TYPE_105_NEWLINE)
+        elif line.endswith(_TYPE_105):
+            tail = len(line) - len(_TYPE_105)
+        else:
+            return False
+        close = line.find("]", len(_RESULT_PREFIX))
+        if close < 0 or not line.startswith(_ID_KEY, close):
+            return False
+        try:
+            activity = int(line[close + _ID_AT : tail])
+            act_type = self._types.get(activity)
+            if act_type != ACT_BUILDS and act_type != ACT_COPY_PATHS:
+                return True  # a download's or another activity's progress: nothing to fold
+            done, expected, running, failed = map(int, line[len(_RESULT_PREFIX) : close].split(","))
+        except ValueError:
+            return False  # not the shape expected: the JSON decoder decides
+        if min(done, expected, running, failed) < 0:
+            return True
+        numbers = (done, expected, running, failed)
+        if act_type == ACT_BUILDS:
+            self._builds[activity] = numbers
+        else:
+            self._copies[activity] = numbers
+        return True
+
+    @staticmethod
+    def _log_line(line: str) -> tuple[str, str] | None:
+        """(TEXT, N's digits) of a line shaped like Nix's builder log line, else None."""
+        if line.endswith(_TYPE_101_NEWLINE):
+            tail = len(line) - len(_TYPE_101_NEWLINE)
+        elif line.endswith(_TYPE_101):
+            tail = len(line) - len(_TYPE_101)
+        else:
+            return None
+        try:
+            text, end = scanstring(line, _TEXT_AT)
+        except ValueError:
+            return None
+        if not line.startswith(_ID_KEY, end):
+            return None
+        return text, line[end + _ID_AT : tail]
+
+    def _plain(self, text: str, drv: _Running | None) -> None:
+        """Progress, failures and phases in a line of text (a builder's or the build's own)."""
         first = text[:1]
         if first == "[":
             # Steps are kept as tuples here and become `Step`s in snapshot(): cheaper per line.
@@ -230,7 +269,7 @@ class ProgressTracker:
         elif first == "\r" or first == "\x1b":
             text = clean_terminal_line(text)
             if text[:1] == "[":
-                return self._plain(text, drv)
+                self._plain(text, drv)
         elif first == "F":
             if text.startswith("FAILED: "):
                 self._failures.append(text[8:])
@@ -248,54 +287,51 @@ class ProgressTracker:
                 self._step = (NINJA, *counts)
                 if drv is not None:
                     drv.step = self._step
-        return text
 
-    def _feed_nix(self, line: str) -> str | None:
+    def _feed_nix(self, line: str) -> None:
         """Any other `@nix` line: decode the JSON and fold the event in."""
-        self._nix = True
         value = nix_log.decode(line)
         if value is None:
-            return None
+            return
         try:
             shown = self._nix_event(value)
         except (TypeError, ValueError, IndexError, KeyError, AttributeError):
             # Well-formed JSON with fields of unexpected types: ignore the line, never crash.
-            return None
-        if shown is not None:
-            self._last_text, self.source = shown
-            return shown[0]
-        return None
+            return
+        if shown:
+            self._last = line
 
-    def _nix_event(self, value: dict[str, Any]) -> tuple[str, str | None] | None:
-        """Fold a decoded event in; (text to show, its source) or None."""
+    def _nix_event(self, value: dict[str, Any]) -> bool:
+        """Fold a decoded event in; whether a person would read it (`render` shows it)."""
         action = value.get("action")
         if action == "result":
             return self._result(value.get("id"), value.get("type"), value.get("fields"))
         if action == "start":
-            text = self._start(value)
-            return None if text is None else (text, None)
+            return self._start(value)
         if action == "stop":
             self._stop(value.get("id"))
-            return None
+            return False
         if action == "msg":
             text = value.get("msg")
-            return (self._message(text), None) if isinstance(text, str) else None
-        return None
+            if isinstance(text, str):
+                self._message(text)
+                return True
+        return False
 
-    def _result(self, activity: Any, kind: Any, fields: Any) -> tuple[str, str | None] | None:
+    def _result(self, activity: Any, kind: Any, fields: Any) -> bool:
         if not isinstance(fields, list) or not fields:
-            return None
+            return False
         if kind in (RES_BUILD_LOG_LINE, RES_POST_BUILD_LOG_LINE):
             text = fields[0]
             if not isinstance(text, str):
-                return None
-            drv = self._running.get(activity)
-            return self._plain(text, drv), None if drv is None else drv.name
+                return False
+            self._plain(text, self._running.get(activity))
+            return True
         if kind == RES_SET_PHASE:
             drv = self._running.get(activity)
             if drv is not None and isinstance(fields[0], str):
                 drv.phase = fields[0]
-            return None
+            return False
         if kind == RES_PROGRESS:
             numbers = _four_ints(fields)
             if numbers is not None:
@@ -304,24 +340,23 @@ class ProgressTracker:
                     self._builds[activity] = numbers
                 elif act_type == ACT_COPY_PATHS:
                     self._copies[activity] = numbers
-            return None
-        if kind == RES_SET_EXPECTED:
-            # [activityType, expected] on the Realise activity: only used when no Progress yet.
-            if (
-                len(fields) >= 2
-                and fields[0] == ACT_BUILDS
-                and _is_int(fields[1])
-                and fields[1] >= 0
-            ):
-                self._planned_said = max(self._planned_said, fields[1])
-            return None
-        return None
+            return False
+        # SetExpected [activityType, expected] on the Realise activity: used until Progress.
+        if (
+            kind == RES_SET_EXPECTED
+            and len(fields) >= 2
+            and fields[0] == ACT_BUILDS
+            and _is_int(fields[1])
+            and fields[1] >= 0
+        ):
+            self._planned_said = max(self._planned_said, fields[1])
+        return False
 
-    def _start(self, value: dict[str, Any]) -> str | None:
+    def _start(self, value: dict[str, Any]) -> bool:
         activity = value.get("id")
         kind = value.get("type")
         if not _is_int(activity) or not _is_int(kind):
-            return None
+            return False
         self._types[activity] = kind
         if kind == ACT_BUILD:
             fields = value.get("fields")
@@ -329,11 +364,8 @@ class ProgressTracker:
                 drv = _Running(fields[0], self._clock())
                 self._running[activity] = drv
                 self._running_text[str(activity)] = drv
-        text = value.get("text")
-        level = value.get("level")
-        if isinstance(text, str) and text and _is_int(level) and level <= LVL_INFO:
-            return nix_log.strip_ansi(text)
-        return None
+                self._names[str(activity)] = drv.name
+        return _shown_start(value)
 
     def _stop(self, activity: Any) -> None:
         if not _is_int(activity):
@@ -347,13 +379,13 @@ class ProgressTracker:
                 FinishedDerivation(drv.drv_path, drv.name, drv.started, self._clock(), failed)
             )
 
-    def _message(self, raw: str) -> str:
+    def _message(self, raw: str) -> None:
         text = nix_log.strip_ansi(raw)
         if self._collecting_plan:
             candidate = text.strip()
             if candidate.startswith("/nix/store/") and candidate.endswith(".drv"):
                 self._planned_names[candidate] = None
-                return text
+                return
             self._collecting_plan = False
         found = _WILL_BE_BUILT.match(text)
         if found is not None:
@@ -367,7 +399,6 @@ class ProgressTracker:
             path = _DRV_IN_QUOTES.search(text)
             if path is not None and "dependencies couldn't be built" not in text:
                 self._mark_failed(path.group(1))
-        return text
 
     def _mark_failed(self, drv_path: str) -> None:
         self._failed_paths[drv_path] = None
@@ -418,12 +449,53 @@ class ProgressTracker:
             nix=self._nix,
         )
 
+    def render(self, line: str) -> tuple[str | None, str] | None:
+        """(source, text): a line as a person reads it; None for Nix's bookkeeping events.
+
+        `source` is the derivation whose builder wrote the line (None for the build's own
+        output and Nix's messages). Builder lines of derivations that already finished still
+        get their name. Reads the tracker's state, never changes it.
+        """
+        if line.startswith("@nix "):
+            found = self._log_line(line) if line.startswith(_LOG_LINE_PREFIX) else None
+            if found is not None:
+                return self._names.get(found[1]), _clean(found[0])
+            value = nix_log.decode(line)
+            return None if value is None else self._render_event(value)
+        return None, _clean(line.rstrip("\r\n"))
+
+    def render_line(self, line: str) -> str | None:
+        """A line as `nix build -L` prints it ("name> text"), None for bookkeeping events."""
+        shown = self.render(line)
+        if shown is None:
+            return None
+        source, text = shown
+        return text if source is None else f"{source}> {text}"
+
+    def _render_event(self, value: dict[str, Any]) -> tuple[str | None, str] | None:
+        action = value.get("action")
+        if action == "msg":
+            text = value.get("msg")
+            return (None, nix_log.strip_ansi(text)) if isinstance(text, str) else None
+        if action == "start":
+            if not _shown_start(value):
+                return None
+            return None, nix_log.strip_ansi(value["text"])
+        if action == "result" and value.get("type") in (
+            RES_BUILD_LOG_LINE,
+            RES_POST_BUILD_LOG_LINE,
+        ):
+            fields = value.get("fields")
+            if isinstance(fields, list) and fields and isinstance(fields[0], str):
+                activity = value.get("id")
+                name = self._names.get(str(activity)) if _is_int(activity) else None
+                return name, _clean(fields[0])
+        return None
+
     @property
     def last_line(self) -> str:
-        """The latest line `feed` returned, as `nix build -L` shows it ("name> text")."""
-        if self.source is None:
-            return self._last_text
-        return f"{self.source}> {self._last_text}"
+        """The latest line a person would read, rendered as `nix build -L` shows it."""
+        return self.render_line(self._last) or "" if self._last else ""
 
     def finished(self) -> tuple[FinishedDerivation, ...]:
         """Every derivation build that ended, in order (for the history's per-derivation times)."""
@@ -439,6 +511,18 @@ class ProgressTracker:
         names.update(dict.fromkeys(d.name for d in self._running.values()))
         names.update(dict.fromkeys(record.name for record in self._finished))
         return tuple(names)
+
+
+def _clean(text: str) -> str:
+    first = text[:1]
+    return clean_terminal_line(text) if first == "\r" or first == "\x1b" else text
+
+
+def _shown_start(value: dict[str, Any]) -> bool:
+    """Whether an activity's start is a line for people ("building '...drv'")."""
+    text = value.get("text")
+    level = value.get("level")
+    return isinstance(text, str) and bool(text) and _is_int(level) and level <= LVL_INFO
 
 
 def _step(step: _StepTuple | None) -> Step | None:

@@ -2,8 +2,9 @@
 
 The log file holds the build's output byte for byte, Nix's `@nix {json}` lines included;
 `LogReader` turns it into readable lines (`name> text` for a Nix builder's line, like
-`nix build -L`) with a `ProgressTracker` of its own, reading only what was appended since the
-last call and holding back a partial last line until it is complete (or the build ended).
+`nix build -L`) with a `ProgressTracker` of its own (`feed`, then `render_line`), reading only
+what was appended since the last call and holding back a partial last line until it is
+complete (or the build ended).
 """
 
 from __future__ import annotations
@@ -41,14 +42,15 @@ class LogReader:
 
     def _readable(self, lines: list[str]) -> list[str]:
         tracker = self._tracker
-        feed = tracker.feed
+        feed, render = tracker.feed, tracker.render_line
         shown: list[str] = []
         for line in lines:
-            text = feed(line)
+            # Fold first: a builder's line is named after its derivation, which the tracker
+            # learns from the events before it.
+            feed(line)
+            text = render(line)
             if text is not None:
-                # A Nix builder's line: the tracker names its derivation in `source`.
-                source = getattr(tracker, "source", None)
-                shown.append(f"{source}> {text}" if source else text)
+                shown.append(text)
         return shown
 
     def read(self) -> list[str]:

@@ -18,13 +18,15 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.errors import WorkbenchError
-from workbench.matrix import Flavour, Matrix
-from workbench.settings import BuildSettings
 from workbench.supervision.history import NewBuild
-from workbench.variants import UnknownVariantError, Variant, parse
+
+if TYPE_CHECKING:  # `workbench run` needs none of the matrix and settings machinery
+    from workbench.matrix import Flavour, Matrix
+    from workbench.settings import BuildSettings
+    from workbench.variants import Variant
 
 # Flake attributes, Flox package names and --name values: no leading dash (an option), no
 # spaces, slashes, quotes or shell characters.
@@ -58,6 +60,8 @@ class Target:
 
 def resolve_target(name: str, matrix: Matrix) -> Target:
     """The variant or flavour called `name`; unknown names get the nearest known ones."""
+    from workbench.variants import UnknownVariantError, parse
+
     try:
         flavour = matrix.flavour(name)
     except KeyError:

@@ -2,11 +2,13 @@
 
 A row in state `running` whose supervisor PID is gone (or now belongs to another process: the
 start time tells) is marked `lost`, with what is known: the last progress, whether build
-processes still run, and where the log is.
+processes still run, and where the log is. Only this host's rows are judged: a state directory
+in a shared home may hold other hosts' builds, whose PIDs mean nothing here.
 """
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Iterable
 
@@ -81,8 +83,11 @@ def check(history: History, records: Iterable[BuildRecord]) -> list[BuildRecord]
     """The records again, with every active one whose supervisor is gone marked `lost`."""
     result: list[BuildRecord] = []
     now = time.time()
+    here = socket.gethostname()
     for record in records:
-        if record.active:
+        # A state directory in a shared home can hold builds of other hosts: their PIDs mean
+        # nothing here, so only this host's builds are judged.
+        if record.active and record.host in (None, here):
             young = record.state == STARTING and now - record.created < STARTING_TIMEOUT_S
             if not (young and record.supervisor_pid is None) and not supervisor_running(record):
                 history.mark_lost(record.id, lost_note(record), now)
