@@ -153,14 +153,37 @@ def ptrace_status(
 
 
 def diagnose(
-    matrix: Matrix, settings: BuildSettings, nvidia_smi: str = "nvidia-smi"
+    matrix: Matrix,
+    settings: BuildSettings,
+    nvidia_smi: str = "nvidia-smi",
+    state_directory: Path | None = None,
 ) -> DoctorReport:
-    """Detect tools and hardware in parallel and work out the recommendation."""
+    """Detect tools and hardware in parallel and work out the recommendation.
+
+    With a state directory that holds a build history, the per-job memory of the recommended
+    variant's earlier builds replaces the settings' default figure.
+    """
     with ThreadPoolExecutor(max_workers=len(TOOLS) + 1) as pool:
         hardware_future = pool.submit(detect, matrix, nvidia_smi)
         tools = tuple(pool.map(tool_status, TOOLS))
         hardware = hardware_future.result()
-    return build_report(tools, hardware, ptrace_status(), matrix, settings)
+    measured = None
+    if state_directory is not None:
+        selection = select(hardware, matrix)
+        if selection.primary is not None:
+            measured = measured_memory(state_directory, selection.primary.variant)
+    return build_report(tools, hardware, ptrace_status(), matrix, settings, measured)
+
+
+def measured_memory(state_directory: Path, variant: Any) -> JobMemory | None:
+    """Peak per-job memory of earlier builds of `variant`, if the history has any."""
+    from workbench.supervision.history import History, database_path
+    from workbench.supervision.tuning import measured_job_memory
+
+    if not database_path(state_directory).exists():  # never create state just to look
+        return None
+    with History(state_directory) as history:
+        return measured_job_memory(history, variant.name, variant.is_gpu)
 
 
 def build_report(
@@ -169,12 +192,13 @@ def build_report(
     ptrace: PtraceStatus,
     matrix: Matrix,
     settings: BuildSettings,
+    measured: JobMemory | None = None,
 ) -> DoctorReport:
     """The recommendation for what was detected (pure: no probing)."""
     selection = select(hardware, matrix)
     primary = selection.primary
     cuda = bool(primary and primary.variant.is_gpu)
-    job_memory = (
+    job_memory = measured or (
         JobMemory(settings.cuda_job_memory_gb, "default from settings.toml (cuda_job_memory_gb)")
         if cuda
         else JobMemory(settings.cxx_job_memory_gb, "default from settings.toml (cxx_job_memory_gb)")

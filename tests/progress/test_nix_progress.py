@@ -225,7 +225,7 @@ def test_fast_paths_agree_with_the_json_decoder() -> None:
         reencoded.append("@nix " + json.dumps(dict(reversed(list(value.items())))))
     clock = iter(range(10**6)).__next__
     fast, slow = ProgressTracker(clock=clock), ProgressTracker(clock=clock)
-    for nix_line, other_line in zip(original, reencoded):
+    for nix_line, other_line in zip(original, reencoded, strict=True):
         fast.feed(nix_line)
         slow.feed(other_line)
         assert fast.render_line(nix_line) == slow.render_line(other_line)

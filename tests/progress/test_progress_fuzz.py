@@ -85,7 +85,7 @@ def test_byte_lines(chunks: list[bytes]) -> None:
 
 # Drawing nested JSON is what costs here (Hypothesis's generation, not the parser): keep the
 # lists short and the examples few enough for the suite's time budget.
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(NIX_OBJECT | JSON, min_size=1, max_size=6))
 def test_arbitrary_json_after_nix_prefix(values: list[object]) -> None:
     lines = ["@nix " + json.dumps(value) for value in values]

@@ -115,7 +115,7 @@ def test_failures_are_collected() -> None:
 @pytest.mark.slow
 def test_real_ninja_build(tmp_path: Path) -> None:
     """ninja's real output through the tracker: the last step is [N/N], N = ninja's edges."""
-    names = write_project(tmp_path / "src", heavy=(), depth=5)
+    names = write_project(tmp_path / "src", units=8, heavy=())
     build = tmp_path / "build"
     configure(tmp_path / "src", build, "Ninja", build_type="")
     commands = subprocess.run(
@@ -170,7 +170,7 @@ def test_real_ninja_build_failure(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_real_make_build(tmp_path: Path) -> None:
     """CMake's Makefiles through real make: percentages rise to 100, one line per object."""
-    names = write_project(tmp_path / "src", heavy=(), depth=5)
+    names = write_project(tmp_path / "src", units=8, heavy=())
     build = tmp_path / "build"
     configure(tmp_path / "src", build, "Unix Makefiles", build_type="")
     with started(

@@ -28,7 +28,11 @@ def run(args: argparse.Namespace) -> int:
     from workbench.settings import load_settings
 
     directory, matrix = load_config(args)
-    report = diagnose(matrix, load_settings(directory, matrix), args.nvidia_smi)
+    from workbench.paths import state_dir
+
+    report = diagnose(
+        matrix, load_settings(directory, matrix), args.nvidia_smi, state_dir(args.state_dir)
+    )
     document = report_to_json(report)
     if args.json:
         print_json(document)

@@ -43,6 +43,15 @@ def build_parser() -> argparse.ArgumentParser:
     subcommands = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module_name in COMMAND_MODULES:
         importlib.import_module(module_name).register(subcommands)
+    # The global options are accepted after the command too (`workbench doctor --state-dir D`);
+    # SUPPRESS keeps a value given before the command from being reset.
+    for command in subcommands.choices.values():
+        command.add_argument(
+            "--config", metavar="DIR", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+        )
+        command.add_argument(
+            "--state-dir", metavar="DIR", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+        )
     return parser
 
 

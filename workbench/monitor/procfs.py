@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import time
 from typing import NamedTuple
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -296,7 +297,13 @@ def user_name(uid: int) -> str:
 
 
 def boot_time() -> float:
-    """Epoch seconds when the machine booted: process start times count from it."""
+    """Epoch seconds when the machine booted: process start times count from it.
+
+    From CLOCK_BOOTTIME, the clock the kernel counts start times on, rather than /proc/stat's
+    btime: btime is whole seconds, which would put a process's start up to a second early.
+    """
+    if hasattr(time, "CLOCK_BOOTTIME"):
+        return time.time() - time.clock_gettime(time.CLOCK_BOOTTIME)
     try:
         with open(f"{PROC}/stat", "rb") as handle:
             for line in handle:

@@ -504,9 +504,12 @@ class Sampler:
         self._classify(proc)
         started = self._boot + stat.starttime / procfs.CLOCK_TICKS
         percent = 0.0
-        if previous_t is not None and started > previous_t and now > started:
-            # Born since the last sample: its CPU so far is this interval's.
-            percent = proc.own * 100.0 / procfs.CLOCK_TICKS / (now - started)
+        if previous_t is not None:
+            # New since the last sample: its CPU so far is this interval's (psutil would say
+            # 0.0 until the next call; a compiler seen once would then never show any).
+            elapsed = now - max(started, previous_t)
+            if elapsed > 0:
+                percent = proc.own * 100.0 / procfs.CLOCK_TICKS / elapsed
         proc.sample = self._make_sample(proc, percent)
         # Everything it used so far happened during the build (or before the sampler started,
         # which still belongs to the build's total).

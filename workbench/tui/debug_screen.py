@@ -465,7 +465,7 @@ class DebugScreen(Screen[None]):
             self.post_message(self.Captured(captured, diagnosis))
 
     def on_debug_screen_progress(self, message: Progress) -> None:
-        self.query_one("#debug-diagnosis").border_subtitle = message.text
+        self._title_diagnosis(message.text)
         if self.diagnosis is None:
             self.query_one(DiagnosisView).waiting = f"Capturing process {self.pid}: {message.text}"
             self.query_one(DiagnosisView).refresh(layout=True)
@@ -484,7 +484,7 @@ class DebugScreen(Screen[None]):
         self.capturing = False
         kept = " (the capture below is the previous one)" if self.capture else ""
         self._set_error(f"Capture failed: {message.text}{kept}")
-        self.query_one("#debug-diagnosis").border_subtitle = ""
+        self._title_diagnosis()
         if self.diagnosis is None:
             view = self.query_one(DiagnosisView)
             view.waiting = "No capture: see the error above; r tries again."
@@ -499,6 +499,20 @@ class DebugScreen(Screen[None]):
 
     # --- showing ---------------------------------------------------------------------------
 
+    def _title_diagnosis(self, progress: str = "") -> None:
+        """The diagnosis panel's title: what was captured, and what a running capture does."""
+        capture = self.capture
+        title = "Diagnosis"
+        if capture is not None:
+            title += (
+                f" · {len(capture.samples)} of {capture.requested_samples} samples, "
+                f"{capture.interval:g} s apart"
+                + (" · symbols only" if capture.symbols_only else "")
+            )
+        self.query_one("#debug-diagnosis").border_title = title + (
+            f" · re-sampling: {progress}" if progress and capture else ""
+        )
+
     def _sample(self) -> Sample | None:
         if self.capture is None or not self.capture.samples:
             return None
@@ -509,12 +523,7 @@ class DebugScreen(Screen[None]):
         assert capture is not None
         command = " ".join(capture.command) or capture.executable or "?"
         self.sub_title = f"debug · process {capture.pid} ({_clip(command, 60)})"
-        diagnosis_box = self.query_one("#debug-diagnosis")
-        diagnosis_box.border_title = (
-            f"Diagnosis · {len(capture.samples)} of {capture.requested_samples} samples, "
-            f"{capture.interval:g} s apart" + (" · symbols only" if capture.symbols_only else "")
-        )
-        diagnosis_box.border_subtitle = ""
+        self._title_diagnosis()
         self.query_one(DiagnosisView).show(capture, self.diagnosis)
         if self.thread_tid is None and self.diagnosis and self.diagnosis.primary.threads:
             self.thread_tid = self.diagnosis.primary.threads[0]
@@ -673,7 +682,7 @@ class DebugScreen(Screen[None]):
         if self.pid is None or self.capturing:
             return
         self.capturing = True
-        self.query_one("#debug-diagnosis").border_subtitle = f"capturing process {self.pid}…"
+        self._title_diagnosis(f"capturing process {self.pid}…")
         self.refresh_bindings()
         self.run_capture(self.pid)
 
