@@ -50,6 +50,19 @@ class WorkbenchApp(App[None]):
         self.sub_title = f"ONNX Runtime {self.matrix.ort_version}"
         self.push_screen(VariantsScreen(self.matrix, self.config_directory, self.doctor))
 
+    def open_build(self, build_id: int) -> None:
+        """Show build `build_id` live (or as it ended)."""
+        from workbench.tui.build_screen import BuildScreen
+
+        self.push_screen(BuildScreen(self.state_directory, build_id))
+
+    def action_history(self) -> None:
+        """Past builds with their measurements."""
+        from workbench.tui.history_screen import HistoryScreen
+
+        if not isinstance(self.screen, HistoryScreen):
+            self.push_screen(HistoryScreen(self.state_directory))
+
     def action_settings(self) -> None:
         from workbench.tui.settings_screen import SettingsScreen
 
