@@ -292,3 +292,4 @@ async def test_a_missing_gdb_is_a_clear_error_and_the_last_capture_stays(
         assert "no-gdb: no such gdb executable" in message
         assert "the capture below is the previous one" in message
         assert screen.diagnosis is not None and screen.diagnosis.kind == "waiting"
+        assert screen.captures_taken == 0

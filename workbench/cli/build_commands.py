@@ -284,33 +284,13 @@ def run_run(args: argparse.Namespace) -> int:
 
 
 def _launch(args: argparse.Namespace, history: Any, plan: Any, warnings: list[str]) -> int:
-    from workbench.supervision import liveness, preflight
+    from workbench.supervision.control import start
     from workbench.supervision.launch import display
-    from workbench.supervision.lock import BuildLock, LockBusy
 
-    state = _state(args)
-    # A dead supervisor's row must not look like a running build to the checks below.
-    liveness.check(history, history.active())
-    lock: BuildLock | None
-    try:
-        lock = BuildLock.acquire(state, plan.checkout)
-    except LockBusy as busy:
-        if not args.force:
-            raise
-        _say(f"warning: {busy}; --force given: starting anyway")
-        lock = None
-    try:
-        for warning in warnings:
-            _say(f"warning: {warning}")
-        for line in preflight.describe(preflight.other_build_processes()):
-            _say(f"warning: {line}" if not line.startswith(" ") else line)
-        record = history.create(plan)
-        supervisor = _spawn_supervisor(state, record, lock)
-        history.set_supervisor(record.id, supervisor.pid, _create_time(supervisor.pid))
-    finally:
-        if lock is not None:
-            lock.release()  # the supervisor holds its inherited copy of the lock
-    record = _wait_started(history, record.id, supervisor)
+    started = start(_state(args), history, plan, args.force, warnings)
+    for line in started.warnings:
+        _say(f"warning: {line}" if not line.startswith(" ") else line)
+    record, supervisor = started.record, started.supervisor
     _say(f"build #{record.id} ({record.name}): {display(record.argv)}")
     _say(f"in {record.cwd}; log {record.log_path}")
     if not record.active and record.started is None:  # it never ran: say why
@@ -326,76 +306,6 @@ def _launch(args: argparse.Namespace, history: Any, plan: Any, warnings: list[st
         return 0
     _say(f"following; Ctrl-C leaves it running (`{_command(args)} attach {record.id}` comes back)")
     return _follow(args, history, record.id, supervisor, backlog=False)
-
-
-def _create_time(pid: int) -> float:
-    import psutil
-
-    try:
-        return psutil.Process(pid).create_time()
-    except psutil.Error:
-        return time.time()
-
-
-def _spawn_supervisor(state: Path, record: Any, lock: Any) -> Any:
-    """Start the supervisor in a session of its own, detached from this terminal."""
-    import subprocess
-
-    import workbench
-    from workbench.supervision.history import build_directory
-
-    directory = build_directory(state, record.id)
-    directory.mkdir(parents=True, exist_ok=True)
-    argv = [
-        sys.executable,
-        "-m",
-        "workbench.supervision.supervisor",
-        "--state-dir",
-        str(state),
-        "--build-id",
-        str(record.id),
-    ]
-    pass_fds: tuple[int, ...] = ()
-    if lock is not None:
-        argv += ["--lock-fd", str(lock.fd)]
-        pass_fds = (lock.fd,)
-    # `-m` finds the package from the supervisor's working directory: the folder that holds
-    # this package (the build's own directory is set by the supervisor, per build).
-    package_parent = Path(workbench.__file__).resolve().parent.parent
-    with open(directory / "supervisor.log", "ab") as log:
-        return subprocess.Popen(
-            argv,
-            cwd=package_parent,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            pass_fds=pass_fds,
-        )
-
-
-def _wait_started(history: Any, build_id: int, supervisor: Any, timeout_s: float = 30.0) -> Any:
-    from workbench.errors import WorkbenchError
-    from workbench.supervision.history import STARTING, build_directory
-
-    deadline = time.monotonic() + timeout_s
-    log = build_directory(history.state_directory, build_id) / "supervisor.log"
-    while True:
-        record = history.get(build_id)
-        if record.state != STARTING:
-            return record
-        code = supervisor.poll()
-        if code is not None:
-            history.mark_lost(
-                build_id, f"the supervisor exited ({code}) before starting the build; see {log}"
-            )
-            return history.get(build_id)
-        if time.monotonic() > deadline:
-            raise WorkbenchError(
-                f"the supervisor of build #{build_id} did not start it within {timeout_s:.0f} s; "
-                f"see {log}"
-            )
-        time.sleep(0.05)
 
 
 # -- following ----------------------------------------------------------------------------------
@@ -526,55 +436,25 @@ def run_logs(args: argparse.Namespace) -> int:
 
 def run_stop(args: argparse.Namespace) -> int:
     """`workbench stop [ID]`."""
-    import signal
-    import socket
-
-    from workbench.errors import WorkbenchError
-    from workbench.supervision import liveness, tree
+    from workbench.supervision.control import stop
     from workbench.supervision.follow import outcome_line
 
     history = _history(args)
     record = _one_running(history, args.id, "stop", args)
-    if record.host and record.host != socket.gethostname():
-        raise WorkbenchError(
-            f"build #{record.id} runs on {record.host}, not here: run `workbench stop "
-            f"{record.id}` there"
-        )
-    if not record.active:
-        left = liveness.leftover_processes(record)
-        if not left:
-            _say(f"{outcome_line(record)}; nothing to stop")
-            return 0
-        # Its supervisor is gone (lost) but processes remain: end them from here.
-        _say(f"build #{record.id}'s supervisor is gone; ending its {len(left)} processes")
-        survivors = tree.terminate(None, record.pgid, left, grace_s=args.grace)
-        return _report_survivors(record.id, survivors)
-    history.request_stop(record.id, args.grace)
-    if record.supervisor_pid is None or not liveness.supervisor_running(record):
-        raise WorkbenchError(f"build #{record.id} has no live supervisor; try again")
-    os.kill(record.supervisor_pid, signal.SIGTERM)
-    _say(
-        f"stopping build #{record.id} ({record.name}): TERM to its process group and every "
-        f"process of its tree, KILL after {args.grace:g} s"
-    )
-    if record.nix:
+    if record.active:
         _say(
-            "a Nix build: ending the `nix build` client is what makes a nix-daemon cancel the "
-            "build and kill its builders"
+            f"stopping build #{record.id} ({record.name}): TERM to its process group and every "
+            f"process of its tree, KILL after {args.grace:g} s"
         )
-    deadline = time.monotonic() + args.grace + 30.0
-    while time.monotonic() < deadline:
-        record = liveness.check(history, [history.get(record.id)])[0]
-        if not record.active:
-            break
-        time.sleep(0.1)
-    else:
-        raise WorkbenchError(
-            f"build #{record.id} did not stop within {args.grace + 30:.0f} s; see "
-            f"{Path(record.log_path).parent / 'supervisor.log'}"
-        )
-    _say(outcome_line(record))
-    return _report_survivors(record.id, liveness.leftover_processes(record))
+        if record.nix:
+            _say(
+                "a Nix build: ending the `nix build` client is what makes a nix-daemon cancel "
+                "the build and kill its builders"
+            )
+    was_active = record.active
+    record, survivors = stop(history, record, args.grace)
+    _say(outcome_line(record) + ("" if was_active or survivors else "; nothing to stop"))
+    return _report_survivors(record.id, survivors)
 
 
 def _report_survivors(build_id: int, survivors: list[Any]) -> int:

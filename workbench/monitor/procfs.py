@@ -1,12 +1,14 @@
 """Direct reads of Linux's /proc for the sampler's hot loop.
 
-Why not psutil here: benchmarks/sampler_cost.py measured psutil at ~80 µs per process per sample
-(oneshot() + cpu_times() + memory_info() + ppid(), cached Process objects): 40 ms per sample for
-500 processes, 4% of a core at 1 Hz, eight times the 0.5% budget. One /proc/PID/stat read gives
-everything the sampler needs each second (state, parent, CPU times of the process and of its
-waited-for children, threads, start time, RSS), and keeping its file descriptor open lets the
-sampler re-read it with a single pread(); the kernel's work (~4 µs) is then most of the cost.
-psutil is still used for what is read once: users' names, memory totals.
+Why not psutil here: benchmarks/sampler_cost.py measured psutil (cached Process objects,
+oneshot(), cpu_times() + memory_info() + ppid(), children(recursive=True) to find new
+processes) at ~70 ms per sample for 500 processes, 7% of a core at 1 Hz and 14 times the 0.5%
+budget; these direct reads take ~2.5 ms. One /proc/PID/stat read gives everything the sampler
+needs each second (state, parent, CPU times of the process and of its waited-for children,
+threads, start time, RSS), and a held descriptor re-reads it with one pread(). The kernel takes
+~4 µs to produce a stat file but well under 1 µs for /proc/PID/schedstat, whose run time tells
+whether a process ran at all since the last sample; most of a build's processes did not.
+psutil is still used for the host's memory figures.
 
 A held descriptor belongs to the process it was opened for: once that process is gone, reads
 fail with ESRCH even if its PID is reused, so a reused PID can never be mistaken for the old one.

@@ -1,7 +1,8 @@
 """Build progress from log lines: Nix internal-json, ninja's `[f/t]` and make's `[ NN%]`.
 
-`ProgressTracker` folds the lines of one build into a `Progress` snapshot; `parse_nix_line`,
-`parse_ninja` and `parse_make` are the pure line parsers underneath. Nothing here imports Textual.
+`ProgressTracker.feed` folds the lines of one build into a `Progress` snapshot and
+`ProgressTracker.render` shows a line as a person reads it; `parse_nix_line`, `parse_ninja` and
+`parse_make` are the pure line parsers underneath. Nothing here imports Textual.
 """
 
 from workbench.progress.nix_log import (

@@ -399,7 +399,7 @@ class DebugScreen(Screen[None]):
         self.thread_tid: int | None = None
         self.capturing = False
         self.error: str | None = None
-        self.captures_taken = 0
+        self.captures_taken = 0  # live captures shown so far
 
     # --- layout ----------------------------------------------------------------------------
 
@@ -447,15 +447,10 @@ class DebugScreen(Screen[None]):
                 self.post_message(self.Progress(text))
 
         try:
-            captured = (
-                existing
-                if existing is not None
-                else take_capture(
-                    pid,
-                    self.options,
-                    progress,  # type: ignore[arg-type]
-                )
-            )
+            captured = existing
+            if captured is None:
+                assert pid is not None
+                captured = take_capture(pid, self.options, progress)
             diagnosis = diagnose(captured)
         except (WorkbenchError, OSError) as exc:
             if not worker.is_cancelled:
@@ -472,7 +467,8 @@ class DebugScreen(Screen[None]):
 
     def on_debug_screen_captured(self, message: Captured) -> None:
         self.capturing = False
-        self.captures_taken += 1
+        if message.capture is not self.capture:  # not just the diagnosis of the one given
+            self.captures_taken += 1
         self.capture = message.capture
         self.diagnosis = message.diagnosis
         self.sample_index = -1

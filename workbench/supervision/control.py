@@ -1,0 +1,163 @@
+"""Starting and stopping supervised builds: the one path the CLI and the TUI both take."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from workbench.errors import WorkbenchError
+from workbench.supervision import liveness, preflight, tree
+from workbench.supervision.history import STARTING, BuildRecord, History, NewBuild, build_directory
+from workbench.supervision.lock import BuildLock, LockBusy
+
+
+@dataclass
+class Started:
+    """A build handed to its supervisor, and what the user should be told about it."""
+
+    record: BuildRecord
+    supervisor: subprocess.Popen[bytes]
+    warnings: list[str] = field(default_factory=list)
+
+
+def _create_time(pid: int) -> float:
+    import psutil
+
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return time.time()
+
+
+def spawn_supervisor(
+    state: Path, record: BuildRecord, lock: BuildLock | None
+) -> subprocess.Popen[bytes]:
+    """Start the supervisor in a session of its own, detached from any terminal."""
+    import workbench
+
+    directory = build_directory(state, record.id)
+    directory.mkdir(parents=True, exist_ok=True)
+    argv = [
+        sys.executable,
+        "-m",
+        "workbench.supervision.supervisor",
+        "--state-dir",
+        str(state),
+        "--build-id",
+        str(record.id),
+    ]
+    pass_fds: tuple[int, ...] = ()
+    if lock is not None:
+        argv += ["--lock-fd", str(lock.fd)]
+        pass_fds = (lock.fd,)
+    # `-m` finds the package from the supervisor's working directory: the folder that holds
+    # this package (the build's own directory is set by the supervisor, per build).
+    package_parent = Path(workbench.__file__).resolve().parent.parent
+    with open(directory / "supervisor.log", "ab") as log:
+        return subprocess.Popen(
+            argv,
+            cwd=package_parent,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            pass_fds=pass_fds,
+        )
+
+
+def wait_started(
+    history: History,
+    build_id: int,
+    supervisor: subprocess.Popen[bytes],
+    timeout_s: float = 30.0,
+) -> BuildRecord:
+    """The build's row once its supervisor has started the command (or failed to)."""
+    deadline = time.monotonic() + timeout_s
+    log = build_directory(history.state_directory, build_id) / "supervisor.log"
+    while True:
+        record = history.get(build_id)
+        if record.state != STARTING:
+            return record
+        code = supervisor.poll()
+        if code is not None:
+            history.mark_lost(
+                build_id, f"the supervisor exited ({code}) before starting the build; see {log}"
+            )
+            return history.get(build_id)
+        if time.monotonic() > deadline:
+            raise WorkbenchError(
+                f"the supervisor of build #{build_id} did not start it within {timeout_s:.0f} s; "
+                f"see {log}"
+            )
+        time.sleep(0.05)
+
+
+def start(
+    state: Path,
+    history: History,
+    plan: NewBuild,
+    force: bool = False,
+    warnings: list[str] | None = None,
+) -> Started:
+    """Take the checkout's lock, check the host, and hand the build to a new supervisor.
+
+    A second build of the same checkout raises LockBusy unless `force`.
+    """
+    said = list(warnings or [])
+    # A dead supervisor's row must not look like a running build to the checks below.
+    liveness.check(history, history.active())
+    lock: BuildLock | None
+    try:
+        lock = BuildLock.acquire(state, plan.checkout)
+    except LockBusy as busy:
+        if not force:
+            raise
+        said.append(f"{busy}; --force given: starting anyway")
+        lock = None
+    try:
+        said += preflight.describe(preflight.other_build_processes())
+        record = history.create(plan)
+        supervisor = spawn_supervisor(state, record, lock)
+        history.set_supervisor(record.id, supervisor.pid, _create_time(supervisor.pid))
+    finally:
+        if lock is not None:
+            lock.release()  # the supervisor holds its inherited copy of the lock
+    return Started(wait_started(history, record.id, supervisor), supervisor, said)
+
+
+def stop(history: History, record: BuildRecord, grace_s: float) -> tuple[BuildRecord, list]:
+    """End a build's whole process tree (TERM, then KILL after `grace_s`) and wait for it.
+
+    Returns the final row and any process that survived. A build whose supervisor is gone has
+    its leftover processes ended from here.
+    """
+    if record.host and record.host != socket.gethostname():
+        raise WorkbenchError(
+            f"build #{record.id} runs on {record.host}, not here: run `workbench stop "
+            f"{record.id}` there"
+        )
+    if not record.active:
+        left = liveness.leftover_processes(record)
+        if not left:
+            return record, []
+        return record, tree.terminate(None, record.pgid, left, grace_s=grace_s)
+    history.request_stop(record.id, grace_s)
+    if record.supervisor_pid is None or not liveness.supervisor_running(record):
+        raise WorkbenchError(f"build #{record.id} has no live supervisor; try again")
+    os.kill(record.supervisor_pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s + 30.0
+    while time.monotonic() < deadline:
+        record = liveness.check(history, [history.get(record.id)])[0]
+        if not record.active:
+            return record, liveness.leftover_processes(record)
+        time.sleep(0.1)
+    raise WorkbenchError(
+        f"build #{record.id} did not stop within {grace_s + 30:.0f} s; see "
+        f"{Path(record.log_path).parent / 'supervisor.log'}"
+    )
