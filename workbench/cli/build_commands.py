@@ -212,7 +212,6 @@ def run_build(args: argparse.Namespace) -> int:
     import shutil
 
     from workbench.cli.common import load_config
-    from workbench.hardware import detect_memory, usable_cores
     from workbench.settings import load_settings
     from workbench.supervision.launch import (
         LaunchError,
@@ -222,7 +221,7 @@ def run_build(args: argparse.Namespace) -> int:
         resolve_target,
         target_problems,
     )
-    from workbench.supervision.tuning import choose_jobs, default_job_memory, measured_job_memory
+    from workbench.supervision.tuning import choose_jobs_for
 
     directory, matrix = load_config(args)
     settings = load_settings(directory, matrix)
@@ -238,12 +237,8 @@ def run_build(args: argparse.Namespace) -> int:
     flake = Path(args.directory).expanduser() if args.directory else None
     flake = flake or default_flake_directory(directory)
     history = _history(args)
-    job_memory = measured_job_memory(history, target.name, target.cuda) or default_job_memory(
-        settings, target.cuda
-    )
-    choice = choose_jobs(
-        settings, args.jobs, job_memory, usable_cores(), detect_memory().available, target.cuda
-    )
+    choice = choose_jobs_for(history, settings, target.name, target.cuda, args.jobs)
+    job_memory = choice.job_memory
     max_jobs = args.max_jobs or settings.max_jobs
     plan = plan_build(
         target, args.backend, flake, settings, choice.jobs, max_jobs, choice.source, args.force

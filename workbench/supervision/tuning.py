@@ -96,3 +96,16 @@ def choose_jobs(
         reasons = advice.reasons
     warning = memory_warning(jobs, threads, job_memory, available_bytes)
     return JobsChoice(jobs, source, tuple(reasons), job_memory, warning)
+
+
+def choose_jobs_for(
+    history: History, settings: BuildSettings, name: str, cuda: bool, explicit: int | None
+) -> JobsChoice:
+    """choose_jobs with this host's cores and memory and the best per-job figure for `name`:
+    measured in earlier builds of it when there are some, else the settings' default."""
+    from workbench.hardware import detect_memory, usable_cores
+
+    job_memory = measured_job_memory(history, name, cuda) or default_job_memory(settings, cuda)
+    return choose_jobs(
+        settings, explicit, job_memory, usable_cores(), detect_memory().available, cuda
+    )

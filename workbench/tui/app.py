@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual.app import App
 from textual.binding import Binding
@@ -14,6 +15,9 @@ from workbench.matrix import Matrix, load_matrix
 from workbench.paths import config_dir, state_dir
 from workbench.settings import BuildSettings
 from workbench.tui.variants_screen import VariantsScreen
+
+if TYPE_CHECKING:
+    from workbench.debugging.model import Capture
 
 Doctor = Callable[[Matrix, BuildSettings], DoctorReport]
 
@@ -49,6 +53,12 @@ class WorkbenchApp(App[None]):
     def on_mount(self) -> None:
         self.sub_title = f"ONNX Runtime {self.matrix.ort_version}"
         self.push_screen(VariantsScreen(self.matrix, self.config_directory, self.doctor))
+
+    def open_debug(self, pid: int | None = None, capture: Capture | None = None) -> None:
+        """Show the debug screen: capture PID live, or show a capture already taken."""
+        from workbench.tui.debug_screen import DebugScreen
+
+        self.push_screen(DebugScreen(pid=pid, capture=capture))
 
     def open_build(self, build_id: int) -> None:
         """Show build `build_id` live (or as it ended)."""
