@@ -16,9 +16,11 @@ async def test_first_screen_marks_the_recommended_variant(config_copy: Path, tmp
         await app.workers.wait_for_complete()
         await pilot.pause()
         table = app.screen.query_one("#variants", DataTable)
-        assert table.row_count == 66
+        assert table.row_count == 66 + 3  # the variants and the three linkage flavours
+        assert "cuda-static" in table.rows
         recommended = "onnxruntime-python313-cuda12_9-sm90-avx512"
         assert table.get_row(recommended)[0] == "★"
+        assert app.screen._highlighted() == recommended  # the cursor starts on it
         text = str(app.screen.query_one("#recommendation", Static).render())
         assert recommended in text and "sm90" in text
         await pilot.press("slash", *"sm120 vnni")
@@ -26,7 +28,13 @@ async def test_first_screen_marks_the_recommended_variant(config_copy: Path, tmp
         assert table.row_count == 2
         await pilot.press("escape")
         await pilot.pause()
-        assert table.row_count == 66
+        assert table.row_count == 69
+        await pilot.press("space", "down", "space")
+        assert len(app.screen.marked) == 2
+        await pilot.press("o", "o")  # sort by CUDA
+        await pilot.pause()
+        cuda_column = [table.get_row_at(n)[3] for n in range(table.row_count)]
+        assert cuda_column == sorted(cuda_column)
 
 
 async def test_no_gpu_host_recommends_a_cpu_variant(config_copy: Path, tmp_path: Path):
@@ -37,6 +45,8 @@ async def test_no_gpu_host_recommends_a_cpu_variant(config_copy: Path, tmp_path:
         await pilot.pause()
         table = app.screen.query_one("#variants", DataTable)
         assert table.get_row("onnxruntime-python313-cpu-avx2")[0] == "★"
+        newcomer = str(app.screen.query_one("#newcomer", Static).render())
+        assert "sample project" in newcomer
 
 
 async def test_settings_refuses_invalid_values_and_saves_keeping_comments(

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from workbench.monitor import ProcessKind, classify
-from workbench.monitor.classify import tool_name
+from workbench.monitor.classification import tool_name
 from workbench.monitor.procfs import parse_stat
 
 K = ProcessKind

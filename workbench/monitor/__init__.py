@@ -6,7 +6,7 @@ names a process's kind and file; `discovery` finds build processes, also under a
 Linux only (reads /proc). Nothing here imports Textual.
 """
 
-from workbench.monitor.classify import Classification, ProcessKind, classify
+from workbench.monitor.classification import Classification, ProcessKind, classify
 from workbench.monitor.discovery import HostBuildProcess, find_host_build_processes
 from workbench.monitor.memory import MemoryProbe, MemoryState
 from workbench.monitor.peaks import BuildSummary, JobRecord, PeakTracker, oom_note

@@ -18,7 +18,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from workbench.monitor import procfs
-from workbench.monitor.classify import ProcessKind, classify
+from workbench.monitor.classification import ProcessKind, classify
 
 NIX_DAEMON = "nix-daemon"
 _NIXBLD = re.compile(r"^nixbld\d*$")

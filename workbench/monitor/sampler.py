@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from workbench.monitor import procfs
-from workbench.monitor.classify import ProcessKind, classify
+from workbench.monitor.classification import ProcessKind, classify
 from workbench.monitor.discovery import NIX_DAEMON, attribute_builder, is_nixbld_user
 from workbench.monitor.memory import MemoryProbe, MemoryState
 

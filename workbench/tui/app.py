@@ -52,7 +52,23 @@ class WorkbenchApp(App[None]):
 
     def on_mount(self) -> None:
         self.sub_title = f"ONNX Runtime {self.matrix.ort_version}"
-        self.push_screen(VariantsScreen(self.matrix, self.config_directory, self.doctor))
+        self.push_screen(
+            VariantsScreen(self.matrix, self.config_directory, self.doctor, self.state_directory)
+        )
+        self.reattach()
+
+    def reattach(self) -> None:
+        """A build already running (from the CLI, another terminal, or before) is shown live."""
+        from workbench.supervision.history import History, database_path
+        from workbench.supervision.liveness import check
+
+        if not database_path(self.state_directory).exists():
+            return
+        with History(self.state_directory) as history:
+            running = check(history, history.active())
+        running = [record for record in running if record.active]
+        if running:
+            self.open_build(running[0].id)
 
     def open_debug(self, pid: int | None = None, capture: Capture | None = None) -> None:
         """Show the debug screen: capture PID live, or show a capture already taken."""

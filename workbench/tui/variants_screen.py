@@ -1,8 +1,10 @@
-"""The first screen: this host, the recommended variant and why, and the whole matrix."""
+"""The first screen: this host, the recommended variant and why, the matrix, and launching."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from textual import work
@@ -13,13 +15,68 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
 from workbench.doctor import DoctorReport
+from workbench.errors import WorkbenchError
 from workbench.matrix import Matrix
 from workbench.settings import BuildSettings, load_settings
-from workbench.variants import Variant, expand
+from workbench.variants import expand
+
+COLUMNS = ("", "", "target", "CUDA", "Py", "SM / GPUs", "ISA", "last build")
+COLUMN_KEYS = ("mark", "selected", "target", "cuda", "python", "sm", "isa", "last")
+SORT_KEYS = ("target", "CUDA", "SM / GPUs", "ISA", "last build")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the table: a variant of the matrix or a linkage flavour."""
+
+    name: str
+    cuda: str
+    python: str
+    sm: str
+    isa: str
+    caveat: str | None
+
+
+def matrix_rows(matrix: Matrix) -> list[Row]:
+    """Every variant, then the builder flake's linkage flavours."""
+    rows = [
+        Row(
+            v.name,
+            v.toolkit.version if v.toolkit else "cpu",
+            v.python,
+            f"{v.sm.name} {', '.join(v.sm.gpus[:2])}" if v.sm else "-",
+            v.isa.name,
+            v.caveat,
+        )
+        for v in expand(matrix)
+    ]
+    rows += [
+        Row(
+            f.name,
+            "flake" if f.cuda else "cpu",
+            "-",
+            "flake's own",
+            "-",
+            "experimental" if f.experimental else None,
+        )
+        for f in matrix.flavours
+    ]
+    return rows
+
+
+def last_build_text(state: str, ended: float | None, duration: float | None) -> str:
+    """ "ok 12m · 2h ago", "failed 3m · 5d ago", "running"."""
+    if ended is None:
+        return state
+    minutes = (duration or 0) / 60
+    ago = time.time() - ended
+    when = f"{ago / 3600:.0f}h ago" if ago < 86400 * 2 else f"{ago / 86400:.0f}d ago"
+    short = {"succeeded": "ok"}.get(state, state)
+    return f"{short} {minutes:.0f}m · {when}"
 
 
 class VariantsScreen(Screen[None]):
-    """Variants with the one recommended for this host marked."""
+    """Variants and flavours, the recommended one marked; select and launch."""
 
     BINDINGS = [
         Binding(
@@ -30,6 +87,34 @@ class VariantsScreen(Screen[None]):
             tooltip="Filter the variants by words of their name",
         ),
         Binding("escape", "clear_filter", "Clear filter", id="variants.clear", show=False),
+        Binding(
+            "space",
+            "toggle_mark",
+            "Mark",
+            id="variants.mark",
+            tooltip="Mark the highlighted variant to build several at once",
+        ),
+        Binding(
+            "b",
+            "build",
+            "Build",
+            id="variants.build",
+            tooltip="Build the marked variants (or the highlighted one) with Nix",
+        ),
+        Binding(
+            "o",
+            "cycle_sort",
+            "Sort",
+            id="variants.sort",
+            tooltip="Sort by the next column (target, CUDA, SM, ISA, last build)",
+        ),
+        Binding(
+            "t",
+            "sample_build",
+            "Sample build",
+            id="variants.sample",
+            tooltip="Build the bundled C++ sample project: see builds work without Nix",
+        ),
     ]
 
     def __init__(
@@ -37,55 +122,100 @@ class VariantsScreen(Screen[None]):
         matrix: Matrix,
         config_directory: Path,
         doctor: Callable[[Matrix, BuildSettings], DoctorReport],
+        state_directory: Path | None = None,
     ) -> None:
         super().__init__()
         self.matrix = matrix
         self.config_directory = config_directory
+        self.state_directory = state_directory
         self.doctor = doctor
-        self.variants: list[Variant] = expand(matrix)
+        self.rows = matrix_rows(matrix)
         self.recommended: set[str] = set()
+        self.marked: set[str] = set()
+        self.last_builds: dict[str, str] = {}
+        self.sort_index = -1
 
     def compose(self) -> ComposeResult:
         yield Header()
         with Vertical(id="host"):
             yield Static("Detecting GPUs, CPU and tools…", id="host-summary")
             yield Static("", id="recommendation")
+            yield Static("", id="newcomer")
         yield Input(placeholder="/ filter: e.g. sm90 avx512", id="filter")
         yield DataTable(id="variants", cursor_type="row", zebra_stripes=True)
         yield Footer()
 
     def on_mount(self) -> None:
         table = self.query_one("#variants", DataTable)
-        table.add_column("", key="mark", width=1)
-        table.add_column("variant", key="name")
-        table.add_column("CUDA", key="cuda")
-        table.add_column("SM", key="sm")
-        table.add_column("GPUs", key="gpus")
+        for label, key in zip(COLUMNS, COLUMN_KEYS, strict=True):
+            table.add_column(label, key=key)
+        self.query_one("#newcomer", Static).display = False
         self._fill()
         table.focus()
         self.detect()
+        self.load_last_builds()
 
-    def _fill(self, words: list[str] | None = None) -> None:
+    def _fill(self) -> None:
         table = self.query_one("#variants", DataTable)
+        words = self.query_one("#filter", Input).value.lower().split()
+        highlighted = self._highlighted()
         table.clear()
-        for variant in self.variants:
-            if words and not all(word in variant.name for word in words):
-                continue
-            mark = "★" if variant.name in self.recommended else ("!" if variant.caveat else "")
-            table.add_row(
-                mark,
-                variant.name,
-                variant.toolkit.version if variant.toolkit else "cpu",
-                variant.sm.name if variant.sm else "-",
-                ", ".join(variant.sm.gpus[:2]) if variant.sm else "-",
-                key=variant.name,
-            )
+        rows = [row for row in self.rows if all(word in row.name for word in words)]
+        if self.sort_index >= 0:
+            key = SORT_KEYS[self.sort_index]
+            rows.sort(key=lambda row: self._cells(row)[COLUMNS.index(key)])
+        for row in rows:
+            table.add_row(*self._cells(row), key=row.name)
+        if highlighted in table.rows:
+            table.move_cursor(row=table.get_row_index(highlighted))
+
+    def _cells(self, row: Row) -> tuple[str, ...]:
+        mark = "★" if row.name in self.recommended else ("!" if row.caveat else "")
+        return (
+            mark,
+            "✓" if row.name in self.marked else "",
+            row.name,
+            row.cuda,
+            row.python,
+            row.sm,
+            row.isa,
+            self.last_builds.get(row.name, ""),
+        )
+
+    def _highlighted(self) -> str | None:
+        table = self.query_one("#variants", DataTable)
+        if table.row_count == 0:
+            return None
+        key, _ = table.coordinate_to_cell_key(table.cursor_coordinate)
+        return key.value
 
     @work(thread=True, exclusive=True, group="detect")
     def detect(self) -> None:
         settings = load_settings(self.config_directory, self.matrix)
         report = self.doctor(self.matrix, settings)
         self.app.call_from_thread(self.show_report, report)
+
+    @work(thread=True, exclusive=True, group="last-builds")
+    def load_last_builds(self) -> None:
+        """The newest build of each target, from the history (if there is one)."""
+        if self.state_directory is None:
+            return
+        from workbench.supervision.history import History, database_path
+
+        if not database_path(self.state_directory).exists():
+            return
+        with History(self.state_directory) as history:
+            records = history.builds(limit=500)
+        latest: dict[str, str] = {}
+        for record in records:  # newest first
+            latest.setdefault(
+                record.name, last_build_text(record.state, record.ended, record.duration_s)
+            )
+        self.app.call_from_thread(self._show_last_builds, latest)
+
+    def _show_last_builds(self, latest: dict[str, str]) -> None:
+        self.last_builds = latest
+        self._fill()
 
     def show_report(self, report: DoctorReport) -> None:
         self.app.report = report  # type: ignore[attr-defined]
@@ -107,6 +237,14 @@ class VariantsScreen(Screen[None]):
             + (f" · missing: {', '.join(missing)}" if missing else ""),
         ]
         self.query_one("#host-summary", Static).update("\n".join(lines))
+        newcomer = self.query_one("#newcomer", Static)
+        if "nix" in missing or not gpu.found:
+            what = "Nix is not installed" if "nix" in missing else "no NVIDIA GPU here"
+            newcomer.update(
+                f"{what}: press [b]t[/b] to build the bundled C++ sample project and watch the "
+                "build screen, graphs and history at work"
+            )
+            newcomer.display = True
         primary = report.selection.primary
         recommendation = self.query_one("#recommendation", Static)
         if primary is None:
@@ -116,16 +254,13 @@ class VariantsScreen(Screen[None]):
             return
         self.recommended = {item.variant.name for item in report.selection.recommended}
         recommendation.update(f"★ {primary.variant.name}  ({'; '.join(primary.reasons[:2])})")
-        self._fill(self._words())
+        self._fill()
         table = self.query_one("#variants", DataTable)
         if primary.variant.name in table.rows:
             table.move_cursor(row=table.get_row_index(primary.variant.name))
 
-    def _words(self) -> list[str]:
-        return self.query_one("#filter", Input).value.lower().split()
-
     def on_input_changed(self, event: Input.Changed) -> None:
-        self._fill(self._words())
+        self._fill()
 
     def action_focus_filter(self) -> None:
         self.query_one("#filter", Input).focus()
@@ -133,3 +268,49 @@ class VariantsScreen(Screen[None]):
     def action_clear_filter(self) -> None:
         self.query_one("#filter", Input).value = ""
         self.query_one("#variants", DataTable).focus()
+
+    def action_toggle_mark(self) -> None:
+        name = self._highlighted()
+        if name is None:
+            return
+        self.marked ^= {name}
+        table = self.query_one("#variants", DataTable)
+        table.update_cell(name, "selected", "✓" if name in self.marked else "")
+
+    def action_cycle_sort(self) -> None:
+        self.sort_index = (self.sort_index + 1) % len(SORT_KEYS)
+        self.notify(f"sorted by {SORT_KEYS[self.sort_index]}")
+        self._fill()
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        label = str(event.label)
+        if label in SORT_KEYS:
+            self.sort_index = SORT_KEYS.index(label)
+            self._fill()
+
+    def action_build(self) -> None:
+        names = [row.name for row in self.rows if row.name in self.marked]
+        if not names and self._highlighted():
+            names = [self._highlighted()]
+        self.launch(names, sample=False)
+
+    def action_sample_build(self) -> None:
+        self.launch([], sample=True)
+
+    @work(thread=True, exclusive=True, group="launch")
+    def launch(self, names: list[str], sample: bool) -> None:
+        """Hand the build to a supervisor (off the event loop), then show it."""
+        from workbench.supervision import control
+
+        state = self.app.state_directory  # type: ignore[attr-defined]
+        try:
+            if sample:
+                started = control.start_sample(state)
+            else:
+                started = control.start_targets(self.config_directory, state, names)
+        except WorkbenchError as exc:
+            self.app.call_from_thread(self.notify, str(exc), severity="error", timeout=12)
+            return
+        for warning in started.warnings:
+            self.app.call_from_thread(self.notify, warning, severity="warning", timeout=10)
+        self.app.call_from_thread(self.app.open_build, started.record.id)  # type: ignore[attr-defined]

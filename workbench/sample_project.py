@@ -1,0 +1,156 @@
+"""The bundled sample project: a small generated C++ project to see builds working at once.
+
+A newcomer on a host without Nix or a GPU builds it through the `run` backend and sees the
+build screen, graphs and history fill in within seconds; the tests build the same project.
+Most translation units are light; a few instantiate deep template chains so their cc1plus runs
+long enough (a second or more) to be seen by the sampler.
+
+    python -m workbench.sample_project build DIR [--jobs N]   # write, configure, build
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+LIGHT = """#include <numeric>
+#include <string>
+#include <vector>
+
+int light_{n}(int x) {{
+    std::vector<int> values(static_cast<std::size_t>(x) + {n});
+    std::iota(values.begin(), values.end(), 0);
+    int digits = static_cast<int>(std::to_string(x).size());
+    return std::accumulate(values.begin(), values.end(), 0) + digits;
+}}
+"""
+
+HEAVY = """#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace heavy_ns_{n} {{
+template <int N>
+struct Chain {{
+    static long run(long x) {{
+        std::map<std::string, std::vector<long>> table;
+        table[std::to_string(N)].push_back(x * N);
+        std::vector<long> values(table.size() + N % 7, x);
+        std::sort(values.begin(), values.end());
+        return Chain<N - 1>::run(x + static_cast<long>(values.size()) + values.front());
+    }}
+}};
+template <>
+struct Chain<0> {{
+    static long run(long x) {{ return x; }}
+}};
+}}  // namespace heavy_ns_{n}
+
+long heavy_{n}(long x) {{ return heavy_ns_{n}::Chain<{depth}>::run(x); }}
+"""
+
+CMAKE = """cmake_minimum_required(VERSION 3.16)
+project(fixture CXX)
+set(CMAKE_CXX_STANDARD 17)
+add_library(fixture STATIC {sources})
+add_executable(fixture_main main.cc)
+target_link_libraries(fixture_main fixture)
+"""
+
+NAME = "sample-project"
+
+
+def write_project(
+    directory: Path, units: int = 12, heavy: Sequence[int] = (0, 5, 10), depth: int = 20
+) -> list[str]:
+    """Write the project into `directory`; returns the names of its translation units."""
+    directory.mkdir(parents=True, exist_ok=True)
+    names: list[str] = []
+    declarations: list[str] = []
+    calls: list[str] = []
+    for n in range(units):
+        kind = "heavy" if n in heavy else "light"
+        template = HEAVY if n in heavy else LIGHT
+        (directory / f"{kind}_{n}.cc").write_text(template.format(n=n, depth=depth))
+        declarations.append(
+            f"{'long' if n in heavy else 'int'} {kind}_{n}({'long' if n in heavy else 'int'} x);"
+        )
+        calls.append(f"total += {kind}_{n}(argc);")
+        names.append(f"{kind}_{n}.cc")
+    main = "\n".join(
+        [
+            *declarations,
+            "int main(int argc, char**) {",
+            "    long total = 0;",
+            *("    " + call for call in calls),
+            "    return total == 42 ? 1 : 0;",
+            "}",
+        ]
+    )
+    (directory / "main.cc").write_text(main + "\n")
+    (directory / "CMakeLists.txt").write_text(CMAKE.format(sources=" ".join(names)))
+    return names
+
+
+def build_argv(directory: Path, jobs: int | None = None) -> list[str]:
+    """The one command that writes, configures and builds the project (for `workbench run`)."""
+    argv = [sys.executable, "-m", "workbench.sample_project", "build", str(directory)]
+    return [*argv, "--jobs", str(jobs)] if jobs else argv
+
+
+def missing_tools() -> list[str]:
+    """Tools the sample build needs that this host lacks."""
+    return [tool for tool in ("cmake", "ninja", "g++") if shutil.which(tool) is None]
+
+
+def build(directory: Path, jobs: int | None) -> int:
+    """Write the sources if absent, configure once (Ninja, no optimisation), run ninja."""
+    missing = missing_tools()
+    if missing:
+        print(
+            f"sample project: missing {', '.join(missing)} (Debian: apt install cmake "
+            "ninja-build g++)",
+            file=sys.stderr,
+        )
+        return 2
+    source, output = directory / "src", directory / "build"
+    if not (source / "CMakeLists.txt").exists():
+        write_project(source)
+    if not (output / "build.ninja").exists():
+        configure = [
+            "cmake",
+            "-S",
+            str(source),
+            "-B",
+            str(output),
+            "-G",
+            "Ninja",
+            "-DCMAKE_CXX_COMPILER=g++",
+        ]
+        result = subprocess.run(configure, check=False)
+        if result.returncode != 0:
+            return result.returncode
+    ninja = ["ninja", "-C", str(output), *(["-j", str(jobs)] if jobs else [])]
+    sys.stdout.flush()
+    os.execvp(ninja[0], ninja)  # the build's process is ninja itself from here on
+    return 0  # pragma: no cover - execvp does not return
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m workbench.sample_project")
+    actions = parser.add_subparsers(dest="action", required=True)
+    build_parser = actions.add_parser("build", help="write, configure and build the project")
+    build_parser.add_argument("directory", type=Path)
+    build_parser.add_argument("--jobs", type=int)
+    args = parser.parse_args(argv)
+    return build(args.directory, args.jobs)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
