@@ -19,7 +19,10 @@ CHUNK_BYTES = 4 * 1024 * 1024
 
 ERROR_PATTERN = re.compile(
     rb"(?i)(?:\berror\b|\bfatal\b|FAILED:|undefined reference|Segmentation fault|"
-    rb"\bKilled\b|out of memory|\bTraceback\b|cannot allocate memory)"
+    rb"\bKilled\b|out of memory|\bTraceback\b|cannot allocate memory|"
+    # A coloured "error:" (gcc/clang with colours, Nix's messages, JSON-escaped in Nix's log):
+    # the colour code's "m" sits right before the word, so \b alone misses it.
+    rb"(?:\x1b|\\u001b)\[[0-9;]*m(?:error|fatal)\b)"
 )
 WARNING_PATTERN = re.compile(rb"(?i)\bwarning\b")
 
@@ -32,6 +35,11 @@ def severity(line: str) -> str | None:
     if WARNING_PATTERN.search(data):
         return "warning"
     return None
+
+
+def compile_search(text: str, ignore_case: bool = True) -> re.Pattern[bytes]:
+    """The byte pattern `LineIndex.search` uses for a plain search text."""
+    return re.compile(re.escape(text.encode("utf-8")), re.IGNORECASE if ignore_case else 0)
 
 
 class LineIndex:
@@ -64,7 +72,18 @@ class LineIndex:
 
     @property
     def size(self) -> int:
+        """Bytes indexed so far (a partial last line included)."""
         return self._size
+
+    @property
+    def complete_size(self) -> int:
+        """Bytes of the complete lines indexed so far (where a partial last line starts)."""
+        return self._starts[-1]
+
+    @property
+    def buffer(self) -> mmap.mmap | None:
+        """The mapped file (read-only), for byte searches over what was indexed."""
+        return self._map
 
     def refresh(self, limit_bytes: int | None = None) -> int:
         """Index what was appended since the last call; returns the number of new lines.
@@ -111,8 +130,8 @@ class LineIndex:
             position += len(complete)
             self._file.seek(position)
         self._size = size if limit_bytes is None or end == size else end
-        if self._map is not None:
-            self._map.close()
+        # The old map is dropped, not closed: a search in another thread may still read it,
+        # and it is unmapped once nothing refers to it.
         self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ) if size else None
         return len(self) - before
 
@@ -144,24 +163,30 @@ class LineIndex:
         start_line: int = 0,
         backwards: bool = False,
         ignore_case: bool = True,
+        stop_line: int | None = None,
     ) -> int | None:
         """The first line at or after `start_line` (or before it, backwards) that matches.
 
         The regular expression runs over the mapped file in C, not line by line in Python.
+        `stop_line` bounds the lines searched (forwards: up to it, backwards: down to it), so a
+        caller can search a huge file in slices and stay responsive between them.
         """
         if self._map is None or len(self) == 0:
             return None
         if isinstance(pattern, str):
-            flags = re.IGNORECASE if ignore_case else 0
-            pattern = re.compile(re.escape(pattern.encode("utf-8")), flags)
-        limit = self._size
+            pattern = compile_search(pattern, ignore_case)
+        count = len(self)
         if backwards:
-            end = self._bounds(max(0, min(start_line, len(self) - 1)))[0]
+            end = self._size if start_line >= count else self._bounds(max(0, start_line))[0]
+            begin = 0 if stop_line is None else self._bounds(min(max(0, stop_line), count - 1))[0]
             found = None
-            for match in pattern.finditer(self._map, 0, end):
+            for match in pattern.finditer(self._map, begin, end):
                 found = match.start()
             return None if found is None else self.line_at_offset(found)
-        start = self._bounds(min(max(0, start_line), len(self) - 1))[0]
+        start = self._bounds(min(max(0, start_line), count - 1))[0]
+        limit = self._size
+        if stop_line is not None and stop_line < count:
+            limit = self._bounds(max(0, stop_line))[0]
         match = pattern.search(self._map, start, limit)
         return None if match is None else self.line_at_offset(match.start())
 

@@ -1,12 +1,16 @@
 """A log view over the supervisor's log file that renders only the visible lines.
 
-Lines come from a LineIndex (byte offsets + mmap), styled lines are kept in a small LRU cache,
-so drawing costs the same for a 200-line log and a 2-million-line one.
+Lines come from a LineIndex (byte offsets + mmap); each visible line is made readable
+(`workbench.logs.readable`: Nix's `@nix {json}` events become text), styled, and kept in a small
+LRU cache, so drawing costs the same for a 200-line log and a 2-million-line one. Searches run
+in a worker over the mapped file in slices, so even a huge log never freezes the screen.
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
+import os
+import re
+from collections import OrderedDict
 from pathlib import Path
 
 from rich.segment import Segment
@@ -18,17 +22,24 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.worker import get_current_worker
 
-from workbench.logs.line_index import LineIndex, severity
+from workbench.logs.line_index import ERROR_PATTERN, LineIndex, compile_search
+from workbench.logs.readable import DerivationNames, readable_line
 
 # Bytes indexed per refresh on the UI thread: a 50k lines/s log adds ~5 MB/s, so 10 refreshes a
 # second at this bound keep up while never blocking the event loop for long.
 REFRESH_LIMIT_BYTES = 2 * 1024 * 1024
+# A backlog larger than this (opening a finished 2-million-line log) is indexed in a worker.
+BACKLOG_BYTES = 16 * 1024 * 1024
+# Lines searched per slice: the worker checks for cancellation between slices.
+SEARCH_SLICE_LINES = 200_000
+CACHE_LINES = 1024
 WIDTH_GUESS = 200
 
 
 class LogView(ScrollView, can_focus=True):
-    """Follows a growing log file; search with `/`, next/previous match, first error."""
+    """Follows a growing log file; search, next/previous match, first error."""
 
     BINDINGS = [
         Binding(
@@ -47,16 +58,18 @@ class LogView(ScrollView, can_focus=True):
             id="log.follow",
             tooltip="Keep the newest line in view as the log grows",
         ),
-        Binding("home", "scroll_home", "Top", show=False),
-        Binding("end", "scroll_end", "Bottom", show=False),
+        Binding("home", "scroll_home", "Top", id="log.top", show=False),
+        Binding("end", "scroll_end", "Bottom", id="log.bottom", show=False),
     ]
     DEFAULT_CSS = """
     LogView { background: $surface; }
-    LogView > .log--error { color: $error; text-style: bold; }
-    LogView > .log--warning { color: $warning; }
+    LogView > .log--error { color: $text-error; text-style: bold; }
+    LogView > .log--warning { color: $text-warning; }
+    LogView > .log--dim { color: $text-muted; }
     LogView > .log--match { background: $accent 40%; }
+    LogView > .log--current { background: $accent 20%; }
     """
-    COMPONENT_CLASSES = {"log--error", "log--warning", "log--match"}
+    COMPONENT_CLASSES = {"log--error", "log--warning", "log--dim", "log--match", "log--current"}
 
     follow: reactive[bool] = reactive(True)
 
@@ -67,21 +80,39 @@ class LogView(ScrollView, can_focus=True):
             super().__init__()
             self.text = text
 
+    class Found(Message):
+        """A search (or the first-error search) ended; `line` is None when nothing matched."""
+
+        def __init__(self, what: str, line: int | None) -> None:
+            super().__init__()
+            self.what = what
+            self.line = line
+
     def __init__(self, path: Path | None = None, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.index: LineIndex | None = None
+        self.names = DerivationNames()
         self.search_text = ""
+        self._search_pattern: re.Pattern[str] | None = None
         self.match_line: int | None = None
         self._indexing = False
+        self._scanned = 0  # bytes of complete lines searched for Nix's Build starts
+        self._cache: OrderedDict[tuple[int, bool], tuple[Strip, int]] = OrderedDict()
+        self._width = WIDTH_GUESS
+        self._last_status = ""
         if path is not None:
             self.open(path)
+
+    # -- the file -------------------------------------------------------------------------------
 
     def open(self, path: Path) -> None:
         """Show another file (the index of the previous one is dropped)."""
         if self.index is not None:
             self.index.close()
-        self.index = LineIndex(path)
-        self._styled.cache_clear()
+        self.index = LineIndex(Path(path))
+        self.names = DerivationNames()
+        self._scanned = 0
+        self._cache.clear()
         self.match_line = None
         if self.is_mounted:
             self.index_all()
@@ -104,72 +135,265 @@ class LogView(ScrollView, can_focus=True):
         self._indexing = True
         try:
             index.refresh()
+            self._scan_names(index)
         finally:
             self._indexing = False
-        self.app.call_from_thread(self._update_size)
+        self.app.call_from_thread(self._grown, True)
+
+    def _scan_names(self, index: LineIndex) -> None:
+        buffer, end = index.buffer, index.complete_size
+        if buffer is not None and end > self._scanned:
+            try:
+                self.names.scan(buffer, self._scanned, end)
+            except ValueError:  # the file was truncated and its map closed meanwhile
+                return
+            self._scanned = end
 
     def refresh_lines(self) -> None:
         """Take in what the build appended since the last tick."""
-        if self.index is None or self._indexing:
+        index = self.index
+        if index is None or self._indexing:
             return
-        if self.index.refresh(REFRESH_LIMIT_BYTES):
-            self._styled.cache_clear()  # the last partial line may have grown
-            self._update_size()
+        try:
+            behind = os.stat(index.path).st_size - index.size
+        except OSError:
+            return
+        if behind == 0:
+            return
+        if behind > BACKLOG_BYTES:
+            self.index_all()
+            return
+        last, partial = len(index) - 1, index.size > index.complete_size
+        added = index.refresh(REFRESH_LIMIT_BYTES)
+        if behind < 0:  # truncated or replaced: everything known is stale
+            self.names.clear()
+            self._scanned = 0
+            self._scan_names(index)
+            self._grown(replaced=True)
+            return
+        if partial:  # the partial last line may have grown: draw it again
+            self._forget_line(last)
+        self._scan_names(index)
+        if added:
+            self._grown()
+        else:
+            self.refresh()
 
-    def _update_size(self) -> None:
+    def _forget_line(self, number: int) -> None:
+        self._cache.pop((number, False), None)
+        self._cache.pop((number, True), None)
+
+    def _grown(self, replaced: bool = False) -> None:
         if self.index is None:
             return
+        if replaced:
+            self._cache.clear()
         count = len(self.index)
-        self.virtual_size = Size(WIDTH_GUESS, count)
+        self.virtual_size = Size(self._width, count)
         if self.follow:
-            self.scroll_to(y=max(0, count - self.size.height), animate=False)
+            self.scroll_to(y=max(0, count - self.scrollable_content_region.height), animate=False)
         self.refresh()
-        self.post_message(self.Status(f"{count:,} lines" + (" · following" if self.follow else "")))
+        self._status()
 
-    @lru_cache(maxsize=1024)  # noqa: B019 - cleared on open/grow; bounded
-    def _styled(self, number: int, is_match: bool) -> list[Segment]:
+    def _status(self, extra: str = "") -> None:
+        count = len(self.index) if self.index is not None else 0
+        text = f"{count:,} lines" + (" · following" if self.follow else "")
+        if extra:
+            text += f" · {extra}"
+        if text != self._last_status:
+            self._last_status = text
+            self.post_message(self.Status(text))
+
+    @property
+    def line_count(self) -> int:
+        """Lines in the view (an unterminated last line counts)."""
+        return len(self.index) if self.index is not None else 0
+
+    def readable(self, number: int) -> str:
+        """Line `number` as shown (Nix events readable, colours resolved)."""
         assert self.index is not None
-        text = self.index.line(number).expandtabs(8)
-        level = severity(text)
+        return readable_line(self.index.line(number), self.names)[0]
+
+    # -- drawing ----------------------------------------------------------------------------
+
+    def _styled(self, number: int, current: bool) -> tuple[Strip, int]:
+        key = (number, current)
+        cached = self._cache.get(key)
+        if cached is not None:
+            self._cache.move_to_end(key)
+            return cached
+        assert self.index is not None
+        text, hint = readable_line(self.index.line(number), self.names)
+        text = text.expandtabs(8)
         style = Style()
-        if level:
-            style = self.get_component_rich_style(f"log--{level}", partial=True)
-        if is_match:
-            style += self.get_component_rich_style("log--match", partial=True)
-        return [Segment(text, style)]
+        if hint:
+            style = self.get_component_rich_style(f"log--{hint}", partial=True)
+        if current:
+            style += self.get_component_rich_style("log--current", partial=True)
+        segments = [Segment(text, style)]
+        if self._search_pattern is not None:
+            segments = self._mark_matches(text, style)
+        strip = Strip(segments)
+        cached = (strip, strip.cell_length)
+        self._cache[key] = cached
+        if len(self._cache) > CACHE_LINES:
+            self._cache.popitem(last=False)
+        return cached
+
+    def _mark_matches(self, text: str, style: Style) -> list[Segment]:
+        assert self._search_pattern is not None
+        match_style = style + self.get_component_rich_style("log--match", partial=True)
+        segments: list[Segment] = []
+        position = 0
+        for found in self._search_pattern.finditer(text):
+            if found.start() == found.end():
+                continue
+            if found.start() > position:
+                segments.append(Segment(text[position : found.start()], style))
+            segments.append(Segment(found.group(), match_style))
+            position = found.end()
+        if position < len(text):
+            segments.append(Segment(text[position:], style))
+        return segments
 
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         number = scroll_y + y
-        width = self.size.width
-        if self.index is None or number >= len(self.index):
+        width = self.scrollable_content_region.width
+        index = self.index
+        if index is None or self._indexing or number >= len(index):
             return Strip.blank(width, self.rich_style)
-        segments = self._styled(number, number == self.match_line)
-        strip = Strip(segments).crop(scroll_x, scroll_x + width)
+        try:
+            strip, length = self._styled(number, number == self.match_line)
+        except (IndexError, ValueError):  # the file was truncated under us: next tick redraws
+            return Strip.blank(width, self.rich_style)
+        if length > self._width:
+            # Lines longer than the view seen so far widen the scroll range (never narrow it).
+            self._width = length
+            self.call_later(self._grown)
+        strip = strip.crop(scroll_x, scroll_x + width)
         return strip.extend_cell_length(width, self.rich_style).apply_style(self.rich_style)
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._cache.clear()  # the theme changed: the cached styles are stale
+
+    # -- following ------------------------------------------------------------------------------
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        # Scrolling up (keys, wheel, scrollbar) stops following; reaching the end resumes it.
+        if new_value < old_value and new_value < self.max_scroll_y - 0.5:
+            self.follow = False
+        elif (
+            not self.follow
+            and self.match_line is None
+            and new_value > old_value
+            and new_value >= self.max_scroll_y
+        ):
+            self.follow = True
+
+    def watch_follow(self, follow: bool) -> None:
+        if self.is_mounted:
+            self._status()
+
+    def action_toggle_follow(self) -> None:
+        self.follow = not self.follow
+        if self.follow:
+            self._clear_match()
+            self._grown()
+
+    def action_scroll_end(self) -> None:
+        self._clear_match()
+        self.follow = True
+        self._grown()
+
+    def action_scroll_home(self) -> None:
+        self.follow = False
+        self.scroll_to(y=0, animate=False)
+
+    def _clear_match(self) -> None:
+        if self.match_line is not None:
+            self._forget_line(self.match_line)
+            self.match_line = None
+            self.refresh()
 
     def show_line(self, number: int) -> None:
         """Scroll so that line `number` is in the middle of the view; stop following."""
         self.follow = False
+        if self.match_line is not None:
+            self._forget_line(self.match_line)
         self.match_line = number
-        self._styled.cache_clear()
-        self.scroll_to(y=max(0, number - self.size.height // 2), animate=False)
+        self._forget_line(number)
+        height = self.scrollable_content_region.height
+        self.scroll_to(y=max(0, number - height // 2), animate=False)
         self.refresh()
 
-    def search(self, text: str, backwards: bool = False) -> int | None:
-        """Find `text` from the current match (or the top of the view) on; show it."""
+    # -- searching ------------------------------------------------------------------------------
+
+    def search(self, text: str, backwards: bool = False) -> None:
+        """Find `text` after the current match (or the top of the view), or before it; show it.
+
+        Runs in a worker; the result arrives as a `Found` message and a `Status`.
+        """
         if self.index is None or not text:
-            return None
-        self.search_text = text
-        start = self.match_line if self.match_line is not None else int(self.scroll_offset.y)
-        start = start - 1 if backwards else start + (1 if self.match_line is not None else 0)
-        found = self.index.search(text, start, backwards=backwards)
-        if found is None:
-            self.post_message(self.Status(f"{text!r} not found"))
-            return None
-        self.show_line(found)
-        self.post_message(self.Status(f"{text!r} at line {found + 1:,}"))
-        return found
+            return
+        if text != self.search_text:
+            self.search_text = text
+            self._search_pattern = re.compile(re.escape(text), re.IGNORECASE)
+            self._cache.clear()
+            self.refresh()
+        if self.match_line is not None:
+            start = self.match_line - 1 if backwards else self.match_line + 1
+        else:
+            top = int(self.scroll_offset.y)
+            start = top + self.scrollable_content_region.height if backwards else top
+        self._status(f"searching {text!r}…")
+        self._find(compile_search(text), max(0, start), backwards, repr(text))
+
+    def first_error(self) -> None:
+        """Jump to the first line that reads like an error (searched in a worker)."""
+        if self.index is None:
+            return
+        self.match_line = None
+        self._find(ERROR_PATTERN, 0, False, "first error")
+
+    @work(thread=True, exclusive=True, group="log-search")
+    def _find(self, pattern: re.Pattern[bytes], start: int, backwards: bool, what: str) -> None:
+        """Search the mapped file in slices; post the line found (or None)."""
+        index = self.index
+        if index is None:
+            return
+        worker = get_current_worker()
+        count = len(index)
+        found: int | None = None
+        try:
+            if backwards:
+                end = min(start, count - 1)
+                while end >= 0 and found is None and not worker.is_cancelled:
+                    stop = max(0, end - SEARCH_SLICE_LINES)
+                    # The slice's first line is searched too: stop is inclusive backwards.
+                    found = index.search(pattern, end + 1, backwards=True, stop_line=stop)
+                    if found is not None and found > end:
+                        found = None
+                    end = stop - 1
+            else:
+                line = start
+                while line < count and found is None and not worker.is_cancelled:
+                    stop = min(count, line + SEARCH_SLICE_LINES)
+                    found = index.search(pattern, line, stop_line=stop)
+                    line = stop
+        except (ValueError, IndexError):  # truncated or closed meanwhile
+            found = None
+        if not worker.is_cancelled:
+            self.post_message(self.Found(what, found))
+
+    def on_log_view_found(self, message: Found) -> None:
+        if message.line is None:
+            self._status(f"{message.what} not found")
+        else:
+            self.show_line(message.line)
+            self._status(f"{message.what} at line {message.line + 1:,}")
 
     def action_next_match(self) -> None:
         self.search(self.search_text)
@@ -178,25 +402,4 @@ class LogView(ScrollView, can_focus=True):
         self.search(self.search_text, backwards=True)
 
     def action_first_error(self) -> None:
-        if self.index is None:
-            return
-        found = self.index.first_error()
-        if found is None:
-            self.post_message(self.Status("no error in the log"))
-            return
-        self.show_line(found)
-        self.post_message(self.Status(f"first error at line {found + 1:,}"))
-
-    def action_toggle_follow(self) -> None:
-        self.follow = not self.follow
-        if self.follow:
-            self.match_line = None
-            self._update_size()
-
-    def action_scroll_end(self) -> None:
-        self.follow = True
-        self._update_size()
-
-    def action_scroll_home(self) -> None:
-        self.follow = False
-        self.scroll_to(y=0, animate=False)
+        self.first_error()

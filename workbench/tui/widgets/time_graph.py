@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from itertools import islice
+from itertools import islice, repeat
 
 from rich.text import Text
 from textual.widget import Widget
@@ -38,7 +38,8 @@ def time_label(seconds: float) -> str:
 
 
 class TimeGraph(Widget):
-    """One value over time, newest at the right."""
+    """One value over time, newest at the right; columns at `limit_fraction` of the full scale
+    or above are drawn in the limit colour (2.0, the default, never)."""
 
     DEFAULT_CSS = """
     TimeGraph { height: 8; }
@@ -57,6 +58,7 @@ class TimeGraph(Widget):
         *,
         interval_s: float = 1.0,
         capacity: int = 4096,
+        limit_fraction: float = 2.0,
         id: str | None = None,
     ) -> None:
         super().__init__(id=id)
@@ -65,12 +67,36 @@ class TimeGraph(Widget):
         self.maximum = maximum
         self.interval_s = interval_s
         self.samples: deque[float] = deque(maxlen=capacity)
+        self.limit_fraction = limit_fraction
+        self.last_t: float | None = None
 
-    def add(self, value: float, maximum: float | None = None) -> None:
-        """Append a sample (O(1)); `maximum` moves the full scale (e.g. available memory)."""
+    def add(self, value: float, maximum: float | None = None, t: float | None = None) -> bool:
+        """Append a sample (O(1)); `maximum` moves the full scale (e.g. available memory).
+
+        With `t` (epoch seconds) a sample already shown is ignored and a gap (samples missed
+        between two polls) is filled with the last value, so the time scale stays true.
+        Returns whether the sample was taken.
+        """
+        if t is not None:
+            if self.last_t is not None:
+                if t <= self.last_t + self.interval_s / 2:
+                    return False
+                missed = round((t - self.last_t) / self.interval_s) - 1
+                if missed > 0 and self.samples:
+                    held = self.samples[-1]
+                    # Bounded by the ring's size: a long gap costs at most one ring's worth.
+                    self.samples.extend(repeat(held, min(missed, self.samples.maxlen or missed)))
+            self.last_t = t
         self.samples.append(value)
         if maximum is not None and maximum > 0:
             self.maximum = maximum
+        self.refresh()
+        return True
+
+    def clear(self) -> None:
+        """Forget every sample."""
+        self.samples.clear()
+        self.last_t = None
         self.refresh()
 
     def render(self) -> Text:
@@ -79,14 +105,24 @@ class TimeGraph(Widget):
         plot_width = max(1, width - AXIS_WIDTH)
         bar = self.get_component_rich_style("graph--bar", partial=True)
         axis = self.get_component_rich_style("graph--axis", partial=True)
+        limit = self.get_component_rich_style("graph--limit", partial=True)
         title_style = self.get_component_rich_style("graph--title", partial=True)
-        count = len(self.samples)
-        shown = list(islice(self.samples, max(0, count - plot_width), count))
+        # From the newest end: a deque is slow to index in the middle, and only what fits is read.
+        shown = list(islice(reversed(self.samples), plot_width))[::-1]
         latest = self.format_value(shown[-1]) if shown else "–"
         text = Text(no_wrap=True, overflow="crop")
         text.append(f"{self.title}  ", title_style)
         text.append(f"now {latest} of {self.format_value(self.maximum)}\n", axis)
-        columns = [column_cells(v / self.maximum if self.maximum else 0, rows) for v in shown]
+        fractions = [v / self.maximum if self.maximum else 0.0 for v in shown]
+        columns = [column_cells(fraction, rows) for fraction in fractions]
+        # Runs of columns near the full scale (memory running out) take the limit colour.
+        runs: list[tuple[int, int, bool]] = []
+        for position, fraction in enumerate(fractions):
+            hot = fraction >= self.limit_fraction
+            if runs and runs[-1][2] == hot:
+                runs[-1] = (runs[-1][0], position + 1, hot)
+            else:
+                runs.append((position, position + 1, hot))
         padding = plot_width - len(columns)
         for row in range(rows):
             if row == 0:
@@ -99,7 +135,9 @@ class TimeGraph(Widget):
                 label = ""
             text.append(f"{label:>{AXIS_WIDTH - 1}.{AXIS_WIDTH - 1}}│", axis)
             text.append(" " * padding)
-            text.append("".join(column[row] for column in columns), bar)
+            for first, last, hot in runs:
+                cells = "".join(column[row] for column in columns[first:last])
+                text.append(cells, limit if hot else bar)
             text.append("\n")
         text.append(self._time_axis(plot_width), axis)
         return text
@@ -112,7 +150,8 @@ class TimeGraph(Widget):
         step = 15
         for offset in range(step, plot_width - 6, step):
             label = time_label(offset * self.interval_s)
-            start = AXIS_WIDTH + plot_width - offset - len(label) // 2
+            # The column of the sample `offset` intervals before the newest one, label centred.
+            start = AXIS_WIDTH + plot_width - 1 - offset - len(label) // 2
             if start > AXIS_WIDTH:
                 axis[start : start + len(label)] = list(label)
         return "".join(axis)

@@ -1,0 +1,709 @@
+"""The build screen: one build live (or as it ended): progress, graphs, processes, the log.
+
+A worker thread with its own `History` polls the build's row about once a second (the
+supervisor rewrites progress and the live view as often) and posts what it found; the screen
+only draws. Opening a build that already ran backfills the graphs from its stored samples once.
+Stopping takes the same path as `workbench stop` (`supervision.control.stop`), in a worker;
+leaving the screen (or quitting) never stops the build.
+
+A build is flagged as stalled when its progress has not moved for far longer than the slowest
+job of earlier builds of the same target took, and a process of it spins (CPU ≥ 90 % the whole
+time) or is blocked (disk wait, or every job idle at 0 %). `StallWatch` decides, from plain
+values, so it is tested without a screen.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.command import Hit, Hits, Provider
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import ModalScreen, Screen
+from textual.timer import Timer
+from textual.widgets import Button, Footer, Header, Input, ProgressBar, Static
+
+from workbench.errors import WorkbenchError
+from workbench.supervision.follow import duration, outcome_line, progress_text
+from workbench.supervision.history import BuildRecord, History, Sampled
+from workbench.tui.widgets.log_view import LogView
+from workbench.tui.widgets.process_table import ProcessRow, ProcessTable
+from workbench.tui.widgets.time_graph import TimeGraph
+
+POLL_INTERVAL_S = 1.0
+STOP_GRACE_S = 10.0  # what `workbench stop` waits before KILL by default
+FINISHED_JOBS_SHOWN = 1000
+
+# -- stall detection (plain values in, a verdict out) -----------------------------------------
+
+STALL_FACTOR = 3.0  # "far longer": three times the slowest job of earlier builds
+STALL_FLOOR_S = 120.0  # never sooner than this, however quick the earlier jobs were
+STALL_DEFAULT_S = 600.0  # no earlier build of this target to compare with
+SPIN_PERCENT = 90.0
+IDLE_PERCENT = 1.0
+# A streak must span the stall but for this much: the first poll may come a little late.
+STREAK_SLACK_S = 2.5 * POLL_INTERVAL_S
+
+
+def stall_threshold(slowest_earlier_s: float | None) -> float:
+    """Seconds without progress after which a build may be stalled."""
+    if slowest_earlier_s is None or slowest_earlier_s <= 0:
+        return STALL_DEFAULT_S
+    return max(STALL_FLOOR_S, STALL_FACTOR * slowest_earlier_s)
+
+
+def slowest_earlier_job(history: History, record: BuildRecord) -> float | None:
+    """The longest job (compile or link) of the latest earlier successful builds like this one."""
+    slowest: float | None = None
+    for run in history.earlier_runs(record.eta_key, record.id):
+        jobs = history.jobs(run.build_id)  # slowest first
+        if jobs and (slowest is None or jobs[0].seconds > slowest):
+            slowest = jobs[0].seconds
+    return slowest
+
+
+def progress_key(progress: dict[str, Any]) -> tuple[Any, ...]:
+    """What must change for a build to count as moving: its fraction and its counts."""
+    step = progress.get("step") or {}
+    fraction = progress.get("fraction")
+    return (
+        None if fraction is None else round(fraction, 6),
+        step.get("done"),
+        step.get("total"),
+        progress.get("done"),
+        progress.get("failed"),
+    )
+
+
+def last_progress_change(samples: Sequence[Sampled]) -> float | None:
+    """When the stored samples' progress fraction last changed (None: no samples)."""
+    if not samples:
+        return None
+    changed = samples[0].t
+    for before, after in pairwise(samples):
+        if after.fraction != before.fraction:
+            changed = after.t
+    return changed
+
+
+@dataclass(frozen=True)
+class Stall:
+    """A build that stopped moving, and the process that looks responsible."""
+
+    pid: int
+    tool: str
+    file: str | None
+    how: str  # "spinning", "blocked" or "idle"
+    stalled_s: float
+    threshold_s: float
+
+    def describe(self, debug_hint: str) -> str:
+        """The warning line the screen shows."""
+        what = {
+            "spinning": f"has used ≥{SPIN_PERCENT:.0f}% CPU the whole time (a loop?)",
+            "blocked": "has been in disk wait (state D) the whole time",
+            "idle": "and every other job have used no CPU the whole time (waiting on a lock?)",
+        }[self.how]
+        file = f" ({self.file.rsplit('/', 1)[-1]})" if self.file else ""
+        return (
+            f"⚠ Stalled? No progress for {duration(self.stalled_s)} (flagged after "
+            f"{duration(self.threshold_s)}): {self.tool} {self.pid}{file} {what}. {debug_hint}"
+        )
+
+
+class StallWatch:
+    """Follows progress and each process's CPU across polls; says when the build looks stuck."""
+
+    def __init__(self, threshold_s: float, changed_at: float | None = None) -> None:
+        self.threshold_s = threshold_s
+        self.changed_at = changed_at
+        self.key: tuple[Any, ...] | None = None
+        self.started: float | None = None
+        self.streaks: dict[int, tuple[str, float]] = {}  # pid -> (condition, since)
+
+    def observe(
+        self, now: float, key: tuple[Any, ...], processes: Iterable[ProcessRow]
+    ) -> Stall | None:
+        """Take one poll in; the stall it shows, if any."""
+        if self.started is None:
+            self.started = now
+            if self.changed_at is None:
+                self.changed_at = now
+        elif key != self.key:
+            self.changed_at = now
+        self.key = key
+        rows = [row for row in processes if row.pid is not None]
+        streaks: dict[int, tuple[str, float]] = {}
+        for row in rows:
+            cpu = row.cpu_percent or 0.0
+            if cpu >= SPIN_PERCENT:
+                condition = "spinning"
+            elif row.state == "D":
+                condition = "blocked"
+            elif cpu < IDLE_PERCENT:
+                condition = "idle"
+            else:
+                continue
+            before = self.streaks.get(row.pid)
+            since = before[1] if before and before[0] == condition else now
+            streaks[row.pid] = (condition, since)
+        self.streaks = streaks
+        assert self.changed_at is not None
+        stalled = now - self.changed_at
+        if stalled < self.threshold_s or not rows:
+            return None
+        # Processes are watched from when this screen opened: a streak counts if it covers
+        # the stall as far as it was seen.
+        seen_from = max(self.changed_at, self.started) + STREAK_SLACK_S
+        whole = {pid: c for pid, (c, since) in streaks.items() if since <= seen_from}
+        by_pid = {row.pid: row for row in rows}
+        for how in ("spinning", "blocked"):
+            chosen = [by_pid[pid] for pid, condition in whole.items() if condition == how]
+            if chosen:
+                row = max(chosen, key=lambda r: (r.cpu_percent or 0.0, r.running_s or 0.0))
+                return Stall(row.pid or 0, row.tool, row.file, how, stalled, self.threshold_s)
+        if len(whole) == len(rows) and all(c == "idle" for c in whole.values()):
+            row = max(rows, key=lambda r: r.running_s or 0.0)
+            return Stall(row.pid or 0, row.tool, row.file, "idle", stalled, self.threshold_s)
+        return None
+
+
+def read_states(pids: Iterable[int]) -> dict[int, str]:
+    """The kernel's state letter of each process still there."""
+    from workbench.monitor import procfs
+
+    states: dict[int, str] = {}
+    for pid in pids:
+        found = procfs.read_stat(pid)
+        if found is not None:
+            states[pid] = found[1].state
+    return states
+
+
+# -- what the poller hands the screen -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Poll:
+    """One look at the build: its row, its processes (or finished jobs), a stall if any."""
+
+    record: BuildRecord
+    processes: tuple[ProcessRow, ...]
+    finished: bool
+    stall: Stall | None = None
+
+
+def head_lines(record: BuildRecord, now: float | None = None) -> tuple[str, str]:
+    """The title line and the detail line (derivation and phase, or the current step)."""
+    command = " ".join(record.argv)
+    title = (
+        f"#{record.id} {record.name} · {record.state} · {duration(record.elapsed(now))}"
+        f" · {record.backend}: {command}"
+    )
+    progress = record.progress or {}
+    if not record.active:
+        return title, outcome_line(record)
+    derivations = progress.get("derivations") or []
+    if derivations:
+        first = derivations[0]
+        parts = [f"derivation {first.get('name')}"]
+        if first.get("phase"):
+            parts.append(str(first["phase"]))
+        step = first.get("step")
+        if step:
+            parts.append(f"{step['tool']} {step['done']}/{step['total']}")
+        if len(derivations) > 1:
+            parts.append(f"+{len(derivations) - 1} more building")
+        return title, " · ".join(parts)
+    step = progress.get("step")
+    if step and step.get("description"):
+        return title, f"{step['tool']}: {step['description']}"
+    return title, progress.get("last_line") or ""
+
+
+def progress_line(record: BuildRecord) -> str:
+    """ "ninja 12/40 (30%) · ETA 1m05s (earlier builds #2)" and the like."""
+    progress = record.progress or {}
+    live = record.live or {}
+    parts = [progress_text(progress) or "no progress reported yet"]
+    if record.active:
+        eta = live.get("eta_s")
+        if eta is not None:
+            basis = live.get("eta_basis")
+            parts.append(f"ETA {duration(eta)}" + (f" ({basis})" if basis else ""))
+        else:
+            parts.append("ETA: not known yet")
+    return " · ".join(parts)
+
+
+def memory_scale(live: dict[str, Any]) -> float:
+    """The memory graph's full scale: what the build uses plus what it could still use."""
+    return float((live.get("rss") or 0) + (live.get("memory_available") or 0))
+
+
+def percent(value: float) -> str:
+    return f"{value:.0f}%"
+
+
+def gigabytes(value: float) -> str:
+    return f"{value / 1024**3:.1f}G"
+
+
+# -- screens ---------------------------------------------------------------------------------------
+
+
+class ConfirmStop(ModalScreen[bool]):
+    """Yes or no: stop this build and every process of it."""
+
+    BINDINGS = [
+        Binding("y", "answer(True)", "Yes, stop it", id="confirm.yes"),
+        Binding("n,escape", "answer(False)", "No", id="confirm.no"),
+    ]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="confirm-dialog"):
+            yield Static(self.question, id="confirm-question")
+            with Horizontal(id="confirm-buttons"):
+                yield Button("Stop the build (y)", id="confirm-yes", variant="error")
+                yield Button("Keep it running (n)", id="confirm-no", variant="primary")
+
+    def on_mount(self) -> None:
+        self.query_one("#confirm-no", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "confirm-yes")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
+
+
+class BuildCommands(Provider):
+    """The build screen's commands in the command palette."""
+
+    async def search(self, query: str) -> Hits:
+        screen = self.screen
+        if not isinstance(screen, BuildScreen):
+            return
+        matcher = self.matcher(query)
+        for title, help_text, callback in screen.palette_commands():
+            score = matcher.match(title)
+            if score > 0:
+                yield Hit(score, matcher.highlight(title), callback, help=help_text)
+
+
+class BuildScreen(Screen[None]):
+    """Progress, CPU and memory graphs, the processes and the log of one build."""
+
+    COMMANDS = {BuildCommands}
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    BINDINGS = [
+        Binding(
+            "x",
+            "stop_build",
+            "Stop build",
+            id="build.stop",
+            tooltip="Stop the build and every process of it (asks first), as `workbench stop`",
+        ),
+        Binding(
+            "escape,l",
+            "leave",
+            "Leave",
+            id="build.leave",
+            tooltip="Back to the previous screen; the build keeps running",
+        ),
+        Binding(
+            "p",
+            "switch_pane",
+            "Processes/Log",
+            id="build.pane",
+            tooltip="Switch between the process table and the log (move focus when both show)",
+        ),
+        Binding(
+            "slash",
+            "search",
+            "Search",
+            id="build.search",
+            tooltip="Search the log; n and N go to the next and previous match",
+        ),
+        Binding("n", "next_match", "Next", id="build.next", show=False),
+        Binding("N", "previous_match", "Previous", id="build.previous", show=False),
+        Binding(
+            "e",
+            "first_error",
+            "First error",
+            id="build.first-error",
+            tooltip="Jump to the first line of the log that reads like an error",
+        ),
+        Binding(
+            "d",
+            "debug",
+            "Debug",
+            id="build.debug",
+            tooltip="Capture the highlighted (or stalled) process's stacks and diagnose a hang",
+        ),
+    ]
+
+    class Loaded(Message):
+        """The build's row and its stored samples, read once when the screen opens."""
+
+        def __init__(self, record: BuildRecord, samples: list[Sampled], threshold_s: float) -> None:
+            super().__init__()
+            self.record = record
+            self.samples = samples
+            self.threshold_s = threshold_s
+
+    class Polled(Message):
+        """One poll's result."""
+
+        def __init__(self, poll: Poll) -> None:
+            super().__init__()
+            self.poll = poll
+
+    class Failed(Message):
+        """The build cannot be shown (no such build, an unreadable history)."""
+
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    class Stopped(Message):
+        """The stop asked for ended: what to tell the user."""
+
+        def __init__(self, text: str, ok: bool) -> None:
+            super().__init__()
+            self.text = text
+            self.ok = ok
+
+    def __init__(self, state_directory: Path, build_id: int) -> None:
+        super().__init__()
+        self.state_directory = Path(state_directory)
+        self.build_id = build_id
+        self.record: BuildRecord | None = None
+        self.stall: Stall | None = None
+        self.stopping = False
+        self.pane = "processes"  # which pane a short terminal shows
+        self.saw_processes: set[str] = set()  # kinds seen in the table (tests read this)
+        self.polls = 0
+        self.watch: StallWatch | None = None
+        self._polling = False
+        self._timer: Timer | None = None
+
+    # -- layout -------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Vertical(id="build-head"):
+            yield Static(f"#{self.build_id} …", id="build-title")
+            yield Static("", id="build-detail")
+        with Horizontal(id="build-progress-row"):
+            yield ProgressBar(total=None, show_eta=False, id="build-bar")
+            yield Static("", id="build-progress-text")
+        yield Static("", id="build-stall")
+        with Horizontal(id="build-graphs"):
+            yield TimeGraph("CPU (all cores)", percent, 100.0, id="build-cpu")
+            yield TimeGraph("Memory (RSS)", gigabytes, 1.0, limit_fraction=0.9, id="build-memory")
+        with Vertical(id="build-panes"):
+            yield ProcessTable(id="build-processes")
+            yield LogView(id="build-log")
+        yield Input(placeholder="search the log (Enter finds, Esc closes)", id="build-search")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = f"build #{self.build_id}"
+        self.query_one("#build-processes").border_title = "Processes"
+        self.query_one("#build-log").border_title = "Log"
+        self.add_class("-processes-pane")
+        self.query_one("#build-processes", ProcessTable).focus()
+        self.load_build()
+
+    # -- polling (worker threads) ----------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="build-load")
+    def load_build(self) -> None:
+        """Read the build's row, its stored samples and what earlier builds took, once."""
+        try:
+            with History(self.state_directory) as history:
+                record = history.get(self.build_id)
+                samples = history.samples(self.build_id)
+                slowest = slowest_earlier_job(history, record)
+        except WorkbenchError as exc:
+            self.post_message(self.Failed(str(exc)))
+            return
+        self.post_message(self.Loaded(record, samples, stall_threshold(slowest)))
+
+    def _tick(self) -> None:
+        if self._polling or self.record is None:
+            return
+        self._polling = True
+        self.poll_build()
+
+    @work(thread=True, exclusive=True, group="build-poll")
+    def poll_build(self) -> None:
+        """One look at the build (a History of this thread's own); posts a `Polled`."""
+        from workbench.supervision import liveness
+
+        try:
+            with History(self.state_directory) as history:
+                record = liveness.check(history, [history.get(self.build_id)])[0]
+                if not record.active:
+                    jobs = history.jobs(self.build_id)[:FINISHED_JOBS_SHOWN]
+                    rows = tuple(ProcessRow.from_job(job) for job in jobs)
+                    self.post_message(self.Polled(Poll(record, rows, True)))
+                    return
+        except WorkbenchError as exc:
+            self.post_message(self.Failed(str(exc)))
+            return
+        jobs = (record.live or {}).get("jobs") or []
+        states = read_states(job["pid"] for job in jobs if isinstance(job.get("pid"), int))
+        rows = tuple(ProcessRow.from_live(job, states.get(job.get("pid"))) for job in jobs)
+        self.post_message(self.Polled(Poll(record, rows, False)))
+
+    # -- drawing (event loop) -------------------------------------------------------------------
+
+    def on_build_screen_loaded(self, message: Loaded) -> None:
+        record = message.record
+        self.record = record
+        self.watch = StallWatch(
+            message.threshold_s, last_progress_change(message.samples) if record.active else None
+        )
+        self.query_one(LogView).open(Path(record.log_path))
+        cpu = self.query_one("#build-cpu", TimeGraph)
+        memory = self.query_one("#build-memory", TimeGraph)
+        for sample in message.samples[-(cpu.samples.maxlen or 4096) :]:
+            cpu.add(sample.cpu_percent, t=sample.t)
+            memory.add(sample.rss, float(sample.rss + sample.memory_available), t=sample.t)
+        self._show_record(record)
+        self._tick()
+        self._timer = self.set_interval(POLL_INTERVAL_S, self._tick)
+
+    def on_build_screen_polled(self, message: Polled) -> None:
+        poll = message.poll
+        self._polling = False
+        self.polls += 1
+        self.record = poll.record
+        self._show_record(poll.record)
+        live = poll.record.live or {}
+        if poll.record.active and live.get("t"):
+            self.query_one("#build-cpu", TimeGraph).add(live.get("cpu_percent") or 0.0, t=live["t"])
+            self.query_one("#build-memory", TimeGraph).add(
+                float(live.get("rss") or 0), memory_scale(live), t=live["t"]
+            )
+        stall = None
+        if poll.record.active and self.watch is not None:
+            stall = self.watch.observe(
+                time.time(), progress_key(poll.record.progress or {}), poll.processes
+            )
+        table = self.query_one(ProcessTable)
+        if poll.finished and table.sort_key == "cpu":
+            table.sort_key, table.descending = "time", True
+        table.show(poll.processes, flagged=stall.pid if stall else None)
+        self.saw_processes.update(row.kind for row in poll.processes)
+        what = "Jobs of this build, slowest first" if poll.finished else "Processes"
+        table.border_title = f"{what} · {len(poll.processes)} · sorted by {table.sort_label}"
+        self._show_stall(stall)
+        if poll.finished:
+            if self._timer is not None:
+                self._timer.stop()
+            self.refresh_bindings()
+
+    def on_build_screen_failed(self, message: Failed) -> None:
+        self._polling = False
+        self.query_one("#build-title", Static).update(f"#{self.build_id}: {message.text}")
+
+    def _show_record(self, record: BuildRecord) -> None:
+        title, detail = head_lines(record)
+        self.query_one("#build-title", Static).update(title)
+        self.query_one("#build-detail", Static).update(detail)
+        self.query_one("#build-progress-text", Static).update(progress_line(record))
+        fraction = (record.progress or {}).get("fraction")
+        bar = self.query_one("#build-bar", ProgressBar)
+        if fraction is not None:
+            bar.update(total=1000, progress=round(1000 * fraction))
+        elif not record.active:
+            # An ended build with no progress lines: a full bar for success, an empty one else.
+            bar.update(total=1000, progress=1000 if record.state == "succeeded" else 0)
+        for state in ("running", "succeeded", "failed", "stopped"):
+            self.set_class(record.state == state, f"-{state}")
+        self.sub_title = f"build #{record.id} · {record.state}"
+
+    def _show_stall(self, stall: Stall | None) -> None:
+        self.stall = stall
+        banner = self.query_one("#build-stall", Static)
+        banner.set_class(stall is not None, "-shown")
+        if stall is None:
+            return
+        if self._can_debug():
+            hint = f"Press d to capture its stacks (process {stall.pid} is marked ⚠ below)."
+        else:
+            hint = f"See its stacks: `workbench bt {stall.pid}`."
+        banner.update(stall.describe(hint))
+
+    def on_log_view_status(self, message: LogView.Status) -> None:
+        self.query_one(LogView).border_title = f"Log · {message.text}"
+
+    def on_data_table_header_selected(self) -> None:
+        table = self.query_one(ProcessTable)
+        title = str(table.border_title or "Processes").split(" · sorted by")[0]
+        table.border_title = f"{title} · sorted by {table.sort_label}"
+
+    # -- actions --------------------------------------------------------------------------------
+
+    def _can_debug(self) -> bool:
+        return hasattr(self.app, "open_debug")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # False hides a key that cannot apply here; None shows it disabled for now.
+        if action == "stop_build":
+            if self.record is not None and not self.record.active:
+                return False
+            return None if self.stopping else True
+        if action == "debug":
+            if not self._can_debug():
+                return False
+            return True if self._debug_pid() is not None else None
+        return True
+
+    def action_leave(self) -> None:
+        search = self.query_one("#build-search", Input)
+        if search.has_class("-shown"):
+            self._close_search()
+            return
+        # The build belongs to its supervisor: leaving only stops watching it.
+        if len(self.app.screen_stack) > 1:
+            self.app.pop_screen()
+
+    def action_switch_pane(self) -> None:
+        table, log = self.query_one(ProcessTable), self.query_one(LogView)
+        self.pane = "log" if self.pane == "processes" else "processes"
+        self.set_class(self.pane == "log", "-log-pane")
+        self.set_class(self.pane == "processes", "-processes-pane")
+        (log if self.pane == "log" else table).focus()
+
+    def _show_log(self) -> LogView:
+        if self.pane != "log":
+            self.action_switch_pane()
+        return self.query_one(LogView)
+
+    def action_search(self) -> None:
+        self._show_log()
+        search = self.query_one("#build-search", Input)
+        search.add_class("-shown")
+        search.focus()
+
+    def _close_search(self) -> None:
+        self.query_one("#build-search", Input).remove_class("-shown")
+        self.query_one(LogView).focus()
+
+    @on(Input.Submitted, "#build-search")
+    def _search_submitted(self, event: Input.Submitted) -> None:
+        text = event.value.strip()
+        self._close_search()
+        if text:
+            self.query_one(LogView).search(text)
+
+    def action_next_match(self) -> None:
+        log = self._show_log()
+        if log.search_text:
+            log.search(log.search_text)
+        else:
+            self.action_search()
+
+    def action_previous_match(self) -> None:
+        log = self._show_log()
+        if log.search_text:
+            log.search(log.search_text, backwards=True)
+
+    def action_first_error(self) -> None:
+        self._show_log().focus()
+        self.query_one(LogView).first_error()
+
+    def _debug_pid(self) -> int | None:
+        pid = self.query_one(ProcessTable).selected_pid()
+        if pid is None and self.stall is not None:
+            pid = self.stall.pid
+        return pid
+
+    def action_debug(self) -> None:
+        pid = self._debug_pid()
+        if pid is None or not self._can_debug():
+            self.notify("No running process selected to debug", severity="warning")
+            return
+        self.app.open_debug(pid)  # type: ignore[attr-defined]
+
+    def action_stop_build(self) -> None:
+        record = self.record
+        if record is None or not record.active or self.stopping:
+            return
+        question = (
+            f"Stop build #{record.id} ({record.name})?\n\n"
+            f"TERM to its process group and every process of its tree, KILL after "
+            f"{STOP_GRACE_S:g} s: the same as `workbench stop {record.id}`."
+        )
+        self.app.push_screen(ConfirmStop(question), self._confirmed)
+
+    def _confirmed(self, yes: bool | None) -> None:
+        if not yes:
+            return
+        self.stopping = True
+        self.refresh_bindings()
+        self.notify(f"Stopping build #{self.build_id}…")
+        self.stop_build()
+
+    @work(thread=True, exclusive=True, group="build-stop")
+    def stop_build(self) -> None:
+        """`workbench stop ID`'s path: liveness check, then `control.stop`, off the event loop."""
+        from workbench.supervision import control, liveness
+
+        try:
+            with History(self.state_directory) as history:
+                record = liveness.check(history, [history.get(self.build_id)])[0]
+                record, survivors = control.stop(history, record, STOP_GRACE_S)
+        except WorkbenchError as exc:
+            self.post_message(self.Stopped(str(exc), False))
+            return
+        if survivors:
+            listing = ", ".join(f"{m.name} ({m.pid})" for m in survivors[:10])
+            self.post_message(
+                self.Stopped(f"{outcome_line(record)}; still running: {listing}", False)
+            )
+        else:
+            self.post_message(
+                self.Stopped(f"{outcome_line(record)}; no process of it is left", True)
+            )
+
+    def on_build_screen_stopped(self, message: Stopped) -> None:
+        self.stopping = False
+        self.notify(message.text, severity="information" if message.ok else "error", timeout=10)
+        self.refresh_bindings()
+
+    def palette_commands(self) -> list[tuple[str, str, Callable[[], object]]]:
+        """(title, help, callback) for the command palette."""
+        commands: list[tuple[str, str, Callable[[], object]]] = [
+            ("Build: leave (keeps running)", "back to the previous screen", self.action_leave),
+            ("Build: search the log", "find text in the log", self.action_search),
+            ("Build: first error", "jump to the first error line", self.action_first_error),
+            ("Build: processes or log", "switch the pane", self.action_switch_pane),
+        ]
+        if self.record is not None and self.record.active:
+            commands.insert(
+                0, ("Build: stop", "stop the build (asks first)", self.action_stop_build)
+            )
+        pid = self._debug_pid()
+        if pid is not None and self._can_debug():
+            commands.append(
+                (f"Build: debug process {pid}", "capture its stacks", self.action_debug)
+            )
+        return commands

@@ -1,0 +1,201 @@
+"""The build's processes (or, once it ended, its jobs) as a table sortable by any column.
+
+An update replaces at most a screenful of rows (the supervisor's live view keeps the busiest
+two dozen processes), so its cost does not grow with the build's length.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.widgets import DataTable
+
+from workbench.supervision.follow import duration, size
+from workbench.supervision.history import JobRow
+
+
+@dataclass(frozen=True)
+class ProcessRow:
+    """One process of a running build, or one finished job (then `pid` and CPU are None)."""
+
+    pid: int | None
+    kind: str
+    tool: str
+    file: str | None
+    cpu_percent: float | None
+    rss: int | None
+    running_s: float | None
+    state: str | None = None
+    """The kernel's state letter when it was read (R, S, D, ...), else None."""
+
+    @classmethod
+    def from_live(cls, job: Mapping[str, Any], state: str | None = None) -> ProcessRow:
+        """A process of the supervisor's live view (`BuildRecord.live["jobs"]`)."""
+        return cls(
+            pid=job.get("pid"),
+            kind=str(job.get("kind") or "?"),
+            tool=str(job.get("tool") or "?"),
+            file=job.get("file") or job.get("derivation"),
+            cpu_percent=job.get("cpu_percent"),
+            rss=job.get("rss"),
+            running_s=job.get("running_s"),
+            state=state,
+        )
+
+    @classmethod
+    def from_job(cls, job: JobRow) -> ProcessRow:
+        """A finished build's job: its peak RSS and how long it ran."""
+        return cls(None, job.kind, job.tool, job.file, None, job.peak_rss, job.seconds)
+
+
+def short_file(path: str | None, width: int = 48) -> str:
+    """The last parts of a path that fit: "core/providers/cpu/math/gemm.cc"."""
+    if not path:
+        return ""
+    if len(path) <= width:
+        return path
+    parts = path.split(os.sep)
+    shown = parts[-1]
+    for part in reversed(parts[:-1]):
+        if len(shown) + len(part) + 2 > width:
+            break
+        shown = f"{part}{os.sep}{shown}"
+    return shown if len(shown) <= width else "…" + shown[-(width - 1) :]
+
+
+# (label, key, sort value, numbers sort largest first)
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("PID", "pid"),
+    ("kind", "kind"),
+    ("tool", "tool"),
+    ("file", "file"),
+    ("CPU %", "cpu"),
+    ("RSS", "rss"),
+    ("time", "time"),
+)
+_NUMERIC = {"pid", "cpu", "rss", "time"}
+
+
+def sort_value(row: ProcessRow, key: str) -> Any:
+    """What a column sorts by (missing numbers sort as -1, below every real one)."""
+    if key == "pid":
+        return row.pid if row.pid is not None else -1
+    if key == "cpu":
+        return row.cpu_percent if row.cpu_percent is not None else -1.0
+    if key == "rss":
+        return row.rss if row.rss is not None else -1
+    if key == "time":
+        return row.running_s if row.running_s is not None else -1.0
+    return (getattr(row, key) or "").lower()
+
+
+def sorted_rows(rows: Iterable[ProcessRow], key: str, descending: bool) -> list[ProcessRow]:
+    """The rows by one column; ties keep the order they came in."""
+    return sorted(rows, key=lambda row: sort_value(row, key), reverse=descending)
+
+
+class ProcessTable(DataTable[Any]):
+    """PID, kind, tool, file, CPU %, RSS, running time; `o` / a header click sorts."""
+
+    BINDINGS = [
+        Binding(
+            "o",
+            "next_sort",
+            "Sort",
+            id="processes.sort",
+            tooltip="Sort by the next column (PID, kind, tool, file, CPU %, RSS, time)",
+        ),
+        Binding(
+            "O",
+            "reverse_sort",
+            "Reverse",
+            id="processes.reverse",
+            show=False,
+            tooltip="Reverse the order of the sorted column",
+        ),
+    ]
+    COMPONENT_CLASSES = DataTable.COMPONENT_CLASSES | {"processes--flagged"}
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, cursor_type="row", zebra_stripes=True)
+        self.rows_shown: list[ProcessRow] = []
+        self.sort_key = "cpu"
+        self.descending = True
+        self.flagged: int | None = None  # a stalled process's PID, marked in the table
+
+    def on_mount(self) -> None:
+        for label, key in COLUMNS:
+            self.add_column(label, key=key)
+
+    def show(self, rows: Iterable[ProcessRow], flagged: int | None = None) -> None:
+        """Replace the rows, keeping the highlighted process highlighted."""
+        self.rows_shown = list(rows)
+        self.flagged = flagged
+        self._fill()
+
+    def _fill(self) -> None:
+        selected = self.selected_key()
+        self.clear()
+        flagged_style = self.get_component_rich_style("processes--flagged", partial=True)
+        for number, row in enumerate(sorted_rows(self.rows_shown, self.sort_key, self.descending)):
+            key = str(row.pid) if row.pid is not None else f"job-{number}"
+            cells: list[Any] = [
+                str(row.pid) if row.pid is not None else "-",
+                row.kind,
+                row.tool,
+                short_file(row.file),
+                f"{row.cpu_percent:.0f}" if row.cpu_percent is not None else "-",
+                size(row.rss) if row.rss is not None else "-",
+                duration(row.running_s),
+            ]
+            if row.pid is not None and row.pid == self.flagged:
+                cells = [Text(f"⚠{cells[0]}", style=flagged_style)] + [
+                    Text(str(cell), style=flagged_style) for cell in cells[1:]
+                ]
+            self.add_row(*cells, key=key)
+        if selected is not None and selected in self.rows:
+            self.move_cursor(row=self.get_row_index(selected), animate=False)
+
+    def selected_key(self) -> str | None:
+        """The highlighted row's key (a PID's digits for a live process)."""
+        if self.row_count == 0:
+            return None
+        key, _ = self.coordinate_to_cell_key(self.cursor_coordinate)
+        return key.value
+
+    def selected_pid(self) -> int | None:
+        """The PID of the highlighted process; None for a finished job or an empty table."""
+        key = self.selected_key()
+        return int(key) if key is not None and key.isdigit() else None
+
+    def sort_by(self, key: str, descending: bool | None = None) -> None:
+        """Sort by a column; numbers largest first and words A to Z unless told otherwise."""
+        self.sort_key = key
+        self.descending = key in _NUMERIC if descending is None else descending
+        self._fill()
+
+    def action_next_sort(self) -> None:
+        keys = [key for _, key in COLUMNS]
+        self.sort_by(keys[(keys.index(self.sort_key) + 1) % len(keys)])
+
+    def action_reverse_sort(self) -> None:
+        self.sort_by(self.sort_key, not self.descending)
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        event.stop()
+        key = event.column_key.value or "cpu"
+        if key == self.sort_key:
+            self.action_reverse_sort()
+        else:
+            self.sort_by(key)
+
+    @property
+    def sort_label(self) -> str:
+        """The sorted column and its direction: "CPU % ↓"."""
+        label = dict((key, label) for label, key in COLUMNS)[self.sort_key]
+        return f"{label} {'↓' if self.descending else '↑'}"
