@@ -1,8 +1,8 @@
-"""A small generated C++ project for tests that drive real cmake, ninja, make and g++.
+"""The generated C++ project for tests that drive real cmake, ninja, make and g++.
 
-Twelve translation units: most are light, a few instantiate deep template chains so that their
-cc1plus runs long enough (a second or more) to be seen by a sampler. Shared by the progress and
-monitor tests; every process a test starts runs in its own session and is killed on the way out.
+Twelve translation units (workbench.sample_project): most are light, a few instantiate deep
+template chains so that their cc1plus runs long enough (a second or more) to be seen by a
+sampler. Every process a test starts runs in its own session and is killed on the way out.
 """
 
 from __future__ import annotations
@@ -15,85 +15,10 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-LIGHT = """#include <numeric>
-#include <string>
-#include <vector>
+# The project itself is the bundled sample project: the one a newcomer builds from the TUI.
+from workbench.sample_project import write_project
 
-int light_{n}(int x) {{
-    std::vector<int> values(static_cast<std::size_t>(x) + {n});
-    std::iota(values.begin(), values.end(), 0);
-    int digits = static_cast<int>(std::to_string(x).size());
-    return std::accumulate(values.begin(), values.end(), 0) + digits;
-}}
-"""
-
-HEAVY = """#include <algorithm>
-#include <map>
-#include <string>
-#include <vector>
-
-namespace heavy_ns_{n} {{
-template <int N>
-struct Chain {{
-    static long run(long x) {{
-        std::map<std::string, std::vector<long>> table;
-        table[std::to_string(N)].push_back(x * N);
-        std::vector<long> values(table.size() + N % 7, x);
-        std::sort(values.begin(), values.end());
-        return Chain<N - 1>::run(x + static_cast<long>(values.size()) + values.front());
-    }}
-}};
-template <>
-struct Chain<0> {{
-    static long run(long x) {{ return x; }}
-}};
-}}  // namespace heavy_ns_{n}
-
-long heavy_{n}(long x) {{ return heavy_ns_{n}::Chain<{depth}>::run(x); }}
-"""
-
-CMAKE = """cmake_minimum_required(VERSION 3.16)
-project(fixture CXX)
-set(CMAKE_CXX_STANDARD 17)
-add_library(fixture STATIC {sources})
-add_executable(fixture_main main.cc)
-target_link_libraries(fixture_main fixture)
-"""
-
-
-def write_project(
-    directory: Path, units: int = 12, heavy: Sequence[int] = (0, 5, 10), depth: int = 20
-) -> list[str]:
-    """Write the project into `directory`; returns the names of its translation units."""
-    directory.mkdir(parents=True, exist_ok=True)
-    names: list[str] = []
-    declarations: list[str] = []
-    calls: list[str] = []
-    for n in range(units):
-        if n in heavy:
-            name = f"heavy_{n}.cc"
-            (directory / name).write_text(HEAVY.format(n=n, depth=depth))
-            declarations.append(f"long heavy_{n}(long x);")
-            calls.append(f"total += heavy_{n}(argc);")
-        else:
-            name = f"light_{n}.cc"
-            (directory / name).write_text(LIGHT.format(n=n))
-            declarations.append(f"int light_{n}(int x);")
-            calls.append(f"total += light_{n}(argc);")
-        names.append(name)
-    main = "\n".join(
-        [
-            *declarations,
-            "int main(int argc, char**) {",
-            "    long total = 0;",
-            *("    " + call for call in calls),
-            "    return total == 42 ? 1 : 0;",
-            "}",
-        ]
-    )
-    (directory / "main.cc").write_text(main + "\n")
-    (directory / "CMakeLists.txt").write_text(CMAKE.format(sources=" ".join(names)))
-    return names
+__all__ = ["configure", "kill_group", "started", "wait_rusage", "write_project"]
 
 
 def configure(
