@@ -3,7 +3,6 @@ project, and the app on a recorded host (no probing of this one)."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,11 +12,6 @@ from recorded_host import recorded_doctor
 from supervision.supervised import Bench
 
 from workbench.tui.app import WorkbenchApp, make_app
-
-needs_cxx_tools = pytest.mark.skipif(
-    any(shutil.which(tool) is None for tool in ("cmake", "ninja", "g++")),
-    reason="needs cmake, ninja and g++ (scripts/test.sh installs them)",
-)
 
 
 @pytest.fixture

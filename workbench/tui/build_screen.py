@@ -229,16 +229,17 @@ def head_lines(record: BuildRecord, now: float | None = None) -> tuple[str, str]
     return title, progress.get("last_line") or ""
 
 
-def progress_line(record: BuildRecord) -> str:
-    """ "ninja 12/40 (30%) · ETA 1m05s (earlier builds #2)" and the like."""
+def progress_line(record: BuildRecord, basis: bool = True) -> str:
+    """ "ninja 12/40 (30%) · ETA 1m05s (earlier builds #2)" and the like (`basis`: the part in
+    brackets, what the ETA rests on)."""
     progress = record.progress or {}
     live = record.live or {}
     parts = [progress_text(progress) or "no progress reported yet"]
     if record.active:
         eta = live.get("eta_s")
         if eta is not None:
-            basis = live.get("eta_basis")
-            parts.append(f"ETA {duration(eta)}" + (f" ({basis})" if basis else ""))
+            said = live.get("eta_basis") if basis else None
+            parts.append(f"ETA {duration(eta)}" + (f" ({said})" if said else ""))
         else:
             parts.append("ETA: not known yet")
     return " · ".join(parts)
@@ -253,8 +254,13 @@ def percent(value: float) -> str:
     return f"{value:.0f}%"
 
 
-def gigabytes(value: float) -> str:
-    return f"{value / 1024**3:.1f}G"
+def memory(value: float) -> str:
+    """Bytes, short enough for the graph's axis: "87M", "3.1G", "251G"."""
+    if value < 1024**3:
+        return f"{value / 1024**2:.0f}M"
+    if value < 100 * 1024**3:
+        return f"{value / 1024**3:.1f}G"
+    return f"{value / 1024**3:.0f}G"
 
 
 # -- screens ---------------------------------------------------------------------------------------
@@ -414,7 +420,7 @@ class BuildScreen(Screen[None]):
         yield Static("", id="build-stall")
         with Horizontal(id="build-graphs"):
             yield TimeGraph("CPU (all cores)", percent, 100.0, id="build-cpu")
-            yield TimeGraph("Memory (RSS)", gigabytes, 1.0, limit_fraction=0.9, id="build-memory")
+            yield TimeGraph("Memory (RSS)", memory, 1.0, limit_fraction=0.9, id="build-memory")
         with Vertical(id="build-panes"):
             yield ProcessTable(id="build-processes")
             yield LogView(id="build-log")
@@ -425,6 +431,13 @@ class BuildScreen(Screen[None]):
         self.sub_title = f"build #{self.build_id}"
         self.query_one("#build-processes").border_title = "Processes"
         self.query_one("#build-log").border_title = "Log"
+        self.query_one(
+            "#build-cpu"
+        ).tooltip = "CPU the build's processes use, as a share of all cores, once a second"
+        self.query_one("#build-memory").tooltip = (
+            "Total RSS of the build's processes; full scale: that plus the memory still "
+            "available (host or cgroup); near the top it turns to the warning colour"
+        )
         self.add_class("-processes-pane")
         self.query_one("#build-processes", ProcessTable).focus()
         self.load_build()
@@ -481,10 +494,12 @@ class BuildScreen(Screen[None]):
         )
         self.query_one(LogView).open(Path(record.log_path))
         cpu = self.query_one("#build-cpu", TimeGraph)
-        memory = self.query_one("#build-memory", TimeGraph)
+        rss = self.query_one("#build-memory", TimeGraph)
         for sample in message.samples[-(cpu.samples.maxlen or 4096) :]:
             cpu.add(sample.cpu_percent, t=sample.t)
-            memory.add(sample.rss, float(sample.rss + sample.memory_available), t=sample.t)
+            rss.add(sample.rss, float(sample.rss + sample.memory_available), t=sample.t)
+        for graph in (cpu, rss):
+            graph.live = record.active
         self._show_record(record)
         self._tick()
         self._timer = self.set_interval(POLL_INTERVAL_S, self._tick)
@@ -515,6 +530,10 @@ class BuildScreen(Screen[None]):
         table.border_title = f"{what} · {len(poll.processes)} · sorted by {table.sort_label}"
         self._show_stall(stall)
         if poll.finished:
+            for graph in self.query(TimeGraph):
+                graph.live = False
+            if not poll.processes and self.pane == "processes":
+                self.action_switch_pane()  # no job to list: the log says more
             if self._timer is not None:
                 self._timer.stop()
             self.refresh_bindings()
@@ -527,7 +546,8 @@ class BuildScreen(Screen[None]):
         title, detail = head_lines(record)
         self.query_one("#build-title", Static).update(title)
         self.query_one("#build-detail", Static).update(detail)
-        self.query_one("#build-progress-text", Static).update(progress_line(record))
+        text = progress_line(record, basis=self.has_class("-wide"))
+        self.query_one("#build-progress-text", Static).update(text)
         fraction = (record.progress or {}).get("fraction")
         bar = self.query_one("#build-bar", ProgressBar)
         if fraction is not None:
@@ -571,7 +591,7 @@ class BuildScreen(Screen[None]):
                 return False
             return None if self.stopping else True
         if action == "debug":
-            if not self._can_debug():
+            if not self._can_debug() or (self.record is not None and not self.record.active):
                 return False
             return True if self._debug_pid() is not None else None
         return True

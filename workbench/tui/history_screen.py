@@ -360,9 +360,7 @@ class HistoryScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="history-report")
     def make_report(self, ids: list[int]) -> None:
         """Build the report's Markdown off the event loop."""
-        title = (
-            f"report #{ids[0]}" if len(ids) == 1 else f"#{ids[0]} against #{ids[1]}"
-        )
+        title = f"report #{ids[0]}" if len(ids) == 1 else f"#{ids[0]} against #{ids[1]}"
         try:
             markdown = report_markdown(self.state_directory, ids)
         except WorkbenchError as exc:

@@ -118,7 +118,7 @@ class LogView(ScrollView, can_focus=True):
             self.index_all()
 
     def on_mount(self) -> None:
-        self.set_interval(0.1, self.refresh_lines)
+        self.set_interval(0.1, self.take_in_new_lines)
         if self.index is not None:
             self.index_all()
 
@@ -149,7 +149,7 @@ class LogView(ScrollView, can_focus=True):
                 return
             self._scanned = end
 
-    def refresh_lines(self) -> None:
+    def take_in_new_lines(self) -> None:
         """Take in what the build appended since the last tick."""
         index = self.index
         if index is None or self._indexing:
@@ -191,9 +191,17 @@ class LogView(ScrollView, can_focus=True):
         count = len(self.index)
         self.virtual_size = Size(self._width, count)
         if self.follow:
-            self.scroll_to(y=max(0, count - self.scrollable_content_region.height), animate=False)
+            self._stick_to_end()
+            # The scrollbars (and with them the height left for lines) learn of the new size
+            # at the next layout: keep the end in view after it too.
+            self.call_after_refresh(self._stick_to_end)
         self.refresh()
         self._status()
+
+    def _stick_to_end(self) -> None:
+        if self.follow:
+            # force: scroll even before the layout says a scrollbar is needed.
+            self.scroll_to(y=self.max_scroll_y, animate=False, force=True)
 
     def _status(self, extra: str = "") -> None:
         count = len(self.index) if self.index is not None else 0
@@ -310,7 +318,7 @@ class LogView(ScrollView, can_focus=True):
 
     def action_scroll_home(self) -> None:
         self.follow = False
-        self.scroll_to(y=0, animate=False)
+        self.scroll_to(y=0, animate=False, force=True)
 
     def _clear_match(self) -> None:
         if self.match_line is not None:
@@ -326,7 +334,7 @@ class LogView(ScrollView, can_focus=True):
         self.match_line = number
         self._forget_line(number)
         height = self.scrollable_content_region.height
-        self.scroll_to(y=max(0, number - height // 2), animate=False)
+        self.scroll_to(y=max(0, number - height // 2), animate=False, force=True)
         self.refresh()
 
     # -- searching ------------------------------------------------------------------------------

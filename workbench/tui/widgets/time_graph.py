@@ -67,6 +67,7 @@ class TimeGraph(Widget):
         self.maximum = maximum
         self.interval_s = interval_s
         self.samples: deque[float] = deque(maxlen=capacity)
+        self.live = True  # False: a finished series ("last" and "end" instead of "now")
         self.limit_fraction = limit_fraction
         self.last_t: float | None = None
 
@@ -109,10 +110,14 @@ class TimeGraph(Widget):
         title_style = self.get_component_rich_style("graph--title", partial=True)
         # From the newest end: a deque is slow to index in the middle, and only what fits is read.
         shown = list(islice(reversed(self.samples), plot_width))[::-1]
-        latest = self.format_value(shown[-1]) if shown else "–"
         text = Text(no_wrap=True, overflow="crop")
         text.append(f"{self.title}  ", title_style)
-        text.append(f"now {latest} of {self.format_value(self.maximum)}\n", axis)
+        if shown:
+            latest = self.format_value(shown[-1])
+            text.append(f"{'now' if self.live else 'last'} {latest}", axis)
+            text.append(f" of {self.format_value(self.maximum)}\n", axis)
+        else:
+            text.append("no samples yet\n" if self.live else "no samples recorded\n", axis)
         fractions = [v / self.maximum if self.maximum else 0.0 for v in shown]
         columns = [column_cells(fraction, rows) for fraction in fractions]
         # Runs of columns near the full scale (memory running out) take the limit colour.
@@ -145,7 +150,7 @@ class TimeGraph(Widget):
     def _time_axis(self, plot_width: int) -> str:
         """Tick labels every ~15 columns, "now" at the right edge."""
         axis = [" "] * (AXIS_WIDTH - 1) + ["└"] + ["─"] * plot_width
-        now = "now"
+        now = "now" if self.live else "end"
         axis[-len(now) :] = list(now)
         step = 15
         for offset in range(step, plot_width - 6, step):

@@ -1,0 +1,60 @@
+"""Driving the app in the TUI tests: waiting (bounded) for what a worker brings, reading rows."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from supervision.supervised import Bench, build_id_from
+from textual.app import App
+from textual.pilot import Pilot
+
+from workbench.tui.build_screen import BuildScreen
+from workbench.tui.widgets.log_view import LogView
+
+needs_cxx_tools = pytest.mark.skipif(
+    any(shutil.which(tool) is None for tool in ("cmake", "ninja", "g++")),
+    reason="needs cmake, ninja and g++ (scripts/test.sh installs them)",
+)
+
+
+async def wait_until(
+    pilot: Pilot, what: str, predicate: Callable[[], object], timeout: float = 60.0
+) -> None:
+    """Let the app run until `predicate()` holds (bounded)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        await pilot.pause(0.1)
+
+
+async def open_screen(app: App, pilot: Pilot, build_id: int) -> BuildScreen:
+    """The build screen of `build_id` (the app may have reattached to it by itself)."""
+    await pilot.pause()
+    screen = app.screen
+    if not (isinstance(screen, BuildScreen) and screen.build_id == build_id):
+        app.open_build(build_id)  # type: ignore[attr-defined]
+    await wait_until(
+        pilot,
+        "the build screen to load",
+        lambda: isinstance(app.screen, BuildScreen) and app.screen.record is not None,
+        20,
+    )
+    assert isinstance(app.screen, BuildScreen)
+    return app.screen
+
+
+def visible_log(log: LogView) -> list[str]:
+    """The log's rows as drawn now."""
+    return [log.render_line(y).text.rstrip() for y in range(log.scrollable_content_region.height)]
+
+
+def start(bench: Bench, *args: str, cwd: Path) -> int:
+    """`workbench run -d ...` through the real CLI; the build's id."""
+    result = bench.run("run", "-d", *args, cwd=cwd, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return build_id_from(result.stderr)

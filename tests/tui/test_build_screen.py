@@ -1,0 +1,437 @@
+"""The build screen on real builds started by the real CLI, driven with Pilot.
+
+A fixture C++ build is watched to its end (progress, graphs, processes, the log's last line);
+a longer build is stopped through the confirmation and leaves no process behind; a 200k-line
+log scrolls and searches at once; a Nix log reads as text; the stall rule flags what it should.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from driving import needs_cxx_tools, open_screen, start, visible_log, wait_until
+from supervision.supervised import Bench, token_processes
+from textual.app import App, ComposeResult
+from textual.widgets import ProgressBar, Static
+
+from workbench.logs.readable import DerivationNames, readable_line
+from workbench.supervision.history import (
+    FAILED,
+    STOPPED,
+    SUCCEEDED,
+    History,
+    NewBuild,
+)
+from workbench.tui.build_screen import (
+    ConfirmStop,
+    StallWatch,
+    last_progress_change,
+    stall_threshold,
+)
+from workbench.tui.widgets.log_view import LogView
+from workbench.tui.widgets.process_table import ProcessRow, ProcessTable, sorted_rows
+from workbench.tui.widgets.time_graph import TimeGraph
+
+NIX_LOG = Path(__file__).resolve().parents[1] / "progress" / "fixtures" / "nix-build-fail.stderr"
+
+
+@needs_cxx_tools
+async def test_watches_a_real_build_to_its_end(
+    bench: Bench, cxx_project: tuple[Path, Path], tui
+) -> None:
+    checkout, build = cxx_project
+    build_id = start(bench, "--name", "fixture", "--", "ninja", "-C", str(build), cwd=checkout)
+    app = tui()
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await open_screen(app, pilot, build_id)
+        live_kinds: set[str] = set()
+
+        def ended() -> bool:
+            record = screen.record
+            assert record is not None
+            if record.active:
+                live_kinds.update(row.kind for row in screen.query_one(ProcessTable).rows_shown)
+            return record.state == SUCCEEDED and not screen._polling
+
+        await wait_until(pilot, "the build to succeed", ended, 120)
+        await pilot.pause(0.5)
+        progress = str(screen.query_one("#build-progress-text", Static).render())
+        assert "ninja 15/15 (100%)" in progress
+        assert screen.query_one("#build-bar", ProgressBar).percentage == 1.0
+        assert "succeeded" in str(screen.query_one("#build-title", Static).render())
+        # The graphs got samples: live ones, or the stored ones if the build was that quick.
+        assert len(screen.query_one("#build-cpu", TimeGraph).samples) >= 1
+        assert len(screen.query_one("#build-memory", TimeGraph).samples) >= 1
+        # Compile processes were seen live, or are listed as the finished build's jobs.
+        table = screen.query_one(ProcessTable)
+        assert "compiler" in live_kinds | {row.kind for row in table.rows_shown}
+        assert any(row.file and row.file.endswith(".cc") for row in table.rows_shown)
+        log = screen.query_one(LogView)
+        await wait_until(pilot, "the last ninja line", lambda: log.line_count >= 16, 10)
+        await pilot.pause(0.3)
+        assert "[15/15] Linking CXX executable fixture_main" in visible_log(log)
+
+
+@needs_cxx_tools
+async def test_stop_asks_first_then_leaves_no_process(
+    bench: Bench, cxx_project: tuple[Path, Path], tui
+) -> None:
+    checkout, _ = cxx_project
+    build_id = start(
+        bench, "--name", "sleeper", "--", "sh", "-c", "sleep 300 & sleep 300; wait", cwd=checkout
+    )
+    app = tui()
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_screen(app, pilot, build_id)
+        await wait_until(pilot, "a poll", lambda: screen.polls >= 1, 20)
+        record = screen.record
+        assert record is not None and record.active
+        tree = [psutil.Process(record.build_pid)]
+        tree += tree[0].children(recursive=True)
+        await pilot.press("x")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmStop)
+        await pilot.press("n")  # changed our mind: nothing happens
+        await pilot.pause(1.5)
+        assert app.screen is screen
+        assert bench.record(build_id).active
+        await pilot.press("x")
+        await pilot.pause()
+        await pilot.press("y")
+        await wait_until(
+            pilot, "the build to stop", lambda: screen.record and screen.record.state == STOPPED, 60
+        )
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert "stopped" in str(screen.query_one("#build-title", Static).render())
+        # No "Stop" key for a build that ended.
+        assert screen.check_action("stop_build", ()) is False
+    assert bench.record(build_id).state == STOPPED
+    _, alive = psutil.wait_procs(tree, timeout=10)
+    assert not alive, alive
+    deadline = time.monotonic() + 10
+    while token_processes(bench.token) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not token_processes(bench.token)
+
+
+@needs_cxx_tools
+async def test_leaving_keeps_the_build_running(
+    bench: Bench, cxx_project: tuple[Path, Path], tui
+) -> None:
+    checkout, _ = cxx_project
+    build_id = start(bench, "--name", "sleeper", "--", "sleep", "300", cwd=checkout)
+    app = tui()
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_screen(app, pilot, build_id)
+        await pilot.press("l")
+        await pilot.pause()
+        assert app.screen is not screen
+    time.sleep(1.5)  # quitting the TUI must not stop it either
+    assert bench.record(build_id).active
+
+
+# -- logs ----------------------------------------------------------------------------------------
+
+
+class LogApp(App[None]):
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+
+    def compose(self) -> ComposeResult:
+        yield LogView(self.path, id="log")
+
+    def on_mount(self) -> None:
+        self.query_one(LogView).focus()
+
+
+async def test_a_200k_line_log_scrolls_and_searches_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "build.log"
+    lines = [f"[{n}/200000] Building CXX object src/file_{n}.cc.o" for n in range(1, 200_001)]
+    lines[150_000] = "src/file_150001.cc:3:1: error: expected ';'"
+    path.write_text("\n".join(lines) + "\n")
+    app = LogApp(path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        log = app.query_one(LogView)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert log.line_count == 200_000
+        assert visible_log(log)[-1].startswith("[200000/200000]")  # following: the end shows
+        await pilot.press("home")
+        await pilot.pause()
+        assert log.scroll_offset.y == 0 and not log.follow
+        assert visible_log(log)[0].startswith("[1/200000]")
+        await pilot.press("pagedown")
+        await pilot.pause()
+        assert log.scroll_offset.y == log.scrollable_content_region.height
+        assert visible_log(log)[0].startswith(f"[{log.scroll_offset.y + 1}/200000]")
+        await pilot.press("end")
+        await pilot.pause()
+        assert log.follow and log.scroll_offset.y == log.max_scroll_y
+        await pilot.press("home")
+        started = time.perf_counter()
+        log.search("file_199990.cc")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        elapsed = time.perf_counter() - started
+        assert log.match_line == 199_989
+        assert any("file_199990.cc" in row for row in visible_log(log))
+        assert elapsed < 1.0, elapsed
+        await pilot.press("N")  # previous match: none before it
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert log.match_line == 199_989
+        await pilot.press("e")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert log.match_line == 150_000
+        assert any("error: expected" in row for row in visible_log(log))
+
+
+async def test_a_growing_log_is_followed_and_scrolling_up_stops_following(tmp_path: Path):
+    path = tmp_path / "build.log"
+    path.write_text("".join(f"line {n}\n" for n in range(100)))
+    app = LogApp(path)
+    async with app.run_test(size=(80, 20)) as pilot:
+        log = app.query_one(LogView)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        with path.open("a") as handle:
+            handle.write("".join(f"line {n}\n" for n in range(100, 150)) + "partial")
+        await wait_until(pilot, "the new lines", lambda: log.line_count == 151, 5)
+        await pilot.pause(0.2)
+        assert visible_log(log)[-1] == "partial"
+        with path.open("a") as handle:
+            handle.write(" line done\n")
+        await wait_until(pilot, "the partial line", lambda: "partial line done" in visible_log(log))
+        await pilot.press("pageup")
+        await pilot.pause()
+        assert not log.follow
+        top = log.scroll_offset.y
+        with path.open("a") as handle:
+            handle.write("more\n")
+        await wait_until(pilot, "the next line", lambda: log.line_count == 152, 5)
+        await pilot.pause(0.2)
+        assert log.scroll_offset.y == top  # not dragged back to the end
+
+
+def test_nix_lines_read_as_text() -> None:
+    names = DerivationNames()
+    data = NIX_LOG.read_bytes()
+    assert names.scan(data) == 3
+    raw = NIX_LOG.read_text().splitlines()
+    shown = [readable_line(line, names) for line in raw]
+    texts = [text for text, _ in shown]
+    assert "wb-fixture-c> [1/2] Building CXX object CMakeFiles/c.dir/c.cc.o" in texts
+    assert ("wb-fixture-c> c.cc:1:1: error: expected unqualified-id", "error") in shown
+    failure = next(item for item in shown if "failed with exit code 3" in item[0])
+    assert failure[1] == "error" and "\x1b" not in failure[0]
+    assert failure[0].startswith("error: builder for '/nix/store/")
+    starts = [text for text, hint in shown if text.startswith("▶ building")]
+    assert starts and all("/nix/store/" not in text for text in starts)
+    bookkeeping = [hint for text, hint in shown if text.startswith(("▶", "■", "  progress"))]
+    assert len(bookkeeping) > 20 and set(bookkeeping) == {"dim"}
+    assert "  wb-fixture-a: configurePhase" in texts  # a phase, named after its derivation
+    assert readable_line("plain \x1b[31mred\x1b[0m text") == ("plain red text", None)
+    assert readable_line("@nix {not json") == ("@nix {not json", "dim")
+    assert readable_line('@nix {"action":"result","fields":[3],"id":1,"type":101}')[1] == "dim"
+
+
+async def test_a_nix_build_log_reads_as_text_on_the_build_screen(tui, bench: Bench) -> None:
+    with History(bench.state) as history:
+        record = history.create(
+            NewBuild(
+                name="wb-fixture",
+                backend="nix",
+                argv=("nix", "build", "-f", "three-derivations.nix"),
+                cwd="/tmp",
+                checkout="/tmp",
+                settings={},
+                eta_key="nix-fixture",
+                nix=True,
+            )
+        )
+        log_path = Path(record.log_path)
+        log_path.parent.mkdir(parents=True)
+        log_path.write_bytes(NIX_LOG.read_bytes())
+        now = time.time()
+        history.mark_running(record.id, 1, 1, now - 5)
+        history.finish(record.id, FAILED, now, 5.0, 100, None, "c failed", 40, {})
+    app = tui()
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await open_screen(app, pilot, record.id)
+        log = screen.query_one(LogView)
+        await wait_until(pilot, "the log", lambda: log.line_count > 0, 10)
+        await pilot.pause(0.3)
+        rows = visible_log(log)
+        assert "wb-fixture-c> c.cc:1:1: error: expected unqualified-id" in rows
+        assert not any(row.startswith("@nix") for row in rows)
+        await pilot.press("e")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert log.readable(log.match_line or 0) == "wb-fixture-c> FAILED: CMakeFiles/c.dir/c.cc.o"
+        await pilot.press("slash", *"unqualified", "enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert "unqualified" in log.readable(log.match_line or 0)
+
+
+# -- parts ---------------------------------------------------------------------------------------
+
+
+def _row(pid: int, cpu: float, state: str = "R") -> ProcessRow:
+    return ProcessRow(pid, "compiler", "cc1plus", f"/src/f{pid}.cc", cpu, 10**8, 5.0, state)
+
+
+def test_stall_needs_no_progress_and_a_spinning_or_blocked_process() -> None:
+    assert stall_threshold(None) == 600.0
+    assert stall_threshold(10.0) == 120.0  # never sooner than two minutes
+    assert stall_threshold(300.0) == 900.0
+    watch = StallWatch(threshold_s=100.0)
+    key = (0.5, 6, 12, None, None)
+    assert watch.observe(0.0, key, [_row(1, 99.0), _row(2, 40.0)]) is None
+    for t in range(1, 100, 5):
+        assert watch.observe(float(t), key, [_row(1, 99.0), _row(2, 40.0)]) is None
+    stall = watch.observe(101.0, key, [_row(1, 99.0), _row(2, 40.0)])
+    assert stall is not None and stall.pid == 1 and stall.how == "spinning"
+    assert "cc1plus 1 (f1.cc)" in stall.describe("Press d.")
+    # Progress moves: no stall, and the clock starts again.
+    assert watch.observe(102.0, (0.6, 7, 12, None, None), [_row(1, 99.0)]) is None
+    assert watch.observe(150.0, (0.6, 7, 12, None, None), [_row(1, 99.0)]) is None
+    # A process that only just started spinning is not to blame.
+    watch = StallWatch(threshold_s=100.0, changed_at=0.0)
+    watch.observe(10.0, key, [_row(1, 10.0)])
+    assert watch.observe(120.0, key, [_row(1, 99.0)]) is None
+    # Disk wait the whole time: blocked.
+    watch = StallWatch(threshold_s=100.0)
+    watch.observe(0.0, key, [_row(3, 0.0, "D")])
+    stall = watch.observe(130.0, key, [_row(3, 0.0, "D")])
+    assert stall is not None and stall.how == "blocked"
+    # Everything idle the whole time.
+    watch = StallWatch(threshold_s=100.0)
+    watch.observe(0.0, key, [_row(4, 0.0, "S"), _row(5, 0.0, "S")])
+    stall = watch.observe(130.0, key, [_row(4, 0.0, "S"), _row(5, 0.0, "S")])
+    assert stall is not None and stall.how == "idle"
+
+
+def test_last_progress_change_from_samples() -> None:
+    from workbench.supervision.history import Sampled
+
+    def sample(t: float, fraction: float | None) -> Sampled:
+        return Sampled(t, 50.0, 1.0, t, 10**8, 10**9, 3, 1, 0, 0, fraction)
+
+    assert last_progress_change([]) is None
+    samples = [sample(0, 0.1), sample(1, 0.2), sample(2, 0.2), sample(3, 0.2)]
+    assert last_progress_change(samples) == 1
+
+
+def test_process_rows_sort_by_any_column() -> None:
+    rows = [_row(3, 10.0), _row(1, 90.0), _row(2, 50.0)]
+    assert [row.pid for row in sorted_rows(rows, "cpu", True)] == [1, 2, 3]
+    assert [row.pid for row in sorted_rows(rows, "pid", False)] == [1, 2, 3]
+    assert [row.pid for row in sorted_rows(rows, "file", False)] == [1, 2, 3]
+    live = ProcessRow.from_live(
+        json.loads(
+            '{"pid": 7, "tool": "nvcc", "kind": "cuda", "file": "a.cu", "cpu_percent": 5,'
+            ' "rss": 1, "running_s": 2.0}'
+        )
+    )
+    assert (live.pid, live.kind, live.file) == (7, "cuda", "a.cu")
+
+
+class GraphApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield TimeGraph("CPU", lambda v: f"{v:.0f}%", 100.0, id="graph")
+
+
+async def test_time_graph_fills_gaps_and_draws_axes() -> None:
+    app = GraphApp()
+    async with app.run_test(size=(60, 8)) as pilot:
+        graph = app.query_one(TimeGraph)
+        assert graph.add(50.0, t=100.0)
+        assert not graph.add(60.0, t=100.2)  # the same sample polled twice
+        assert graph.add(70.0, t=103.0)  # two samples missed: held at the last value
+        assert list(graph.samples) == [50.0, 50.0, 50.0, 70.0]
+        await pilot.pause()
+        text = str(graph.render())
+        assert "now 70% of 100%" in text
+        assert "100%│" in text and "0%│" in text and "-15s" in text and text.endswith("now")
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+async def test_layout_fits_small_and_large_terminals(tui, bench: Bench, size) -> None:
+    with History(bench.state) as history:
+        record = history.create(
+            NewBuild("fixture", "run", ("true",), "/tmp", "/tmp", {}, "k", False)
+        )
+        Path(record.log_path).parent.mkdir(parents=True)
+        Path(record.log_path).write_text("[1/1] Linking fixture\n")
+        history.finish(record.id, SUCCEEDED, time.time(), 1.0, 0, None, None, 1, {})
+    app = tui()
+    async with app.run_test(size=size) as pilot:
+        screen = await open_screen(app, pilot, record.id)
+        await pilot.pause(0.3)
+        table, log = screen.query_one(ProcessTable), screen.query_one(LogView)
+        if size == (80, 24):
+            assert screen.has_class("-short")
+            # One pane at a time; a finished build without jobs opens on its log.
+            assert log.display and not table.display
+            await pilot.press("p")
+            await pilot.pause()
+            assert table.display and not log.display and table.has_focus
+            await pilot.press("p")
+            await pilot.pause()
+            assert log.display and not table.display and log.has_focus
+        else:
+            assert table.display and log.display
+            assert log.size.height >= 15
+
+
+async def test_a_stalled_build_is_flagged_and_d_debugs_its_process(
+    tui, bench: Bench, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from workbench.tui import build_screen
+
+    monkeypatch.setattr(build_screen, "STALL_DEFAULT_S", 1.5)  # no earlier build: the default
+    me = psutil.Process()
+    with History(bench.state) as history:
+        record = history.create(
+            NewBuild("fixture", "run", ("ninja",), "/tmp", "/tmp", {}, "stall-test", False)
+        )
+        Path(record.log_path).parent.mkdir(parents=True)
+        Path(record.log_path).write_text("[3/12] Building CXX object heavy.cc.o\n")
+        # This test process plays the supervisor (alive, as liveness checks) and the compiler.
+        history.set_supervisor(record.id, me.pid, me.create_time())
+        history.mark_running(record.id, me.pid, os.getpgid(0), time.time())
+        job = {
+            "pid": me.pid,
+            "tool": "cc1plus",
+            "kind": "compiler",
+            "file": "/src/heavy.cc",
+            "cpu_percent": 99.5,
+            "rss": 10**8,
+            "running_s": 600.0,
+        }
+        live = {"t": time.time(), "cpu_percent": 50.0, "rss": 10**8, "memory_available": 10**10}
+        progress = {"step": {"tool": "ninja", "done": 3, "total": 12}, "fraction": 0.25}
+        history.update_live(record.id, 1, progress, {**live, "jobs": [job]})
+    app = tui()
+    debugged: list[int | None] = []
+    async with app.run_test(size=(160, 48)) as pilot:
+        app.open_debug = lambda pid=None, capture=None: debugged.append(pid)  # type: ignore[method-assign]
+        screen = await open_screen(app, pilot, record.id)
+        await wait_until(pilot, "the stall warning", lambda: screen.stall is not None, 15)
+        await pilot.pause()
+        banner = screen.query_one("#build-stall", Static)
+        text = str(banner.render())
+        assert banner.display and "Stalled?" in text
+        assert f"cc1plus {me.pid} (heavy.cc)" in text and "Press d" in text
+        assert str(screen.query_one(ProcessTable).get_row_at(0)[0]).startswith("⚠")
+        await pilot.press("d")
+        assert debugged == [me.pid]

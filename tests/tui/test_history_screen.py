@@ -1,0 +1,109 @@
+"""The history screen on two real builds: listed, sorted, opened, reported and compared."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from driving import needs_cxx_tools, wait_until
+from supervision.supervised import Bench, build_id_from
+from textual.widgets import DataTable, Static
+
+from workbench.tui.build_screen import BuildScreen
+from workbench.tui.history_screen import HistoryScreen, ReportScreen
+
+
+def build(bench: Bench, checkout: Path, build_dir: Path, *ninja: str) -> int:
+    """A fixture build to its end through the real CLI (from clean); its id."""
+    subprocess.run(["ninja", "-C", str(build_dir), "-t", "clean"], check=True, capture_output=True)
+    result = bench.run(
+        "run", "--name", "fixture", "--", "ninja", *ninja, "-C", str(build_dir), cwd=checkout
+    )
+    assert result.returncode == 0, result.stderr
+    return build_id_from(result.stderr)
+
+
+def report_text(app) -> str:
+    screen = app.screen
+    assert isinstance(screen, ReportScreen)
+    return screen.markdown
+
+
+@needs_cxx_tools
+async def test_history_lists_reports_and_compares_real_builds(
+    bench: Bench, cxx_project: tuple[Path, Path], tui
+) -> None:
+    checkout, build_dir = cxx_project
+    first = build(bench, checkout, build_dir, "-j2")
+    second = build(bench, checkout, build_dir, "-j1")
+    app = tui()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await app.workers.wait_for_complete()
+        app.action_history()  # type: ignore[attr-defined]
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, HistoryScreen)
+        await wait_until(pilot, "the history", lambda: screen.loads >= 1, 20)
+        table = screen.query_one("#history-table", DataTable)
+        assert table.row_count == 2
+        newest = table.get_row_at(0)
+        assert newest[1] == str(second) and newest[2] == "fixture" and newest[3] == "succeeded"
+        assert newest[6] == "1" and newest[7].endswith("%") and newest[8].endswith("MB")
+        assert table.get_row_at(1)[6] == "2"
+
+        # The highlighted build's report.
+        await pilot.press("r")
+        await wait_until(pilot, "the report", lambda: isinstance(app.screen, ReportScreen), 20)
+        text = report_text(app)
+        assert f"| Metric | #{second} fixture (j1) |" in text and "Build time" in text
+        assert "Slowest compile jobs" in text
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is screen
+
+        # Mark both, compare: the two-build table with its Change column.
+        await pilot.press("space", "down", "space")
+        await pilot.pause()
+        assert sorted(screen.marked) == [first, second]
+        assert "c compares" in str(screen.query_one("#history-summary", Static).render())
+        await pilot.press("c")
+        await wait_until(pilot, "the comparison", lambda: isinstance(app.screen, ReportScreen), 20)
+        text = report_text(app)
+        assert f"| Metric | #{first} fixture (j2) | #{second} fixture (j1) | Change |" in text
+        assert "| Jobs (-j / --cores) | 2 | 1 |" in text
+        await pilot.press("escape")
+        await pilot.pause()
+
+        # Sorting by keys: the next column (build), then reversed ids.
+        assert screen.sort_key == "id"
+        await pilot.press("O")
+        await pilot.pause()
+        assert table.get_row_at(0)[1] == str(first)
+        await pilot.press("o")
+        await pilot.pause()
+        assert screen.sort_key == "build"
+
+        # Enter opens the highlighted build.
+        table.move_cursor(row=0)
+        highlighted = screen.highlighted_id()
+        await pilot.press("enter")
+        await wait_until(pilot, "the build screen", lambda: isinstance(app.screen, BuildScreen))
+        assert app.screen.build_id == highlighted
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is screen
+
+
+async def test_history_of_an_empty_state_directory(tui) -> None:
+    app = tui()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.workers.wait_for_complete()
+        app.action_history()  # type: ignore[attr-defined]
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, HistoryScreen)
+        assert "No builds yet" in str(screen.query_one("#history-summary", Static).render())
+        await pilot.press("r", "c")  # nothing to report or compare: no crash, a hint
+        await pilot.pause()
+        assert app.screen is screen
