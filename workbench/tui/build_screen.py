@@ -319,7 +319,7 @@ class BuildScreen(Screen[None]):
         Binding(
             "x",
             "stop_build",
-            "Stop build",
+            "Stop",
             id="build.stop",
             tooltip="Stop the build and every process of it (asks first), as `workbench stop`",
         ),
@@ -333,7 +333,7 @@ class BuildScreen(Screen[None]):
         Binding(
             "p",
             "switch_pane",
-            "Processes/Log",
+            "Table/Log",
             id="build.pane",
             tooltip="Switch between the process table and the log (move focus when both show)",
         ),

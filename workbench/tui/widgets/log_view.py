@@ -123,22 +123,29 @@ class LogView(ScrollView, can_focus=True):
             self.index_all()
 
     def on_unmount(self) -> None:
+        self.workers.cancel_node(self)
         if self.index is not None:
             self.index.close()
 
-    @work(thread=True, exclusive=True, group="log-index")
     def index_all(self) -> None:
         """Index an existing (possibly huge) file off the event loop."""
-        index = self.index
-        if index is None:
+        if self.index is None:
             return
+        # Set here, not in the thread: the next tick must not refresh the index meanwhile.
         self._indexing = True
+        self._index_in_worker(self.index)
+
+    @work(thread=True, exclusive=True, group="log-index")
+    def _index_in_worker(self, index: LineIndex) -> None:
         try:
             index.refresh()
             self._scan_names(index)
+        except (OSError, ValueError):
+            return  # the view was closed (its file with it) while this ran
         finally:
             self._indexing = False
-        self.app.call_from_thread(self._grown, True)
+        if not get_current_worker().is_cancelled:
+            self.app.call_from_thread(self._grown, True)
 
     def _scan_names(self, index: LineIndex) -> None:
         buffer, end = index.buffer, index.complete_size
@@ -164,7 +171,11 @@ class LogView(ScrollView, can_focus=True):
             self.index_all()
             return
         last, partial = len(index) - 1, index.size > index.complete_size
-        added = index.refresh(REFRESH_LIMIT_BYTES)
+        try:
+            added = index.refresh(REFRESH_LIMIT_BYTES)
+        except OSError as exc:  # unreadable (permissions, a vanished mount): say so, go on
+            self._status(f"cannot read the log: {exc.strerror}")
+            return
         if behind < 0:  # truncated or replaced: everything known is stale
             self.names.clear()
             self._scanned = 0
@@ -391,7 +402,7 @@ class LogView(ScrollView, can_focus=True):
                     stop = min(count, line + SEARCH_SLICE_LINES)
                     found = index.search(pattern, line, stop_line=stop)
                     line = stop
-        except (ValueError, IndexError):  # truncated or closed meanwhile
+        except (OSError, ValueError, IndexError):  # truncated or closed meanwhile
             found = None
         if not worker.is_cancelled:
             self.post_message(self.Found(what, found))
