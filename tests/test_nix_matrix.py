@@ -6,12 +6,12 @@ Real Nix (Debian's nix-bin) evaluates the real nix/ files; nothing here needs ni
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from nix_testing import needs_nix, nix_env
 
 from workbench.errors import ConfigError
 from workbench.matrix import load_matrix
@@ -20,23 +20,8 @@ from workbench.variants import expand
 REPO = Path(__file__).resolve().parent.parent
 CONFIGS = REPO / "configs"
 
-# Flakes on, no sandbox (Debian's nix-bin has none), no binary cache (no network).
-NIX_CONFIG = "experimental-features = nix-command flakes\nsandbox = false\nsubstituters ="
 
-pytestmark = [
-    pytest.mark.nix,
-    pytest.mark.skipif(
-        shutil.which("nix-instantiate") is None,
-        reason="nix-instantiate is not installed (Debian: apt-get install nix-bin)",
-    ),
-]
-
-
-def nix_env(tmp_path: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env["NIX_CONFIG"] = NIX_CONFIG
-    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
-    return env
+pytestmark = needs_nix
 
 
 def nix_eval(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -9,7 +9,6 @@ real Nix.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -21,6 +20,8 @@ try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
+
+from nix_testing import needs_nix, nix_env
 
 from workbench.matrix import load_matrix
 from workbench.variants import expand
@@ -47,23 +48,8 @@ STATIC_SERIES = [
 ]
 NIXPKGS_OWN_PATCH = "nixpkgs/pkgs/by-name/on/onnxruntime/cpuinfo-logging.patch"
 
-# Flakes on, no sandbox (Debian's nix-bin has none), no binary cache (no network).
-NIX_CONFIG = "experimental-features = nix-command flakes\nsandbox = false\nsubstituters ="
 
-pytestmark = [
-    pytest.mark.nix,
-    pytest.mark.skipif(
-        shutil.which("nix-instantiate") is None,
-        reason="nix-instantiate is not installed (Debian: apt-get install nix-bin)",
-    ),
-]
-
-
-def nix_env(tmp_path: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env["NIX_CONFIG"] = NIX_CONFIG
-    env["XDG_CACHE_HOME"] = str(tmp_path / "nix-cache")
-    return env
+pytestmark = needs_nix
 
 
 def run_nix(tmp_path: Path, argv: list[str]) -> subprocess.CompletedProcess[str]:
