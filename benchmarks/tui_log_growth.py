@@ -55,7 +55,7 @@ FRAMES_TARGET = 10.0
 SIZE = (160, 48)
 
 
-# -- the writer (a child process) -----------------------------------------------------------------
+# -- the writer (a child process) ------------------------------------------------------------------
 
 
 def _lines(count: int, start: int) -> bytes:
@@ -141,7 +141,7 @@ def writer(state: Path, build_id: int, rate: int, seconds: float) -> None:
     print(json.dumps({"lines_written": written}))
 
 
-# -- 1. the build screen while the log grows ---------------------------------------------------------
+# -- 1. the build screen while the log grows -------------------------------------------------------
 
 
 def _rss() -> int:
@@ -165,9 +165,11 @@ async def log_growth(rate: int, seconds: float) -> dict[str, Any]:
                 NewBuild("bench", "run", ("writer",), "/tmp", "/tmp", {}, "bench", True)
             )
         child = subprocess.Popen(
-            [sys.executable, __file__, "--writer", str(state), str(record.id)]
             # It writes on past the measurement: its end is not part of what is measured.
-            + ["--rate", str(rate), "--seconds", str(seconds + 6.0)],
+            [
+                *(sys.executable, __file__, "--writer", str(state), str(record.id)),
+                *("--rate", str(rate), "--seconds", str(seconds + 6.0)),
+            ],
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -301,6 +303,8 @@ async def costs() -> dict[str, Any]:
     async with app.run_test(size=(80, 10)) as pilot:
         graph = app.query_one(TimeGraph)
         await pilot.pause()
+        for _ in range(100):  # warm up: the first frames pay for caches and styles
+            graph.render()
         for length in (100, 100_000):
             graph.samples.clear()
             graph.samples.extend(float(n % 100) for n in range(length))
@@ -403,7 +407,7 @@ def _replace(record: Any, **changes: Any) -> Any:
     return replace(record, **changes)
 
 
-# -- 3. first screen in a real terminal --------------------------------------------------------------
+# -- 3. first screen in a real terminal ------------------------------------------------------------
 
 
 def first_screen(runs: int) -> dict[str, Any]:

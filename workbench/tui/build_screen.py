@@ -401,7 +401,6 @@ class BuildScreen(Screen[None]):
         self.stall: Stall | None = None
         self.stopping = False
         self.pane = "processes"  # which pane a short terminal shows
-        self.saw_processes: set[str] = set()  # kinds seen in the table (tests read this)
         self.polls = 0
         self.watch: StallWatch | None = None
         self._polling = False
@@ -431,9 +430,8 @@ class BuildScreen(Screen[None]):
         self.sub_title = f"build #{self.build_id}"
         self.query_one("#build-processes").border_title = "Processes"
         self.query_one("#build-log").border_title = "Log"
-        self.query_one(
-            "#build-cpu"
-        ).tooltip = "CPU the build's processes use, as a share of all cores, once a second"
+        cpu_tip = "CPU the build's processes use, as a share of all cores, once a second"
+        self.query_one("#build-cpu").tooltip = cpu_tip
         self.query_one("#build-memory").tooltip = (
             "Total RSS of the build's processes; full scale: that plus the memory still "
             "available (host or cgroup); near the top it turns to the warning colour"
@@ -493,6 +491,7 @@ class BuildScreen(Screen[None]):
             message.threshold_s, last_progress_change(message.samples) if record.active else None
         )
         self.query_one(LogView).open(Path(record.log_path))
+        self.query_one(ProcessTable).base = record.cwd
         cpu = self.query_one("#build-cpu", TimeGraph)
         rss = self.query_one("#build-memory", TimeGraph)
         for sample in message.samples[-(cpu.samples.maxlen or 4096) :]:
@@ -525,7 +524,6 @@ class BuildScreen(Screen[None]):
         if poll.finished and table.sort_key == "cpu":
             table.sort_key, table.descending = "time", True
         table.show(poll.processes, flagged=stall.pid if stall else None)
-        self.saw_processes.update(row.kind for row in poll.processes)
         what = "Jobs of this build, slowest first" if poll.finished else "Processes"
         table.border_title = f"{what} · {len(poll.processes)} · sorted by {table.sort_label}"
         self._show_stall(stall)

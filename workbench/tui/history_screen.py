@@ -38,12 +38,25 @@ class HistoryRow:
     variant: str | None
     state: str
     active: bool
+    exit_status: int | None
     started: float | None
     duration_s: float | None
     jobs: int | None
     cpu_percent: float | None
     peak_rss: int | None
     note: str | None
+    signal: int | None = None
+
+    @property
+    def outcome(self) -> str:
+        """The state, with the exit status or signal of a build that did not succeed."""
+        if self.state == "succeeded" or self.active:
+            return self.state
+        if self.signal is not None:
+            return f"{self.state} (signal {self.signal})"
+        if self.exit_status:
+            return f"{self.state} (exit {self.exit_status})"
+        return self.state
 
     @property
     def label(self) -> str:
@@ -94,7 +107,7 @@ def cells(row: HistoryRow, marked: bool, now: float | None = None) -> tuple[str,
         "✓" if marked else "",
         str(row.id),
         row.label,
-        row.state,
+        row.outcome,
         started,
         duration(elapsed),
         str(row.jobs) if row.jobs else "-",
@@ -120,6 +133,8 @@ def load_rows(state_directory: Path, limit: int = HISTORY_LIMIT) -> list[History
                     variant=record.variant,
                     state=record.state,
                     active=record.active,
+                    exit_status=record.exit_status,
+                    signal=record.signal,
                     started=record.started,
                     duration_s=record.duration_s,
                     jobs=record.jobs,

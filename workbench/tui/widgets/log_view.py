@@ -35,7 +35,6 @@ BACKLOG_BYTES = 16 * 1024 * 1024
 # Lines searched per slice: the worker checks for cancellation between slices.
 SEARCH_SLICE_LINES = 200_000
 CACHE_LINES = 1024
-WIDTH_GUESS = 200
 
 
 class LogView(ScrollView, can_focus=True):
@@ -98,7 +97,7 @@ class LogView(ScrollView, can_focus=True):
         self._indexing = False
         self._scanned = 0  # bytes of complete lines searched for Nix's Build starts
         self._cache: OrderedDict[tuple[int, bool], tuple[Strip, int]] = OrderedDict()
-        self._width = WIDTH_GUESS
+        self._width = 0  # the longest line drawn so far: the horizontal scroll range
         self._last_status = ""
         if path is not None:
             self.open(path)
@@ -113,6 +112,7 @@ class LogView(ScrollView, can_focus=True):
         self.names = DerivationNames()
         self._scanned = 0
         self._cache.clear()
+        self._width = 0
         self.match_line = None
         if self.is_mounted:
             self.index_all()
@@ -133,6 +133,7 @@ class LogView(ScrollView, can_focus=True):
             return
         # Set here, not in the thread: the next tick must not refresh the index meanwhile.
         self._indexing = True
+        self._status("indexing…")
         self._index_in_worker(self.index)
 
     @work(thread=True, exclusive=True, group="log-index")
@@ -244,11 +245,13 @@ class LogView(ScrollView, can_focus=True):
         assert self.index is not None
         text, hint = readable_line(self.index.line(number), self.names)
         text = text.expandtabs(8)
+        # Whole (not partial) component styles: a theme colour with alpha ($text-muted,
+        # $accent 40%) is only blended against the background in the whole style.
         style = Style()
         if hint:
-            style = self.get_component_rich_style(f"log--{hint}", partial=True)
+            style = self.get_component_rich_style(f"log--{hint}")
         if current:
-            style += self.get_component_rich_style("log--current", partial=True)
+            style += Style(bgcolor=self.get_component_rich_style("log--current").bgcolor)
         segments = [Segment(text, style)]
         if self._search_pattern is not None:
             segments = self._mark_matches(text, style)
@@ -261,7 +264,7 @@ class LogView(ScrollView, can_focus=True):
 
     def _mark_matches(self, text: str, style: Style) -> list[Segment]:
         assert self._search_pattern is not None
-        match_style = style + self.get_component_rich_style("log--match", partial=True)
+        match_style = style + Style(bgcolor=self.get_component_rich_style("log--match").bgcolor)
         segments: list[Segment] = []
         position = 0
         for found in self._search_pattern.finditer(text):

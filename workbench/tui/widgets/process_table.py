@@ -7,6 +7,7 @@ two dozen processes), so its cost does not grow with the build's length.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -53,10 +54,21 @@ class ProcessRow:
         return cls(None, job.kind, job.tool, job.file, None, job.peak_rss, job.seconds)
 
 
-def short_file(path: str | None, width: int = 48) -> str:
-    """The last parts of a path that fit: "core/providers/cpu/math/gemm.cc"."""
+# Where Nix builders unpack sources: /build/SRC/ (sandbox), /tmp/nix-build-NAME.drv-0/SRC/.
+_BUILDER_ROOT = re.compile(r"^(?:/build|/tmp/nix-build-[^/]+)/[^/]+/")
+# Cells other than the file's, and the gaps between columns (7 columns, 2 cells each).
+_OTHER_COLUMNS = 7 + 9 + 9 + 6 + 8 + 7 + 14
+
+
+def short_file(path: str | None, width: int = 48, base: str | None = None) -> str:
+    """A path as short as it can be told: relative to `base` (the build's directory) or to a
+    Nix builder's source directory, then its last parts that fit ("core/cpu/math/gemm.cc")."""
     if not path:
         return ""
+    if base and path.startswith(base.rstrip(os.sep) + os.sep):
+        path = path[len(base.rstrip(os.sep)) + 1 :]
+    else:
+        path = _BUILDER_ROOT.sub("", path)
     if len(path) <= width:
         return path
     parts = path.split(os.sep)
@@ -127,6 +139,7 @@ class ProcessTable(DataTable[Any]):
         self.sort_key = "cpu"
         self.descending = True
         self.flagged: int | None = None  # a stalled process's PID, marked in the table
+        self.base: str | None = None  # files under this directory are shown relative to it
 
     def on_mount(self) -> None:
         for label, key in COLUMNS:
@@ -142,13 +155,14 @@ class ProcessTable(DataTable[Any]):
         selected = self.selected_key()
         self.clear()
         flagged_style = self.get_component_rich_style("processes--flagged", partial=True)
+        file_width = max(16, self.size.width - _OTHER_COLUMNS) if self.size.width else 48
         for number, row in enumerate(sorted_rows(self.rows_shown, self.sort_key, self.descending)):
             key = str(row.pid) if row.pid is not None else f"job-{number}"
             cells: list[Any] = [
                 str(row.pid) if row.pid is not None else "-",
                 row.kind,
                 row.tool,
-                short_file(row.file),
+                short_file(row.file, file_width, self.base),
                 f"{row.cpu_percent:.0f}" if row.cpu_percent is not None else "-",
                 size(row.rss) if row.rss is not None else "-",
                 duration(row.running_s),
@@ -160,6 +174,9 @@ class ProcessTable(DataTable[Any]):
             self.add_row(*cells, key=key)
         if selected is not None and selected in self.rows:
             self.move_cursor(row=self.get_row_index(selected), animate=False)
+
+    def on_resize(self) -> None:
+        self._fill()  # the file column takes what the others leave
 
     def selected_key(self) -> str | None:
         """The highlighted row's key (a PID's digits for a live process)."""

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from itertools import islice, repeat
 
 from rich.text import Text
+from textual.reactive import reactive
 from textual.widget import Widget
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
@@ -21,6 +22,8 @@ AXIS_WIDTH = 7
 def column_cells(fraction: float, rows: int) -> list[str]:
     """The cells of one column, top to bottom, for a value at `fraction` of the full scale."""
     eighths = round(max(0.0, min(1.0, fraction)) * rows * 8)
+    if fraction > 0 and eighths == 0:
+        eighths = 1  # a small value still shows: 60 MB against 250 GB is not nothing
     cells = []
     for row in range(rows - 1, -1, -1):  # from the top row down
         filled = eighths - row * 8
@@ -50,6 +53,9 @@ class TimeGraph(Widget):
     """
     COMPONENT_CLASSES = {"graph--bar", "graph--limit", "graph--axis", "graph--title"}
 
+    live: reactive[bool] = reactive(True)
+    """False for a finished series: "last" and "end" instead of "now"."""
+
     def __init__(
         self,
         title: str,
@@ -67,7 +73,6 @@ class TimeGraph(Widget):
         self.maximum = maximum
         self.interval_s = interval_s
         self.samples: deque[float] = deque(maxlen=capacity)
-        self.live = True  # False: a finished series ("last" and "end" instead of "now")
         self.limit_fraction = limit_fraction
         self.last_t: float | None = None
 
@@ -104,10 +109,10 @@ class TimeGraph(Widget):
         width, height = self.size.width, self.size.height
         rows = max(1, height - 2)  # title row and time-axis row
         plot_width = max(1, width - AXIS_WIDTH)
-        bar = self.get_component_rich_style("graph--bar", partial=True)
-        axis = self.get_component_rich_style("graph--axis", partial=True)
-        limit = self.get_component_rich_style("graph--limit", partial=True)
-        title_style = self.get_component_rich_style("graph--title", partial=True)
+        bar = self.get_component_rich_style("graph--bar")
+        axis = self.get_component_rich_style("graph--axis")
+        limit = self.get_component_rich_style("graph--limit")
+        title_style = self.get_component_rich_style("graph--title")
         # From the newest end: a deque is slow to index in the middle, and only what fits is read.
         shown = list(islice(reversed(self.samples), plot_width))[::-1]
         text = Text(no_wrap=True, overflow="crop")
