@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -27,15 +29,67 @@ SIZES = ((80, 24), (160, 48))
 
 
 # screen name -> keys that reach it from the first screen
-SCREENS: dict[str, tuple[str, ...]] = {"variants": (), "settings": ("s",)}
+SCREENS: dict[str, tuple[str, ...]] = {
+    "variants": (),
+    "settings": ("s",),
+    "history": ("h",),
+    "build": ("h", "enter"),
+    "report": ("h", "r"),
+    "compare": ("h", "space", "down", "space", "c"),
+}
+# A fixed place for the screenshots' real builds, so their command lines read the same each time.
+STATE = Path(tempfile.gettempdir()) / "workbench-screenshots"
+
+
+async def prepare_builds(state: Path) -> None:
+    """Two real builds of the sample project (-j2, then -j1 from clean) through the CLI."""
+    from monitor.cxx_project import configure, write_project
+
+    def build_twice() -> None:
+        checkout = state / "sample-checkout"
+        source, build = checkout / "src", checkout / "build"
+        write_project(source)
+        (checkout / ".git").mkdir(parents=True, exist_ok=True)
+        configure(source, build, "Ninja", build_type="")
+        for jobs in ("-j2", "-j1"):
+            subprocess.run(
+                ["ninja", "-C", str(build), "-t", "clean"], check=True, capture_output=True
+            )
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "workbench",
+                    "--state-dir",
+                    str(state),
+                    "run",
+                    "--name",
+                    "sample-project",
+                    "--",
+                    "ninja",
+                    jobs,
+                    "-C",
+                    str(build),
+                ],
+                cwd=checkout,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+
+    await asyncio.to_thread(build_twice)
 
 
 async def capture(name: str, size: tuple[int, int], state: Path) -> Path:
     app = make_app(str(REPO / "configs"), str(state), doctor=recorded_doctor())
     async with app.run_test(size=size) as pilot:
         await app.workers.wait_for_complete()
-        await pilot.press(*SCREENS[name])
-        await pilot.pause()
+        for key in SCREENS[name]:
+            await pilot.press(key)
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause(0.5)
         path = HERE / f"{name}-{size[0]}x{size[1]}.svg"
         path.write_text(app.export_screenshot(title=f"workbench: {name}"))
     return path
@@ -56,7 +110,9 @@ async def capture_debug(size: tuple[int, int], state: Path) -> Path:
 
 
 async def main() -> None:
-    with tempfile.TemporaryDirectory() as state:
+    shutil.rmtree(STATE, ignore_errors=True)
+    await prepare_builds(STATE)
+    for state in (str(STATE),):
         for name in SCREENS:
             for size in SIZES:
                 print(await capture(name, size, Path(state)))

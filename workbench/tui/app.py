@@ -32,6 +32,13 @@ class WorkbenchApp(App[None]):
             "q", "quit", "Quit", id="quit", tooltip="Leave the workbench (builds keep running)"
         ),
         Binding(
+            "h",
+            "history",
+            "History",
+            id="history",
+            tooltip="Past builds: open one, its report, compare two",
+        ),
+        Binding(
             "s",
             "settings",
             "Settings",
