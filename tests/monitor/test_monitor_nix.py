@@ -15,7 +15,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from cxx_project import HEAVY, started
+from cxx_project import started
 
 from workbench.monitor import ProcessSample, Sampler
 from workbench.monitor.discovery import (
@@ -24,6 +24,7 @@ from workbench.monitor.discovery import (
     is_nixbld_user,
 )
 from workbench.monitor.procfs import uid_of, user_name
+from workbench.sample_project import HEAVY
 
 pytestmark = [
     pytest.mark.nix,
