@@ -24,7 +24,6 @@ from typing import Any
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.command import Hit, Hits, Provider
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
@@ -34,6 +33,7 @@ from textual.widgets import Button, Footer, Header, Input, ProgressBar, Static
 from workbench.errors import WorkbenchError
 from workbench.supervision.follow import duration, outcome_line, progress_text
 from workbench.supervision.history import BuildRecord, History, Sampled
+from workbench.tui.screen_commands import ScreenCommands
 from workbench.tui.widgets.log_view import LogView
 from workbench.tui.widgets.process_table import ProcessRow, ProcessTable
 from workbench.tui.widgets.time_graph import TimeGraph
@@ -295,24 +295,10 @@ class ConfirmStop(ModalScreen[bool]):
         self.dismiss(yes)
 
 
-class BuildCommands(Provider):
-    """The build screen's commands in the command palette."""
-
-    async def search(self, query: str) -> Hits:
-        screen = self.screen
-        if not isinstance(screen, BuildScreen):
-            return
-        matcher = self.matcher(query)
-        for title, help_text, callback in screen.palette_commands():
-            score = matcher.match(title)
-            if score > 0:
-                yield Hit(score, matcher.highlight(title), callback, help=help_text)
-
-
 class BuildScreen(Screen[None]):
     """Progress, CPU and memory graphs, the processes and the log of one build."""
 
-    COMMANDS = {BuildCommands}
+    COMMANDS = {ScreenCommands}
     VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
     BINDINGS = [

@@ -21,7 +21,6 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult, SuspendNotSupported
 from textual.binding import Binding
-from textual.command import Hit, Hits, Provider
 from textual.containers import Container, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
@@ -38,6 +37,7 @@ from workbench.debugging.names import display_name, short_name
 from workbench.debugging.procfs import STATE_WORDS
 from workbench.debugging.report import KIND_TITLES, verdict_word
 from workbench.errors import WorkbenchError
+from workbench.tui.screen_commands import ScreenCommands
 
 # Lines read on each side of a frame's line; the view shows as many of them as fit.
 SOURCE_RADIUS = 12
@@ -288,24 +288,10 @@ class StackTable(DataTable[object]):
     COMPONENT_CLASSES = DataTable.COMPONENT_CLASSES | {INVOLVED}
 
 
-class DebugCommands(Provider):
-    """Command palette on the debug screen: jump to a thread, re-sample, open gdb."""
-
-    async def search(self, query: str) -> Hits:
-        screen = self.screen
-        if not isinstance(screen, DebugScreen):
-            return
-        matcher = self.matcher(query)
-        for title, help_text, callback in screen.palette_commands():
-            score = matcher.match(title)
-            if score > 0:
-                yield Hit(score, matcher.highlight(title), callback, help=help_text)
-
-
 class DebugScreen(Screen[None]):
     """A process's threads and frames under the diagnosis of its hang."""
 
-    COMMANDS = {DebugCommands}
+    COMMANDS = {ScreenCommands}
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
     BINDINGS = [
