@@ -26,7 +26,15 @@ def app_for(tmp_path: Path):
 
 
 async def settled(pilot) -> None:
-    await pilot.app.workers.wait_for_complete()
+    """The first screen has shown the recorded host, and every worker and animation is done."""
+    app = pilot.app
+    for _ in range(200):
+        if app.report is not None:
+            break
+        await pilot.pause(0.05)
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+    await pilot.wait_for_scheduled_animations()
     await pilot.pause()
 
 
@@ -40,7 +48,7 @@ def test_settings_screen(snap_compare, tmp_path: Path, size) -> None:
     async def open_settings(pilot) -> None:
         await settled(pilot)
         await pilot.press("s")
-        await pilot.pause()
+        await settled(pilot)
 
     assert snap_compare(app_for(tmp_path), terminal_size=size, run_before=open_settings)
 

@@ -57,9 +57,9 @@ class WorkbenchApp(App[None]):
         self.doctor = doctor
         self.report: DoctorReport | None = None  # the last detection, shared by the screens
 
-    def on_mount(self) -> None:
+    async def on_mount(self) -> None:
         self.sub_title = f"ONNX Runtime {self.matrix.ort_version}"
-        self.push_screen(
+        await self.push_screen(
             VariantsScreen(self.matrix, self.config_directory, self.doctor, self.state_directory)
         )
         self.reattach()

@@ -140,7 +140,11 @@ class VariantsScreen(Screen[None]):
         with Vertical(id="host"):
             yield Static("Detecting GPUs, CPU and tools…", id="host-summary")
             yield Static("", id="recommendation")
-            yield Static("", id="newcomer")
+            yield Static(
+                "b builds the highlighted variant · space marks several · t builds the bundled "
+                "sample project",
+                id="newcomer",
+            )
         yield Input(placeholder="/ filter: e.g. sm90 avx512", id="filter")
         yield DataTable(id="variants", cursor_type="row", zebra_stripes=True)
         yield Footer()
@@ -149,7 +153,6 @@ class VariantsScreen(Screen[None]):
         table = self.query_one("#variants", DataTable)
         for label, key in zip(COLUMNS, COLUMN_KEYS, strict=True):
             table.add_column(label, key=key)
-        self.query_one("#newcomer", Static).display = False
         self._fill()
         table.focus()
         self.detect()
@@ -244,7 +247,6 @@ class VariantsScreen(Screen[None]):
                 f"{what}: press [b]t[/b] to build the bundled C++ sample project and watch the "
                 "build screen, graphs and history at work"
             )
-            newcomer.display = True
         primary = report.selection.primary
         recommendation = self.query_one("#recommendation", Static)
         if primary is None:
@@ -255,9 +257,13 @@ class VariantsScreen(Screen[None]):
         self.recommended = {item.variant.name for item in report.selection.recommended}
         recommendation.update(f"★ {primary.variant.name}  ({'; '.join(primary.reasons[:2])})")
         self._fill()
+        # After the layout that the new summary lines cause, so the row lands where it is drawn.
+        self.call_after_refresh(self._move_to, primary.variant.name)
+
+    def _move_to(self, name: str) -> None:
         table = self.query_one("#variants", DataTable)
-        if primary.variant.name in table.rows:
-            table.move_cursor(row=table.get_row_index(primary.variant.name))
+        if name in table.rows:
+            table.move_cursor(row=table.get_row_index(name), animate=False)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         self._fill()
