@@ -94,7 +94,7 @@ class SettingsScreen(Screen[None]):
                 with Horizontal(classes="field-row"):
                     yield Label("enabled_patches", classes="field-label")
                     yield Static(
-                        f"no patches in {patches_dir(self.config_directory)} yet",
+                        f"no patches in {self._patches_shown()} yet",
                         classes="field-note",
                     )
         yield Static(id="advice")
@@ -106,6 +106,14 @@ class SettingsScreen(Screen[None]):
             yield widget
         yield Static(SPECS[key].meaning, classes="field-meaning")
         yield Static("", id=f"error-{key}", classes="field-error")
+
+    def _patches_shown(self) -> str:
+        """The patches folder, relative to the checkout when it is the configs' neighbour."""
+        folder = patches_dir(self.config_directory)
+        try:
+            return f"{folder.relative_to(self.config_directory.parent)}/"
+        except ValueError:
+            return str(folder)
 
     def _text(self, key: str) -> str:
         return format_value(self.values[key])
