@@ -32,8 +32,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from log_pipeline import generate, generate_plain  # the other half's recorded-log generator
+# the other half's recorded-log generator and its `wc -l` baseline
+from log_pipeline import generate, generate_plain, wc_lines
 
+from workbench.supervision.control import supervisor_argv
 from workbench.supervision.history import History, NewBuild
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,23 +47,6 @@ def _digest(path: Path) -> str:
         while chunk := handle.read(1 << 20):
             digest.update(chunk)
     return digest.hexdigest()
-
-
-def _wc(path: Path) -> dict[str, object]:
-    started = time.perf_counter()
-    child = subprocess.Popen(["wc", "-l", str(path)], stdout=subprocess.PIPE, text=True)
-    assert child.stdout is not None
-    output = child.stdout.read()
-    _pid, _status, usage = os.wait4(child.pid, 0)
-    child.returncode = 0
-    seconds = time.perf_counter() - started
-    lines = int(output.split()[0])
-    return {
-        "lines": lines,
-        "seconds": round(seconds, 3),
-        "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 3),
-        "lines_per_second": round(lines / seconds),
-    }
 
 
 def supervise(log: Path, state: Path, lines: int) -> dict[str, object]:
@@ -79,15 +64,7 @@ def supervise(log: Path, state: Path, lines: int) -> dict[str, object]:
                 nix=False,
             )
         )
-    argv = [
-        sys.executable,
-        "-m",
-        "workbench.supervision.supervisor",
-        "--state-dir",
-        str(state),
-        "--build-id",
-        str(record.id),
-    ]
+    argv = supervisor_argv(state, record.id)
     started = time.perf_counter()
     with open(state / "supervisor.log", "wb") as output:
         child = subprocess.Popen(argv, cwd=ROOT, stdout=output, stderr=subprocess.STDOUT)
@@ -133,8 +110,8 @@ def main() -> int:
         generate_plain(plain, args.lines)
         runs: dict[str, object] = {}
         for label, log in (("nix_internal_json_mixed", mixed), ("plain", plain)):
-            _wc(log)  # warm the page cache for both readers alike
-            wc = _wc(log)
+            wc_lines(log)  # warm the page cache for both readers alike
+            wc = wc_lines(log)
             result = supervise(log, directory / f"state-{label}", int(wc["lines"]))
             result["lines_match_wc_l"] = result["lines_counted"] == wc["lines"]
             runs[label] = {

@@ -167,12 +167,11 @@ def diagnose(
         hardware_future = pool.submit(detect, matrix, nvidia_smi)
         tools = tuple(pool.map(tool_status, TOOLS))
         hardware = hardware_future.result()
+    selection = select(hardware, matrix)
     measured = None
-    if state_directory is not None:
-        selection = select(hardware, matrix)
-        if selection.primary is not None:
-            measured = measured_memory(state_directory, selection.primary.variant)
-    return build_report(tools, hardware, ptrace_status(), matrix, settings, measured)
+    if state_directory is not None and selection.primary is not None:
+        measured = measured_memory(state_directory, selection.primary.variant)
+    return build_report(tools, hardware, ptrace_status(), matrix, settings, measured, selection)
 
 
 def measured_memory(state_directory: Path, variant: Any) -> JobMemory | None:
@@ -193,9 +192,10 @@ def build_report(
     matrix: Matrix,
     settings: BuildSettings,
     measured: JobMemory | None = None,
+    selection: Selection | None = None,
 ) -> DoctorReport:
     """The recommendation for what was detected (pure: no probing)."""
-    selection = select(hardware, matrix)
+    selection = selection or select(hardware, matrix)
     primary = selection.primary
     cuda = bool(primary and primary.variant.is_gpu)
     job_memory = measured or (

@@ -251,28 +251,15 @@ def usable_cores() -> int:
     return min(cores, limit) if limit else cores
 
 
-def cgroup_memory_limit(directory: Path = Path("/sys/fs/cgroup")) -> tuple[int, int] | None:
-    """(limit, current usage) of a cgroup v2 memory limit, if one is set."""
-    try:
-        limit = (directory / "memory.max").read_text().strip()
-        current = int((directory / "memory.current").read_text().strip())
-    except (OSError, ValueError):
-        return None
-    return None if limit == "max" else (int(limit), current)
-
-
 def detect_memory() -> MemoryInfo:
-    """Total and available memory, honouring a cgroup limit below the host's."""
-    import psutil
+    """Total and available memory, honouring the tightest cgroup limit (v1 or v2) above us.
 
-    memory = psutil.virtual_memory()
-    available = memory.available
-    limit = None
-    cgroup = cgroup_memory_limit()
-    if cgroup and cgroup[0] < memory.total:
-        limit = cgroup[0]
-        available = min(available, max(0, cgroup[0] - cgroup[1]))
-    return MemoryInfo(total=limit or memory.total, available=available, cgroup_limit=limit)
+    The sampler's probe (workbench.monitor.memory) does the cgroup reading for both.
+    """
+    from workbench.monitor.memory import MemoryProbe
+
+    state = MemoryProbe().read()
+    return MemoryInfo(total=state.total, available=state.available, cgroup_limit=state.cgroup_limit)
 
 
 def detect_cpu(matrix: Matrix, cpuinfo: Path = Path("/proc/cpuinfo")) -> CpuInfo:

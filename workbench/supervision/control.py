@@ -35,6 +35,19 @@ def _create_time(pid: int) -> float:
         return time.time()
 
 
+def supervisor_argv(state: Path, build_id: int) -> list[str]:
+    """The command that runs build `build_id`'s supervisor."""
+    return [
+        sys.executable,
+        "-m",
+        "workbench.supervision.supervisor",
+        "--state-dir",
+        str(state),
+        "--build-id",
+        str(build_id),
+    ]
+
+
 def spawn_supervisor(
     state: Path, record: BuildRecord, lock: BuildLock | None
 ) -> subprocess.Popen[bytes]:
@@ -43,15 +56,7 @@ def spawn_supervisor(
 
     directory = build_directory(state, record.id)
     directory.mkdir(parents=True, exist_ok=True)
-    argv = [
-        sys.executable,
-        "-m",
-        "workbench.supervision.supervisor",
-        "--state-dir",
-        str(state),
-        "--build-id",
-        str(record.id),
-    ]
+    argv = supervisor_argv(state, record.id)
     pass_fds: tuple[int, ...] = ()
     if lock is not None:
         argv += ["--lock-fd", str(lock.fd)]
