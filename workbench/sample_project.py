@@ -37,13 +37,18 @@ HEAVY = """#include <algorithm>
 
 namespace heavy_ns_{n} {{
 template <int N>
+struct Value {{
+    long v;
+    bool operator<(const Value& other) const {{ return v < other.v; }}
+}};
+template <int N>
 struct Chain {{
     static long run(long x) {{
-        std::map<std::string, std::vector<long>> table;
-        table[std::to_string(N)].push_back(x * N);
-        std::vector<long> values(table.size() + N % 7, x);
+        std::map<std::string, std::vector<Value<N>>> table;
+        table[std::to_string(N)].push_back(Value<N>{{x * N}});
+        std::vector<Value<N>> values(table.size() + N % 7, Value<N>{{x}});
         std::sort(values.begin(), values.end());
-        return Chain<N - 1>::run(x + static_cast<long>(values.size()) + values.front());
+        return Chain<N - 1>::run(x + static_cast<long>(values.size()) + values.front().v);
     }}
 }};
 template <>
@@ -67,7 +72,7 @@ NAME = "sample-project"
 
 
 def write_project(
-    directory: Path, units: int = 12, heavy: Sequence[int] = (0, 5, 10), depth: int = 20
+    directory: Path, units: int = 12, heavy: Sequence[int] = (0, 5, 10), depth: int = 6
 ) -> list[str]:
     """Write the project into `directory`; returns the names of its translation units."""
     directory.mkdir(parents=True, exist_ok=True)

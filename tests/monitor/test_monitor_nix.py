@@ -113,7 +113,7 @@ def expressions(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def _source() -> str:
-    return HEAVY.format(n=1, depth=30)
+    return HEAVY.format(n=1, depth=6)
 
 
 def _kill_tree(root: int) -> None:

@@ -31,8 +31,10 @@ def bench(tmp_path: Path) -> Iterator[Bench]:
 def cxx_project(tmp_path: Path) -> tuple[Path, Path]:
     """The generated C++ project (12 units, 3 heavy), configured for ninja: (checkout, build).
 
-    No CMAKE_BUILD_TYPE (-O0): a heavy unit compiles in about a second, a light one in half,
-    so a -j1 build takes under ten seconds on two cores.
+    No CMAKE_BUILD_TYPE (-O0): a heavy unit compiles in about two seconds, a light one in under
+    half of one, so a heavy job outlasts any light one by more than the 1 s sampling interval
+    (its measured time is a lower bound, up to one interval short) and a -j1 build takes about
+    ten seconds on two cores.
     """
     checkout = tmp_path / "checkout"
     source = checkout / "src"
