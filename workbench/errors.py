@@ -9,3 +9,7 @@ class WorkbenchError(Exception):
 
 class ConfigError(WorkbenchError):
     """A configuration file is unreadable, malformed, or holds a value that is not allowed."""
+
+
+class PatchError(WorkbenchError):
+    """A patch cannot be named, written, checked or applied as asked; nothing was changed."""

@@ -62,7 +62,6 @@ class Flavour:
     cuda: bool
     shared: bool
     experimental: bool
-    patches: tuple[str, ...]
     defines: tuple[str, ...]
 
 
@@ -227,7 +226,6 @@ def _load_flavours(path: Path) -> tuple[Flavour, ...]:
             cuda=reader.get(t, "cuda", bool, "flavours"),
             shared=reader.get(t, "shared", bool, "flavours"),
             experimental=reader.get(t, "experimental", bool, "flavours"),
-            patches=reader.get(t, "patches", tuple, "flavours"),
             defines=reader.get(t, "defines", tuple, "flavours"),
         )
         for t in reader.tables("flavours")

@@ -45,10 +45,13 @@ def run(args: argparse.Namespace) -> int:
     from workbench.cli.common import load_config, print_json
     from workbench.variants import expand
 
-    _, matrix = load_config(args)
+    config, matrix = load_config(args)
     words = (args.match or "").lower().split()
     variants = [v for v in expand(matrix) if all(word in v.name for word in words)]
     if args.json:
+        from workbench.patches.series import load_series
+
+        series = load_series(config, matrix)
         print_json(
             {
                 "variants": [variant_to_json(v) for v in variants],
@@ -60,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
                         "cuda": f.cuda,
                         "shared": f.shared,
                         "experimental": f.experimental,
-                        "patches": list(f.patches),
+                        "patches": [p.name for p in series.applied_to(f.name)],
                         "defines": list(f.defines),
                     }
                     for f in matrix.flavours

@@ -1,0 +1,201 @@
+"""`workbench patches list|show|enable|disable|check|new`: the patch series in patches/."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(subcommands: argparse._SubParsersAction) -> None:
+    parser = subcommands.add_parser(
+        "patches",
+        help="the patch series (patches/series.toml): list, toggle, check, make new ones",
+        description="The patch series the flake applies, in order. Edits keep series.toml's "
+        "comments and are written atomically; a failed command changes nothing.",
+    )
+    actions = parser.add_subparsers(dest="patches_action", metavar="ACTION", required=True)
+    listing = actions.add_parser("list", help="every patch: group, status, what it fixes")
+    listing.add_argument(
+        "--for",
+        dest="target",
+        metavar="PACKAGE",
+        help="only those applied to this variant or flavour",
+    )
+    listing.add_argument("--json", action="store_true", help="machine-readable output")
+    show = actions.add_parser("show", help="print one patch's diff")
+    show.add_argument("name")
+    for verb in ("enable", "disable"):
+        toggle = actions.add_parser(verb, help=f"{verb} a patch (series.toml's `enabled`)")
+        toggle.add_argument("name")
+    check = actions.add_parser(
+        "check",
+        help="apply the series to a copy of a source tree; report per patch and hunk",
+        description="Applies the patches in series order to a scratch copy of the files they "
+        "touch (the tree itself is never changed) and says, per patch and hunk, what applies, "
+        "what is already applied, and what fails and why. Exit status 1 if any patch does "
+        "not apply cleanly.",
+    )
+    check.add_argument("--source", required=True, metavar="DIR", help="the source tree")
+    check.add_argument(
+        "--for",
+        dest="target",
+        metavar="PACKAGE",
+        help="the patches this variant or flavour gets (default: every enabled)",
+    )
+    check.add_argument("--all", action="store_true", help="disabled patches too")
+    check.add_argument("--json", action="store_true", help="machine-readable output")
+    new = actions.add_parser(
+        "new",
+        help="turn a working copy's changes into patches/NAME.patch plus a series entry",
+    )
+    new.add_argument("name", help="lower-case letters, digits, '.', '_', '-'")
+    new.add_argument(
+        "--from",
+        dest="source",
+        metavar="DIR",
+        default=".",
+        help="the git working copy (an iterate workspace; default: here)",
+    )
+    new.add_argument("--group", default="local", help="static-init, bridge-loop, ... (local)")
+    new.add_argument("--fixes", required=True, help="what the patch fixes, in a sentence")
+    new.add_argument(
+        "--flavour",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a linkage flavour it applies to (repeatable)",
+    )
+    new.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="variant names it applies to, '*' as wildcard (repeatable)",
+    )
+    new.add_argument("--disabled", action="store_true", help="add it switched off")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from workbench.cli.common import load_config
+
+    config, matrix = load_config(args)
+    handler = {
+        "list": _list,
+        "show": _show,
+        "enable": _toggle,
+        "disable": _toggle,
+        "check": _check,
+        "new": _new,
+    }[args.patches_action]
+    return handler(args, config, matrix)
+
+
+def _list(args: argparse.Namespace, config: Path, matrix) -> int:
+    from workbench.cli.common import print_json
+    from workbench.patches.series import load_series, target_name
+
+    series = load_series(config, matrix)
+    patches = list(series.patches)
+    if args.target:
+        target = target_name(matrix, args.target)
+        patches = series.for_target(target)
+    if args.json:
+        print_json(
+            {
+                "file": str(series.path),
+                "patches": [
+                    {
+                        "position": series.patches.index(p) + 1,
+                        "name": p.name,
+                        "file": p.file,
+                        "present": series.file_of(p).is_file(),
+                        "group": p.group,
+                        "fixes": p.fixes,
+                        "flavours": list(p.flavours),
+                        "variants": list(p.variants),
+                        "enabled": p.enabled,
+                    }
+                    for p in patches
+                ],
+            }
+        )
+        return 0
+    # Plain lines, not a table: readable at 80 columns however long a name or sentence is.
+    print(f"{series.path}: {len(series.patches)} patches, applied in this order")
+    width = max((len(p.name) for p in patches), default=0)
+    group_width = max((len(p.group) for p in patches), default=0)
+    for patch in patches:
+        position = series.patches.index(patch) + 1
+        applies = ", ".join([*patch.flavours, *patch.variants]) or "nothing"
+        state = "on " if patch.enabled else "off"
+        name, group = f"{patch.name:<{width}}", f"{patch.group:<{group_width}}"
+        print(f"{position:>3} {state} {name}  {group}  {applies}")
+        print(f"        {patch.fixes}")
+        if not series.file_of(patch).is_file():
+            print(f"        file missing: {series.file_of(patch)}")
+    return 0
+
+
+def _show(args: argparse.Namespace, config: Path, matrix) -> int:
+    from workbench.errors import PatchError
+    from workbench.patches.series import load_series
+
+    series = load_series(config, matrix)
+    file = series.file_of(series.get(args.name))
+    if not file.is_file():
+        raise PatchError(f"{file}: the file of patch {args.name!r} does not exist")
+    print(file.read_text(errors="replace"), end="")
+    return 0
+
+
+def _toggle(args: argparse.Namespace, config: Path, matrix) -> int:
+    from workbench.patches.series import set_enabled
+
+    enabled = args.patches_action == "enable"
+    series = set_enabled(config, args.name, enabled, matrix)
+    print(f"{args.name}: {'enabled' if enabled else 'disabled'}  (written to {series.path})")
+    return 0
+
+
+def _check(args: argparse.Namespace, config: Path, matrix) -> int:
+    from workbench.cli.common import print_json
+    from workbench.patches.checking import check_series, render_check
+    from workbench.patches.series import load_series, target_name
+
+    series = load_series(config, matrix)
+    if args.target:
+        target = target_name(matrix, args.target)
+        chosen = [p for p in series.for_target(target) if p.enabled or args.all]
+    else:
+        chosen = [p for p in series.patches if p.enabled or args.all]
+    result = check_series(series, chosen, Path(args.source).expanduser())
+    if args.json:
+        print_json(result.to_json())
+    else:
+        print(render_check(result))
+    return 0 if result.ok else 1
+
+
+def _new(args: argparse.Namespace, config: Path, matrix) -> int:
+    from workbench.patches.creating import new_patch
+    from workbench.patches.series import load_series
+
+    patch = new_patch(
+        config,
+        matrix,
+        args.name,
+        Path(args.source).expanduser(),
+        group=args.group,
+        fixes=args.fixes,
+        flavours=tuple(args.flavour),
+        variants=tuple(args.variant),
+        enabled=not args.disabled,
+    )
+    series = load_series(config, matrix)
+    print(
+        f"{series.file_of(patch)}: written; {patch.name} is patch "
+        f"{series.patches.index(patch) + 1} of {len(series.patches)} in {series.path}"
+        f" ({'enabled' if patch.enabled else 'disabled'})"
+    )
+    return 0
