@@ -1,0 +1,60 @@
+"""The patches screen over the fixture series: toggled with a key, checked per hunk, diff shown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from driving import wait_until
+from patch_fixture import write_fixture_series, write_fixture_source
+from rich.syntax import Syntax
+from textual.widgets import DataTable, Input, Static
+
+from workbench.patches.series import load_series, series_path
+from workbench.tui.patches_screen import PatchesScreen
+
+
+async def test_toggle_check_and_diff(config_copy: Path, tmp_path: Path, tui) -> None:
+    source = tmp_path / "source"
+    write_fixture_source(source, units=14)
+    write_fixture_series(config_copy, source)
+    app = tui()
+    async with app.run_test(size=(100, 36)) as pilot:
+        await pilot.pause()
+        screen = PatchesScreen(app.matrix, config_copy, tmp_path / "state", "cpu")
+        await app.push_screen(screen)
+        await pilot.pause()
+        table = screen.query_one("#patches-table", DataTable)
+        assert [table.get_row_at(n)[2] for n in range(table.row_count)] == [
+            "tune-light-3",
+            "tune-light-7",
+            "stale-context",
+            "already-upstream",
+            "gone-file",
+        ]
+        summary = str(screen.query_one("#patches-summary", Static).render())
+        assert "cpu: 5 of the series' 5 patches are for it, 2 enabled" in summary
+        diff = screen.query_one("#patch-diff", Static).content
+        assert isinstance(diff, Syntax) and diff.lexer is not None
+        assert "+++ b/light_3.cc" in diff.code and diff.lexer.name == "Diff"
+
+        # Enable the stale patch with the keyboard: the file changes, comments stay.
+        await pilot.press("down", "down", "space")
+        await pilot.pause()
+        assert load_series(config_copy).get("stale-context").enabled
+        assert series_path(config_copy).read_text().startswith("# The fixture's patch series")
+        assert table.get_row_at(2)[1] == "✓"
+
+        # Check against the source tree typed in: per-patch results in the table, hunks below.
+        screen.query_one("#patches-source", Input).value = str(source)
+        await pilot.press("c")
+        await wait_until(pilot, "the check", lambda: bool(screen.checks), 30)
+        assert str(table.get_row_at(0)[4]) == "applies"
+        assert str(table.get_row_at(2)[4]) == "fails"
+        assert str(table.get_row_at(3)[4]) == ""  # disabled: not checked
+        description = str(screen.query_one("#patch-description", Static).render())
+        assert "hunk #2 light_9.cc: context changed: light_9.cc:8 reads" in description
+
+        await pilot.press("space")  # disabling it again clears the results
+        await pilot.pause()
+        assert not load_series(config_copy).get("stale-context").enabled
+        assert screen.checks == {}
