@@ -11,8 +11,9 @@
 #                              experimental)
 #   nix develop                Python with the app's dependencies, gdb, ninja, cmake
 #
-# Everything is generated from configs/ by nix/ (nix/flake-outputs.nix is the outputs function;
-# the tests run it against a stand-in for nixpkgs, since nixpkgs cannot be fetched there).
+# Everything is generated from configs/ and patches/series.toml (which patches each flavour and
+# variant gets, in order) by nix/ (nix/flake-outputs.nix is the outputs function; the tests run
+# it against a stand-in for nixpkgs, since nixpkgs cannot be fetched there).
 #
 # No flake.lock is committed: it cannot be made without network. The first `nix build` (or
 # `nix flake lock`) on a machine with network writes it; the input below is pinned to a full

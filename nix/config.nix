@@ -1,5 +1,6 @@
 # Reads configs/matrix.toml, configs/flavours.toml and configs/settings.toml: the one source of
-# truth the Python side (workbench/matrix.py, workbench/settings.py) reads too.
+# truth the Python side (workbench/matrix.py, workbench/settings.py) reads too. The patches
+# are not here: patches/series.toml lists them, read by nix/series.nix.
 #
 # `configDir` is an argument so the tests can evaluate a modified copy of configs/ and check
 # that the Nix side and the Python side change together; the flake passes its own source.
@@ -138,7 +139,6 @@ let
       cuda = f "cuda";
       shared = f "shared";
       experimental = f "experimental";
-      patches = strings "flavours.toml" "[[flavours]] ${t.name}.patches" (f "patches");
       defines = strings "flavours.toml" "[[flavours]] ${t.name}.defines" (f "defines");
     }
   ) (tables "flavours.toml" flavoursData "flavours");
@@ -157,13 +157,8 @@ let
     else
       throw "configs/settings.toml: optimization_flags: ${builtins.toJSON flag} is not a plain compiler flag";
 
-  patchName =
-    name:
-    if isString name && builtins.match "[A-Za-z0-9][A-Za-z0-9._-]*\\.patch" name != null then
-      name
-    else
-      throw "configs/settings.toml: enabled_patches: ${builtins.toJSON name} is not a patch file name (NAME.patch in patches/)";
-
+  # Only the keys below are read; others (such as the retired enabled_patches, now `enabled` in
+  # patches/series.toml) are left to the Python side to judge.
   settings = {
     # ninja_jobs and max_jobs are read for completeness only: they reach Nix as
     # `nix build --cores N --max-jobs M` and must never end up in a derivation.
@@ -190,7 +185,6 @@ let
         value
       else
         throw "configs/settings.toml: linkage \"${toString value}\" is not a flavour (${concatStringsSep ", " (map (f: f.name) flavours)})";
-    enabled_patches = map patchName (strings "settings.toml" "enabled_patches" (s "enabled_patches"));
   };
 in
 {

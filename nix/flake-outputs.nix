@@ -5,6 +5,8 @@
 # without network. Arguments:
 #   pkgsFor     system -> nixpkgs for that system (allowUnfree already set: CUDA is unfree)
 #   src         the repository (the flake's `self`, or a path/string in tests)
+#   configDir   configs/ (matrix, flavours, settings); the tests point it at a modified copy
+#   patchDir    patches/: series.toml and the patch files; the tests point it at a copy too
 #   nixpkgsRev  the revision nixpkgs was locked to, when known: checked against configs/
 #   systems     where packages are offered; a variant only on its ISA's platform
 {
@@ -26,6 +28,8 @@ let
     map
     ;
   matrix = import ./variants.nix { inherit configDir; };
+  # Which patches each flavour and variant gets, checked against the matrix's names.
+  series = import ./series.nix { inherit patchDir matrix; };
 
   # One nixpkgs pin for everything: a lock that drifted from configs/matrix.toml would build
   # something the workbench does not describe.
@@ -43,7 +47,7 @@ let
     let
       pkgs = pkgsFor system;
       build = import ./overrides.nix {
-        inherit pkgs patchDir;
+        inherit pkgs series;
         inherit (matrix) settings;
       };
       workbench = import ./workbench.nix { inherit pkgs src; };
@@ -95,6 +99,7 @@ let
               ps.rich
               ps.tomlkit
               ps.platformdirs
+              ps.unidiff
               ps.hatchling
               ps.pytest
               ps.pytest-timeout

@@ -2,7 +2,8 @@
 #
 # The Flox matrix's two-layer pattern, generated instead of copied 66 times:
 #   1. the C++ package: pkgs.onnxruntime.override { cudaSupport; cudaPackages; ... }
-#      then .overrideAttrs for CMake flags, compiler flags, ninja, ccache and patches;
+#      then .overrideAttrs for CMake flags, compiler flags, ninja, ccache and patches (those of
+#      patches/series.toml that are enabled for the variant or flavour, in series order);
 #   2. the Python package: python3XXPackages.onnxruntime.override { onnxruntime = <1>; }
 #      then .overrideAttrs for the variant's pname and meta.
 # The builder flake's linkage flavours are layer 1 alone (C/C++ libraries, no Python).
@@ -11,7 +12,8 @@
 #   pkgs      nixpkgs for one system, or tests/nix/standin-nixpkgs.nix, which records what it is
 #             given; only attributes are looked up here (no `lib`), so both work.
 #   settings  the checked settings of configs/settings.toml (nix/config.nix).
-#   patchDir  where the patch files live (the repository's patches/).
+#   series    the checked patch series, patches/series.toml (nix/series.nix): which patches a
+#             package gets, and their files.
 #
 # What must NOT be in a derivation: ninja's job count. It reaches the build as NIX_BUILD_CORES,
 # set per invocation by `nix build --cores N`, which leaves the derivation hash alone, so
@@ -20,13 +22,12 @@
 {
   pkgs,
   settings,
-  patchDir,
+  series,
 }:
 let
   lib = import ./lib.nix;
   inherit (builtins)
     concatStringsSep
-    elem
     filter
     listToAttrs
     map
@@ -37,24 +38,6 @@ let
     name:
     pkgs.${name}
       or (throw "workbench: this nixpkgs has no `${name}` (the nixpkgs pin in flake.nix must match configs/matrix.toml's nixpkgs_rev)");
-
-  # One patch file as its own store path. builtins.path with a fixed name copies just that
-  # file, so the derivation depends on the patch's contents only: interpolating a path inside
-  # the flake source would make every build depend on the whole repository, and editing
-  # settings.toml would then rebuild ORT.
-  patchFile =
-    where: name:
-    let
-      path = patchDir + "/${name}";
-    in
-    if builtins.pathExists path then
-      builtins.path { inherit path name; }
-    else
-      throw (
-        "workbench: patch ${name} (listed in ${where}) is missing: ${toString patchDir}/${name} does not exist. "
-        + "Copy ${name} from the onnxruntime-builder flake's patches/ directory into this repository's patches/, "
-        + "or remove it from ${where}. (In a git checkout, also `git add` it: a flake only sees tracked files.)"
-      );
 
   # -D definitions reach C, C++ and CUDA through CFLAGS / CXXFLAGS / CUDAFLAGS, which CMake reads
   # to initialise CMAKE_<LANG>_FLAGS (flavours.toml: "added to CMAKE_CXX_FLAGS /
@@ -116,7 +99,9 @@ let
   '';
 
   # The C++ package. `cudaArchitectures` null keeps nixpkgs' own value (from cudaCapabilities);
-  # `shared` null keeps nixpkgs' linkage (shared, which the Python wheel needs).
+  # `shared` null keeps nixpkgs' linkage (shared, which the Python wheel needs). `seriesPatches`
+  # are the package's entries of patches/series.toml (nix/series.nix), already selected and in
+  # series order; they go after nixpkgs' own patches.
   mkOrt =
     {
       pname,
@@ -125,8 +110,7 @@ let
       cudaArchitectures,
       cpuFlags,
       shared,
-      flavourPatches,
-      flavourWhere,
+      seriesPatches,
       defines,
       pythonPackages,
       platforms,
@@ -139,14 +123,9 @@ let
         else
           cudaArchitectures;
       setsArchitectures = cuda && archFlags != null;
-      # The flavour's series first (the known fixes), then the user's enabled patches on top:
-      # the patch being iterated on is written against the series. A patch in both lists is
-      # applied once.
-      enabledPatches = filter (name: !(elem name flavourPatches)) settings.enabled_patches;
-      patchNames = flavourPatches ++ enabledPatches;
-      patches =
-        map (patchFile flavourWhere) flavourPatches
-        ++ map (patchFile "enabled_patches in configs/settings.toml") enabledPatches;
+      # Series names (not file names) in passthru, as `workbench patches list` shows them.
+      patchNames = map (patch: patch.name) seriesPatches;
+      patches = map series.fileOf seriesPatches;
       compileFlags = lib.joinWords (cpuFlags ++ settings.optimization_flags);
       defineFlags = lib.joinWords (map defineFlag defines);
       ourCmakeFlags =
@@ -215,7 +194,9 @@ let
     );
 in
 rec {
-  # The C++ package of a variant (its Python package's `onnxruntime`).
+  # The C++ package of a variant (its Python package's `onnxruntime`). The variant's patches
+  # (series entries whose `variants` patterns match its name) are applied here, so the Python
+  # package built on top gets them too.
   variantCpp =
     spec:
     mkOrt {
@@ -224,8 +205,7 @@ rec {
       cudaArchitectures = spec.cmakeCudaArchitectures;
       cpuFlags = spec.isa.flags;
       shared = null;
-      flavourPatches = [ ];
-      flavourWhere = "";
+      seriesPatches = series.forVariant spec.name;
       defines = [ ];
       platforms = [ spec.platform ];
       info = {
@@ -263,7 +243,8 @@ rec {
       };
     });
 
-  # A linkage flavour of the builder flake: C/C++ libraries, no Python.
+  # A linkage flavour of the builder flake: C/C++ libraries, no Python. Its patches are the
+  # series entries whose `flavours` list names it.
   flavour =
     spec:
     mkOrt {
@@ -271,8 +252,7 @@ rec {
       inherit (spec) cuda toolkit shared defines platforms;
       cudaArchitectures = null;
       cpuFlags = [ ];
-      flavourPatches = spec.patches;
-      flavourWhere = "flavour ${spec.name} in configs/flavours.toml";
+      seriesPatches = series.forFlavour spec.name;
       pythonPackages = null;
       info = {
         inherit (spec) name attr kind experimental;

@@ -54,6 +54,7 @@ py.buildPythonApplication {
     rich
     tomlkit
     platformdirs
+    unidiff
   ];
   makeWrapperArgs = [
     # GDB for the backtrace views; appended, so a gdb the user chose comes first.

@@ -26,3 +26,125 @@ def nix_env(tmp_path: Path) -> dict[str, str]:
     env["NIX_CONFIG"] = NIX_CONFIG
     env["XDG_CACHE_HOME"] = str(tmp_path / "nix-cache")
     return env
+
+
+# A patch series for the tests, in a deliberately non-alphabetical order, with patches for
+# several flavours and variant patterns, one disabled (and without a file: nothing selects it,
+# so nothing may ask for it) and one whose file is not NAME.patch. What each package gets is
+# spelled out in SAMPLE_APPLIED.
+SAMPLE_SERIES = """\
+# A test series (tests/nix_testing.py).
+
+[[patches]]
+name = "zeta-static-init"
+file = "zeta-static-init.patch"
+group = "static-init"
+fixes = "Static initialisation order"
+flavours = ["cuda-static"]
+variants = []
+enabled = true
+
+[[patches]]
+name = "alpha-bridge"
+file = "alpha-bridge.patch"
+group = "bridge-loop"
+fixes = "A bridge loop, for both CUDA flavours and the CUDA 12.9 variants"
+flavours = ["cuda-static", "cuda-dyn"]
+variants = ["onnxruntime-python313-cuda12_9-*"]
+enabled = true
+
+[[patches]]
+name = "mid-disabled"
+file = "mid-disabled.patch"
+group = "local"
+fixes = "Applies everywhere, but is disabled"
+flavours = ["cpu", "cuda-dyn", "cuda-static"]
+variants = ["*"]
+enabled = false
+
+[[patches]]
+name = "beta-all-variants"
+file = "beta-all-variants.patch"
+group = "portability"
+fixes = "Every variant, no flavour"
+flavours = []
+variants = ["*"]
+enabled = true
+
+[[patches]]
+name = "gamma-sm90"
+file = "gamma-sm90.patch"
+group = "build-system"
+fixes = "Hopper variants, and the CPU flavour"
+flavours = ["cpu"]
+variants = ["*-sm90-*"]
+enabled = true
+
+[[patches]]
+name = "delta-cpu"
+file = "delta-cpu.patch"
+group = "build-system"
+fixes = "CPU-only variants and the CPU flavour"
+flavours = ["cpu"]
+variants = ["onnxruntime-python313-cpu-*"]
+enabled = true
+
+[[patches]]
+name = "epsilon.exact_name"
+file = "Epsilon-Exact.patch"
+group = "local"
+fixes = "One variant named in full"
+flavours = []
+variants = ["onnxruntime-python312-cuda12_4-sm75-avx2"]
+enabled = true
+"""
+
+# Patch name -> file, for the patches SAMPLE_SERIES needs files for (mid-disabled has none).
+SAMPLE_FILES = {
+    "zeta-static-init": "zeta-static-init.patch",
+    "alpha-bridge": "alpha-bridge.patch",
+    "beta-all-variants": "beta-all-variants.patch",
+    "gamma-sm90": "gamma-sm90.patch",
+    "delta-cpu": "delta-cpu.patch",
+    "epsilon.exact_name": "Epsilon-Exact.patch",
+}
+
+# What SAMPLE_SERIES applies, in order, to each flavour and to a few variants.
+SAMPLE_APPLIED = {
+    "cpu": ["gamma-sm90", "delta-cpu"],
+    "cuda-dyn": ["alpha-bridge"],
+    "cuda-static": ["zeta-static-init", "alpha-bridge"],
+    "onnxruntime-python313-cuda12_9-sm90-avx512": [
+        "alpha-bridge",
+        "beta-all-variants",
+        "gamma-sm90",
+    ],
+    "onnxruntime-python313-cuda12_9-sm75-avx2": ["alpha-bridge", "beta-all-variants"],
+    "onnxruntime-python312-cuda12_4-sm90-armv9": ["beta-all-variants", "gamma-sm90"],
+    "onnxruntime-python312-cuda12_4-sm75-avx2": ["beta-all-variants", "epsilon.exact_name"],
+    "onnxruntime-python313-cpu-avx2": ["beta-all-variants", "delta-cpu"],
+}
+
+
+def patch_text(name: str) -> str:
+    """The contents of a test patch file: different for each, so each has its own store path."""
+    return f"# test patch {name}\n"
+
+
+def repo_copy(
+    tmp_path: Path, series: str | None = SAMPLE_SERIES, files: dict[str, str] | None = None
+) -> tuple[Path, Path]:
+    """configs/ and patches/ copied side by side under tmp_path/repo: (configs, patches).
+
+    patches/ holds `series` as series.toml (none when None) and a file for each entry of `files`
+    (patch name -> file name; SAMPLE_FILES by default), written with patch_text.
+    """
+    configs = tmp_path / "repo" / "configs"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "configs", configs)
+    patches = configs.parent / "patches"
+    patches.mkdir()
+    if series is not None:
+        (patches / "series.toml").write_text(series)
+    for name, file in (SAMPLE_FILES if files is None else files).items():
+        (patches / file).write_text(patch_text(name))
+    return configs, patches

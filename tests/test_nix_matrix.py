@@ -1,6 +1,8 @@
-"""nix/matrix.nix and nix/variants.nix against workbench/variants.py: one matrix, two readers.
+"""nix/matrix.nix, nix/variants.nix and nix/series.nix against workbench/: one config, two readers.
 
-Real Nix (Debian's nix-bin) evaluates the real nix/ files; nothing here needs nixpkgs.
+The matrix against workbench/variants.py, the patch series (patches/series.toml) against
+workbench/patches/series.py. Real Nix (Debian's nix-bin) evaluates the real nix/ files; nothing
+here needs nixpkgs.
 """
 
 from __future__ import annotations
@@ -11,10 +13,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from nix_testing import needs_nix, nix_env
+from nix_testing import SAMPLE_APPLIED, SAMPLE_SERIES, needs_nix, nix_env, repo_copy
 
 from workbench.errors import ConfigError
 from workbench.matrix import load_matrix
+from workbench.patches.series import load_series
 from workbench.variants import expand
 
 REPO = Path(__file__).resolve().parent.parent
@@ -99,10 +102,121 @@ def test_flavour_specs_agree_with_python(tmp_path: Path) -> None:
     flavours = load_matrix(CONFIGS).flavours
     assert [(s["name"], s["attr"]) for s in specs] == [(f.name, f.attr) for f in flavours]
     for spec, flavour in zip(specs, flavours, strict=True):
-        assert spec["patches"] == list(flavour.patches)
         assert spec["defines"] == list(flavour.defines)
         assert (spec["cuda"], spec["shared"]) == (flavour.cuda, flavour.shared)
+        # Patches are patches/series.toml's business now (compared below), not flavours.toml's.
+        assert "patches" not in spec
     assert [s["attr"] for s in specs] == ["onnxruntime-cpu", "onnxruntime-cuda-dyn", "onnxruntime"]
+
+
+# --- the patch series: nix/series.nix against workbench/patches/series.py ---------------------
+
+# nix/series.nix's checked entries, and its selection for every flavour and variant (names).
+SERIES_SELECTION = """
+{ configDir, patchDir }:
+let
+  matrix = import ./nix/variants.nix { inherit configDir; };
+  series = import ./nix/series.nix { inherit patchDir matrix; };
+  entry = select: spec: {
+    inherit (spec) name;
+    value = map (patch: patch.name) (select spec.name);
+  };
+in
+{
+  inherit (series) patches;
+  applied = builtins.listToAttrs (
+    map (entry series.forFlavour) matrix.flavours ++ map (entry series.forVariant) matrix.variants
+  );
+}
+"""
+
+
+def nix_series(tmp_path: Path, configs: Path, patches: Path) -> subprocess.CompletedProcess[str]:
+    return nix_eval(
+        tmp_path,
+        "-E",
+        SERIES_SELECTION,
+        "--argstr",
+        "configDir",
+        str(configs),
+        "--argstr",
+        "patchDir",
+        str(patches),
+    )
+
+
+def assert_same_series(tmp_path: Path, configs: Path, patches: Path) -> dict[str, list[str]]:
+    """Both sides read the same series.toml alike and select alike; returns the selection."""
+    result = nix_series(tmp_path, configs, patches)
+    assert result.returncode == 0, result.stderr
+    from_nix = json.loads(result.stdout)
+    matrix = load_matrix(configs)
+    series = load_series(configs, matrix)
+    assert series.directory == patches
+    assert from_nix["patches"] == [
+        {
+            "name": p.name,
+            "file": p.file,
+            "group": p.group,
+            "fixes": p.fixes,
+            "flavours": list(p.flavours),
+            "variants": list(p.variants),
+            "enabled": p.enabled,
+        }
+        for p in series.patches
+    ]
+    targets = [f.name for f in matrix.flavours] + [v.name for v in expand(matrix)]
+    assert sorted(from_nix["applied"]) == sorted(targets)
+    from_python = {target: [p.name for p in series.applied_to(target)] for target in targets}
+    assert from_nix["applied"] == from_python
+    return from_nix["applied"]
+
+
+def test_the_repository_series_is_read_and_selected_alike(tmp_path: Path) -> None:
+    applied = assert_same_series(tmp_path, CONFIGS, REPO / "patches")
+    assert len(applied["cuda-static"]) == 8
+    assert applied["cpu"] == applied["cuda-dyn"] == []
+
+
+def test_a_series_of_flavours_and_variant_patterns_is_selected_alike(tmp_path: Path) -> None:
+    configs, patches = repo_copy(tmp_path)
+    applied = assert_same_series(tmp_path, configs, patches)
+    assert {target: applied[target] for target in SAMPLE_APPLIED} == SAMPLE_APPLIED
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "words"),
+    [
+        ('"cuda-static", "cuda-dyn"]', '"cuda-static", "gpu"]', ["flavours", "gpu"]),
+        ('name = "delta-cpu"', 'name = "Delta"', ["name", "Delta"]),
+        ('name = "gamma-sm90"', 'name = "alpha-bridge"', ["alpha-bridge", "unique"]),
+        ('variants = ["*-sm90-*"]', 'variants = ["*-sm91-*"]', ["variants", "*-sm91-*"]),
+        ('variants = ["*-sm90-*"]', 'variants = ["*.sm90"]', ["variants", "*.sm90"]),
+        ("enabled = false", "enabled = 0", ["enabled"]),
+        ('group = "local"\nfixes = "One', 'grop = "local"\nfixes = "One', ["grop"]),
+    ],
+    ids=[
+        "unknown-flavour",
+        "bad-name",
+        "duplicate-name",
+        "pattern-matches-nothing",
+        "bad-pattern",
+        "enabled-not-bool",
+        "unknown-key",
+    ],
+)
+def test_a_bad_series_is_refused_by_both_sides_naming_it(tmp_path: Path, old, new, words) -> None:
+    assert SAMPLE_SERIES.count(old) == 1, f"the test's edit does not apply: {old!r}"
+    configs, patches = repo_copy(tmp_path, SAMPLE_SERIES.replace(old, new))
+
+    with pytest.raises(ConfigError) as refused:
+        load_series(configs, load_matrix(configs))
+    result = nix_series(tmp_path, configs, patches)
+    assert result.returncode != 0
+    assert "patches/series.toml: " in result.stderr
+    for word in words:
+        assert word in str(refused.value)
+        assert word in result.stderr
 
 
 def _add_isa_to_sm100(text: str) -> str:

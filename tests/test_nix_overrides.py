@@ -21,7 +21,15 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
-from nix_testing import needs_nix, nix_env
+from nix_testing import (
+    SAMPLE_APPLIED,
+    SAMPLE_FILES,
+    SAMPLE_SERIES,
+    needs_nix,
+    nix_env,
+    patch_text,
+    repo_copy,
+)
 
 from workbench.matrix import load_matrix
 from workbench.variants import expand
@@ -36,15 +44,16 @@ H100_AVX512_CUDA12_4 = "onnxruntime-python312-cuda12_4-sm90-avx512"
 GRACE_ARMV9 = "onnxruntime-python312-cuda12_4-sm90-armv9"
 T4_AVX2 = "onnxruntime-python313-cuda12_9-sm75-avx2"
 CPU_AVX2 = "onnxruntime-python313-cpu-avx2"
+# The static flavour's series in patches/series.toml (names; each file is NAME.patch).
 STATIC_SERIES = [
-    "static-init-bridge.patch",
-    "static-init-cpu.patch",
-    "static-init-provider.patch",
-    "static-init-common.patch",
-    "static-datatype-loop.patch",
-    "static-tensorshape-loop.patch",
-    "cuda-static-provider.patch",
-    "providers-shared-static.patch",
+    "static-init-bridge",
+    "static-init-cpu",
+    "static-init-provider",
+    "static-init-common",
+    "static-datatype-loop",
+    "static-tensorshape-loop",
+    "cuda-static-provider",
+    "providers-shared-static",
 ]
 NIXPKGS_OWN_PATCH = "nixpkgs/pkgs/by-name/on/onnxruntime/cpuinfo-logging.patch"
 
@@ -297,33 +306,145 @@ def test_variants_nvcc_cannot_build_are_marked_broken_with_the_reason(tmp_path):
     assert attrs["passthru"]["workbench"]["caveat"] == variants[name].caveat
 
 
-# --- linkage flavours and patches ---------------------------------------------------------------
+# --- linkage flavours and the patch series -----------------------------------------------------
+
+# Flavour name -> its package in probe.nix.
+FLAVOUR_ATTRS = {
+    "cpu": "onnxruntime-cpu",
+    "cuda-dyn": "onnxruntime-cuda-dyn",
+    "cuda-static": "onnxruntime",
+}
 
 
-def repo_copy_with_patches(tmp_path: Path, names: list[str], **settings) -> tuple[Path, Path]:
-    configs = configs_with(tmp_path, **settings) if settings else tmp_path / "repo" / "configs"
-    if not settings:
-        shutil.copytree(CONFIGS, configs)
-    patches = configs.parent / "patches"
-    patches.mkdir()
-    for name in names:
-        (patches / name).write_text("")
-    return configs, patches
+def package(tmp_path: Path, target: str, configs: Path, patches: Path):
+    """The C++ package's record of a flavour (by flavour name) or a variant."""
+    attr = (
+        f"flavours.{FLAVOUR_ATTRS[target]}" if target in FLAVOUR_ATTRS else f"variants.{target}.cpp"
+    )
+    return probe_json(tmp_path, attr, configs, patches)
 
 
-def test_static_flavour_applies_its_series_in_order_then_enabled_patches(tmp_path):
-    configs, patches = repo_copy_with_patches(
-        tmp_path, [*STATIC_SERIES, "my-fix.patch"], enabled_patches='["my-fix.patch"]'
+def applied(tmp_path: Path, target: str, configs: Path, patches: Path) -> list[str]:
+    """passthru.workbench.patchNames of a flavour's or variant's C++ package."""
+    return package(tmp_path, target, configs, patches)["attrs"]["passthru"]["workbench"][
+        "patchNames"
+    ]
+
+
+def store_path_of(tmp_path: Path, file: Path) -> str:
+    """Where Nix puts `file` under its own name, computed from its contents by Nix's own tools."""
+    nar_hash = run_nix(tmp_path, ["nix-hash", "--type", "sha256", "--base32", str(file)])
+    assert nar_hash.returncode == 0, nar_hash.stderr
+    argv = ["nix-store", "--print-fixed-path", "--recursive", "sha256", nar_hash.stdout.strip()]
+    fixed = run_nix(tmp_path, [*argv, file.name])
+    assert fixed.returncode == 0, fixed.stderr
+    return fixed.stdout.strip()
+
+
+def store_basename(path: str) -> str:
+    assert re.match(r"^/nix/store/[0-9a-z]{32}-", path), path
+    return re.sub(r"^/nix/store/[0-9a-z]{32}-", "", path)
+
+
+def set_enabled(patches: Path, name: str, enabled: bool) -> None:
+    """Flip `enabled` of one [[patches]] table in series.toml, as `workbench patches` would."""
+    series = patches / "series.toml"
+    text = series.read_text()
+    block = re.compile(rf'(name = "{re.escape(name)}"\n(?:(?!\[\[patches\]\]).*\n)*?)enabled = \w+')
+    text, count = block.subn(rf"\g<1>enabled = {str(enabled).lower()}", text)
+    assert count == 1, f"no [[patches]] table named {name}"
+    series.write_text(text)
+
+
+@pytest.mark.parametrize("target", sorted(SAMPLE_APPLIED))
+def test_each_package_applies_exactly_its_enabled_patches_in_series_order(tmp_path, target):
+    configs, patches = repo_copy(tmp_path)
+    attrs = package(tmp_path, target, configs, patches)["attrs"]
+    expected = SAMPLE_APPLIED[target]
+    assert attrs["passthru"]["workbench"]["patchNames"] == expected
+    # nixpkgs' own patch first, then the series' files, each its own store path named after
+    # the file and holding exactly that file's contents.
+    assert attrs["patches"][0] == NIXPKGS_OWN_PATCH
+    paths = attrs["patches"][1:]
+    assert [store_basename(path) for path in paths] == [SAMPLE_FILES[name] for name in expected]
+    # The store path is the one of that file's contents (nix-instantiate --eval computes paths
+    # without copying, so the contents are compared through the hash Nix names them by).
+    files = [patches / SAMPLE_FILES[name] for name in expected]
+    assert [file.read_text() for file in files] == [patch_text(name) for name in expected]
+    assert paths == [store_path_of(tmp_path, file) for file in files]
+
+
+def test_a_variants_python_package_carries_its_cpp_packages_patches(tmp_path):
+    configs, patches = repo_copy(tmp_path)
+    record = probe_json(tmp_path, f"variants.{H100_AVX512}.python", configs, patches)
+    assert record["attrs"]["passthru"]["workbench"]["patchNames"] == SAMPLE_APPLIED[H100_AVX512]
+    assert record["overrideArgs"]["onnxruntime"] == package(tmp_path, H100_AVX512, configs, patches)
+
+
+def test_every_flavour_and_variant_selection_from_the_probe(tmp_path):
+    configs, patches = repo_copy(tmp_path)
+    series = probe_json(tmp_path, "series", configs, patches)
+    assert series["names"] == [
+        "zeta-static-init",
+        "alpha-bridge",
+        "mid-disabled",
+        "beta-all-variants",
+        "gamma-sm90",
+        "delta-cpu",
+        "epsilon.exact_name",
+    ]
+    selection = series["applied"]
+    assert {k: selection[k] for k in SAMPLE_APPLIED} == SAMPLE_APPLIED
+    # "*" is every variant (66), and never a flavour: flavours get only what names them.
+    variants = [v.name for v in expand(load_matrix(configs))]
+    assert set(selection) == set(variants) | set(FLAVOUR_ATTRS)
+    assert all("beta-all-variants" in selection[name] for name in variants)
+    assert not any("beta-all-variants" in selection[name] for name in FLAVOUR_ATTRS)
+    assert not any("mid-disabled" in names for names in selection.values())
+    assert sum("alpha-bridge" in selection[name] for name in variants) == 30  # 15 SM x ISA pairs
+
+
+def test_disabling_or_enabling_a_patch_in_the_toml_changes_exactly_that(tmp_path):
+    configs, patches = repo_copy(tmp_path)
+    set_enabled(patches, "alpha-bridge", False)
+    assert applied(tmp_path, "cuda-static", configs, patches) == ["zeta-static-init"]
+    assert applied(tmp_path, "cuda-dyn", configs, patches) == []
+    assert applied(tmp_path, H100_AVX512, configs, patches) == ["beta-all-variants", "gamma-sm90"]
+
+    # Enabled, the patch without a file is selected, in its place, and its file is asked for.
+    set_enabled(patches, "alpha-bridge", True)
+    set_enabled(patches, "mid-disabled", True)
+    (patches / "mid-disabled.patch").write_text(patch_text("mid-disabled"))
+    assert applied(tmp_path, "cpu", configs, patches) == ["mid-disabled", "gamma-sm90", "delta-cpu"]
+    assert applied(tmp_path, H100_AVX512, configs, patches) == [
+        "alpha-bridge",
+        "mid-disabled",
+        "beta-all-variants",
+        "gamma-sm90",
+    ]
+
+
+def test_the_repositorys_series_gives_the_static_flavour_its_series_and_nothing_else(tmp_path):
+    series = probe_json(tmp_path, "series")
+    assert series["names"] == STATIC_SERIES
+    assert series["applied"]["cuda-static"] == STATIC_SERIES
+    assert all(
+        names == [] for target, names in series["applied"].items() if target != "cuda-static"
+    )
+
+
+def test_the_static_flavour_gets_its_series_ort_static_providers_and_static_libraries(tmp_path):
+    series = (REPO / "patches" / "series.toml").read_text()
+    configs, patches = repo_copy(
+        tmp_path, series, {name: f"{name}.patch" for name in STATIC_SERIES}
     )
     record = probe_json(tmp_path, "flavours.onnxruntime", configs, patches)
     attrs = record["attrs"]
-    applied = attrs["patches"]
-    assert applied[0] == NIXPKGS_OWN_PATCH
-    # Each patch is its own store path, named after the file (the contents alone decide it).
-    basenames = [re.sub(r"^/nix/store/[0-9a-z]{32}-", "", path) for path in applied[1:]]
-    assert all(path.startswith("/nix/store/") for path in applied[1:])
-    assert basenames == [*STATIC_SERIES, "my-fix.patch"]
-    assert attrs["passthru"]["workbench"]["patchNames"] == [*STATIC_SERIES, "my-fix.patch"]
+    assert attrs["patches"][0] == NIXPKGS_OWN_PATCH
+    assert [store_basename(path) for path in attrs["patches"][1:]] == [
+        f"{n}.patch" for n in STATIC_SERIES
+    ]
+    assert attrs["passthru"]["workbench"]["patchNames"] == STATIC_SERIES
 
     # ORT_STATIC_PROVIDERS for C++ and CUDA, static libraries, no scrub of a .so that is not built.
     assert attrs["env"]["CXXFLAGS"] == "-DORT_STATIC_PROVIDERS"
@@ -338,40 +459,140 @@ def test_static_flavour_applies_its_series_in_order_then_enabled_patches(tmp_pat
     assert record["overrideArgs"]["pythonSupport"] is False
 
 
-def test_a_patch_in_both_lists_is_applied_once(tmp_path):
-    configs, patches = repo_copy_with_patches(
-        tmp_path, STATIC_SERIES, enabled_patches='["static-init-cpu.patch"]'
-    )
-    names = probe_json(tmp_path, "flavours.onnxruntime", configs, patches)["attrs"]["passthru"]
-    assert names["workbench"]["patchNames"] == STATIC_SERIES
-
-
-def test_enabled_patches_reach_variants_too(tmp_path):
-    configs, patches = repo_copy_with_patches(
-        tmp_path, ["my-fix.patch"], enabled_patches='["my-fix.patch"]'
-    )
-    applied = probe_json(tmp_path, f"variants.{H100_AVX512}.cpp", configs, patches)["attrs"]
-    assert applied["patches"][0] == NIXPKGS_OWN_PATCH
-    assert applied["patches"][1].endswith("-my-fix.patch")
-
-
-def test_a_missing_flavour_patch_throws_naming_it_and_where_to_get_it(tmp_path):
-    configs, patches = repo_copy_with_patches(tmp_path, STATIC_SERIES[:3])
-    result = probe(tmp_path, "flavours.onnxruntime.attrs.patches", configs, patches)
+def test_a_missing_patch_file_throws_naming_the_series_the_patch_and_where_to_get_it(tmp_path):
+    files = {name: file for name, file in SAMPLE_FILES.items() if name != "gamma-sm90"}
+    configs, patches = repo_copy(tmp_path, files=files)
+    result = probe(tmp_path, "flavours.onnxruntime-cpu.attrs.patches", configs, patches)
     assert result.returncode != 0
-    assert "static-init-common.patch" in result.stderr
-    assert f"{patches}/static-init-common.patch does not exist" in result.stderr
+    assert (
+        "patch gamma-sm90 (file gamma-sm90.patch, in patches/series.toml) is missing"
+        in result.stderr
+    )
+    assert f"{patches}/gamma-sm90.patch does not exist" in result.stderr
     assert "onnxruntime-builder flake's patches/" in result.stderr
-    assert "configs/flavours.toml" in result.stderr
+    assert "workbench patches disable gamma-sm90" in result.stderr
+    # Packages that do not select it never look for it.
+    assert applied(tmp_path, "cuda-static", configs, patches) == SAMPLE_APPLIED["cuda-static"]
+    assert applied(tmp_path, CPU_AVX2, configs, patches) == SAMPLE_APPLIED[CPU_AVX2]
 
 
-def test_a_missing_enabled_patch_throws_naming_settings(tmp_path):
-    configs, patches = repo_copy_with_patches(tmp_path, [], enabled_patches='["nope.patch"]')
-    result = probe(tmp_path, f"variants.{CPU_AVX2}.cpp.attrs.patches", configs, patches)
+def test_the_repositorys_static_series_without_its_files_says_which_is_missing(tmp_path):
+    result = probe(tmp_path, "flavours.onnxruntime.attrs.patches")
     assert result.returncode != 0
-    assert "nope.patch" in result.stderr
-    assert "enabled_patches in configs/settings.toml" in result.stderr
-    assert "onnxruntime-builder flake's patches/" in result.stderr
+    assert (
+        "patch static-init-bridge (file static-init-bridge.patch, in patches/series.toml)"
+        in result.stderr
+    )
+    assert "git add" in result.stderr
+
+
+def _replace(old: str, new: str):
+    def change(text: str) -> str:
+        assert text.count(old) == 1, f"the test's edit does not apply: {old!r}"
+        return text.replace(old, new)
+
+    return change
+
+
+BAD_SERIES = {
+    "unknown-flavour": (
+        _replace('flavours = ["cuda-static", "cuda-dyn"]', 'flavours = ["cuda-static", "gpu"]'),
+        ['patch "alpha-bridge"', "flavours:", '"gpu" is not a flavour of configs/flavours.toml'],
+    ),
+    "bad-name": (
+        _replace('name = "delta-cpu"', 'name = "Delta CPU"'),
+        ["[[patches]] table 6", "name:", '"Delta CPU" is not allowed'],
+    ),
+    "duplicate-name": (
+        _replace('name = "gamma-sm90"', 'name = "alpha-bridge"'),
+        ['patch "alpha-bridge"', "name:", "names must be unique"],
+    ),
+    "file-with-a-directory": (
+        _replace('file = "delta-cpu.patch"', 'file = "../delta-cpu.patch"'),
+        ['patch "delta-cpu"', "file:", "no directories"],
+    ),
+    "bad-variant-pattern": (
+        _replace('variants = ["*-sm90-*"]', 'variants = ["*.sm90.*"]'),
+        ['patch "gamma-sm90"', "variants:", '"*.sm90.*" is not a variant name or pattern'],
+    ),
+    "pattern-matching-nothing": (
+        _replace('variants = ["*-sm90-*"]', 'variants = ["*-sm91-*"]'),
+        ['patch "gamma-sm90"', "variants:", '"*-sm91-*" matches no variant'],
+    ),
+    "bad-group": (
+        _replace('group = "portability"', 'group = "Portability fixes"'),
+        ['patch "beta-all-variants"', "group:", '"Portability fixes" is not allowed'],
+    ),
+    "blank-fixes": (
+        _replace('fixes = "Static initialisation order"', 'fixes = "  "'),
+        ['patch "zeta-static-init"', "fixes:", "a sentence saying what the patch fixes"],
+    ),
+    "enabled-not-a-bool": (
+        _replace("enabled = false", 'enabled = "no"'),
+        ['patch "mid-disabled"', "enabled:", "not true or false"],
+    ),
+    "unknown-key": (
+        _replace('fixes = "Every variant, no flavour"', 'fixes = "Every variant"\nfix = "typo"'),
+        ['patch "beta-all-variants"', "fix: unknown key"],
+    ),
+    "missing-key": (
+        _replace('group = "static-init"\n', ""),
+        ['patch "zeta-static-init"', 'key "group" is missing'],
+    ),
+    "unknown-top-level-key": (
+        lambda text: "version = 2\n" + text,
+        ['unknown top-level key "version"'],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_SERIES))
+def test_a_bad_series_fails_every_package_naming_the_file_the_patch_and_the_key(tmp_path, case):
+    change, expected = BAD_SERIES[case]
+    configs, patches = repo_copy(tmp_path, change(SAMPLE_SERIES))
+    # The whole series is checked whichever package asks: the CPU variant gets neither
+    # alpha-bridge nor gamma-sm90, and still fails on them.
+    for attr in (
+        f"variants.{CPU_AVX2}.cpp.attrs.passthru",
+        "flavours.onnxruntime-cpu.attrs.passthru",
+    ):
+        result = probe(tmp_path, attr, configs, patches)
+        assert result.returncode != 0, f"{case}: {attr} evaluated"
+        assert "patches/series.toml: " in result.stderr
+        for text in expected:
+            assert text in result.stderr, f"{case}: {text!r} not in {result.stderr}"
+
+
+def test_a_missing_series_file_is_named(tmp_path):
+    configs, patches = repo_copy(tmp_path, series=None)
+    result = probe(tmp_path, "flavours.onnxruntime-cpu.attrs.passthru", configs, patches)
+    assert result.returncode != 0
+    assert f"patches/series.toml: {patches}/series.toml does not exist" in result.stderr
+
+
+def test_a_series_without_patches_applies_none(tmp_path):
+    configs, patches = repo_copy(tmp_path, "# nothing yet\n", files={})
+    assert applied(tmp_path, "cuda-static", configs, patches) == []
+    assert applied(tmp_path, H100_AVX512, configs, patches) == []
+
+
+def test_settings_enabled_patches_is_neither_read_nor_required(tmp_path):
+    configs, patches = repo_copy(tmp_path)
+    before = package(tmp_path, H100_AVX512, configs, patches)
+    settings = configs / "settings.toml"
+    text = settings.read_text()
+    # Still present with a value: ignored (the series decides).
+    if re.search(r"(?m)^enabled_patches = ", text):
+        settings.write_text(
+            re.sub(r"(?m)^enabled_patches = .*$", 'enabled_patches = ["x.patch"]', text)
+        )
+    else:
+        settings.write_text(text + '\nenabled_patches = ["x.patch"]\n')
+    assert package(tmp_path, H100_AVX512, configs, patches) == before
+    # Gone: fine too.
+    settings.write_text(re.sub(r"(?m)^enabled_patches = .*\n", "", settings.read_text()))
+    assert "enabled_patches" not in settings.read_text()
+    assert package(tmp_path, H100_AVX512, configs, patches) == before
 
 
 def test_shared_and_cpu_flavours(tmp_path):
@@ -473,7 +694,8 @@ def test_flake_dev_shell_has_python_with_the_deps_gdb_ninja_cmake(tmp_path):
     assert {"gdb", "ninja", "cmake"} <= {p for p in packages if isinstance(p, str)}
     python = next(p for p in packages if isinstance(p, dict))
     assert python["standin"] == "python3.withPackages"
-    for dep in ("textual", "psutil", "pygdbmi", "rich", "tomlkit", "platformdirs", "pytest"):
+    deps = ("textual", "psutil", "pygdbmi", "rich", "tomlkit", "platformdirs", "unidiff", "pytest")
+    for dep in deps:
         assert f"python313Packages.{dep}" in python["args"]
 
 
@@ -495,33 +717,51 @@ def test_the_flake_evaluates_as_a_real_flake_with_the_standin_as_nixpkgs(tmp_pat
         shutil.copytree(
             REPO / name, repo / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
         )
+    # The static flavour's patch files, which the repository itself does not have yet.
+    for name in STATIC_SERIES:
+        (repo / "patches" / f"{name}.patch").write_text(patch_text(name))
     standin = tmp_path / "standin"
     standin.mkdir()
     shutil.copy(STANDIN, standin / "default.nix")
     (standin / "flake.nix").write_text("{ outputs = _: { }; }\n")
 
-    result = run_nix(
-        tmp_path,
-        [
-            "nix",
-            "eval",
-            "--json",
-            f"path:{repo}#packages",
-            "--apply",
-            "builtins.mapAttrs (_: builtins.attrNames)",
-            "--override-input",
-            "nixpkgs",
-            f"path:{standin}",
-            "--no-write-lock-file",
-        ],
-    )
-    assert result.returncode == 0, result.stderr
-    packages = json.loads(result.stdout)
+    def flake_eval(attr: str, apply: str):
+        result = run_nix(
+            tmp_path,
+            [
+                "nix",
+                "eval",
+                "--json",
+                f"path:{repo}#{attr}",
+                "--apply",
+                apply,
+                "--override-input",
+                "nixpkgs",
+                f"path:{standin}",
+                "--no-write-lock-file",
+            ],
+        )
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+
+    packages = flake_eval("packages", "builtins.mapAttrs (_: builtins.attrNames)")
     names = {v.name for v in expand(load_matrix(CONFIGS)) if v.platform == "x86_64-linux"}
     assert names <= set(packages["x86_64-linux"])
     assert {"onnxruntime", "onnxruntime-cpu", "onnxruntime-cuda-dyn", "workbench"} <= set(
         packages["aarch64-linux"]
     )
+
+    # Evaluated purely, the flake reads its own patches/series.toml and copies each selected
+    # patch file into the store on its own (nix eval writes the store, unlike --eval above).
+    static = flake_eval(
+        "packages.x86_64-linux.onnxruntime",
+        "p: { names = p.workbench.patchNames; files = p.patches; }",
+    )
+    assert static["names"] == STATIC_SERIES
+    assert static["files"][0] == NIXPKGS_OWN_PATCH
+    files = static["files"][1:]
+    assert [store_basename(path) for path in files] == [f"{n}.patch" for n in STATIC_SERIES]
+    assert [Path(path).read_text() for path in files] == [patch_text(n) for n in STATIC_SERIES]
 
 
 # nix/lib.nix's normaliseArch on each spelling; null where it throws.

@@ -56,7 +56,6 @@ def test_inline_comment_survives(config_copy: Path) -> None:
         ("linkage", "static", "one of cpu, cuda-dyn, cuda-static"),
         ("ccache", "maybe", "true or false"),
         ("optimization_flags", "-O2 ;rm", "each starting with -"),
-        ("enabled_patches", "missing.patch", "patch files from patches/"),
         ("cuda_job_memory_gb", "-1", "above 0"),
     ],
 )
@@ -79,12 +78,15 @@ def test_unknown_key_lists_the_known_ones(config_copy: Path) -> None:
         set_setting(config_copy, load_matrix(config_copy), "jobs", "4")
 
 
-def test_patches_must_exist(config_copy: Path) -> None:
-    (config_copy.parent / "patches" / "fix-loop.patch").write_text("--- a\n+++ b\n")
-    settings = set_setting(
-        config_copy, load_matrix(config_copy), "enabled_patches", "fix-loop.patch"
-    )
-    assert settings.enabled_patches == ("fix-loop.patch",)
+def test_enabled_patches_moved_to_the_series(config_copy: Path) -> None:
+    """An older settings.toml's enabled_patches is refused with where patches live now."""
+    with pytest.raises(ConfigError, match="patches/series.toml"):
+        set_setting(config_copy, load_matrix(config_copy), "enabled_patches", "fix.patch")
+    path = config_copy / "settings.toml"
+    path.write_text(path.read_text() + "enabled_patches = []\n")
+    line = len(path.read_text().splitlines())
+    with pytest.raises(ConfigError, match=rf"settings.toml:{line}: 'enabled_patches': patches"):
+        load_settings(config_copy, load_matrix(config_copy))
 
 
 def test_malformed_toml_is_reported_with_line_and_column(config_copy: Path) -> None:

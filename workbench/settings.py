@@ -14,7 +14,6 @@ import tomlkit
 from workbench.cuda_arch import ArchitectureError, normalise_list
 from workbench.errors import ConfigError
 from workbench.matrix import Matrix
-from workbench.paths import patches_dir
 from workbench.toml_files import (
     line_of_key,
     load_document,
@@ -25,7 +24,6 @@ from workbench.toml_files import (
 )
 
 SETTINGS_FILE = "settings.toml"
-PATCH_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\.patch$")
 # Compiler flags reach argv lists, never a shell; this still refuses anything that is not a
 # plain flag so a typo cannot smuggle a second argument or a file name in.
 COMPILER_FLAG = re.compile(r"^-[A-Za-z0-9_=.,+:/-]+$")
@@ -43,7 +41,6 @@ class BuildSettings:
     optimization_flags: tuple[str, ...]
     ccache: bool
     linkage: str
-    enabled_patches: tuple[str, ...]
     cxx_job_memory_gb: float
     cuda_job_memory_gb: float
 
@@ -54,13 +51,9 @@ class Refused(ValueError):
 
 @dataclass(frozen=True)
 class Context:
-    """What validation needs to know: the matrix and the patches on disk."""
+    """What validation needs to know: the matrix."""
 
     matrix: Matrix
-    patches: Path
-
-    def available_patches(self) -> list[str]:
-        return sorted(p.name for p in self.patches.glob("*.patch")) if self.patches.is_dir() else []
 
 
 @dataclass(frozen=True)
@@ -148,32 +141,12 @@ def _check_linkage(value: Any, context: Context) -> str:
     return value
 
 
-def _check_patches(value: Any, context: Context) -> tuple[str, ...]:
-    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-        raise Refused("not a list of patch names")
-    available = context.available_patches()
-    for name in value:
-        if not PATCH_NAME.match(name):
-            raise Refused(f"{name!r} is not a patch file name")
-        if name not in available:
-            raise Refused(f"{name!r} is not in {context.patches}")
-    if len(set(value)) != len(value):
-        raise Refused("a patch is listed twice")
-    return tuple(value)
-
-
 def _check_gigabytes(value: Any, _: Context) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise Refused("not a number")
     if not (math.isfinite(value) and 0 < value <= 1024):
         raise Refused("out of range")
     return float(value)
-
-
-def _patches_allowed(context: Context) -> str:
-    available = context.available_patches()
-    listing = ", ".join(available) if available else f"none yet in {context.patches}"
-    return f"a comma-separated list of patch files from patches/ ({listing}), or empty"
 
 
 SPECS: dict[str, SettingSpec] = {
@@ -233,13 +206,6 @@ SPECS: dict[str, SettingSpec] = {
             str.strip,
         ),
         SettingSpec(
-            "enabled_patches",
-            "patches applied to every build, in order",
-            _patches_allowed,
-            _check_patches,
-            _text_to_list,
-        ),
-        SettingSpec(
             "cxx_job_memory_gb",
             "peak GB of one C++ compile job until measured",
             lambda _: "a number of GB above 0, at most 1024",
@@ -258,7 +224,15 @@ SPECS: dict[str, SettingSpec] = {
 assert set(SPECS) == {f.name for f in fields(BuildSettings)}
 
 
+MOVED = {
+    "enabled_patches": "patches are switched on and off in patches/series.toml now "
+    "(`workbench patches enable NAME`, or the patches screen); delete this line",
+}
+
+
 def _spec(key: str) -> SettingSpec:
+    if key in MOVED:
+        raise ConfigError(f"{key!r} is no longer a setting: {MOVED[key]}")
     if key not in SPECS:
         raise ConfigError(f"unknown setting {key!r}; settings: {', '.join(SPECS)}")
     return SPECS[key]
@@ -276,6 +250,8 @@ def _validate(data: dict[str, Any], path: Path, text: str, context: Context) -> 
     unknown = [key for key in data if key not in SPECS]
     if unknown:
         key = unknown[0]
+        if key in MOVED:
+            raise ConfigError(f"{path}:{line_of_key(text, key)}: {key!r}: {MOVED[key]}")
         raise ConfigError(
             f"{path}:{line_of_key(text, key)}: unknown setting {key!r}; "
             f"settings: {', '.join(SPECS)}"
@@ -300,7 +276,7 @@ def settings_path(config_directory: Path) -> Path:
 def load_settings(config_directory: Path, matrix: Matrix) -> BuildSettings:
     """Read and validate settings.toml; any bad value is reported with file and line."""
     path = settings_path(config_directory)
-    context = Context(matrix, patches_dir(config_directory))
+    context = Context(matrix)
     return _validate(load_toml(path), path, read_text(path), context)
 
 
@@ -328,7 +304,7 @@ def check_value(config_directory: Path, matrix: Matrix, key: str, value: Any) ->
     user types).
     """
     spec = _spec(key)
-    context = Context(matrix, patches_dir(config_directory))
+    context = Context(matrix)
     typed = spec.from_text(value) if isinstance(value, str) else value
     try:
         return spec.check(typed, context)
@@ -347,7 +323,7 @@ def set_settings(config_directory: Path, matrix: Matrix, changes: dict[str, Any]
         key: check_value(config_directory, matrix, key, value) for key, value in changes.items()
     }
     path = settings_path(config_directory)
-    context = Context(matrix, patches_dir(config_directory))
+    context = Context(matrix)
     with locked_directory(config_directory):
         document = load_document(path)
         for key, value in checked.items():

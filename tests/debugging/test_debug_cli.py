@@ -11,6 +11,7 @@ import pytest
 
 from workbench.cli.main import main
 from workbench.debugging.bridge_patch import BRIDGE_FILE
+from workbench.patches.series import load_series
 
 BRIDGE_SOURCE = """\
 namespace onnxruntime {
@@ -46,7 +47,8 @@ def test_bt_json_document_and_patch_written_from_the_source_tree(
         ]
     )
     assert status == 0
-    document = json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    document = json.loads(captured.out)
     assert document["schema"] == "workbench-bt/1"
     assert document["pid"] == program.pid and document["complete"] is True
     assert len(document["samples"]) == 2
@@ -61,6 +63,11 @@ def test_bt_json_document_and_patch_written_from_the_source_tree(
     )
     assert Path(patch["path"]).read_text() == patch["diff"]
     assert program.state() == "R"
+    # The guard joined the series, for the static flavour, enabled.
+    entry = load_series(config_copy).get("static-datatypeimpl-gettype-float-loop")
+    assert (entry.group, entry.flavours, entry.enabled) == ("bridge-loop", ("cuda-static",), True)
+    assert "ProviderHostImpl::DataTypeImpl__GetType_float and " in entry.fixes
+    assert "added static-datatypeimpl-gettype-float-loop to " in captured.err
 
 
 def test_bt_text_report(start, capsys: pytest.CaptureFixture[str]) -> None:

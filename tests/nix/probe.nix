@@ -10,6 +10,9 @@
 # variants.<name>.spec    the spec itself
 # flavours.<attr>         a linkage flavour's package (onnxruntime-cpu, onnxruntime-cuda-dyn,
 #                         onnxruntime)
+# series.names            patches/series.toml's names, in order, enabled or not (checked)
+# series.applied.<target> the names nix/series.nix selects for a flavour name (cpu, cuda-dyn,
+#                         cuda-static) or a variant name, in order; no patch file is read
 {
   configDir ? ../../configs,
   patchDir ? ../../patches,
@@ -18,14 +21,23 @@
 let
   pkgs = import ./standin-nixpkgs.nix { inherit system; };
   matrix = import ../../nix/variants.nix { inherit configDir; };
+  series = import ../../nix/series.nix { inherit patchDir matrix; };
   build = import ../../nix/overrides.nix {
-    inherit pkgs patchDir;
+    inherit pkgs series;
     inherit (matrix) settings;
   };
   entry = name: value: { inherit name value; };
+  namesOf = map (patch: patch.name);
 in
 {
   inherit (matrix) settings;
+  series = {
+    inherit (series) names;
+    applied = builtins.listToAttrs (
+      map (spec: entry spec.name (namesOf (series.forFlavour spec.name))) matrix.flavours
+      ++ map (spec: entry spec.name (namesOf (series.forVariant spec.name))) matrix.variants
+    );
+  };
   variants = builtins.listToAttrs (
     map (
       spec:

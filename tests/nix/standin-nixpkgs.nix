@@ -179,6 +179,7 @@ let
             "rich"
             "tomlkit"
             "platformdirs"
+            "unidiff"
             "pytest"
             "pytest-timeout"
             "hypothesis"

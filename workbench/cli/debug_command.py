@@ -137,11 +137,26 @@ def _diagnose_and_patch(args: argparse.Namespace, captured: Any) -> Any:
         from workbench.debugging.bridge_patch import write_patch
         from workbench.paths import config_dir, patches_dir
 
-        patches = patches_dir(config_dir(args.config))
-        diagnosis.proposed_patch = write_patch(
-            bridge, Path(args.source).expanduser(), patches, args.patch_name
+        config = config_dir(args.config)
+        proposed = write_patch(
+            bridge, Path(args.source).expanduser(), patches_dir(config), args.patch_name
         )
+        diagnosis.proposed_patch = proposed
+        _add_to_series(config, Path(proposed.path), bridge)
     return diagnosis
+
+
+def _add_to_series(config: Any, file: Any, bridge: Any) -> None:
+    """The written guard joins the series (for the static flavour, enabled) unless it is in."""
+    from workbench.patches.series import NewPatch, add_patch, load_series
+
+    series = load_series(config)
+    if any(series.file_of(patch) == file for patch in series.patches):
+        return
+    fixes = f"{bridge.host_method} and {bridge.counterpart} call each other in a static build"
+    new = NewPatch(file.stem, "bridge-loop", fixes, flavours=("cuda-static",))
+    add_patch(config, new, None)
+    print(f"added {file.stem} to {series.path} (for cuda-static, enabled)", file=sys.stderr)
 
 
 def run_bt(args: argparse.Namespace) -> int:

@@ -200,9 +200,7 @@ def load_series(config_directory: Path, matrix: Matrix | None = None) -> Series:
     A folder without series.toml has an empty series.
     """
     if matrix is None:
-        from workbench.matrix import load_matrix
-
-        matrix = load_matrix(config_directory)
+        matrix = _matrix_of(config_directory)
     flavour_names = frozenset(f.name for f in matrix.flavours)
     path = series_path(config_directory)
     if not path.exists():
@@ -262,15 +260,16 @@ class NewPatch:
 
 
 def add_patch(
-    config_directory: Path, new: NewPatch, diff: str, matrix: Matrix | None = None
+    config_directory: Path, new: NewPatch, diff: str | None, matrix: Matrix | None = None
 ) -> SeriesPatch:
     """Write NAME.patch and append its entry to series.toml, both or neither.
 
     Refuses a name already in the series or a file already there; the entry is checked the
-    same way `load_series` checks the file before anything is written.
+    same way `load_series` checks the file before anything is written. `diff` None: the file
+    NAME.patch was written already (by `workbench bt --source`) and only the entry is added.
     """
     validate_name(new.name)
-    if not diff.strip():
+    if diff is not None and not diff.strip():
         raise PatchError("the diff is empty: there are no changes to turn into a patch")
     directory = patches_dir(config_directory)
     path = directory / SERIES_FILE
@@ -279,8 +278,10 @@ def add_patch(
         series = load_series(config_directory, matrix)
         if any(p.name == new.name for p in series.patches):
             raise PatchError(f"{path}: a patch named {new.name!r} is already in the series")
-        if file.exists():
+        if diff is not None and file.exists():
             raise PatchError(f"{file} already exists; choose another name")
+        if diff is None and not file.is_file():
+            raise PatchError(f"{file} does not exist")
         table = {
             "name": new.name,
             "file": file.name,
@@ -290,12 +291,11 @@ def add_patch(
             "variants": list(new.variants),
             "enabled": new.enabled,
         }
-        variant_names: set[str] = set()
-        if matrix is not None:
-            from workbench.variants import expand
+        from workbench.variants import expand
 
-            variant_names = {v.name for v in expand(matrix)}
-        entry = _check_table(table, 0, path, matrix, variant_names)
+        checked_against = matrix or _matrix_of(config_directory)
+        variant_names = {v.name for v in expand(checked_against)}
+        entry = _check_table(table, 0, path, checked_against, variant_names)
         document = load_document(path) if path.exists() else tomlkit.document()
         if "patches" not in document:
             document["patches"] = tomlkit.aot()
@@ -303,13 +303,21 @@ def add_patch(
         for key, value in table.items():
             item[key] = value
         document["patches"].append(item)
-        write_atomically(file, diff if diff.endswith("\n") else diff + "\n")
+        if diff is not None:
+            write_atomically(file, diff if diff.endswith("\n") else diff + "\n")
         try:
             write_atomically(path, tomlkit.dumps(document))
         except BaseException:
-            file.unlink(missing_ok=True)
+            if diff is not None:
+                file.unlink(missing_ok=True)
             raise
     return load_series(config_directory, matrix).get(entry.name)
+
+
+def _matrix_of(config_directory: Path) -> Matrix:
+    from workbench.matrix import load_matrix
+
+    return load_matrix(config_directory)
 
 
 def target_name(matrix: Matrix, name: str) -> str:

@@ -200,7 +200,9 @@ def eta_key(backend: str, name: str, settings: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def build_settings_record(settings: BuildSettings, jobs: int, max_jobs: int, source: str) -> dict:
+def build_settings_record(
+    settings: BuildSettings, jobs: int, max_jobs: int, source: str, patches: list[str]
+) -> dict:
     """The settings a `workbench build` ran with, as the history keeps them."""
     return {
         "jobs": jobs,
@@ -210,8 +212,22 @@ def build_settings_record(settings: BuildSettings, jobs: int, max_jobs: int, sou
         "cuda_architectures": list(settings.cuda_architectures),
         "optimization_flags": list(settings.optimization_flags),
         "ccache": settings.ccache,
-        "enabled_patches": list(settings.enabled_patches),
+        "patches": patches,
     }
+
+
+def series_patches(flake: Path, target: Target) -> list[str]:
+    """The patches the flake in `flake` applies to `target`, in order (from its
+    patches/series.toml); empty when that flake has no series the workbench can read."""
+    from workbench.errors import WorkbenchError
+    from workbench.patches.series import load_series
+
+    if not (flake / "configs" / "matrix.toml").is_file():
+        return []
+    try:
+        return [patch.name for patch in load_series(flake / "configs").applied_to(target.name)]
+    except WorkbenchError:
+        return []
 
 
 def plan_build(
@@ -232,7 +248,8 @@ def plan_build(
                 "--directory DIR"
             )
         argv = nix_build_argv(target.attr, jobs, max_jobs)
-        recorded = build_settings_record(settings, jobs, max_jobs, jobs_source)
+        patches = series_patches(directory, target)
+        recorded = build_settings_record(settings, jobs, max_jobs, jobs_source, patches)
         count: int | None = jobs
     elif backend == "flox":
         if target.variant is None:

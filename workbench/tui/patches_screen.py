@@ -7,6 +7,7 @@ the screen and the CLI never disagree.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.syntax import Syntax
@@ -22,6 +23,7 @@ from workbench.errors import WorkbenchError
 from workbench.matrix import Matrix
 from workbench.patches.checking import ALREADY_APPLIED, APPLIES, PatchCheck, SeriesCheck
 from workbench.patches.series import Series, SeriesPatch, load_series, set_enabled
+from workbench.tui.screen_commands import ScreenCommands
 
 STATUS_STYLE = {APPLIES: "green", ALREADY_APPLIED: "yellow"}
 
@@ -56,6 +58,8 @@ def describe(series: Series, patch: SeriesPatch, check: PatchCheck | None) -> Te
 
 class PatchesScreen(Screen[None]):
     """The patch series for one variant or flavour."""
+
+    COMMANDS = {ScreenCommands}
 
     BINDINGS = [
         Binding(
@@ -131,6 +135,19 @@ class PatchesScreen(Screen[None]):
         table.add_column("fixes", key="fixes")
         self.reload()
         table.focus()
+
+    def palette_commands(self) -> list[tuple[str, str, Callable[[], object]]]:
+        """(title, help, callback) for the command palette."""
+        return [
+            (
+                "Patches: switch on/off",
+                "enable or disable the highlighted patch",
+                self.action_toggle,
+            ),
+            ("Patches: check", "apply the series to a copy of a source tree", self.action_check),
+            ("Patches: rebuild the workspace", "workbench iterate", self.action_iterate),
+            ("Patches: clean Nix build", "build this package with Nix", self.action_clean_build),
+        ]
 
     # -- the series --------------------------------------------------------------------------
 
@@ -268,9 +285,9 @@ class PatchesScreen(Screen[None]):
         from workbench.supervision import control
 
         try:
-            started = control.start_targets(self.config_directory, self.state_directory, [
-                self.target
-            ])
+            started = control.start_targets(
+                self.config_directory, self.state_directory, [self.target]
+            )
         except WorkbenchError as exc:
             self.app.call_from_thread(self.notify, str(exc), severity="error", timeout=12)
             return

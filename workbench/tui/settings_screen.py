@@ -81,22 +81,9 @@ class SettingsScreen(Screen[None]):
                 ),
             )
             yield from self._row("ccache", Switch(self.values["ccache"], id="field-ccache"))
-            patches = sorted(p.name for p in patches_dir(self.config_directory).glob("*.patch"))
-            if patches:
-                yield from self._row(
-                    "enabled_patches",
-                    SelectionList[str](
-                        *[(name, name, name in self.values["enabled_patches"]) for name in patches],
-                        id="field-enabled_patches",
-                    ),
-                )
-            else:
-                with Horizontal(classes="field-row"):
-                    yield Label("enabled_patches", classes="field-label")
-                    yield Static(
-                        f"no patches in {self._patches_shown()} yet",
-                        classes="field-note",
-                    )
+            with Horizontal(classes="field-row"):
+                yield Label("patches", classes="field-label")
+                yield Static(self._patches_note(), id="patches-note", classes="field-note")
         yield Static(id="advice")
         yield Footer()
 
@@ -106,6 +93,23 @@ class SettingsScreen(Screen[None]):
             yield widget
         yield Static(SPECS[key].meaning, classes="field-meaning")
         yield Static("", id=f"error-{key}", classes="field-error")
+
+    def _patches_note(self) -> str:
+        """How many patches of the series the linkage flavour gets; `p` edits them."""
+        from workbench.patches.series import load_series
+
+        where = f"{self._patches_shown()}series.toml"
+        try:
+            series = load_series(self.config_directory, self.matrix)
+        except ConfigError as exc:
+            return f"{where} has an error: {exc}"
+        linkage = self.values["linkage"]
+        mine = series.for_target(linkage)
+        enabled = sum(patch.enabled for patch in mine)
+        return (
+            f"{len(mine)} of {where}'s {len(series.patches)} are for {linkage}, "
+            f"{enabled} enabled (p: the patches screen)"
+        )
 
     def _patches_shown(self) -> str:
         """The patches folder, relative to the checkout when it is the configs' neighbour."""
@@ -161,12 +165,11 @@ class SettingsScreen(Screen[None]):
             ]
             field = self.query_one("#field-cuda_architectures", Input)
             field.value = ",".join(chosen + extra)
-        elif event.selection_list.id == "field-enabled_patches":
-            self._check("enabled_patches", list(event.selection_list.selected))
 
     def on_select_changed(self, event: Select.Changed) -> None:
         if event.select.id == "field-linkage" and isinstance(event.value, str):
             self._check("linkage", event.value)
+            self.query_one("#patches-note", Static).update(self._patches_note())
 
     def on_switch_changed(self, event: Switch.Changed) -> None:
         self._check("ccache", event.value)
