@@ -1,5 +1,9 @@
 """Regenerate the SVG screenshots in screenshots/ from the real app on a recorded host.
 
+Two real builds of the bundled sample project are run first (through the CLI, as a user would),
+then each screen is reached with the keys a user presses and captured once it has settled: its
+workers done and its last frame, footer keys included, drawn.
+
 Run: python screenshots/regenerate.py   (writes screenshots/*.svg; look at them afterwards)
 """
 
@@ -18,10 +22,13 @@ REPO = HERE.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from recorded_host import recorded_doctor  # noqa: E402
+from textual.pilot import Pilot  # noqa: E402
 
 from workbench.debugging.model import capture_from_json  # noqa: E402
-from workbench.tui.app import make_app  # noqa: E402
+from workbench.tui.app import WorkbenchApp, make_app  # noqa: E402
+from workbench.tui.build_screen import BuildScreen  # noqa: E402
 from workbench.tui.debug_screen import DebugScreen  # noqa: E402
+from workbench.tui.history_screen import HistoryScreen, ReportScreen  # noqa: E402
 
 RECORDED = REPO / "tests" / "debugging" / "recorded"
 
@@ -55,21 +62,11 @@ async def prepare_builds(state: Path) -> None:
             subprocess.run(
                 ["ninja", "-C", str(build), "-t", "clean"], check=True, capture_output=True
             )
+            # `-C build`, relative to the checkout: the command reads as a user would type it.
             subprocess.run(
                 [
-                    sys.executable,
-                    "-m",
-                    "workbench",
-                    "--state-dir",
-                    str(state),
-                    "run",
-                    "--name",
-                    "sample-project",
-                    "--",
-                    "ninja",
-                    jobs,
-                    "-C",
-                    str(build),
+                    *(sys.executable, "-m", "workbench", "--state-dir", str(state)),
+                    *("run", "--name", "sample-project", "--", "ninja", jobs, "-C", "build"),
                 ],
                 cwd=checkout,
                 capture_output=True,
@@ -80,16 +77,44 @@ async def prepare_builds(state: Path) -> None:
     await asyncio.to_thread(build_twice)
 
 
+def ready(app: WorkbenchApp) -> bool:
+    """The current screen shows what its workers read: the host, the builds, the report."""
+    screen = app.screen
+    if isinstance(screen, HistoryScreen):
+        return screen.loads > 0
+    if isinstance(screen, BuildScreen):
+        return screen.polls > 0
+    return app.report is not None
+
+
+async def settle(app: WorkbenchApp, pilot: Pilot) -> None:
+    """Until the screen has its data, every worker is done and its last frame is drawn (the
+    footer shows its keys a refresh after the screen appears)."""
+    for _ in range(400):
+        if ready(app):
+            break
+        await pilot.pause(0.05)
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+    await pilot.wait_for_scheduled_animations()
+    await pilot.pause(0.3)
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
 async def capture(name: str, size: tuple[int, int], state: Path) -> Path:
     app = make_app(str(REPO / "configs"), str(state), doctor=recorded_doctor())
     async with app.run_test(size=size) as pilot:
-        await app.workers.wait_for_complete()
+        await settle(app, pilot)
         for key in SCREENS[name]:
             await pilot.press(key)
-            await app.workers.wait_for_complete()
-            await pilot.pause()
-        await app.workers.wait_for_complete()
-        await pilot.pause(0.5)
+            await settle(app, pilot)
+        if name in ("report", "compare"):  # made in a worker, shown when ready
+            for _ in range(400):
+                if isinstance(app.screen, ReportScreen):
+                    break
+                await pilot.pause(0.05)
+            await settle(app, pilot)
         path = HERE / f"{name}-{size[0]}x{size[1]}.svg"
         path.write_text(app.export_screenshot(title=f"workbench: {name}"))
     return path
@@ -100,10 +125,9 @@ async def capture_debug(size: tuple[int, int], state: Path) -> Path:
     captured = capture_from_json(json.loads((RECORDED / "bridge_o2.json").read_text()))
     app = make_app(str(REPO / "configs"), str(state), doctor=recorded_doctor())
     async with app.run_test(size=size) as pilot:
-        await app.workers.wait_for_complete()
+        await settle(app, pilot)
         await app.push_screen(DebugScreen(capture=captured, source_roots=[RECORDED.parent]))
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await settle(app, pilot)
         path = HERE / f"debug-{size[0]}x{size[1]}.svg"
         path.write_text(app.export_screenshot(title="workbench: debug"))
     return path
@@ -112,12 +136,11 @@ async def capture_debug(size: tuple[int, int], state: Path) -> Path:
 async def main() -> None:
     shutil.rmtree(STATE, ignore_errors=True)
     await prepare_builds(STATE)
-    for state in (str(STATE),):
-        for name in SCREENS:
-            for size in SIZES:
-                print(await capture(name, size, Path(state)))
+    for name in SCREENS:
         for size in SIZES:
-            print(await capture_debug(size, Path(state)))
+            print(await capture(name, size, STATE))
+    for size in SIZES:
+        print(await capture_debug(size, STATE))
 
 
 if __name__ == "__main__":

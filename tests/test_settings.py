@@ -80,7 +80,7 @@ def test_unknown_key_lists_the_known_ones(config_copy: Path) -> None:
 
 def test_enabled_patches_moved_to_the_series(config_copy: Path) -> None:
     """An older settings.toml's enabled_patches is refused with where patches live now."""
-    with pytest.raises(ConfigError, match="patches/series.toml"):
+    with pytest.raises(ConfigError, match=r"patches/series\.toml"):
         set_setting(config_copy, load_matrix(config_copy), "enabled_patches", "fix.patch")
     path = config_copy / "settings.toml"
     path.write_text(path.read_text() + "enabled_patches = []\n")

@@ -1,4 +1,8 @@
-"""How the screens look, at 80×24 and 160×48, on a recorded host (pytest-textual-snapshot).
+"""How every screen looks, at 80×24 and 160×48, on a recorded host (pytest-textual-snapshot).
+
+Nothing in them depends on this machine or on when they run: the host is recorded (the
+nvidia-smi stand-in, a recorded /proc/cpuinfo), the history is written with fixed times
+(`tui/fixed_history.py`), the app's clock is frozen and local time is UTC.
 
 Update after an intended change with `scripts/test.sh tests/test_snapshots.py --snapshot-update`
 and look at the SVGs in tests/__snapshots__/.
@@ -7,59 +11,181 @@ and look at the SVGs in tests/__snapshots__/.
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
 from recorded_host import recorded_doctor
+from textual.pilot import Pilot
+from tui.fixed_history import frozen_clock, write_history
 
 from workbench.debugging.model import capture_from_json
-from workbench.tui.app import make_app
+from workbench.tui.app import WorkbenchApp, make_app
+from workbench.tui.build_screen import BuildScreen
 from workbench.tui.debug_screen import DebugScreen
+from workbench.tui.history_screen import HistoryScreen, ReportScreen
 
 REPO = Path(__file__).resolve().parent.parent
 RECORDED = REPO / "tests" / "debugging" / "recorded"
 SIZES = [(80, 24), (160, 48)]
 
 
-def app_for(tmp_path: Path):
-    return make_app(str(REPO / "configs"), str(tmp_path / "state"), doctor=recorded_doctor())
+@pytest.fixture(autouse=True)
+def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Local time is UTC while a snapshot is taken (the history shows local start times)."""
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
 
 
-async def settled(pilot) -> None:
-    """The first screen has shown the recorded host, and every worker and animation is done."""
-    app = pilot.app
-    for _ in range(200):
-        if app.report is not None:
-            break
+@pytest.fixture
+def state(tmp_path: Path) -> Path:
+    """A state directory holding the fixed history."""
+    directory = tmp_path / "state"
+    write_history(directory)
+    return directory
+
+
+def app_for(state: Path) -> WorkbenchApp:
+    return make_app(str(REPO / "configs"), str(state), doctor=recorded_doctor(), clock=frozen_clock)
+
+
+async def until(pilot: Pilot, what: str, predicate: Callable[[], object]) -> None:
+    """Let the app run until `predicate()` holds (bounded)."""
+    for _ in range(400):
+        if predicate():
+            return
         await pilot.pause(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def settled(pilot: Pilot) -> None:
+    """Every worker and animation is done and the screen (its footer too) is drawn."""
+    app = pilot.app
     await app.workers.wait_for_complete()
     await pilot.pause()
     await pilot.wait_for_scheduled_animations()
     await pilot.pause()
+    await app.workers.wait_for_complete()
+    await pilot.pause()
 
 
-@pytest.mark.parametrize("size", SIZES)
-def test_variants_screen(snap_compare, tmp_path: Path, size) -> None:
-    assert snap_compare(app_for(tmp_path), terminal_size=size, run_before=settled)
+async def first_screen(pilot: Pilot) -> None:
+    """The first screen has shown the recorded host and the last builds."""
+    app = pilot.app
+    assert isinstance(app, WorkbenchApp)
+    await until(pilot, "the recorded host", lambda: app.report is not None)
+    await settled(pilot)
 
 
-@pytest.mark.parametrize("size", SIZES)
-def test_settings_screen(snap_compare, tmp_path: Path, size) -> None:
-    async def open_settings(pilot) -> None:
+def pressing(*keys: str, then: Callable[[Pilot], Awaitable[None]] | None = None):
+    """run_before for snap_compare: the first screen, these keys, then `then`."""
+
+    async def run_before(pilot: Pilot) -> None:
+        await first_screen(pilot)
+        for key in keys:
+            await pilot.press(key)
+            await settled(pilot)
+        if then is not None:
+            await then(pilot)
         await settled(pilot)
-        await pilot.press("s")
-        await settled(pilot)
 
-    assert snap_compare(app_for(tmp_path), terminal_size=size, run_before=open_settings)
+    return run_before
+
+
+async def history_loaded(pilot: Pilot) -> None:
+    screen = pilot.app.screen
+    assert isinstance(screen, HistoryScreen)
+    await until(pilot, "the history", lambda: screen.loads > 0)
+
+
+async def report_shown(pilot: Pilot) -> None:
+    await until(pilot, "the report", lambda: isinstance(pilot.app.screen, ReportScreen))
+
+
+async def build_shown(pilot: Pilot) -> None:
+    await until(
+        pilot,
+        "the build's jobs",
+        lambda: isinstance(pilot.app.screen, BuildScreen) and pilot.app.screen.polls > 0,
+    )
 
 
 @pytest.mark.parametrize("size", SIZES)
-def test_debug_screen(snap_compare, tmp_path: Path, size) -> None:
+def test_variants_screen(snap_compare, state: Path, size) -> None:
+    assert snap_compare(app_for(state), terminal_size=size, run_before=pressing())
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_settings_screen(snap_compare, state: Path, size) -> None:
+    assert snap_compare(app_for(state), terminal_size=size, run_before=pressing("s"))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_history_screen(snap_compare, state: Path, size) -> None:
+    run_before = pressing("h", then=history_loaded)
+    assert snap_compare(app_for(state), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_build_screen(snap_compare, state: Path, size) -> None:
+    """The -j1 sample build as it ended: its jobs, graphs and log (opened from the history)."""
+
+    async def open_build(pilot: Pilot) -> None:
+        await history_loaded(pilot)
+        await pilot.press("down", "enter")
+        await build_shown(pilot)
+
+    run_before = pressing("h", then=open_build)
+    assert snap_compare(app_for(state), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_build_screen_log_pane(snap_compare, state: Path, size) -> None:
+    """The same build with the log in front (`p`), its warning highlighted."""
+
+    async def open_log(pilot: Pilot) -> None:
+        await history_loaded(pilot)
+        await pilot.press("down", "enter")
+        await build_shown(pilot)
+        await pilot.press("p")
+
+    run_before = pressing("h", then=open_log)
+    assert snap_compare(app_for(state), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_report_screen(snap_compare, state: Path, size) -> None:
+    async def open_report(pilot: Pilot) -> None:
+        await history_loaded(pilot)
+        await pilot.press("down", "r")
+        await report_shown(pilot)
+
+    run_before = pressing("h", then=open_report)
+    assert snap_compare(app_for(state), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_compare_screen(snap_compare, state: Path, size) -> None:
+    """The -j2 and -j1 sample builds side by side: the ninja-jobs report's table."""
+
+    async def open_comparison(pilot: Pilot) -> None:
+        await history_loaded(pilot)
+        await pilot.press("down", "space", "down", "space", "c")
+        await report_shown(pilot)
+
+    run_before = pressing("h", then=open_comparison)
+    assert snap_compare(app_for(state), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_debug_screen(snap_compare, state: Path, size) -> None:
     captured = capture_from_json(json.loads((RECORDED / "bridge_o2.json").read_text()))
 
-    async def open_debug(pilot) -> None:
-        await settled(pilot)
+    async def open_debug(pilot: Pilot) -> None:
         await pilot.app.push_screen(DebugScreen(capture=captured, source_roots=[RECORDED.parent]))
-        await settled(pilot)
 
-    assert snap_compare(app_for(tmp_path), terminal_size=size, run_before=open_debug)
+    assert snap_compare(app_for(state), terminal_size=size, run_before=pressing(then=open_debug))

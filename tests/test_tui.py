@@ -1,13 +1,61 @@
-"""The first screen, driven with Pilot: the matrix, the recommendation, the filter."""
+"""The first screen, driven with Pilot: the matrix, the recommendation, the filter; and what
+it costs to draw (imports, the TUI's fast path through the command line)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 from recorded_host import recorded_doctor
 from textual.widgets import DataTable, Static
 
+from workbench.cli.main import tui_options
 from workbench.tui.app import make_app
+
+REPO = Path(__file__).resolve().parent.parent
+
+# What the first screen must not wait for: detection, the history, the other screens.
+NOT_BEFORE_THE_FIRST_FRAME = (
+    "workbench.doctor",
+    "workbench.hardware",
+    "workbench.settings",
+    "workbench.selection",
+    "workbench.parallelism",
+    "workbench.supervision.history",
+    "workbench.supervision.liveness",
+    "workbench.debugging",
+    "workbench.tui.build_screen",
+    "workbench.tui.history_screen",
+    "workbench.tui.settings_screen",
+    "workbench.tui.debug_screen",
+    "workbench.tui.patches_screen",
+    "sqlite3",
+    "psutil",
+    "pygdbmi",
+    "tomlkit",
+    "rich.syntax",
+    "rich.markdown",
+)
+
+FIRST_FRAME_PROBE = """
+import sys
+from workbench.tui import variants_screen
+from workbench.tui.app import make_app
+
+def doctor(matrix, settings):  # imported late on purpose: it loads the doctor
+    from recorded_host import recorded_doctor
+    return recorded_doctor()(matrix, settings)
+
+def first_frame_drawn(screen):
+    loaded = [name for name in {names!r} if name in sys.modules]
+    print("loaded before the first frame:", loaded)
+    screen.app.exit()
+
+variants_screen.VariantsScreen._first_frame_drawn = first_frame_drawn
+make_app({config!r}, {state!r}, doctor=doctor).run(headless=True, size=(80, 24))
+"""
 
 
 async def test_first_screen_marks_the_recommended_variant(config_copy: Path, tmp_path: Path):
@@ -87,3 +135,38 @@ async def test_settings_refuses_invalid_values_and_saves_keeping_comments(
         )
         == before
     )
+
+
+def test_the_first_frame_is_drawn_before_anything_heavy_is_imported(tmp_path: Path) -> None:
+    code = FIRST_FRAME_PROBE.format(
+        names=NOT_BEFORE_THE_FIRST_FRAME,
+        config=str(REPO / "configs"),
+        state=str(tmp_path / "state"),
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={"PYTHONPATH": str(REPO / "tests"), "PATH": "/usr/bin:/bin"},
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "loaded before the first frame: []" in result.stdout, result.stdout
+
+
+@pytest.mark.parametrize(
+    ("argv", "options"),
+    [
+        ([], {}),
+        (["--config", "c", "--state-dir", "s"], {"config": "c", "state_dir": "s"}),
+        (["--state-dir=s"], {"state_dir": "s"}),
+        (["doctor"], None),  # a command: the parser's way
+        (["--help"], None),
+        (["--config"], None),  # a missing value: the parser says what is wrong
+        (["--config="], None),
+    ],
+)
+def test_the_tui_launch_skips_the_parser_only_for_global_options(argv, options) -> None:
+    assert tui_options(argv) == options

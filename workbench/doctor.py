@@ -63,10 +63,21 @@ class DoctorReport:
     parallelism: ParallelismAdvice
 
 
-def _version_line(text: str) -> str | None:
+# A version number standing on its own: not part of a word or path ("python3.12", "gcc-12.2").
+_VERSION = re.compile(r"(?<![\w./-])\d+\.\d+(?:\.\d+)?")
+
+
+def version_line(text: str) -> str | None:
+    """The first line of `--version` output that carries a version number of its own.
+
+    NVIDIA's cuda-gdb is a shell wrapper whose first line is
+    "exec: /usr/local/cuda/bin/cuda-gdb-python3.12-tui --version" (seen on the H100 host):
+    the "3.12" in that path is not cuda-gdb's version.
+    """
     for line in text.splitlines():
-        found = re.search(r"\d+\.\d+(?:\.\d+)?", line)
-        if found:
+        if line.startswith("exec: "):
+            continue
+        if _VERSION.search(line):
             return line.strip()
     return None
 
@@ -89,7 +100,7 @@ def tool_status(name: str) -> ToolStatus:
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
             return ToolStatus(name, True, path, None, f"{candidate} --version failed: {exc}")
-        return ToolStatus(name, True, path, _version_line(result.stdout + result.stderr), note)
+        return ToolStatus(name, True, path, version_line(result.stdout + result.stderr), note)
     return ToolStatus(name, False, None, None)
 
 

@@ -10,12 +10,12 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
-
-import tomlkit
-import tomlkit.exceptions
+from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError
+
+if TYPE_CHECKING:
+    import tomlkit
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -54,6 +54,11 @@ def load_toml(path: Path) -> dict[str, Any]:
 
 def load_document(path: Path) -> tomlkit.TOMLDocument:
     """Parse a TOML file keeping comments, order and formatting, for editing."""
+    # Imported here: tomlkit is only for editing, and reading the matrix (the TUI's first
+    # screen) must not pay for it.
+    import tomlkit
+    import tomlkit.exceptions
+
     text = read_text(path)
     try:
         return tomlkit.parse(text)

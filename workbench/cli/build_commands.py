@@ -11,8 +11,9 @@ import os
 import shlex
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 BACKLOG_LINES = 20
 STATUS_EVERY_S = 10.0  # how often a status line is printed when stderr is not a terminal
@@ -279,10 +280,38 @@ def run_run(args: argparse.Namespace) -> int:
 
 
 def _launch(args: argparse.Namespace, history: Any, plan: Any, warnings: list[str]) -> int:
+    return launch_and_follow(args, history, plan, warnings).code
+
+
+@dataclass(frozen=True)
+class Followed:
+    """How a launched build went, as far as the CLI saw it."""
+
+    code: int
+    """What the command exits with: the build's exit code, 0 when detached, 1 if it never ran."""
+    build_id: int
+    finished: bool
+    """True when the build ended while followed (not detached, not left with Ctrl-C)."""
+
+
+def launch_and_follow(
+    args: argparse.Namespace,
+    history: Any,
+    plan: Any,
+    warnings: list[str],
+    out: TextIO | None = None,
+    idle_s: float = 0.5,
+) -> Followed:
+    """Start `plan` under a supervisor and follow it to its end, as `run` and `build` do.
+
+    `args` supplies --state-dir and, when the command has them, --force and --detach. The
+    build's log goes to `out` (stdout by default), what the workbench says to stderr.
+    """
     from workbench.supervision.control import start
     from workbench.supervision.launch import display
 
-    started = start(_state(args), history, plan, args.force, warnings)
+    force = bool(getattr(args, "force", False))
+    started = start(_state(args), history, plan, force, warnings)
     for line in started.warnings:
         _say(f"warning: {line}" if not line.startswith(" ") else line)
     record, supervisor = started.record, started.supervisor
@@ -292,15 +321,18 @@ def _launch(args: argparse.Namespace, history: Any, plan: Any, warnings: list[st
         from workbench.supervision.follow import exit_code, outcome_line
 
         _say(outcome_line(record))
-        return exit_code(record) or 1
-    if args.detach:
+        return Followed(exit_code(record) or 1, record.id, True)
+    if getattr(args, "detach", False):
         _say(
             f"running in the background; follow: `{_command(args)} attach {record.id}`, "
             f"stop: `{_command(args)} stop {record.id}`"
         )
-        return 0
+        return Followed(0, record.id, False)
     _say(f"following; Ctrl-C leaves it running (`{_command(args)} attach {record.id}` comes back)")
-    return _follow(args, history, record.id, supervisor, backlog=False)
+    code, finished = _follow_to_end(
+        args, history, record.id, supervisor, backlog=False, out=out, idle_s=idle_s
+    )
+    return Followed(code, record.id, finished)
 
 
 # -- following ----------------------------------------------------------------------------------
@@ -314,6 +346,22 @@ def _follow(
     backlog: bool = True,
 ) -> int:
     """Print the build's log and a status line until it ends; Ctrl-C detaches."""
+    return _follow_to_end(args, history, build_id, supervisor, backlog)[0]
+
+
+def _follow_to_end(
+    args: argparse.Namespace,
+    history: Any,
+    build_id: int,
+    supervisor: Any = None,
+    backlog: bool = True,
+    out: TextIO | None = None,
+    idle_s: float = 0.5,
+) -> tuple[int, bool]:
+    """_follow, also saying whether the build ended while followed (False after Ctrl-C).
+
+    `idle_s` is the pause between polls while the log is quiet.
+    """
     import shutil
 
     from workbench.supervision.follow import Follower, exit_code, outcome_line, status_line
@@ -323,7 +371,7 @@ def _follow(
     shown_status = False
     last_status = ""
     last_status_at = 0.0
-    out = sys.stdout
+    out = out or sys.stdout
 
     def clear() -> None:
         nonlocal shown_status
@@ -350,7 +398,7 @@ def _follow(
                 _say(outcome_line(update.record))
                 if update.record.started is not None:
                     _say(f"measurements: `{_command(args)} report {build_id}`")
-                return exit_code(update.record)
+                return exit_code(update.record), True
             status = status_line(update.record)
             now = time.monotonic()
             if tty:
@@ -361,7 +409,7 @@ def _follow(
             elif status != last_status and now - last_status_at >= STATUS_EVERY_S:
                 _say(status)
                 last_status, last_status_at = status, now
-            time.sleep(0.1 if update.lines else 0.5)
+            time.sleep(min(0.1, idle_s) if update.lines else idle_s)
     except KeyboardInterrupt:
         clear()
         sys.stderr.write("\n")
@@ -370,13 +418,13 @@ def _follow(
             f"{build_id}` · log: `{_command(args)} logs {build_id} --follow` · stop: "
             f"`{_command(args)} stop {build_id}`"
         )
-        return 0
+        return 0, False
     except BrokenPipeError:
         # `workbench attach | head`: the reader left; the build goes on. Point stdout at
         # /dev/null so Python's exit does not fail flushing it again.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        return 0
+        return 0, False
 
 
 def run_attach(args: argparse.Namespace) -> int:

@@ -7,12 +7,14 @@ that `workbench --version` stays fast.
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from workbench import __version__
+
+if TYPE_CHECKING:
+    import argparse
 
 COMMAND_MODULES = (
     "workbench.cli.variants_command",
@@ -20,11 +22,16 @@ COMMAND_MODULES = (
     "workbench.cli.config_command",
     "workbench.cli.debug_command",
     "workbench.cli.build_commands",
+    "workbench.cli.patches_command",
+    "workbench.cli.iterate_command",
 )
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole argument parser, with every command module registered."""
+    import argparse  # here: opening the TUI needs no parser
+    import importlib
+
     parser = argparse.ArgumentParser(
         prog="workbench",
         description="Build ONNX Runtime from source with CUDA through Nix or Flox, and watch it.",
@@ -55,21 +62,46 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+GLOBAL_OPTIONS = ("--config", "--state-dir")
+
+
+def tui_options(args_list: Sequence[str]) -> dict[str, str] | None:
+    """The global options when `args_list` holds nothing else (the TUI's launch), else None.
+
+    Lets `workbench` open the TUI without building the parser, which imports every command
+    module; anything unusual (a command, --help, a missing value) returns None and goes
+    through the parser as usual.
+    """
+    options: dict[str, str] = {}
+    rest = list(args_list)
+    while rest:
+        name, equals, value = rest.pop(0).partition("=")
+        if name not in GLOBAL_OPTIONS or (equals and not value):
+            return None
+        if not equals:
+            if not rest or rest[0].startswith("-"):
+                return None
+            value = rest.pop(0)
+        options[name[2:].replace("-", "_")] = value
+    return options
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; with no command, open the TUI."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list == ["--version"]:  # the fast path: no parser, no imports
         print(f"workbench {__version__}")
         return 0
+    options = tui_options(args_list)
+    if options is not None:  # the TUI's fast path: its first screen is drawn sooner
+        return open_tui(options.get("config"), options.get("state_dir"))
     parser = build_parser()
     args = parser.parse_args(args_list)
     from workbench.errors import WorkbenchError
 
     try:
         if args.command is None:
-            from workbench.tui.app import run_app
-
-            return run_app(config=args.config, state_dir=args.state_dir)
+            return open_tui(args.config, args.state_dir)
         return int(args.handler(args) or 0)
     except WorkbenchError as exc:
         print(f"workbench: error: {exc}", file=sys.stderr)
@@ -79,6 +111,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into `head`: not an error worth a traceback
         sys.stderr.close()
         return 0
+
+
+def open_tui(config: str | None, state_dir: str | None) -> int:
+    """Run the TUI; an error before it starts (a bad config) is reported like a command's."""
+    from workbench.errors import WorkbenchError
+    from workbench.tui.app import run_app
+
+    try:
+        return run_app(config=config, state_dir=state_dir)
+    except WorkbenchError as exc:
+        print(f"workbench: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
 
 
 if __name__ == "__main__":

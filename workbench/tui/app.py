@@ -1,25 +1,41 @@
-"""The workbench app: `make_app` builds it for the CLI and for the tests."""
+"""The workbench app: `make_app` builds it for the CLI and for the tests.
+
+Start-up is kept to what the first screen needs (`benchmarks/startup.py` times it): the other
+screens are imported when they are opened, and detecting the host and reading the history
+(reattaching to a running build, the variants' last builds) run in workers once the first
+screen is on the terminal.
+"""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from textual import work
 from textual.app import App
 from textual.binding import Binding
+from textual.worker import get_current_worker
 
-from workbench.doctor import DoctorReport, diagnose
 from workbench.matrix import Matrix, load_matrix
 from workbench.paths import config_dir, state_dir
-from workbench.settings import BuildSettings
-from workbench.tui.variants_screen import VariantsScreen
+from workbench.tui.clock import Clock
+from workbench.tui.variants_screen import FIRST_FRAME_WAIT_S, VariantsScreen
 
 if TYPE_CHECKING:
     from workbench.debugging.model import Capture
+    from workbench.doctor import DoctorReport
+    from workbench.settings import BuildSettings
 
-Doctor = Callable[[Matrix, BuildSettings], DoctorReport]
+Doctor = Callable[["Matrix", "BuildSettings"], "DoctorReport"]
+
+
+def detect_this_host(matrix: Matrix, settings: BuildSettings) -> DoctorReport:
+    """`workbench doctor` on this host (imported when first called: it is not cheap)."""
+    from workbench.doctor import diagnose
+
+    return diagnose(matrix, settings, nvidia_smi="nvidia-smi")
 
 
 class WorkbenchApp(App[None]):
@@ -48,34 +64,58 @@ class WorkbenchApp(App[None]):
     ]
 
     def __init__(
-        self, config_directory: Path, state_directory: Path, matrix: Matrix, doctor: Doctor
+        self,
+        config_directory: Path,
+        state_directory: Path,
+        matrix: Matrix,
+        doctor: Doctor,
+        clock: Clock = time.time,
     ) -> None:
         super().__init__()
         self.config_directory = config_directory
         self.state_directory = state_directory
         self.matrix = matrix
         self.doctor = doctor
+        self.clock = clock  # what "ago" is measured against (frozen in snapshots)
         self.report: DoctorReport | None = None  # the last detection, shared by the screens
 
     async def on_mount(self) -> None:
         self.sub_title = f"ONNX Runtime {self.matrix.ort_version}"
-        await self.push_screen(
-            VariantsScreen(self.matrix, self.config_directory, self.doctor, self.state_directory)
+        screen = VariantsScreen(
+            self.matrix, self.config_directory, self.doctor, self.state_directory
         )
-        self.reattach()
+        await self.push_screen(screen)
+        self.reattach(screen)
 
-    def reattach(self) -> None:
-        """A build already running (from the CLI, another terminal, or before) is shown live."""
+    @work(thread=True, exclusive=True, group="reattach")
+    def reattach(self, first: VariantsScreen) -> None:
+        """A build already running (from the CLI, another terminal, or before) is shown live.
+
+        Looked up once the first screen is drawn (see `VariantsScreen.drawn`).
+        """
+        first.drawn.wait(FIRST_FRAME_WAIT_S)
+        # Imported only now: importing holds the interpreter's lock, which the first frame needs.
         from workbench.supervision.history import History, database_path
         from workbench.supervision.liveness import check
 
-        if not database_path(self.state_directory).exists():
+        if get_current_worker().is_cancelled or not database_path(self.state_directory).exists():
             return
         with History(self.state_directory) as history:
             running = check(history, history.active())
         running = [record for record in running if record.active]
         if running:
-            self.open_build(running[0].id)
+            self.call_from_thread(self._show_running, first, running[0].id)
+
+    def _show_running(self, first: VariantsScreen, build_id: int) -> None:
+        # Only over the first screen: a user who already went elsewhere is not interrupted.
+        if self.screen is first:
+            self.open_build(build_id)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # The key of the screen already shown leaves the footer (and its room) to the others.
+        # By name: importing those screens here would slow the first one down.
+        shown = (action, type(self.screen).__name__)
+        return shown not in (("history", "HistoryScreen"), ("settings", "SettingsScreen"))
 
     def open_debug(self, pid: int | None = None, capture: Capture | None = None) -> None:
         """Show the debug screen: capture PID live, or show a capture already taken."""
@@ -87,6 +127,9 @@ class WorkbenchApp(App[None]):
         """Show build `build_id` live (or as it ended)."""
         from workbench.tui.build_screen import BuildScreen
 
+        screen = self.screen
+        if isinstance(screen, BuildScreen) and screen.build_id == build_id:
+            return  # already shown
         self.push_screen(BuildScreen(self.state_directory, build_id))
 
     def action_history(self) -> None:
@@ -104,18 +147,23 @@ class WorkbenchApp(App[None]):
 
 
 def make_app(
-    config: str | None = None, state: str | None = None, doctor: Doctor | None = None
+    config: str | None = None,
+    state: str | None = None,
+    doctor: Doctor | None = None,
+    clock: Clock | None = None,
 ) -> WorkbenchApp:
     """The app for these config and state directories (the CLI's and the tests' factory).
 
-    `doctor` detects the host; tests and screenshots pass one with recorded hardware.
+    `doctor` detects the host and `clock` tells the time; tests and screenshots pass recorded
+    hardware and a frozen clock.
     """
     directory = config_dir(config)
     return WorkbenchApp(
         directory,
         state_dir(state),
         load_matrix(directory),
-        doctor or partial(diagnose, nvidia_smi="nvidia-smi"),
+        doctor or detect_this_host,
+        clock or time.time,
     )
 
 

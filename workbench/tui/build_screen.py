@@ -269,6 +269,7 @@ def memory(value: float) -> str:
 class ConfirmStop(ModalScreen[bool]):
     """Yes or no: stop this build and every process of it."""
 
+    CSS_PATH = "build.tcss"
     BINDINGS = [
         Binding("y", "answer(True)", "Yes, stop it", id="confirm.yes"),
         Binding("n,escape", "answer(False)", "No", id="confirm.no"),
@@ -298,6 +299,7 @@ class ConfirmStop(ModalScreen[bool]):
 class BuildScreen(Screen[None]):
     """Progress, CPU and memory graphs, the processes and the log of one build."""
 
+    CSS_PATH = "build.tcss"
     COMMANDS = {ScreenCommands}
     VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
@@ -405,7 +407,8 @@ class BuildScreen(Screen[None]):
         yield Static("", id="build-stall")
         with Horizontal(id="build-graphs"):
             yield TimeGraph("CPU (all cores)", percent, 100.0, id="build-cpu")
-            yield TimeGraph("Memory (RSS)", memory, 1.0, limit_fraction=0.9, id="build-memory")
+            # Its scale (RSS plus what is still available) comes with the first sample.
+            yield TimeGraph("Memory (RSS)", memory, 0.0, limit_fraction=0.9, id="build-memory")
         with Vertical(id="build-panes"):
             yield ProcessTable(id="build-processes")
             yield LogView(id="build-log")

@@ -291,6 +291,7 @@ class StackTable(DataTable[object]):
 class DebugScreen(Screen[None]):
     """A process's threads and frames under the diagnosis of its hang."""
 
+    CSS_PATH = "debug.tcss"
     COMMANDS = {ScreenCommands}
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]

@@ -24,6 +24,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 from workbench.errors import WorkbenchError
 from workbench.supervision.follow import duration, size
 from workbench.supervision.history import History, database_path
+from workbench.tui import clock
 
 HISTORY_LIMIT = 500
 RELOAD_WHILE_RUNNING_S = 2.0
@@ -66,20 +67,29 @@ class HistoryRow:
         return self.name
 
 
-# (label, key)
+# (label, key): what was built and how it went first, the measurements next and the start date
+# last, so that 80 columns show what matters most.
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("", "mark"),
     ("id", "id"),
     ("build", "build"),
     ("state", "state"),
-    ("started", "started"),
     ("time", "time"),
-    ("jobs", "jobs"),
-    ("CPU", "cpu"),
     ("peak RSS", "peak"),
+    ("CPU", "cpu"),
+    ("jobs", "jobs"),
+    ("started", "started"),
 )
-SORT_KEYS = ("id", "build", "state", "started", "time", "jobs", "cpu", "peak")
+SORT_KEYS = ("id", "build", "state", "time", "peak", "cpu", "jobs", "started")
 _TEXT_KEYS = {"build", "state"}
+# Every matrix variant's name starts so; the table leaves it out to keep 80 columns readable.
+VARIANT_PREFIX = "onnxruntime-python"
+
+
+def short_label(label: str) -> str:
+    """A build's label as the table shows it: "onnxruntime-python313-cuda12_9-sm90-avx512" is
+    "py313-cuda12_9-sm90-avx512"; anything else as it is."""
+    return "py" + label[len(VARIANT_PREFIX) :] if label.startswith(VARIANT_PREFIX) else label
 
 
 def sort_value(row: HistoryRow, key: str) -> Any:
@@ -106,13 +116,13 @@ def cells(row: HistoryRow, marked: bool, now: float | None = None) -> tuple[str,
     return (
         "✓" if marked else "",
         str(row.id),
-        row.label,
+        short_label(row.label),
         row.outcome,
-        started,
         duration(elapsed),
-        str(row.jobs) if row.jobs else "-",
-        f"{row.cpu_percent:.0f}%" if row.cpu_percent is not None else "-",
         size(row.peak_rss) if row.peak_rss is not None else "-",
+        f"{row.cpu_percent:.0f}%" if row.cpu_percent is not None else "-",
+        str(row.jobs) if row.jobs else "-",
+        started,
     )
 
 
@@ -164,6 +174,7 @@ def report_markdown(state_directory: Path, ids: list[int]) -> str:
 class ReportScreen(Screen[None]):
     """A report in Markdown, scrollable with the keyboard."""
 
+    CSS_PATH = "history.tcss"
     BINDINGS = [
         Binding("escape", "back", "Back", id="report.back", tooltip="Back to the history"),
     ]
@@ -190,6 +201,7 @@ class ReportScreen(Screen[None]):
 class HistoryScreen(Screen[None]):
     """Past builds: open one, read its report, compare two."""
 
+    CSS_PATH = "history.tcss"
     BINDINGS = [
         Binding(
             "enter",
@@ -225,7 +237,7 @@ class HistoryScreen(Screen[None]):
             "next_sort",
             "Sort",
             id="history.sort",
-            tooltip="Sort by the next column (id, build, state, started, time, jobs, CPU, RSS)",
+            tooltip="Sort by the next column (id, build, state, time, RSS, CPU, jobs, started)",
         ),
         Binding(
             "O", "reverse_sort", "Reverse", id="history.reverse", show=False, tooltip="Reverse"
@@ -302,11 +314,11 @@ class HistoryScreen(Screen[None]):
         table = self.query_one("#history-table", DataTable)
         highlighted = self.highlighted_id()
         table.clear()
-        now = time.time()
+        at = clock.now(self.app)
         for row in sorted(
             self.rows, key=lambda r: sort_value(r, self.sort_key), reverse=self.descending
         ):
-            table.add_row(*cells(row, row.id in self.marked, now), key=str(row.id))
+            table.add_row(*cells(row, row.id in self.marked, at), key=str(row.id))
         if highlighted is not None and str(highlighted) in table.rows:
             table.move_cursor(row=table.get_row_index(str(highlighted)), animate=False)
         self._summarise()

@@ -31,6 +31,7 @@ TEXT_KEYS = ("ninja_jobs", "nvcc_threads", "max_jobs", "cuda_architectures", "op
 class SettingsScreen(Screen[None]):
     """configs/settings.toml as a form."""
 
+    CSS_PATH = "settings.tcss"
     BINDINGS = [
         Binding(
             "ctrl+s",
@@ -123,6 +124,7 @@ class SettingsScreen(Screen[None]):
         return format_value(self.values[key])
 
     def on_mount(self) -> None:
+        self.sub_title = "settings"
         self.update_advice()
 
     def _check(self, key: str, value: Any) -> None:

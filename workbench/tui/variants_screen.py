@@ -1,11 +1,18 @@
-"""The first screen: this host, the recommended variant and why, the matrix, and launching."""
+"""The first screen: this host, the recommended variant and why, the matrix, and launching.
+
+It is drawn before anything slow happens: detecting the host (`doctor`) and reading the last
+builds from the history run in workers that wait for `drawn`, set once the first frame (with
+the footer's keys) is on the terminal; placeholders stand in until they report.
+"""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual import work
 from textual.app import ComposeResult
@@ -13,12 +20,19 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Static
+from textual.worker import get_current_worker
 
-from workbench.doctor import DoctorReport
 from workbench.errors import WorkbenchError
 from workbench.matrix import Matrix
-from workbench.settings import BuildSettings, load_settings
+from workbench.tui import clock
 from workbench.variants import expand
+
+if TYPE_CHECKING:
+    from workbench.doctor import DoctorReport
+    from workbench.settings import BuildSettings
+
+# Longest wait for the first frame before the workers start anyway.
+FIRST_FRAME_WAIT_S = 5.0
 
 COLUMNS = ("", "", "target", "CUDA", "Py", "SM / GPUs", "ISA", "last build")
 COLUMN_KEYS = ("mark", "selected", "target", "cuda", "python", "sm", "isa", "last")
@@ -64,12 +78,14 @@ def matrix_rows(matrix: Matrix) -> list[Row]:
     return rows
 
 
-def last_build_text(state: str, ended: float | None, duration: float | None) -> str:
+def last_build_text(
+    state: str, ended: float | None, duration: float | None, now: float | None = None
+) -> str:
     """ "ok 12m · 2h ago", "failed 3m · 5d ago", "running"."""
     if ended is None:
         return state
     minutes = (duration or 0) / 60
-    ago = time.time() - ended
+    ago = (time.time() if now is None else now) - ended
     when = f"{ago / 3600:.0f}h ago" if ago < 86400 * 2 else f"{ago / 86400:.0f}d ago"
     short = {"succeeded": "ok"}.get(state, state)
     return f"{short} {minutes:.0f}m · {when}"
@@ -78,6 +94,9 @@ def last_build_text(state: str, ended: float | None, duration: float | None) -> 
 class VariantsScreen(Screen[None]):
     """Variants and flavours, the recommended one marked; select and launch."""
 
+    # The table from the start: with the filter focused first, its typing keys would hide the
+    # screen's keys from the footer until focus moved (a frame or more later).
+    AUTO_FOCUS = "#variants"
     BINDINGS = [
         Binding(
             "slash",
@@ -134,6 +153,8 @@ class VariantsScreen(Screen[None]):
         self.marked: set[str] = set()
         self.last_builds: dict[str, str] = {}
         self.sort_index = -1
+        # Set once the first frame is drawn; the slow lookups wait for it.
+        self.drawn = threading.Event()
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -154,8 +175,21 @@ class VariantsScreen(Screen[None]):
             table.add_column(label, key=key)
         self._fill()
         table.focus()
+        self.call_after_refresh(self._first_frame_drawn)
         self.detect()
         self.load_last_builds()
+
+    def _first_frame_drawn(self) -> None:
+        # The footer shows its keys one refresh later, after recomposing: wait for that too.
+        self.call_after_refresh(self.drawn.set)
+
+    def on_unmount(self) -> None:
+        self.drawn.set()  # no worker may wait on a screen that is gone
+
+    def _wait_until_drawn(self) -> bool:
+        """In a worker: wait for the first frame; False if the worker was cancelled meanwhile."""
+        self.drawn.wait(FIRST_FRAME_WAIT_S)
+        return not get_current_worker().is_cancelled
 
     def _fill(self) -> None:
         table = self.query_one("#variants", DataTable)
@@ -193,6 +227,11 @@ class VariantsScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="detect")
     def detect(self) -> None:
+        """This host's GPUs, CPU, memory and tools, and the variant it needs (`doctor`)."""
+        if not self._wait_until_drawn():
+            return
+        from workbench.settings import load_settings
+
         settings = load_settings(self.config_directory, self.matrix)
         report = self.doctor(self.matrix, settings)
         self.app.call_from_thread(self.show_report, report)
@@ -200,7 +239,7 @@ class VariantsScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="last-builds")
     def load_last_builds(self) -> None:
         """The newest build of each target, from the history (if there is one)."""
-        if self.state_directory is None:
+        if self.state_directory is None or not self._wait_until_drawn():
             return
         from workbench.supervision.history import History, database_path
 
@@ -209,9 +248,10 @@ class VariantsScreen(Screen[None]):
         with History(self.state_directory) as history:
             records = history.builds(limit=500)
         latest: dict[str, str] = {}
+        at = clock.now(self.app)
         for record in records:  # newest first
             latest.setdefault(
-                record.name, last_build_text(record.state, record.ended, record.duration_s)
+                record.name, last_build_text(record.state, record.ended, record.duration_s, at)
             )
         self.app.call_from_thread(self._show_last_builds, latest)
 
@@ -231,12 +271,12 @@ class VariantsScreen(Screen[None]):
             else f"GPU  {gpu.message}"
         )
         best_isa = hardware.cpu.isas[-1] if hardware.cpu.isas else "no matrix ISA"
+        # One line each (cut, not wrapped, when narrow): what is missing goes on the shorter one.
         lines = [
-            gpu_line,
+            gpu_line + (f" · missing: {', '.join(missing)}" if missing else ""),
             f"CPU  {hardware.cpu.model} · {hardware.cpu.cores} cores · {best_isa} · "
             f"{hardware.memory.available / 1024**3:.0f} GB free · "
-            f"{report.parallelism.jobs} jobs × {report.parallelism.nvcc_threads} nvcc threads"
-            + (f" · missing: {', '.join(missing)}" if missing else ""),
+            f"{report.parallelism.jobs} jobs × {report.parallelism.nvcc_threads} nvcc threads",
         ]
         self.query_one("#host-summary", Static).update("\n".join(lines))
         newcomer = self.query_one("#newcomer", Static)

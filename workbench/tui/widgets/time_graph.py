@@ -135,7 +135,9 @@ class TimeGraph(Widget):
                 runs.append((position, position + 1, hot))
         padding = plot_width - len(columns)
         for row in range(rows):
-            if row == 0:
+            if self.maximum <= 0:
+                label = ""  # no scale yet (memory before its first sample): no numbers
+            elif row == 0:
                 label = self.format_value(self.maximum)
             elif row == rows // 2 and rows > 2:
                 label = self.format_value(self.maximum / 2)

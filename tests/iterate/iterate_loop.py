@@ -1,0 +1,74 @@
+"""What the iterate tests share: the set-up of one loop (configs, source, series, CLI)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from patch_fixture import FixtureSeries
+from supervision.supervised import Bench
+
+needs_tools = pytest.mark.skipif(
+    any(shutil.which(tool) is None for tool in ("git", "cmake", "ninja", "g++")),
+    reason="needs git, cmake, ninja and g++ (scripts/test.sh installs them)",
+)
+
+
+@dataclass
+class Loop:
+    """One test's iterate set-up: configs, the pristine source, the series, the CLI."""
+
+    configs: Path
+    source: Path
+    series: FixtureSeries
+    bench: Bench
+    target: str = "cpu"
+
+    @property
+    def state(self) -> Path:
+        return self.bench.state
+
+    @property
+    def workspace(self) -> Path:
+        return self.state / "workspaces" / self.target
+
+    @property
+    def src(self) -> Path:
+        return self.workspace / "src"
+
+    @property
+    def build(self) -> Path:
+        return self.workspace / "build"
+
+    def iterate(
+        self, *extra: str, source: bool = True, target: str | None = None, timeout: float = 240
+    ) -> subprocess.CompletedProcess[str]:
+        """`workbench iterate TARGET --json ...` to its end."""
+        argv = ["--config", str(self.configs), "iterate", target or self.target, "--json"]
+        if source:
+            argv += ["--source", str(self.source)]
+        return self.bench.run(*argv, *extra, timeout=timeout)
+
+    def iterate_json(self, *extra: str, **options) -> dict:
+        result = self.iterate(*extra, **options)
+        assert result.returncode == 0, result.stderr[-4000:]
+        return json.loads(result.stdout)
+
+    def git(self, *args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=self.src, capture_output=True, text=True, check=True
+        ).stdout
+
+
+def stamps(tree: Path) -> dict[str, tuple[int, bytes]]:
+    """Every file of a tree (outside .git) with its mtime and content."""
+    found = {}
+    for path in sorted(tree.rglob("*")):
+        if ".git" in path.relative_to(tree).parts or not path.is_file():
+            continue
+        found[str(path.relative_to(tree))] = (path.stat().st_mtime_ns, path.read_bytes())
+    return found

@@ -1,0 +1,407 @@
+"""`workbench iterate VARIANT [--source DIR] [--jobs N] [--smoke -- CMD...]`: the fast loop.
+
+One cycle: the workspace's working copy made or brought in line with the patch series
+(workbench.iterate.session), cmake run only when the flake's flags changed, ninja under the
+supervisor exactly as `workbench run` starts and follows a build, then the smoke command
+(remembered in workspace.json) with a hang captured and diagnosed, and a summary: patches
+(re)applied, files compiled, build id, smoke result. `--json` prints the summary as one
+document (schema "workbench-iterate/1"; the build's log then goes to stderr).
+
+Exit status: the build's when it failed, else 3 when the smoke command hung, 1 when it failed,
+0; 2 for an error before the build (a patch that does not apply, an unknown variant, ...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from workbench.cli.build_commands import _command, _positive, _say, _state
+
+SCHEMA = "workbench-iterate/1"
+DEFAULT_SMOKE_TIMEOUT_S = 120.0
+
+
+def _timeout(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value <= 86400:
+        raise argparse.ArgumentTypeError(f"{value:g}: give more than 0 and at most 86400 seconds")
+    return value
+
+
+def register(subcommands: argparse._SubParsersAction) -> None:
+    """Add `iterate` to the parser."""
+    iterate = subcommands.add_parser(
+        "iterate",
+        help="patch, rebuild incrementally and smoke-test a variant in a workspace",
+        usage="workbench iterate VARIANT [--source DIR] [-j N] [--smoke-timeout S] "
+        "[--no-smoke] [--json] [--smoke -- CMD ARGS...]",
+        description="Keep a git working copy of the variant's source in the state directory "
+        "(workspaces/VARIANT/src; from --source DIR, or the flake's src on a Nix host) with "
+        "the enabled patches of patches/series.toml as one commit per patch, configure it "
+        "once with the flake's CMake flags, and build it with ninja under the supervisor. "
+        "Run it again after editing sources or a patch: only what changed is rebuilt (a "
+        "changed patch is re-applied, your uncommitted edits kept), then the smoke command "
+        "runs; a hang is captured and diagnosed.",
+        epilog="example: workbench iterate cuda-static --source ~/src/onnxruntime "
+        "--smoke -- ./onnxruntime_test_all --gtest_filter='*Static*'",
+    )
+    iterate.add_argument(
+        "variant",
+        metavar="VARIANT",
+        help="a variant name (`workbench variants --names`), or a flavour: cpu, cuda-dyn, "
+        "cuda-static or its flake attribute",
+    )
+    _options(iterate)
+    # Everything after VARIANT: its options (read again by _split_tail, since argparse hands
+    # a REMAINDER all of it), then `--` and the smoke command.
+    iterate.add_argument("tail", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    iterate.set_defaults(handler=run_iterate)
+
+
+def _options(parser: argparse.ArgumentParser, tail: bool = False) -> None:
+    """iterate's options; `tail` is the parser of what follows VARIANT (no defaults there)."""
+    default: Any = argparse.SUPPRESS if tail else None
+    flag: Any = argparse.SUPPRESS if tail else False
+    parser.add_argument(
+        "--source",
+        metavar="DIR",
+        default=default,
+        help="the ONNX Runtime source tree to copy into a new workspace (default: the "
+        "flake's src, fetched with Nix)",
+    )
+    parser.add_argument(
+        "-j", "--jobs", type=_positive, metavar="N", default=default, help="ninja jobs"
+    )
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        default=flag,
+        help="the command after -- is the smoke test, run after each build and remembered "
+        "for later cycles; a relative program path is looked up in the build directory first",
+    )
+    parser.add_argument(
+        "--no-smoke", action="store_true", default=flag, help="skip the smoke test this time"
+    )
+    parser.add_argument(
+        "--smoke-timeout",
+        type=_timeout,
+        metavar="S",
+        default=default,
+        help="seconds before a smoke run counts as hung and its stacks are captured "
+        f"(remembered; default {DEFAULT_SMOKE_TIMEOUT_S:g})",
+    )
+    parser.add_argument(
+        "--json", action="store_true", default=flag, help="print the summary as JSON"
+    )
+    if tail:  # the global options, accepted after the command as everywhere else
+        parser.add_argument("--config", metavar="DIR", default=argparse.SUPPRESS)
+        parser.add_argument("--state-dir", metavar="DIR", default=argparse.SUPPRESS)
+
+
+def _split_tail(args: argparse.Namespace) -> list[str]:
+    """Read the options after VARIANT into `args`; the smoke command after `--` (or [])."""
+    tail = list(args.tail)
+    command: list[str] = []
+    if "--" in tail:
+        cut = tail.index("--")
+        tail, command = tail[:cut], tail[cut + 1 :]
+    if tail:
+        parser = argparse.ArgumentParser(
+            prog=f"workbench iterate {args.variant}", add_help=False, allow_abbrev=False
+        )
+        _options(parser, tail=True)
+        if command:
+            parser.parse_args(tail, namespace=args)
+        else:  # argparse ate the `--` when options came before VARIANT: the rest is the command
+            _, command = parser.parse_known_args(tail, namespace=args)
+    return command
+
+
+def _smoke_argv(args: argparse.Namespace) -> list[str] | None:
+    command = _split_tail(args)
+    if args.smoke and not command:
+        from workbench.errors import WorkbenchError
+
+        raise WorkbenchError(
+            "--smoke needs the command after --, e.g. `workbench iterate cpu --smoke -- "
+            "./onnxruntime_test_all`"
+        )
+    if command and not args.smoke:
+        from workbench.errors import WorkbenchError
+
+        raise WorkbenchError(
+            f"unexpected {shlex.join(command)!r}: to set the smoke command, put --smoke before "
+            f"it (`workbench iterate {args.variant} --smoke -- {shlex.join(command)}`)"
+        )
+    return command or None
+
+
+def resolve_smoke_program(argv: list[str], build: Path) -> list[str]:
+    """A relative program path (./x, bin/x) made absolute: in the build directory if it is
+    there, else in the current directory, so a remembered command works from anywhere."""
+    program = argv[0]
+    if os.sep in program and not os.path.isabs(program):
+        in_build = build / program
+        chosen = in_build if in_build.exists() else Path.cwd() / program
+        return [str(chosen.resolve()), *argv[1:]]
+    return list(argv)
+
+
+def run_iterate(args: argparse.Namespace) -> int:
+    """`workbench iterate`."""
+    from workbench.iterate import ninja_output, session
+    from workbench.iterate.workspace import WorkspaceError
+    from workbench.paths import config_dir
+    from workbench.supervision.lock import LockBusy
+
+    began = time.monotonic()
+    new_smoke = _smoke_argv(args)
+    config = config_dir(args.config)
+    state_directory = _state(args)
+    say = _say
+    try:
+        prepared = session.prepare(
+            config,
+            state_directory,
+            args.variant,
+            Path(args.source) if args.source else None,
+            say,
+        )
+    except LockBusy as busy:
+        holder = busy.holder.get("build_id")
+        raise WorkspaceError(
+            f"build #{holder} of this workspace is still running ({busy.checkout}); its files "
+            f"are not changed under it. Follow it (`{_command(args)} attach {holder}`) or stop it "
+            f"(`{_command(args)} stop {holder}`), then run iterate again"
+            if holder
+            else f"another build of {busy.checkout} is running; wait for it, then run iterate again"
+        ) from None
+    for warning in prepared.warnings:
+        say(f"warning: {warning}")
+    _say_patches(prepared)
+
+    if prepared.needs_configure:
+        say(f"configuring: {shlex.join(prepared.configure_argv)}")
+        session.configure(prepared, stream=sys.stderr)
+        configured = True
+    else:
+        say("configure: the flake's flags are unchanged (cmake not run)")
+        configured = False
+
+    from workbench.cli.build_commands import launch_and_follow
+    from workbench.supervision.history import History
+
+    history = History(state_directory)
+    jobs, jobs_source = _jobs(args, history, prepared)
+    plan = session.plan(prepared, jobs, jobs_source)
+    # The summary counts ninja's status lines, so they must have the default form.
+    os.environ["NINJA_STATUS"] = ninja_output.NINJA_STATUS
+    started_at = time.monotonic()
+    followed = launch_and_follow(
+        args, history, plan, [], out=sys.stderr if args.json else sys.stdout, idle_s=0.05
+    )
+    followed_s = time.monotonic() - started_at
+    record = history.get(followed.build_id)
+    if not followed.finished:
+        say(
+            f"the build goes on without this terminal; the smoke test and the summary are "
+            f"skipped (`{_command(args)} iterate {args.variant}` again once it ended)"
+        )
+        return followed.code
+    ninja = ninja_output.parse_log(record.log_path)
+
+    smoke_state = dict(prepared.state.get("smoke") or {})
+    if new_smoke is not None:
+        smoke_state["argv"] = resolve_smoke_program(new_smoke, prepared.paths.build)
+    if args.smoke_timeout is not None:
+        smoke_state["timeout_s"] = args.smoke_timeout
+    prepared.state["smoke"] = smoke_state or None
+    smoke_result = None
+    smoke_note = ""
+    smoke_began = time.monotonic()
+    if followed.code != 0:
+        smoke_note = "not run: the build failed"
+    elif args.no_smoke:
+        smoke_note = "skipped (--no-smoke)"
+    elif not smoke_state.get("argv"):
+        smoke_note = (
+            f"none set; set one with `{_command(args)} iterate {args.variant} --smoke -- CMD "
+            "ARGS...` (it is remembered for the next cycles)"
+        )
+    else:
+        from workbench.debugging import smoke
+
+        smoke_result = smoke.smoke_command(
+            smoke_state["argv"],
+            timeout=float(smoke_state.get("timeout_s") or DEFAULT_SMOKE_TIMEOUT_S),
+            library_path=[str(prepared.paths.build)],
+            progress=None if args.json else (lambda message: say(f"smoke: {message}")),
+        )
+    smoke_s = time.monotonic() - smoke_began
+
+    timings = {
+        **{key: round(value, 3) for key, value in prepared.timings.items()},
+        "build_s": round(record.duration_s or 0.0, 3),
+        "launch_and_follow_s": round(followed_s, 3),
+        "smoke_s": round(smoke_s, 3),
+        "total_s": round(time.monotonic() - began, 3),
+    }
+    prepared.state["last"] = {
+        "build_id": record.id,
+        "state": record.state,
+        "compiled": ninja.sources,
+        "smoke": smoke_result.status if smoke_result else None,
+        "at": time.time(),
+    }
+    prepared.save()
+    document = _document(prepared, configured, record, ninja, smoke_result, smoke_note, timings)
+    if args.json:
+        from workbench.cli.common import print_json
+
+        print_json(document)
+    else:
+        print(_summary(document, smoke_result))
+    if followed.code != 0:
+        return followed.code
+    if smoke_result is not None:
+        return {"passed": 0, "hung": 3}.get(smoke_result.status, 1)
+    return 0
+
+
+def _jobs(args: argparse.Namespace, history: Any, prepared: Any) -> tuple[int, str]:
+    if args.jobs:
+        return args.jobs, "--jobs"
+    settings = prepared.settings
+    if settings.ninja_jobs != "auto":
+        return int(settings.ninja_jobs), "settings.toml (ninja_jobs)"
+    from workbench.supervision.tuning import choose_jobs_for
+
+    choice = choose_jobs_for(
+        history, settings, f"iterate {prepared.target.name}", prepared.target.cuda, None
+    )
+    if choice.warning:
+        _say(f"warning: {choice.warning}")
+    return choice.jobs, choice.source
+
+
+def _say_patches(prepared: Any) -> None:
+    applied = prepared.applied
+    names = [patch.name for patch in prepared.patches]
+    total = len(prepared.wanted)
+    if applied.created:
+        _say(
+            f"workspace made: upstream source + {len(applied.applied)} patch commits "
+            f"({', '.join(applied.applied) or 'the series has none for ' + prepared.target.name})"
+        )
+    elif applied.replaced_from is not None:
+        _say(
+            f"series changed: reverted {', '.join(applied.reverted) or 'nothing'}; applied "
+            f"{', '.join(applied.applied) or 'nothing'}"
+            + (f"; your edits kept: {', '.join(applied.edits_kept)}" if applied.edits_kept else "")
+            + f"; {applied.kept_mtimes} unchanged files keep their modification time"
+        )
+    else:
+        _say(f"series unchanged: {total} patches ({', '.join(names) or 'none'})")
+
+
+def _document(
+    prepared: Any,
+    configured: bool,
+    record: Any,
+    ninja: Any,
+    smoke_result: Any,
+    smoke_note: str,
+    timings: dict[str, float],
+) -> dict[str, Any]:
+    from workbench.iterate.workspace import Git
+    from workbench.supervision.follow import exit_code
+
+    git = Git(prepared.paths.src)
+    return {
+        "schema": SCHEMA,
+        "target": prepared.target.name,
+        "attr": prepared.target.attr,
+        "kind": "variant" if prepared.target.variant is not None else "flavour",
+        "workspace": {
+            "root": str(prepared.paths.root),
+            "src": str(prepared.paths.src),
+            "build": str(prepared.paths.build),
+            "state_file": str(prepared.paths.state_file),
+            "source": prepared.state.get("source"),
+            "upstream_commit": prepared.state.get("upstream_commit"),
+            "head": git.head(),
+            "edits": git.dirty_files(),
+        },
+        "patches": [patch.to_json() for patch in prepared.patches],
+        "series_change": prepared.applied.to_json(),
+        "configured": configured,
+        "configure_argv": prepared.configure_argv,
+        "flags": prepared.flags.to_json(),
+        "warnings": prepared.warnings,
+        "build": {
+            "id": record.id,
+            "name": record.name,
+            "state": record.state,
+            "exit_code": exit_code(record),
+            "duration_s": record.duration_s,
+            "log": record.log_path,
+            "note": record.note,
+        },
+        "ninja": ninja.to_json(),
+        "smoke": smoke_result.to_json() if smoke_result is not None else None,
+        "smoke_note": smoke_note,
+        "timings": timings,
+    }
+
+
+def _summary(document: dict[str, Any], smoke_result: Any) -> str:
+    from workbench.supervision.follow import duration
+
+    change = document["series_change"]
+    build = document["build"]
+    ninja = document["ninja"]
+    names = [patch["name"] for patch in document["patches"]]
+    lines = [f"iterate {document['target']}: {document['workspace']['src']}"]
+    if change["created"]:
+        patches = f"{len(change['applied'])} applied as commits ({', '.join(names) or 'none'})"
+    elif change["replaced_from"] is not None:
+        patches = (
+            f"re-applied from #{change['replaced_from'] + 1}: reverted "
+            f"{', '.join(change['reverted']) or 'nothing'}, applied "
+            f"{', '.join(change['applied']) or 'nothing'}"
+        )
+    else:
+        patches = f"unchanged ({', '.join(names) or 'none'})"
+    lines.append(f"  patches:   {patches}")
+    if document["workspace"]["edits"]:
+        lines.append(f"  your edits (uncommitted): {', '.join(document['workspace']['edits'])}")
+    lines.append(f"  configure: {'ran (flags changed)' if document['configured'] else 'unchanged'}")
+    compiled = ninja["sources"]
+    shown = ", ".join(compiled[:8]) + (" ..." if len(compiled) > 8 else "")
+    work = (
+        "nothing to do"
+        if ninja["edges"] == 0
+        else f"{len(compiled)} files compiled{f' ({shown})' if compiled else ''}, "
+        f"{len(ninja['linked'])} linked, {ninja['edges']} of {ninja['total']} edges"
+    )
+    lines.append(
+        f"  build:     #{build['id']} {build['state']} in {duration(build['duration_s'])}: {work}"
+    )
+    if smoke_result is not None:
+        from workbench.debugging.smoke import render_text
+
+        text = render_text(smoke_result).splitlines()
+        lines.append(f"  smoke:     {text[0]}")
+        lines += [f"  {line}" for line in text[1:]]
+    else:
+        lines.append(f"  smoke:     {document['smoke_note']}")
+    return "\n".join(lines)

@@ -1,0 +1,577 @@
+"""The iterate workspace's git working copy: the pristine source, then one commit per patch.
+
+Layout, under the state directory:
+
+    workspaces/<TARGET>/src             git working copy: "upstream source", then the series
+    workspaces/<TARGET>/build           the CMake + ninja build directory
+    workspaces/<TARGET>/workspace.json  what the workspace was made from and configured with
+
+Each patch commit's message is the patch's name and `fixes` sentence, then trailers:
+
+    Workbench-Patch: NAME
+    Workbench-Patch-File: FILE
+    Workbench-Patch-Sha256: <sha256 of the patch file>
+
+so `git log` reads as the series, and the trailers say which version of each patch is in.
+When the series changes (a patch file edited, a patch enabled, disabled or moved), the patch
+commits from the first one that differs onwards are replaced: the user's uncommitted edits are
+stashed, HEAD is reset to the commit before, the new tail is applied (one commit per patch),
+and the edits are put back. Any failure rolls back to the previous HEAD and edits. Files whose
+content ends up as it was keep their old modification time, so ninja rebuilds only what changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import PatchError, WorkbenchError
+from workbench.patches.series import Series, SeriesPatch
+from workbench.toml_files import write_atomically
+
+WORKSPACES = "workspaces"
+STATE_FILE = "workspace.json"
+SCHEMA = "workbench-workspace/1"
+UPSTREAM_SUBJECT = "upstream source"
+TRAILER_PATCH = "Workbench-Patch"
+TRAILER_FILE = "Workbench-Patch-File"
+TRAILER_SHA = "Workbench-Patch-Sha256"
+TRAILER_UPSTREAM = "Workbench-Upstream"
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "workbench",
+    "GIT_AUTHOR_EMAIL": "workbench@localhost",
+    "GIT_COMMITTER_NAME": "workbench",
+    "GIT_COMMITTER_EMAIL": "workbench@localhost",
+}
+# Settings of the user's git that would change what a commit or apply does here.
+GIT_OPTIONS = (
+    "-c",
+    "commit.gpgsign=false",
+    "-c",
+    "core.autocrlf=false",
+    "-c",
+    "core.safecrlf=false",
+    "-c",
+    "gc.auto=0",
+    "-c",
+    "advice.detachedHead=false",
+)
+Say = Callable[[str], None]
+
+
+class GitError(WorkbenchError):
+    """A git command in the workspace failed; the message has the command and git's words."""
+
+
+class WorkspaceError(WorkbenchError):
+    """The workspace is not in a state iterate can work with; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class WorkspacePaths:
+    """Where one target's workspace lives."""
+
+    root: Path
+
+    @property
+    def src(self) -> Path:
+        return self.root / "src"
+
+    @property
+    def build(self) -> Path:
+        return self.root / "build"
+
+    @property
+    def state_file(self) -> Path:
+        return self.root / STATE_FILE
+
+    @property
+    def partial(self) -> Path:
+        """Where a new working copy is made before it becomes `src`."""
+        return self.root / "src.partial"
+
+
+def workspace_paths(state_directory: Path, target_name: str) -> WorkspacePaths:
+    """The workspace of `target_name` (a flavour or variant name) in the state directory."""
+    return WorkspacePaths(state_directory / WORKSPACES / target_name)
+
+
+# -- workspace.json --------------------------------------------------------------------------
+
+
+def load_state(paths: WorkspacePaths) -> dict[str, Any]:
+    """workspace.json's contents ({} when there is none yet)."""
+    try:
+        text = paths.state_file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise WorkspaceError(
+            f"{paths.state_file}: not valid JSON ({exc}); remove it and run iterate again "
+            "(it is re-written; the working copy is kept)"
+        ) from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise WorkspaceError(
+            f"{paths.state_file}: schema {data.get('schema') if isinstance(data, dict) else '?'}"
+            f" is not {SCHEMA}; remove it and run iterate again"
+        )
+    return data
+
+
+def save_state(paths: WorkspacePaths, data: dict[str, Any]) -> None:
+    """Write workspace.json atomically (readers see the old file or the new one)."""
+    document = {**data, "schema": SCHEMA, "updated": time.time()}
+    paths.root.mkdir(parents=True, exist_ok=True)
+    write_atomically(paths.state_file, json.dumps(document, indent=2, sort_keys=True) + "\n")
+
+
+# -- git ---------------------------------------------------------------------------------------
+
+
+class Git:
+    """git in one working copy, with a fixed identity and none of the user's hooks on commit."""
+
+    def __init__(self, tree: Path) -> None:
+        self.tree = tree
+        self.env = {**os.environ, **IDENTITY, "GIT_CEILING_DIRECTORIES": str(tree.parent)}
+        self.env.pop("GIT_DIR", None)
+        self.env.pop("GIT_WORK_TREE", None)
+        self.env.pop("GIT_INDEX_FILE", None)
+
+    def run(
+        self, *args: str, check: bool = True, stdin: bytes | None = None
+    ) -> subprocess.CompletedProcess[bytes]:
+        done = subprocess.run(
+            ["git", *GIT_OPTIONS, *args],
+            cwd=self.tree,
+            env=self.env,
+            input=stdin,
+            capture_output=True,
+            check=False,
+        )
+        if check and done.returncode != 0:
+            said = (
+                done.stderr.decode("utf-8", "replace").strip()
+                or done.stdout.decode("utf-8", "replace").strip()
+            )
+            raise GitError(f"`git {' '.join(args)}` failed in {self.tree}: {said}")
+        return done
+
+    def text(self, *args: str) -> str:
+        return self.run(*args).stdout.decode("utf-8", "surrogateescape")
+
+    def head(self) -> str:
+        return self.text("rev-parse", "HEAD").strip()
+
+    def dirty_files(self) -> list[str]:
+        """Tracked files with uncommitted changes (staged or not); untracked ones are left out."""
+        out = self.text("status", "--porcelain=v1", "-z", "--untracked-files=no")
+        names: list[str] = []
+        entries = out.split("\0")
+        index = 0
+        while index < len(entries):
+            entry = entries[index]
+            index += 1
+            if len(entry) < 4:
+                continue
+            names.append(entry[3:])
+            if entry[0] in "RC":  # a rename's source follows
+                names.append(entries[index])
+                index += 1
+        return names
+
+    def changed_between(self, old: str, new: str) -> list[str]:
+        out = self.text("diff", "--name-only", "-z", "--no-renames", old, new)
+        return [name for name in out.split("\0") if name]
+
+    def commit(self, message: str) -> str:
+        self.run("commit", "-q", "--no-verify", "--allow-empty", "-F", "-", stdin=message.encode())
+        return self.head()
+
+
+# -- patches -----------------------------------------------------------------------------------
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class WantedPatch:
+    """A patch of the series, enabled for the target, with its file's current checksum."""
+
+    name: str
+    file: str
+    path: Path
+    sha256: str
+    fixes: str
+
+    def message(self) -> str:
+        return (
+            f"{self.name}: {self.fixes}\n\n"
+            f"{TRAILER_PATCH}: {self.name}\n"
+            f"{TRAILER_FILE}: {self.file}\n"
+            f"{TRAILER_SHA}: {self.sha256}\n"
+        )
+
+
+@dataclass(frozen=True)
+class AppliedPatch:
+    """A patch commit of the workspace, read back from its trailers."""
+
+    commit: str
+    name: str
+    file: str
+    sha256: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"commit": self.commit, "name": self.name, "file": self.file, "sha256": self.sha256}
+
+
+def wanted_patches(series: Series, target: str) -> list[WantedPatch]:
+    """The enabled patches of `target`, in series order, each with its file's sha256."""
+    wanted = []
+    for patch in series.applied_to(target):
+        wanted.append(_wanted(series, patch))
+    return wanted
+
+
+def _wanted(series: Series, patch: SeriesPatch) -> WantedPatch:
+    path = series.file_of(patch).resolve()
+    if not path.is_file():
+        raise PatchError(
+            f"{series.path}:{patch.line}: patch {patch.name!r}: file {patch.file!r} does not "
+            f"exist in {series.directory}; copy it there, or disable the patch "
+            f"(`workbench patches disable {patch.name}`)"
+        )
+    return WantedPatch(patch.name, patch.file, path, sha256_of(path), patch.fixes)
+
+
+def _trailers(body: str) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for line in body.splitlines():
+        key, colon, value = line.partition(":")
+        if colon and key in (TRAILER_PATCH, TRAILER_FILE, TRAILER_SHA, TRAILER_UPSTREAM):
+            found[key] = value.strip()
+    return found
+
+
+@dataclass
+class PatchCommits:
+    """The workspace's commits after the upstream one: patch commits, and any others."""
+
+    upstream: str
+    patches: list[AppliedPatch] = field(default_factory=list)
+    others: list[tuple[str, str]] = field(default_factory=list)
+    """(commit, subject) of commits that are not patch commits (the user's own)."""
+
+
+def read_history(git: Git, upstream: str) -> PatchCommits:
+    """The patch commits on top of `upstream`, oldest first, from their trailers."""
+    out = git.text("log", "--reverse", "--format=%H%x00%B%x1e", f"{upstream}..HEAD")
+    history = PatchCommits(upstream)
+    for record in out.split("\x1e"):
+        record = record.strip("\n")
+        if not record:
+            continue
+        commit, _, body = record.partition("\0")
+        trailers = _trailers(body)
+        if TRAILER_PATCH in trailers and TRAILER_SHA in trailers:
+            history.patches.append(
+                AppliedPatch(
+                    commit,
+                    trailers[TRAILER_PATCH],
+                    trailers.get(TRAILER_FILE, ""),
+                    trailers[TRAILER_SHA],
+                )
+            )
+        else:
+            history.others.append((commit, body.splitlines()[0] if body else ""))
+    return history
+
+
+def first_difference(applied: list[AppliedPatch], wanted: list[WantedPatch]) -> int | None:
+    """Index of the first patch commit that is not the wanted patch there; None if all match."""
+    for index, patch in enumerate(wanted):
+        if index >= len(applied):
+            return index
+        if (applied[index].name, applied[index].sha256) != (patch.name, patch.sha256):
+            return index
+    return len(wanted) if len(applied) > len(wanted) else None
+
+
+def _explain(tree: Path, patch: WantedPatch, git_said: str) -> str:
+    """Why a patch does not apply to `tree`: per hunk, from the series checker (imported
+    here: unidiff is only needed when a patch fails)."""
+    from workbench.patches.checking import FAILS, check_patch_in_place
+
+    try:
+        check = check_patch_in_place(tree, patch.path, patch.name)
+    except Exception as exc:  # the check is an explanation only; git's words still stand
+        return f"{git_said} (the per-hunk check failed too: {exc})"
+    if check.status == FAILS and check.detail:
+        lines = [check.detail]
+    else:
+        lines = [check.status + (f": {check.detail}" if check.detail else "")]
+    for hunk in check.hunks:
+        text = f"  hunk #{hunk.number} {hunk.path} {hunk.header}: {hunk.status}"
+        lines.append(text + (f": {hunk.detail}" if hunk.detail else ""))
+    if check.ok:  # the check says it applies alone: git's own words say what clashed
+        lines.append(f"  git apply: {git_said}")
+    return "\n".join(lines)
+
+
+class PatchDoesNotApply(PatchError):
+    """One patch of the series does not apply where it goes; nothing is half-applied."""
+
+    def __init__(self, patch: WantedPatch, explanation: str, state: str) -> None:
+        self.patch = patch
+        self.explanation = explanation
+        self.state = state
+        super().__init__(
+            f"patch {patch.name} ({patch.path}) does not apply: {explanation}\n{state}"
+        )
+
+
+def apply_as_commit(git: Git, patch: WantedPatch) -> str:
+    """`git apply --index` the patch and commit it; on failure the tree is as before."""
+    done = git.run("apply", "--index", "--whitespace=nowarn", str(patch.path), check=False)
+    if done.returncode != 0:
+        said = done.stderr.decode("utf-8", "replace").strip()
+        # git apply is atomic, but make sure: the tree and index back to HEAD.
+        git.run("reset", "-q", "--hard", "HEAD")
+        raise PatchDoesNotApply(patch, _explain(git.tree, patch, said), "")
+    return git.commit(patch.message())
+
+
+# -- modification times ------------------------------------------------------------------------
+
+
+class Stamps:
+    """Content hash and mtime of files, to give back the old mtime where content is unchanged."""
+
+    def __init__(self, tree: Path) -> None:
+        self.tree = tree
+        self.files: dict[str, tuple[str, int]] = {}
+
+    def record(self, names: Iterable[str]) -> None:
+        for name in names:
+            if name in self.files:
+                continue
+            path = self.tree / name
+            try:
+                if path.is_symlink() or not path.is_file():
+                    continue
+                self.files[name] = (sha256_of(path), path.stat().st_mtime_ns)
+            except OSError:
+                continue
+
+    def restore(self) -> list[str]:
+        """Put the old mtime back on every recorded file whose content is the same; those names."""
+        kept = []
+        for name, (digest, mtime) in self.files.items():
+            path = self.tree / name
+            try:
+                if path.is_symlink() or not path.is_file():
+                    continue
+                current = path.stat()
+                if current.st_mtime_ns == mtime or sha256_of(path) != digest:
+                    continue
+                os.utime(path, ns=(current.st_atime_ns, mtime))
+                kept.append(name)
+            except OSError:
+                continue
+        return kept
+
+
+# -- making and updating the working copy ------------------------------------------------------
+
+
+@dataclass
+class Applied:
+    """What preparing the workspace did to its git history."""
+
+    created: bool = False
+    replaced_from: int | None = None
+    """Index of the first patch commit replaced, when the series changed."""
+    reverted: list[str] = field(default_factory=list)
+    """Names of patch commits taken out (old versions, disabled or moved patches)."""
+    applied: list[str] = field(default_factory=list)
+    """Names of patches committed now, in order."""
+    kept_mtimes: int = 0
+    """Files rewritten with their old content, whose old mtime was put back."""
+    edits_kept: list[str] = field(default_factory=list)
+    """The user's uncommitted files, stashed and put back."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "created": self.created,
+            "replaced_from": self.replaced_from,
+            "reverted": self.reverted,
+            "applied": self.applied,
+            "kept_mtimes": self.kept_mtimes,
+            "edits_kept": self.edits_kept,
+        }
+
+
+def create(
+    paths: WorkspacePaths,
+    copy: Callable[[Path], int],
+    upstream_note: str,
+    wanted: list[WantedPatch],
+    say: Say,
+) -> tuple[str, Applied]:
+    """Make the working copy: the copied source as "upstream source", then the patch commits.
+
+    `copy(directory)` fills the new directory with the pristine tree. The copy is made beside
+    `src` and renamed into place once committed, so an interrupted copy leaves no half
+    workspace. Returns (upstream commit, what was applied). A patch that does not apply stops
+    the series there: the working copy keeps the patches before it (nothing half-applied) and
+    PatchDoesNotApply says which and why.
+    """
+    partial = paths.partial
+    if partial.exists():
+        shutil.rmtree(partial)
+    partial.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        count = copy(partial)
+        say(f"copied {count} files into {paths.src}")
+        git = Git(partial)
+        git.run("init", "-q")
+        git.run("add", "-A", "--force", ".")
+        upstream = git.commit(
+            f"{UPSTREAM_SUBJECT}\n\nThe pristine source, before any patch of the series.\n\n"
+            f"{TRAILER_UPSTREAM}: {upstream_note}\n"
+        )
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    partial.rename(paths.src)
+    git = Git(paths.src)
+    result = Applied(created=True)
+    for index, patch in enumerate(wanted):
+        try:
+            apply_as_commit(git, patch)
+        except PatchDoesNotApply as failure:
+            before = ", ".join(result.applied) or "none"
+            raise PatchDoesNotApply(
+                patch,
+                failure.explanation,
+                f"The workspace {paths.src} holds the upstream source and the {index} patches "
+                f"before it ({before}); nothing of {patch.name} is applied. Fix "
+                f"{patch.path} (or disable it) and run iterate again.",
+            ) from None
+        result.applied.append(patch.name)
+    return upstream, result
+
+
+def update(git: Git, upstream: str, wanted: list[WantedPatch], say: Say) -> Applied:
+    """Bring the patch commits in line with the series; the user's edits stay uncommitted.
+
+    Nothing happens when every patch commit is the wanted patch (same name and file sha256).
+    Otherwise the commits from the first difference on are replaced (see the module's
+    docstring). On failure the working copy is as it was: HEAD, edits, and modification times.
+    """
+    history = read_history(git, upstream)
+    index = first_difference(history.patches, wanted)
+    if index is None:
+        return Applied()
+    if history.others:
+        listing = ", ".join(f"{commit[:10]} {subject!r}" for commit, subject in history.others)
+        raise WorkspaceError(
+            f"{git.tree} has commits that are not patches of the series ({listing}); the "
+            "series changed and its commits must be replaced. Turn your commits into a patch "
+            "(`workbench patches new NAME --from DIR`) and reset them away, then run iterate "
+            "again"
+        )
+    base = history.patches[index - 1].commit if index > 0 else upstream
+    old_head = git.head()
+    dirty = git.dirty_files()
+    first = wanted[index].name if index < len(wanted) else "the end"
+    say(
+        f"the series changed at patch #{index + 1} ({first}): replacing "
+        f"{len(history.patches) - index} patch commits with {len(wanted) - index}"
+        + (f", your edits ({', '.join(dirty[:5])}) stashed meanwhile" if dirty else "")
+    )
+    stamps = Stamps(git.tree)
+    stamps.record(git.changed_between(base, old_head))
+    stamps.record(dirty)
+    stash: str | None = None
+    result = Applied(replaced_from=index)
+    result.reverted = [patch.name for patch in history.patches[index:]]
+    try:
+        if dirty:
+            git.run(
+                "stash",
+                "push",
+                "-q",
+                "-m",
+                "workbench iterate: edits kept while the series is re-applied",
+            )
+            stash = git.text("rev-parse", "stash@{0}").strip()
+        git.run("reset", "-q", "--hard", base)
+        for patch in wanted[index:]:
+            apply_as_commit(git, patch)
+            result.applied.append(patch.name)
+        if stash is not None:
+            put_back = git.run("stash", "apply", "--index", stash, check=False)
+            if put_back.returncode != 0:  # the staged part clashed: put it all back unstaged
+                git.run("reset", "-q", "--hard", "HEAD")
+                put_back = git.run("stash", "apply", stash, check=False)
+            if put_back.returncode != 0:
+                said = (put_back.stdout + put_back.stderr).decode("utf-8", "replace").strip()
+                raise WorkspaceError(
+                    "your uncommitted edits (" + ", ".join(dirty) + ") do not fit on the new "
+                    f"series: {said.splitlines()[-1] if said else 'git stash apply failed'}"
+                )
+            _drop_stash(git, stash)
+            result.edits_kept = dirty
+    except BaseException as failure:
+        _roll_back(git, old_head, stash)
+        kept = stamps.restore()
+        git.run("update-index", "-q", "--refresh", check=False)
+        state = (
+            f"Rolled back: {git.tree} is as it was (HEAD {old_head[:12]}"
+            + (f", your edits to {', '.join(dirty)} kept" if dirty else "")
+            + f"; {len(kept)} files keep their modification time)."
+        )
+        if isinstance(failure, PatchDoesNotApply):
+            name = failure.patch.name
+            state += (
+                f"\nFix {failure.patch.path} (or disable it: `workbench patches disable {name}`) "
+                "and run iterate again."
+            )
+            raise PatchDoesNotApply(failure.patch, failure.explanation, state) from None
+        if isinstance(failure, WorkbenchError):
+            raise WorkspaceError(f"{failure}\n{state}") from failure
+        raise
+    result.kept_mtimes = len(stamps.restore())
+    git.run("update-index", "-q", "--refresh", check=False)
+    return result
+
+
+def _drop_stash(git: Git, stash: str) -> None:
+    listed = git.run("rev-parse", "-q", "--verify", "stash@{0}", check=False)
+    if listed.returncode == 0 and listed.stdout.decode().strip() == stash:
+        git.run("stash", "drop", "-q")
+
+
+def _roll_back(git: Git, old_head: str, stash: str | None) -> None:
+    git.run("reset", "-q", "--hard", old_head)
+    if stash is not None:
+        git.run("stash", "apply", "--index", stash)
+        _drop_stash(git, stash)
