@@ -133,6 +133,40 @@ async def capture_debug(size: tuple[int, int], state: Path) -> Path:
     return path
 
 
+async def capture_patches(size: tuple[int, int], state: Path) -> Path:
+    """The patches screen over the tests' fixture series (a copy of configs/ beside a patches/
+    folder holding it), checked against the fixture's source tree, the failing patch shown."""
+    from patch_fixture import write_fixture_series, write_fixture_source
+    from textual.widgets import Input
+
+    from workbench.tui.patches_screen import PatchesScreen
+
+    root = state / "patches-fixture"
+    shutil.rmtree(root, ignore_errors=True)
+    shutil.copytree(REPO / "configs", root / "configs")
+    (root / "patches").mkdir()
+    write_fixture_source(root / "source", units=14)
+    write_fixture_series(root / "configs", root / "source", broken_enabled=True)
+    app = make_app(str(root / "configs"), str(state), doctor=recorded_doctor())
+    async with app.run_test(size=size) as pilot:
+        await settle(app, pilot)
+        screen = PatchesScreen(app.matrix, root / "configs", state, "cpu")
+        await app.push_screen(screen)
+        await settle(app, pilot)
+        screen.query_one("#patches-source", Input).value = str(root / "source")
+        await pilot.press("c")
+        for _ in range(400):
+            if screen.checks:
+                break
+            await pilot.pause(0.05)
+        await pilot.press("down", "down")
+        app.clear_notifications()
+        await settle(app, pilot)
+        path = HERE / f"patches-{size[0]}x{size[1]}.svg"
+        path.write_text(app.export_screenshot(title="workbench: patches"))
+    return path
+
+
 async def main() -> None:
     shutil.rmtree(STATE, ignore_errors=True)
     await prepare_builds(STATE)
@@ -141,6 +175,7 @@ async def main() -> None:
             print(await capture(name, size, STATE))
     for size in SIZES:
         print(await capture_debug(size, STATE))
+        print(await capture_patches(size, STATE))
 
 
 if __name__ == "__main__":

@@ -16,8 +16,10 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
+from patch_fixture import write_fixture_series, write_fixture_source
 from recorded_host import recorded_doctor
 from textual.pilot import Pilot
+from textual.widgets import Input
 from tui.fixed_history import frozen_clock, write_history
 
 from workbench.debugging.model import capture_from_json
@@ -25,6 +27,7 @@ from workbench.tui.app import WorkbenchApp, make_app
 from workbench.tui.build_screen import BuildScreen
 from workbench.tui.debug_screen import DebugScreen
 from workbench.tui.history_screen import HistoryScreen, ReportScreen
+from workbench.tui.patches_screen import PatchesScreen
 
 REPO = Path(__file__).resolve().parent.parent
 RECORDED = REPO / "tests" / "debugging" / "recorded"
@@ -189,3 +192,26 @@ def test_debug_screen(snap_compare, state: Path, size) -> None:
         await pilot.app.push_screen(DebugScreen(capture=captured, source_roots=[RECORDED.parent]))
 
     assert snap_compare(app_for(state), terminal_size=size, run_before=pressing(then=open_debug))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_patches_screen(snap_compare, config_copy: Path, tmp_path: Path, size) -> None:
+    """The fixture's series for the cpu flavour, checked against its source tree, with the
+    failing patch highlighted (the tree's path is cleared from the input: it is a temp dir)."""
+    source = tmp_path / "source"
+    write_fixture_source(source, units=14)
+    write_fixture_series(config_copy, source, broken_enabled=True)
+    state = tmp_path / "state"
+    app = make_app(str(config_copy), str(state), doctor=recorded_doctor(), clock=frozen_clock)
+
+    async def checked(pilot: Pilot) -> None:
+        screen = PatchesScreen(app.matrix, config_copy, state, "cpu")
+        await pilot.app.push_screen(screen)
+        await settled(pilot)
+        screen.run_check(source)
+        await until(pilot, "the check", lambda: bool(screen.checks))
+        await pilot.press("down", "down")
+        screen.query_one("#patches-source", Input).value = ""
+        pilot.app.clear_notifications()  # their toasts time out: not part of the look
+
+    assert snap_compare(app, terminal_size=size, run_before=pressing(then=checked))

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
-from driving import wait_until
+from driving import needs_cxx_tools, wait_until
 from patch_fixture import write_fixture_series, write_fixture_source
 from rich.syntax import Syntax
 from textual.widgets import DataTable, Input, Static
 
 from workbench.patches.series import load_series, series_path
+from workbench.tui.build_screen import BuildScreen
 from workbench.tui.patches_screen import PatchesScreen
 
 
@@ -58,3 +60,52 @@ async def test_toggle_check_and_diff(config_copy: Path, tmp_path: Path, tui) -> 
         await pilot.pause()
         assert not load_series(config_copy).get("stale-context").enabled
         assert screen.checks == {}
+
+
+async def test_p_opens_the_series_of_the_highlighted_variant(config_copy: Path, tui) -> None:
+    app = tui()
+    async with app.run_test(size=(100, 36)) as pilot:
+        await pilot.pause()
+        first = app.screen
+        highlighted = first._highlighted()  # type: ignore[attr-defined]
+        await pilot.press("p")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, PatchesScreen) and screen.target == highlighted
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is first
+
+
+@needs_cxx_tools
+async def test_i_builds_the_iterate_workspace_under_the_supervisor(
+    config_copy: Path, tmp_path: Path, tui, bench
+) -> None:
+    source = tmp_path / "source"
+    write_fixture_source(source, units=14)
+    write_fixture_series(config_copy, source)
+    app = tui()
+    async with app.run_test(size=(100, 36)) as pilot:
+        await pilot.pause()
+        screen = PatchesScreen(app.matrix, config_copy, bench.state, "cpu")
+        await app.push_screen(screen)
+        await pilot.pause()
+        screen.query_one("#patches-source", Input).value = str(source)
+        await pilot.press("i")
+        await wait_until(pilot, "the build screen", lambda: isinstance(app.screen, BuildScreen), 90)
+        build_id = app.screen.build_id  # type: ignore[attr-defined]
+        await wait_until(pilot, "the build's end", lambda: not bench.record(build_id).active, 120)
+        record = bench.record(build_id)
+        assert record.name == "iterate cpu" and record.state == "succeeded"
+    log = subprocess.run(
+        ["git", "log", "--format=%s"],
+        cwd=bench.state / "workspaces" / "cpu" / "src",
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split("\n")
+    assert [subject.split(":")[0] for subject in log[:3]] == [
+        "tune-light-7",
+        "tune-light-3",
+        "upstream source",
+    ]

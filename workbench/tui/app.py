@@ -61,6 +61,14 @@ class WorkbenchApp(App[None]):
             id="settings",
             tooltip="Edit ninja jobs, nvcc threads, CUDA architectures, linkage, ccache, patches",
         ),
+        Binding(
+            "p",
+            "patches",
+            "Patches",
+            id="patches",
+            tooltip="The patch series for the highlighted variant (else the linkage flavour)",
+            show=False,  # the footer is full at 80 columns; the variants screen's tip names it
+        ),
     ]
 
     def __init__(
@@ -115,7 +123,11 @@ class WorkbenchApp(App[None]):
         # The key of the screen already shown leaves the footer (and its room) to the others.
         # By name: importing those screens here would slow the first one down.
         shown = (action, type(self.screen).__name__)
-        return shown not in (("history", "HistoryScreen"), ("settings", "SettingsScreen"))
+        return shown not in (
+            ("history", "HistoryScreen"),
+            ("settings", "SettingsScreen"),
+            ("patches", "PatchesScreen"),
+        )
 
     def open_debug(self, pid: int | None = None, capture: Capture | None = None) -> None:
         """Show the debug screen: capture PID live, or show a capture already taken."""
@@ -138,6 +150,23 @@ class WorkbenchApp(App[None]):
 
         if not isinstance(self.screen, HistoryScreen):
             self.push_screen(HistoryScreen(self.state_directory))
+
+    def action_patches(self) -> None:
+        """The patch series for the variant highlighted on the first screen, else for the
+        linkage flavour of settings.toml."""
+        from workbench.tui.patches_screen import PatchesScreen
+
+        if isinstance(self.screen, PatchesScreen):
+            return
+        screen = self.screen
+        target = screen._highlighted() if isinstance(screen, VariantsScreen) else None
+        if target is None:
+            from workbench.settings import load_settings
+
+            target = load_settings(self.config_directory, self.matrix).linkage
+        self.push_screen(
+            PatchesScreen(self.matrix, self.config_directory, self.state_directory, target)
+        )
 
     def action_settings(self) -> None:
         from workbench.tui.settings_screen import SettingsScreen

@@ -56,9 +56,18 @@ def describe(series: Series, patch: SeriesPatch, check: PatchCheck | None) -> Te
     return text
 
 
+def _canonical(matrix: Matrix, name: str) -> str:
+    """The series' name for a flavour given by its flake attribute; variants as they are."""
+    try:
+        return matrix.flavour(name).name
+    except KeyError:
+        return name
+
+
 class PatchesScreen(Screen[None]):
     """The patch series for one variant or flavour."""
 
+    CSS_PATH = "patches.tcss"
     COMMANDS = {ScreenCommands}
 
     BINDINGS = [
@@ -81,7 +90,8 @@ class PatchesScreen(Screen[None]):
             "iterate",
             "Rebuild workspace",
             id="patches.iterate",
-            tooltip="`workbench iterate`: re-apply changed patches, rebuild what changed, smoke",
+            tooltip="`workbench iterate`: re-apply changed patches, rebuild what changed "
+            "(a new workspace copies the source tree typed above)",
         ),
         Binding(
             "b",
@@ -105,7 +115,7 @@ class PatchesScreen(Screen[None]):
         self.matrix = matrix
         self.config_directory = Path(config_directory)
         self.state_directory = Path(state_directory)
-        self.target = target
+        self.target = _canonical(matrix, target)
         self.source = source
         self.series: Series | None = None
         self.checks: dict[str, PatchCheck] = {}
@@ -271,10 +281,48 @@ class PatchesScreen(Screen[None]):
         self.query_one("#patches-table", DataTable).focus()
 
     def action_iterate(self) -> None:
-        self.notify(
-            f"run `workbench iterate {self.target}` in a terminal to rebuild the workspace",
-            timeout=8,
-        )
+        value = self.query_one("#patches-source", Input).value.strip()
+        self.launch_iterate(Path(value).expanduser() if value else None)
+
+    @work(thread=True, exclusive=True, group="launch")
+    def launch_iterate(self, source: Path | None) -> None:
+        """`workbench iterate TARGET`'s workspace update and incremental build, then the build
+        screen (the smoke run stays with the CLI, which waits for the build's end)."""
+        from workbench.iterate import session
+        from workbench.supervision import control
+        from workbench.supervision.history import History
+        from workbench.supervision.tuning import choose_jobs_for
+
+        def say(message: str) -> None:
+            self.app.call_from_thread(self.notify, message, timeout=6)
+
+        try:
+            prepared = session.prepare(
+                self.config_directory, self.state_directory, self.target, source, say
+            )
+            if prepared.needs_configure:
+                say("configuring the workspace (cmake, once)")
+                session.configure(prepared, stream=None)
+            settings = prepared.settings
+            with History(self.state_directory) as history:
+                if settings.ninja_jobs != "auto":
+                    jobs, why = int(settings.ninja_jobs), "settings.toml (ninja_jobs)"
+                else:
+                    choice = choose_jobs_for(
+                        history,
+                        settings,
+                        f"iterate {prepared.target.name}",
+                        prepared.target.cuda,
+                        None,
+                    )
+                    jobs, why = choice.jobs, choice.source
+                started = control.start(
+                    self.state_directory, history, session.plan(prepared, jobs, why), False, []
+                )
+        except WorkbenchError as exc:
+            self.app.call_from_thread(self.notify, str(exc), severity="error", timeout=12)
+            return
+        self.app.call_from_thread(self.app.open_build, started.record.id)  # type: ignore[attr-defined]
 
     def action_clean_build(self) -> None:
         self.launch_clean_build()

@@ -162,7 +162,7 @@ class VariantsScreen(Screen[None]):
             yield Static("Detecting GPUs, CPU and tools…", id="host-summary")
             yield Static("", id="recommendation")
             yield Static(
-                "b build · space mark several · t build the bundled sample project",
+                "b build · space mark several · p its patches · t build the sample project",
                 id="newcomer",
             )
         yield Input(placeholder="/ filter: e.g. sm90 avx512", id="filter")
