@@ -551,16 +551,7 @@ def cxx_builds(state: Path, work: Path, jobs_list: list[int], units: int) -> dic
     source, output = work / "cxx-src", work / "cxx-build"
     heavy = tuple(range(0, units, 2))
     sample_project.write_project(source, units=units, heavy=heavy, depth=CXX_DEPTH)
-    configure = [
-        "cmake",
-        "-S",
-        str(source),
-        "-B",
-        str(output),
-        "-G",
-        "Ninja",
-        "-DCMAKE_CXX_COMPILER=g++",
-    ]
+    configure = sample_project.configure_argv(source, output)
     configured = run(configure, timeout=300)
     builds: dict[str, Any] = {
         "units": units,

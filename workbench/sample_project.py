@@ -109,6 +109,20 @@ def build_argv(directory: Path, jobs: int | None = None) -> list[str]:
     return [*argv, "--jobs", str(jobs)] if jobs else argv
 
 
+def configure_argv(source: Path, output: Path) -> list[str]:
+    """CMake's configure step for a generated project: Ninja files, g++ (the build's default)."""
+    return [
+        "cmake",
+        "-S",
+        str(source),
+        "-B",
+        str(output),
+        "-G",
+        "Ninja",
+        "-DCMAKE_CXX_COMPILER=g++",
+    ]
+
+
 def missing_tools() -> list[str]:
     """Tools the sample build needs that this host lacks."""
     return [tool for tool in ("cmake", "ninja", "g++") if shutil.which(tool) is None]
@@ -128,17 +142,7 @@ def build(directory: Path, jobs: int | None) -> int:
     if not (source / "CMakeLists.txt").exists():
         write_project(source)
     if not (output / "build.ninja").exists():
-        configure = [
-            "cmake",
-            "-S",
-            str(source),
-            "-B",
-            str(output),
-            "-G",
-            "Ninja",
-            "-DCMAKE_CXX_COMPILER=g++",
-        ]
-        result = subprocess.run(configure, check=False)
+        result = subprocess.run(configure_argv(source, output), check=False)
         if result.returncode != 0:
             return result.returncode
     ninja = ["ninja", "-C", str(output), *(["-j", str(jobs)] if jobs else [])]

@@ -21,27 +21,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from debug_programs import build_all
-
-
-def _ptrace_works() -> bool:
-    gdb = shutil.which("gdb")
-    if gdb is None:
-        return False
-    sleeper = subprocess.Popen(["sleep", "30"], start_new_session=True)
-    try:
-        done = subprocess.run(
-            [gdb, "-batch", "-nx", "-p", str(sleeper.pid), "-ex", "info threads"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-        said = done.stdout + done.stderr
-        return "ptrace:" not in said and ("LWP" in said or f"process {sleeper.pid}" in said)
-    finally:
-        sleeper.kill()
-        sleeper.wait()
+from debug_programs import build_all, ptrace_works
 
 
 @pytest.fixture(scope="session")
@@ -49,7 +29,7 @@ def programs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The fixture programs, compiled once per session with the real g++."""
     if shutil.which("g++") is None:
         pytest.skip("g++ is not installed")
-    if not _ptrace_works():
+    if not ptrace_works():
         pytest.skip("gdb cannot attach here (no gdb, or ptrace is not permitted)")
     return build_all(tmp_path_factory.mktemp("debug-programs"))
 

@@ -63,3 +63,24 @@ def build_all(
     if failures:
         raise RuntimeError("compiling the fixtures failed:\n" + "\n".join(failures))
     return binaries
+
+
+def ptrace_works() -> bool:
+    """Whether gdb may attach to a child process here (ptrace allowed, gdb installed)."""
+    gdb = shutil.which("gdb")
+    if gdb is None:
+        return False
+    sleeper = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        done = subprocess.run(
+            [gdb, "-batch", "-nx", "-p", str(sleeper.pid), "-ex", "info threads"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        said = done.stdout + done.stderr
+        return "ptrace:" not in said and ("LWP" in said or f"process {sleeper.pid}" in said)
+    finally:
+        sleeper.kill()
+        sleeper.wait()

@@ -3,42 +3,20 @@
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from pathlib import Path
 
 import psutil
 import pytest
-from debugging.debug_programs import build_all
+from debugging.debug_programs import build_all, ptrace_works
 from iterate_loop import Loop, needs_tools
 
 pytestmark = [needs_tools, pytest.mark.slow]
 
 
-def _ptrace_works() -> bool:
-    gdb = shutil.which("gdb")
-    if gdb is None:
-        return False
-    sleeper = subprocess.Popen(["sleep", "30"], start_new_session=True)
-    try:
-        done = subprocess.run(
-            [gdb, "-batch", "-nx", "-p", str(sleeper.pid), "-ex", "info threads"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-        said = done.stdout + done.stderr
-        return "ptrace:" not in said and ("LWP" in said or f"process {sleeper.pid}" in said)
-    finally:
-        sleeper.kill()
-        sleeper.wait()
-
-
 @pytest.fixture
 def hung_program(tmp_path: Path) -> Path:
     """The provider-bridge loop of the debugging tests (spins at -O2), compiled with g++."""
-    if not _ptrace_works():
+    if not ptrace_works():
         pytest.skip("gdb cannot attach here (no gdb, or ptrace is not permitted)")
     directory = tmp_path / "programs"
     directory.mkdir()

@@ -201,8 +201,10 @@ def run_iterate(args: argparse.Namespace) -> int:
     from workbench.supervision.history import History
 
     history = History(state_directory)
-    jobs, jobs_source = _jobs(args, history, prepared)
-    plan = session.plan(prepared, jobs, jobs_source)
+    choice = session.choose_jobs(history, prepared, args.jobs)
+    if choice.warning:
+        say(f"warning: {choice.warning}")
+    plan = session.plan(prepared, choice.jobs, choice.source)
     # The summary counts ninja's status lines, so they must have the default form.
     os.environ["NINJA_STATUS"] = ninja_output.NINJA_STATUS
     started_at = time.monotonic()
@@ -275,22 +277,6 @@ def run_iterate(args: argparse.Namespace) -> int:
     if smoke_result is not None:
         return {"passed": 0, "hung": 3}.get(smoke_result.status, 1)
     return 0
-
-
-def _jobs(args: argparse.Namespace, history: Any, prepared: Any) -> tuple[int, str]:
-    if args.jobs:
-        return args.jobs, "--jobs"
-    settings = prepared.settings
-    if settings.ninja_jobs != "auto":
-        return int(settings.ninja_jobs), "settings.toml (ninja_jobs)"
-    from workbench.supervision.tuning import choose_jobs_for
-
-    choice = choose_jobs_for(
-        history, settings, f"iterate {prepared.target.name}", prepared.target.cuda, None
-    )
-    if choice.warning:
-        _say(f"warning: {choice.warning}")
-    return choice.jobs, choice.source
 
 
 def _say_patches(prepared: Any) -> None:

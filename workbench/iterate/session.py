@@ -255,6 +255,31 @@ def configure(prepared: Prepared, stream: IO[str] | None = None) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class JobsChoice:
+    """The ninja jobs of an iterate build, where they came from, and any warning about them."""
+
+    jobs: int
+    source: str
+    warning: str | None = None
+
+
+def choose_jobs(history: Any, prepared: Prepared, explicit: int | None = None) -> JobsChoice:
+    """`--jobs`, else settings.toml's ninja_jobs, else ("auto") the measured recommendation
+    for earlier iterate builds of this target."""
+    if explicit:
+        return JobsChoice(explicit, "--jobs")
+    settings = prepared.settings
+    if settings.ninja_jobs != "auto":
+        return JobsChoice(int(settings.ninja_jobs), "settings.toml (ninja_jobs)")
+    from workbench.supervision.tuning import choose_jobs_for
+
+    choice = choose_jobs_for(
+        history, settings, f"iterate {prepared.target.name}", prepared.target.cuda, None
+    )
+    return JobsChoice(choice.jobs, choice.source, choice.warning)
+
+
 def plan(prepared: Prepared, jobs: int, jobs_source: str) -> NewBuild:
     """The supervised `ninja -C BUILD -j N`, named "iterate TARGET" in the history."""
     from workbench.supervision.launch import eta_key

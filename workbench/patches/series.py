@@ -138,7 +138,7 @@ def _check_table(
     table: dict[str, Any],
     line: int,
     path: Path,
-    matrix: Matrix | None,
+    matrix: Matrix,
     variant_names: set[str],
     lines: list[str] | None = None,
 ) -> SeriesPatch:
@@ -169,18 +169,17 @@ def _check_table(
     flavours = table["flavours"]
     if not isinstance(flavours, list) or not all(isinstance(f, str) for f in flavours):
         raise fail("flavours", flavours, "a list of flavour names")
-    if matrix is not None:
-        known = [f.name for f in matrix.flavours]
-        for flavour in flavours:
-            if flavour not in known:
-                raise fail("flavours", flavour, f"not a flavour; the flavours are {known}")
+    known = [f.name for f in matrix.flavours]
+    for flavour in flavours:
+        if flavour not in known:
+            raise fail("flavours", flavour, f"not a flavour; the flavours are {known}")
     variants = table["variants"]
     if not isinstance(variants, list) or not all(isinstance(v, str) for v in variants):
         raise fail("variants", variants, "a list of variant names or patterns with '*'")
     for pattern in variants:
         if not VARIANT_PATTERN.match(pattern):
             raise fail("variants", pattern, "letters, digits, '_', '-' and '*' only")
-        if variant_names and not any(_pattern(pattern).fullmatch(v) for v in variant_names):
+        if not any(_pattern(pattern).fullmatch(v) for v in variant_names):
             raise fail("variants", pattern, "matches no variant (`workbench variants --names`)")
     return SeriesPatch(
         name=name,
@@ -214,9 +213,7 @@ def load_series(config_directory: Path, matrix: Matrix | None = None) -> Series:
         raise ConfigError(f"{path}: patches must be [[patches]] tables")
     text = read_text(path)
     lines = _header_lines(text)
-    from workbench.variants import expand
-
-    variant_names = {v.name for v in expand(matrix)}
+    variant_names = _variant_names(matrix)
     patches: list[SeriesPatch] = []
     for index, table in enumerate(tables):
         line = lines[index] if index < len(lines) else 0
@@ -291,11 +288,8 @@ def add_patch(
             "variants": list(new.variants),
             "enabled": new.enabled,
         }
-        from workbench.variants import expand
-
         checked_against = matrix or _matrix_of(config_directory)
-        variant_names = {v.name for v in expand(checked_against)}
-        entry = _check_table(table, 0, path, checked_against, variant_names)
+        entry = _check_table(table, 0, path, checked_against, _variant_names(checked_against))
         document = load_document(path) if path.exists() else tomlkit.document()
         if "patches" not in document:
             document["patches"] = tomlkit.aot()
@@ -312,6 +306,12 @@ def add_patch(
                 file.unlink(missing_ok=True)
             raise
     return load_series(config_directory, matrix).get(entry.name)
+
+
+def _variant_names(matrix: Matrix) -> set[str]:
+    from workbench.variants import expand
+
+    return {variant.name for variant in expand(matrix)}
 
 
 def _matrix_of(config_directory: Path) -> Matrix:

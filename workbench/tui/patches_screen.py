@@ -22,7 +22,7 @@ from textual.widgets import DataTable, Footer, Header, Input, Label, Static
 from workbench.errors import WorkbenchError
 from workbench.matrix import Matrix
 from workbench.patches.checking import ALREADY_APPLIED, APPLIES, PatchCheck, SeriesCheck
-from workbench.patches.series import Series, SeriesPatch, load_series, set_enabled
+from workbench.patches.series import Series, SeriesPatch, load_series, set_enabled, target_name
 from workbench.tui.screen_commands import ScreenCommands
 
 STATUS_STYLE = {APPLIES: "green", ALREADY_APPLIED: "yellow"}
@@ -54,14 +54,6 @@ def describe(series: Series, patch: SeriesPatch, check: PatchCheck | None) -> Te
             text.append(hunk.status, style=style)
             text.append(f"{': ' + hunk.detail if hunk.detail else ''}\n")
     return text
-
-
-def _canonical(matrix: Matrix, name: str) -> str:
-    """The series' name for a flavour given by its flake attribute; variants as they are."""
-    try:
-        return matrix.flavour(name).name
-    except KeyError:
-        return name
 
 
 class PatchesScreen(Screen[None]):
@@ -115,7 +107,7 @@ class PatchesScreen(Screen[None]):
         self.matrix = matrix
         self.config_directory = Path(config_directory)
         self.state_directory = Path(state_directory)
-        self.target = _canonical(matrix, target)
+        self.target = target_name(matrix, target)
         self.source = source
         self.series: Series | None = None
         self.checks: dict[str, PatchCheck] = {}
@@ -291,38 +283,29 @@ class PatchesScreen(Screen[None]):
         from workbench.iterate import session
         from workbench.supervision import control
         from workbench.supervision.history import History
-        from workbench.supervision.tuning import choose_jobs_for
+        from workbench.tui.launching import hand_over
 
         def say(message: str) -> None:
             self.app.call_from_thread(self.notify, message, timeout=6)
 
-        try:
+        def start() -> control.Started:
             prepared = session.prepare(
                 self.config_directory, self.state_directory, self.target, source, say
             )
             if prepared.needs_configure:
                 say("configuring the workspace (cmake, once)")
                 session.configure(prepared, stream=None)
-            settings = prepared.settings
             with History(self.state_directory) as history:
-                if settings.ninja_jobs != "auto":
-                    jobs, why = int(settings.ninja_jobs), "settings.toml (ninja_jobs)"
-                else:
-                    choice = choose_jobs_for(
-                        history,
-                        settings,
-                        f"iterate {prepared.target.name}",
-                        prepared.target.cuda,
-                        None,
-                    )
-                    jobs, why = choice.jobs, choice.source
-                started = control.start(
-                    self.state_directory, history, session.plan(prepared, jobs, why), False, []
+                choice = session.choose_jobs(history, prepared)
+                return control.start(
+                    self.state_directory,
+                    history,
+                    session.plan(prepared, choice.jobs, choice.source),
+                    False,
+                    [choice.warning] if choice.warning else [],
                 )
-        except WorkbenchError as exc:
-            self.app.call_from_thread(self.notify, str(exc), severity="error", timeout=12)
-            return
-        self.app.call_from_thread(self.app.open_build, started.record.id)  # type: ignore[attr-defined]
+
+        hand_over(self, start)
 
     def action_clean_build(self) -> None:
         self.launch_clean_build()
@@ -331,17 +314,14 @@ class PatchesScreen(Screen[None]):
     def launch_clean_build(self) -> None:
         """The clean Nix build of the target, as the variants screen's `b` starts it."""
         from workbench.supervision import control
+        from workbench.tui.launching import hand_over
 
-        try:
-            started = control.start_targets(
+        hand_over(
+            self,
+            lambda: control.start_targets(
                 self.config_directory, self.state_directory, [self.target]
-            )
-        except WorkbenchError as exc:
-            self.app.call_from_thread(self.notify, str(exc), severity="error", timeout=12)
-            return
-        for warning in started.warnings:
-            self.app.call_from_thread(self.notify, warning, severity="warning", timeout=10)
-        self.app.call_from_thread(self.app.open_build, started.record.id)  # type: ignore[attr-defined]
+            ),
+        )
 
     def action_back(self) -> None:
         self.app.pop_screen()

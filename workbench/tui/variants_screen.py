@@ -22,7 +22,6 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Static
 from textual.worker import get_current_worker
 
-from workbench.errors import WorkbenchError
 from workbench.matrix import Matrix
 from workbench.tui import clock
 from workbench.variants import expand
@@ -346,16 +345,10 @@ class VariantsScreen(Screen[None]):
     def launch(self, names: list[str], sample: bool) -> None:
         """Hand the build to a supervisor (off the event loop), then show it."""
         from workbench.supervision import control
+        from workbench.tui.launching import hand_over
 
         state = self.app.state_directory  # type: ignore[attr-defined]
-        try:
-            if sample:
-                started = control.start_sample(state)
-            else:
-                started = control.start_targets(self.config_directory, state, names)
-        except WorkbenchError as exc:
-            self.app.call_from_thread(self.notify, str(exc), severity="error", timeout=12)
-            return
-        for warning in started.warnings:
-            self.app.call_from_thread(self.notify, warning, severity="warning", timeout=10)
-        self.app.call_from_thread(self.app.open_build, started.record.id)  # type: ignore[attr-defined]
+        if sample:
+            hand_over(self, lambda: control.start_sample(state))
+        else:
+            hand_over(self, lambda: control.start_targets(self.config_directory, state, names))
