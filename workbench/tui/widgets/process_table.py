@@ -140,6 +140,7 @@ class ProcessTable(DataTable[Any]):
         self.descending = True
         self.flagged: int | None = None  # a stalled process's PID, marked in the table
         self.base: str | None = None  # files under this directory are shown relative to it
+        self._filled: list[tuple[str, list[Any]]] | None = None  # what the table holds now
 
     def on_mount(self) -> None:
         for label, key in COLUMNS:
@@ -152,10 +153,9 @@ class ProcessTable(DataTable[Any]):
         self._fill()
 
     def _fill(self) -> None:
-        selected = self.selected_key()
-        self.clear()
         flagged_style = self.get_component_rich_style("processes--flagged", partial=True)
         file_width = max(16, self.size.width - _OTHER_COLUMNS) if self.size.width else 48
+        filled: list[tuple[str, list[Any]]] = []
         for number, row in enumerate(sorted_rows(self.rows_shown, self.sort_key, self.descending)):
             key = str(row.pid) if row.pid is not None else f"job-{number}"
             cells: list[Any] = [
@@ -171,6 +171,13 @@ class ProcessTable(DataTable[Any]):
                 cells = [Text(f"⚠{cells[0]}", style=flagged_style)] + [
                     Text(str(cell), style=flagged_style) for cell in cells[1:]
                 ]
+            filled.append((key, cells))
+        if filled == self._filled:
+            return  # nothing changed: a finished build's table is not rebuilt every poll
+        self._filled = filled
+        selected = self.selected_key()
+        self.clear()
+        for key, cells in filled:
             self.add_row(*cells, key=key)
         if selected is not None and selected in self.rows:
             self.move_cursor(row=self.get_row_index(selected), animate=False)
