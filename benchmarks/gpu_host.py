@@ -8,12 +8,12 @@ On the host it runs on:
 3. `workbench smoke --python python3 --json` with the onnxruntime installed there, and
    `workbench debug-bt --gdb cuda-gdb` on the provider-bridge fixture (hosts with cuda-gdb and
    no gdb);
-4. the CUDA fixture (workbench/cuda_sample_project.py) built with `workbench run` for each
+4. the CUDA fixture (workbench/samples/cuda_sample_project.py) built with `workbench run` for each
    CMAKE_CUDA_ARCHITECTURES (default `90`, `90;120`, `80;86;89;90;100;120`), while a 10 Hz
    psutil recorder keeps the argv of the nvcc / cicc / ptxas / cudafe++ / fatbinary / gcc
    processes it sees with their classification; the fixture's executable then runs on the
    GPU and checks every kernel's output;
-5. the C++ fixture (workbench/sample_project.write_project, more units) built with
+5. the C++ fixture (workbench/samples/sample_project.write_project, more units) built with
    `workbench run` at each of --jobs (default 1, 2, 4, 8, 16, 32);
 6. the measurements from the workbench's own history (`history --json`, `report A B`) and
    where the workbench's jobs recommendation falls on the jobs curve.
@@ -48,8 +48,8 @@ sys.path.insert(0, str(REPO))
 
 import psutil  # noqa: E402
 
-from workbench import cuda_sample_project, sample_project  # noqa: E402
 from workbench.monitor.classification import classify  # noqa: E402
+from workbench.samples import cuda_sample_project, sample_project  # noqa: E402
 
 ARCHITECTURES = ("90", "90;120", "80;86;89;90;100;120")
 JOBS = (1, 2, 4, 8, 16, 32)
@@ -125,8 +125,8 @@ class Results:
 
 def machine(out_dir: Path, name: str) -> dict[str, Any]:
     """What the host is: GPU(s) as nvidia-smi says, driver, CPU, memory, tool versions."""
-    from workbench.doctor import version_line
-    from workbench.hardware import detect_memory, read_cpuinfo, usable_cores
+    from workbench.host.doctor import version_line
+    from workbench.host.hardware import detect_memory, read_cpuinfo, usable_cores
 
     model, flags = read_cpuinfo()
     memory = detect_memory()
@@ -604,10 +604,10 @@ def cxx_builds(state: Path, work: Path, jobs_list: list[int], units: int) -> dic
 def recommendations(state: Path, doctor_json: dict[str, Any] | None) -> dict[str, Any]:
     """The workbench's jobs recommendation for this host: the doctor's (for its variant), and
     for the C++ and CUDA fixtures from the settings' defaults and from what was measured."""
-    from workbench.hardware import detect_memory, usable_cores
-    from workbench.matrix import load_matrix
-    from workbench.parallelism import recommend
-    from workbench.settings import load_settings
+    from workbench.configs.matrix import load_matrix
+    from workbench.configs.settings import load_settings
+    from workbench.host.hardware import detect_memory, usable_cores
+    from workbench.host.parallelism import recommend
     from workbench.supervision.history import History
     from workbench.supervision.tuning import default_job_memory, measured_job_memory
 
@@ -718,7 +718,7 @@ def main(argv: list[str] | None = None) -> int:
         ["python", "benchmarks/gpu_host.py", *(sys.argv[1:] if argv is None else argv)],
     )
     results["results_file"] = f"{name}.json"
-    from workbench.hardware import usable_cores
+    from workbench.host.hardware import usable_cores
 
     with tempfile.TemporaryDirectory(prefix="gpu-host-") as scratch:
         work = Path(scratch)

@@ -1,5 +1,5 @@
 # Reads configs/matrix.toml, configs/flavours.toml and configs/settings.toml: the one source of
-# truth the Python side (workbench/matrix.py, workbench/settings.py) reads too. The patches
+# truth the Python side (workbench/configs/matrix.py, workbench/configs/settings.py) reads too. The patches
 # are not here: patches/series.toml lists them, read by nix/series.nix.
 #
 # `configDir` is an argument so the tests can evaluate a modified copy of configs/ and check
@@ -149,7 +149,7 @@ let
     key: value:
     if isInt value && value >= 1 then value else throw "configs/settings.toml: ${key} must be a whole number >= 1, not ${builtins.toJSON value}";
 
-  # Same rule as workbench/settings.py: a plain flag, so nothing can smuggle a second word in.
+  # Same rule as workbench/configs/settings.py: a plain flag, so nothing can smuggle a second word in.
   compilerFlag =
     flag:
     if isString flag && builtins.match "-[A-Za-z0-9_=.,+:/-]+" flag != null then

@@ -22,7 +22,7 @@ let
   upper = [ "A" "B" "C" "D" "E" "F" "G" "H" "I" "J" "K" "L" "M" "N" "O" "P" "Q" "R" "S" "T" "U" "V" "W" "X" "Y" "Z" ];
   lower = [ "a" "b" "c" "d" "e" "f" "g" "h" "i" "j" "k" "l" "m" "n" "o" "p" "q" "r" "s" "t" "u" "v" "w" "x" "y" "z" ];
 
-  # The same forms workbench/cuda_arch.py accepts ("sm_90", "compute_90", "9.0", "90a",
+  # The same forms workbench/configs/cuda_arch.py accepts ("sm_90", "compute_90", "9.0", "90a",
   # "90-real"), so a settings.toml the Python side accepts means the same thing here.
   archForm = "(sm_|compute_|sm|compute)?([0-9]{1,3})(\\.([0-9]))?([af])?(-real|-virtual)?";
 in

@@ -1,6 +1,6 @@
 # The variant matrix expanded into build specs: plain data, no nixpkgs.
 #
-# The order and the names must match workbench/variants.py's expand() exactly (the tests compare
+# The order and the names must match workbench/configs/variants.py's expand() exactly (the tests compare
 # the two): for each toolkit (file order), each SM (file order), each ISA of that SM (its list
 # order); then the CPU-only ISAs. A spec carries everything nix/overrides.nix needs, so adding
 # a variant is a change to configs/matrix.toml only, never a new .nix file.

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.matrix import Matrix, load_matrix
+from workbench.configs.matrix import Matrix, load_matrix
 
 REPO = Path(__file__).resolve().parent.parent
 STANDIN_NVIDIA_SMI = REPO / "tests" / "standins" / "standin-nvidia-smi"

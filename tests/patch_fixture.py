@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workbench.paths import patches_dir
-from workbench.sample_project import write_project
+from workbench.samples.sample_project import write_project
 
 UNITS = 36
 GOOD = ("tune-light-3", "tune-light-7")

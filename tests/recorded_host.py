@@ -9,8 +9,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from workbench.doctor import DoctorReport, PtraceStatus, ToolStatus, build_report
-from workbench.hardware import (
+from workbench.configs.matrix import Matrix
+from workbench.configs.settings import BuildSettings
+from workbench.host.doctor import DoctorReport, PtraceStatus, ToolStatus, build_report
+from workbench.host.hardware import (
     CpuInfo,
     Hardware,
     MemoryInfo,
@@ -18,8 +20,6 @@ from workbench.hardware import (
     read_cpuinfo,
     supported_isas,
 )
-from workbench.matrix import Matrix
-from workbench.settings import BuildSettings
 
 TESTS = Path(__file__).resolve().parent
 STANDIN_NVIDIA_SMI = TESTS / "standins" / "standin-nvidia-smi"

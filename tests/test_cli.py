@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from workbench.matrix import Matrix
-from workbench.variants import expand
+from workbench.configs.matrix import Matrix
+from workbench.configs.variants import expand
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.cuda_arch import ArchitectureError, normalise, normalise_list
-from workbench.matrix import Matrix
+from workbench.configs.cuda_arch import ArchitectureError, normalise, normalise_list
+from workbench.configs.matrix import Matrix
 
 
 @pytest.mark.parametrize(

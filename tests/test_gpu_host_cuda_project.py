@@ -1,4 +1,4 @@
-"""The CUDA fixture project (workbench/cuda_sample_project.py) that issue 7 measured.
+"""The CUDA fixture project (workbench/samples/cuda_sample_project.py) that issue 7 measured.
 
 The generator is checked everywhere; the build runs only where nvcc, cmake and ninja are
 installed (the GPU host, or a development machine with the CUDA toolkit): it goes through
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from workbench import cuda_sample_project
-from workbench.cuda_sample_project import configure_argv, write_project
+from workbench.samples import cuda_sample_project
+from workbench.samples.cuda_sample_project import configure_argv, write_project
 
 REPO = Path(__file__).resolve().parent.parent
 

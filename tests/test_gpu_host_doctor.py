@@ -18,7 +18,9 @@ from typing import Any
 
 import pytest
 
-from workbench.doctor import (
+from workbench.configs.matrix import Matrix
+from workbench.configs.settings import load_settings
+from workbench.host.doctor import (
     PtraceStatus,
     ToolStatus,
     build_report,
@@ -26,7 +28,7 @@ from workbench.doctor import (
     tool_status,
     version_line,
 )
-from workbench.hardware import (
+from workbench.host.hardware import (
     CpuInfo,
     Hardware,
     MemoryInfo,
@@ -35,8 +37,6 @@ from workbench.hardware import (
     read_cpuinfo,
     supported_isas,
 )
-from workbench.matrix import Matrix
-from workbench.settings import load_settings
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "benchmarks" / "results"

@@ -19,8 +19,8 @@ import pytest
 
 from workbench.debugging.diagnosis import diagnose
 from workbench.debugging.model import capture_from_json
+from workbench.host.parallelism import JobMemory, recommend
 from workbench.monitor.classification import ProcessKind, classify
-from workbench.parallelism import JobMemory, recommend
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "benchmarks" / "results"

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from workbench.hardware import (
+from workbench.configs.matrix import Matrix
+from workbench.host.hardware import (
     capability_from_name,
     detect_cpu,
     detect_gpus,
@@ -16,7 +17,6 @@ from workbench.hardware import (
     read_cpuinfo,
     supported_isas,
 )
-from workbench.matrix import Matrix
 
 CPUINFO = Path(__file__).parent / "fixtures" / "cpuinfo"
 

@@ -22,7 +22,7 @@ def core_modules() -> list[str]:
 
 def test_importing_every_core_module_loads_no_textual() -> None:
     modules = core_modules()
-    assert "workbench.settings" in modules and "workbench.hardware" in modules
+    assert "workbench.configs.settings" in modules and "workbench.host.hardware" in modules
     code = (
         "import importlib, sys\n"
         f"for name in {modules!r}: importlib.import_module(name)\n"

@@ -1,6 +1,6 @@
 """nix/matrix.nix, nix/variants.nix and nix/series.nix against workbench/: one config, two readers.
 
-The matrix against workbench/variants.py, the patch series (patches/series.toml) against
+The matrix against workbench/configs/variants.py, the patch series (patches/series.toml) against
 workbench/patches/series.py. Real Nix (Debian's nix-bin) evaluates the real nix/ files; nothing
 here needs nixpkgs.
 """
@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from nix_testing import SAMPLE_APPLIED, SAMPLE_SERIES, needs_nix, nix_env, repo_copy
 
+from workbench.configs.matrix import load_matrix
+from workbench.configs.variants import expand
 from workbench.errors import ConfigError
-from workbench.matrix import load_matrix
 from workbench.patches.series import load_series
-from workbench.variants import expand
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIGS = REPO / "configs"

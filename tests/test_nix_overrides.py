@@ -31,8 +31,8 @@ from nix_testing import (
     repo_copy,
 )
 
-from workbench.matrix import load_matrix
-from workbench.variants import expand
+from workbench.configs.matrix import load_matrix
+from workbench.configs.variants import expand
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIGS = REPO / "configs"
@@ -777,7 +777,7 @@ in map each (builtins.fromJSON (builtins.readFile spellingsFile))
 
 
 def test_architecture_spellings_mean_the_same_as_on_the_python_side(tmp_path):
-    from workbench.cuda_arch import ArchitectureError, normalise
+    from workbench.configs.cuda_arch import ArchitectureError, normalise
 
     known = load_matrix(CONFIGS).known_cuda_architectures
     spellings = ["90", "sm_90", "compute_90", "9.0", "9.0a", "90a", "SM_120", "12.0", "120", "100f"]

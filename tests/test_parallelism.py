@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from workbench.parallelism import GIB, JobMemory, estimated_peak_gb, recommend
+from workbench.host.parallelism import GIB, JobMemory, estimated_peak_gb, recommend
 
 
 def test_cpp_build_is_limited_by_cores_on_the_seed_host() -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workbench.hardware import (
+from workbench.configs.matrix import Matrix
+from workbench.host.hardware import (
     CpuInfo,
     Gpu,
     GpuReport,
@@ -14,8 +15,7 @@ from workbench.hardware import (
     read_cpuinfo,
     supported_isas,
 )
-from workbench.matrix import Matrix
-from workbench.selection import select, sm_for_capability, toolkit_support
+from workbench.host.selection import select, sm_for_capability, toolkit_support
 
 CPUINFO = Path(__file__).parent / "fixtures" / "cpuinfo"
 GIB = 1024**3

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from workbench.configs.matrix import load_matrix
+from workbench.configs.settings import load_settings, set_setting
 from workbench.errors import ConfigError
-from workbench.matrix import load_matrix
-from workbench.settings import load_settings, set_setting
 
 
 def test_defaults_load(config_copy: Path) -> None:

@@ -18,11 +18,11 @@ REPO = Path(__file__).resolve().parent.parent
 
 # What the first screen must not wait for: detection, the history, the other screens.
 NOT_BEFORE_THE_FIRST_FRAME = (
-    "workbench.doctor",
-    "workbench.hardware",
-    "workbench.settings",
-    "workbench.selection",
-    "workbench.parallelism",
+    "workbench.host.doctor",
+    "workbench.host.hardware",
+    "workbench.configs.settings",
+    "workbench.host.selection",
+    "workbench.host.parallelism",
     "workbench.supervision.history",
     "workbench.supervision.liveness",
     "workbench.debugging",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.matrix import Matrix
-from workbench.variants import UnknownVariantError, expand, format_name, parse
+from workbench.configs.matrix import Matrix
+from workbench.configs.variants import UnknownVariantError, expand, format_name, parse
 
 SEED_EXAMPLES = [
     "onnxruntime-python313-cuda12_9-sm90-avx512",

@@ -17,8 +17,8 @@ from iterate_loop import Loop
 from patch_fixture import write_fixture_series, write_fixture_source
 from supervision.supervised import Bench
 
-from workbench.matrix import load_matrix
-from workbench.settings import set_setting
+from workbench.configs.matrix import load_matrix
+from workbench.configs.settings import set_setting
 
 
 @pytest.fixture

@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 from nix_testing import needs_nix, nix_env
 
+from workbench.configs.matrix import load_matrix
+from workbench.configs.settings import load_settings, set_settings
 from workbench.iterate.cmake_flags import (
     FlakeFlags,
     cmake_source_directory,
     configure_argv,
     flake_flags,
 )
-from workbench.matrix import load_matrix
-from workbench.settings import load_settings, set_settings
 from workbench.supervision.launch import resolve_target
 
 REPO = Path(__file__).resolve().parents[2]

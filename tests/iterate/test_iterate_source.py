@@ -14,10 +14,10 @@ import pytest
 from iterate_loop import Loop, needs_tools
 from nix_testing import needs_nix, nix_env
 
+from workbench.configs.matrix import load_matrix
+from workbench.configs.settings import set_setting
 from workbench.iterate import cmake_flags, ninja_output, source
 from workbench.iterate.session import prepare
-from workbench.matrix import load_matrix
-from workbench.settings import set_setting
 from workbench.supervision.launch import resolve_target
 
 

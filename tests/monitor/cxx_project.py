@@ -1,6 +1,6 @@
 """The generated C++ project for tests that drive real cmake, ninja, make and g++.
 
-Twelve translation units (workbench.sample_project): most are light, a few instantiate deep
+Twelve translation units (workbench.samples.sample_project): most are light, a few instantiate deep
 template chains so that their cc1plus runs long enough (a second or more) to be seen by a
 sampler. Every process a test starts runs in its own session and is killed on the way out.
 """
@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 # The project itself is the bundled sample project: the one a newcomer builds from the TUI.
-from workbench.sample_project import write_project
+from workbench.samples.sample_project import write_project
 
 __all__ = ["configure", "kill_group", "started", "wait_rusage", "write_project"]
 

@@ -24,7 +24,7 @@ from workbench.monitor.discovery import (
     is_nixbld_user,
 )
 from workbench.monitor.procfs import uid_of, user_name
-from workbench.sample_project import HEAVY
+from workbench.samples.sample_project import HEAVY
 
 pytestmark = [
     pytest.mark.nix,

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from patch_fixture import copy_tree, write_fixture_series, write_fixture_source
 
+from workbench.configs.matrix import load_matrix
 from workbench.errors import PatchError
-from workbench.matrix import load_matrix
 from workbench.patches.checking import (
     ALREADY_APPLIED,
     APPLIES,

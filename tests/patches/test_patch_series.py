@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from patch_fixture import GOOD, write_fixture_series, write_fixture_source
 
+from workbench.configs.matrix import Matrix, load_matrix
 from workbench.errors import ConfigError, PatchError
-from workbench.matrix import Matrix, load_matrix
 from workbench.patches.series import (
     NewPatch,
     add_patch,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from patch_fixture import write_fixture_series, write_fixture_source
 
-from workbench.matrix import load_matrix
+from workbench.configs.matrix import load_matrix
 from workbench.patches.checking import check_patch_in_place
 from workbench.patches.series import load_series, series_path
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from supervised import REPO, Bench
 
-from workbench.matrix import Matrix
-from workbench.parallelism import GIB, JobMemory
+from workbench.configs.matrix import Matrix
+from workbench.configs.settings import load_settings
+from workbench.host.parallelism import GIB, JobMemory
 from workbench.progress import ProgressTracker
-from workbench.settings import load_settings
 from workbench.supervision import eta, report
 from workbench.supervision.history import (
     RUNNING,

@@ -29,4 +29,4 @@ async def test_sample_build_from_the_variants_screen_runs_to_the_end(tui, bench)
         assert progress.get("step", {}).get("done") == progress.get("step", {}).get("total")
     with History(bench.state) as history:
         (record,) = history.builds()
-        assert record.argv[1:4] == ("-m", "workbench.sample_project", "build")
+        assert record.argv[1:4] == ("-m", "workbench.samples.sample_project", "build")

@@ -213,7 +213,7 @@ def run_build(args: argparse.Namespace) -> int:
     import shutil
 
     from workbench.cli.common import load_config
-    from workbench.settings import load_settings
+    from workbench.configs.settings import load_settings
     from workbench.supervision.launch import (
         LaunchError,
         default_flake_directory,

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from workbench.matrix import Matrix, load_matrix
+from workbench.configs.matrix import Matrix, load_matrix
 from workbench.paths import config_dir
 
 

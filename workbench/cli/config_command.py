@@ -25,7 +25,7 @@ def register(subcommands: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from workbench.cli.common import load_config, print_json
-    from workbench.settings import (
+    from workbench.configs.settings import (
         SPECS,
         format_value,
         get_setting,

@@ -24,8 +24,8 @@ def register(subcommands: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from workbench.cli.common import load_config, print_json
-    from workbench.doctor import diagnose, report_to_json
-    from workbench.settings import load_settings
+    from workbench.configs.settings import load_settings
+    from workbench.host.doctor import diagnose, report_to_json
 
     directory, matrix = load_config(args)
     from workbench.paths import state_dir

@@ -43,7 +43,7 @@ def variant_to_json(variant: Any) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from workbench.cli.common import load_config, print_json
-    from workbench.variants import expand
+    from workbench.configs.variants import expand
 
     config, matrix = load_config(args)
     words = (args.match or "").lower().split()

@@ -260,7 +260,7 @@ def write_patch(
     pair: BridgePair, source: Path, patches: Path, name: str | None = None
 ) -> ProposedPatch:
     """Write the guard as patches/NAME (checked with `git apply --check` first)."""
-    from workbench.toml_files import write_atomically
+    from workbench.configs.toml_files import write_atomically
 
     name = validate_patch_name(name or default_patch_name(pair))
     patch, definitions = build_patch(pair, source)

@@ -85,7 +85,7 @@ class SmokeResult:
 
 def variant_python(variant: str, directory: Path | None = None) -> Path:
     """A Flox-built variant's interpreter: ./result-VARIANT/bin/python."""
-    from workbench.variants import NAME_PATTERN
+    from workbench.configs.variants import NAME_PATTERN
 
     if not NAME_PATTERN.match(variant):
         raise WorkbenchError(

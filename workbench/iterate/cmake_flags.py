@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from workbench.errors import ConfigError
 
 if TYPE_CHECKING:
-    from workbench.settings import BuildSettings
+    from workbench.configs.settings import BuildSettings
     from workbench.supervision.launch import Target
 
 DEFINE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(=[A-Za-z0-9_.]*)?$")

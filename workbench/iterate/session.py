@@ -111,9 +111,9 @@ def prepare(
     or the flake's `src` on a Nix host. The series' enabled patches for the target are its
     commits; a changed series is re-applied (workspace.update).
     """
-    from workbench.matrix import load_matrix
+    from workbench.configs.matrix import load_matrix
+    from workbench.configs.settings import load_settings
     from workbench.patches.series import load_series
-    from workbench.settings import load_settings
     from workbench.supervision.launch import default_flake_directory, resolve_target
 
     missing = missing_tools()

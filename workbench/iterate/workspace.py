@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench.configs.toml_files import write_atomically
 from workbench.errors import PatchError, WorkbenchError
 from workbench.patches.series import Series, SeriesPatch
-from workbench.toml_files import write_atomically
 
 WORKSPACES = "workspaces"
 STATE_FILE = "workspace.json"

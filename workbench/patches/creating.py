@@ -8,8 +8,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from workbench.configs.matrix import Matrix
 from workbench.errors import PatchError
-from workbench.matrix import Matrix
 from workbench.patches.series import NewPatch, SeriesPatch, add_patch, validate_name
 
 

@@ -14,16 +14,16 @@ from typing import Any
 
 import tomlkit
 
-from workbench.errors import ConfigError, PatchError
-from workbench.matrix import Matrix
-from workbench.paths import patches_dir
-from workbench.toml_files import (
+from workbench.configs.matrix import Matrix
+from workbench.configs.toml_files import (
     load_document,
     load_toml,
     locked_directory,
     read_text,
     write_atomically,
 )
+from workbench.errors import ConfigError, PatchError
+from workbench.paths import patches_dir
 
 SERIES_FILE = "series.toml"
 NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
@@ -309,13 +309,13 @@ def add_patch(
 
 
 def _variant_names(matrix: Matrix) -> set[str]:
-    from workbench.variants import expand
+    from workbench.configs.variants import expand
 
     return {variant.name for variant in expand(matrix)}
 
 
 def _matrix_of(config_directory: Path) -> Matrix:
-    from workbench.matrix import load_matrix
+    from workbench.configs.matrix import load_matrix
 
     return load_matrix(config_directory)
 
@@ -326,6 +326,6 @@ def target_name(matrix: Matrix, name: str) -> str:
     try:
         return matrix.flavour(name).name
     except KeyError:
-        from workbench.variants import parse
+        from workbench.configs.variants import parse
 
         return parse(name, matrix).name

@@ -177,8 +177,8 @@ def start_targets(
     target, else the settings); several targets share one `nix build .#A .#B` invocation,
     since the checkout's lock allows one build at a time.
     """
-    from workbench.matrix import load_matrix
-    from workbench.settings import load_settings
+    from workbench.configs.matrix import load_matrix
+    from workbench.configs.settings import load_settings
     from workbench.supervision.launch import (
         LaunchError,
         default_flake_directory,

@@ -24,9 +24,9 @@ from workbench.errors import WorkbenchError
 from workbench.supervision.history import NewBuild
 
 if TYPE_CHECKING:  # `workbench run` needs none of the matrix and settings machinery
-    from workbench.matrix import Flavour, Matrix
-    from workbench.settings import BuildSettings
-    from workbench.variants import Variant
+    from workbench.configs.matrix import Flavour, Matrix
+    from workbench.configs.settings import BuildSettings
+    from workbench.configs.variants import Variant
 
 # Flake attributes, Flox package names and --name values: no leading dash (an option), no
 # spaces, slashes, quotes or shell characters.
@@ -60,7 +60,7 @@ class Target:
 
 def resolve_target(name: str, matrix: Matrix) -> Target:
     """The variant or flavour called `name`; unknown names get the nearest known ones."""
-    from workbench.variants import UnknownVariantError, parse
+    from workbench.configs.variants import UnknownVariantError, parse
 
     try:
         flavour = matrix.flavour(name)

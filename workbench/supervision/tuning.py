@@ -12,8 +12,8 @@ import math
 import time
 from dataclasses import dataclass
 
-from workbench.parallelism import GIB, MEMORY_HEADROOM, JobMemory, recommend
-from workbench.settings import BuildSettings
+from workbench.configs.settings import BuildSettings
+from workbench.host.parallelism import GIB, MEMORY_HEADROOM, JobMemory, recommend
 from workbench.supervision.history import History
 
 
@@ -103,7 +103,7 @@ def choose_jobs_for(
 ) -> JobsChoice:
     """choose_jobs with this host's cores and memory and the best per-job figure for `name`:
     measured in earlier builds of it when there are some, else the settings' default."""
-    from workbench.hardware import detect_memory, usable_cores
+    from workbench.host.hardware import detect_memory, usable_cores
 
     job_memory = measured_job_memory(history, name, cuda) or default_job_memory(settings, cuda)
     return choose_jobs(

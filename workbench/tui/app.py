@@ -18,22 +18,22 @@ from textual.app import App
 from textual.binding import Binding
 from textual.worker import get_current_worker
 
-from workbench.matrix import Matrix, load_matrix
+from workbench.configs.matrix import Matrix, load_matrix
 from workbench.paths import config_dir, state_dir
 from workbench.tui.clock import Clock
 from workbench.tui.variants_screen import FIRST_FRAME_WAIT_S, VariantsScreen
 
 if TYPE_CHECKING:
+    from workbench.configs.settings import BuildSettings
     from workbench.debugging.model import Capture
-    from workbench.doctor import DoctorReport
-    from workbench.settings import BuildSettings
+    from workbench.host.doctor import DoctorReport
 
 Doctor = Callable[["Matrix", "BuildSettings"], "DoctorReport"]
 
 
 def detect_this_host(matrix: Matrix, settings: BuildSettings) -> DoctorReport:
     """`workbench doctor` on this host (imported when first called: it is not cheap)."""
-    from workbench.doctor import diagnose
+    from workbench.host.doctor import diagnose
 
     return diagnose(matrix, settings, nvidia_smi="nvidia-smi")
 
@@ -161,7 +161,7 @@ class WorkbenchApp(App[None]):
         screen = self.screen
         target = screen._highlighted() if isinstance(screen, VariantsScreen) else None
         if target is None:
-            from workbench.settings import load_settings
+            from workbench.configs.settings import load_settings
 
             target = load_settings(self.config_directory, self.matrix).linkage
         self.push_screen(

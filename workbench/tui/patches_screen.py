@@ -19,8 +19,8 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Label, Static
 
+from workbench.configs.matrix import Matrix
 from workbench.errors import WorkbenchError
-from workbench.matrix import Matrix
 from workbench.patches.checking import ALREADY_APPLIED, APPLIES, PatchCheck, SeriesCheck
 from workbench.patches.series import Series, SeriesPatch, load_series, set_enabled, target_name
 from workbench.tui.screen_commands import ScreenCommands

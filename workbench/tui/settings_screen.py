@@ -11,12 +11,8 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Label, Select, SelectionList, Static, Switch
 
-from workbench.doctor import DoctorReport
-from workbench.errors import ConfigError
-from workbench.matrix import Matrix
-from workbench.parallelism import GIB, estimated_peak_gb
-from workbench.paths import patches_dir
-from workbench.settings import (
+from workbench.configs.matrix import Matrix
+from workbench.configs.settings import (
     SPECS,
     BuildSettings,
     check_value,
@@ -24,6 +20,10 @@ from workbench.settings import (
     load_settings,
     set_settings,
 )
+from workbench.errors import ConfigError
+from workbench.host.doctor import DoctorReport
+from workbench.host.parallelism import GIB, estimated_peak_gb
+from workbench.paths import patches_dir
 
 TEXT_KEYS = ("ninja_jobs", "nvcc_threads", "max_jobs", "cuda_architectures", "optimization_flags")
 

@@ -22,13 +22,13 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Static
 from textual.worker import get_current_worker
 
-from workbench.matrix import Matrix
+from workbench.configs.matrix import Matrix
+from workbench.configs.variants import expand
 from workbench.tui import clock
-from workbench.variants import expand
 
 if TYPE_CHECKING:
-    from workbench.doctor import DoctorReport
-    from workbench.settings import BuildSettings
+    from workbench.configs.settings import BuildSettings
+    from workbench.host.doctor import DoctorReport
 
 # Longest wait for the first frame before the workers start anyway.
 FIRST_FRAME_WAIT_S = 5.0
@@ -229,7 +229,7 @@ class VariantsScreen(Screen[None]):
         """This host's GPUs, CPU, memory and tools, and the variant it needs (`doctor`)."""
         if not self._wait_until_drawn():
             return
-        from workbench.settings import load_settings
+        from workbench.configs.settings import load_settings
 
         settings = load_settings(self.config_directory, self.matrix)
         report = self.doctor(self.matrix, settings)

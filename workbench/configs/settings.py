@@ -11,10 +11,9 @@ from typing import Any
 
 import tomlkit
 
-from workbench.cuda_arch import ArchitectureError, normalise_list
-from workbench.errors import ConfigError
-from workbench.matrix import Matrix
-from workbench.toml_files import (
+from workbench.configs.cuda_arch import ArchitectureError, normalise_list
+from workbench.configs.matrix import Matrix
+from workbench.configs.toml_files import (
     line_of_key,
     load_document,
     load_toml,
@@ -22,6 +21,7 @@ from workbench.toml_files import (
     read_text,
     write_atomically,
 )
+from workbench.errors import ConfigError
 
 SETTINGS_FILE = "settings.toml"
 # Compiler flags reach argv lists, never a shell; this still refuses anything that is not a

@@ -11,11 +11,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from workbench.hardware import Hardware, detect
-from workbench.matrix import Matrix
-from workbench.parallelism import JobMemory, ParallelismAdvice, recommend
-from workbench.selection import Selection, select
-from workbench.settings import BuildSettings
+from workbench.configs.matrix import Matrix
+from workbench.configs.settings import BuildSettings
+from workbench.host.hardware import Hardware, detect
+from workbench.host.parallelism import JobMemory, ParallelismAdvice, recommend
+from workbench.host.selection import Selection, select
 
 # Tools the workbench drives, with the argv that prints each one's version. gdb may be cuda-gdb
 # on GPU hosts that ship no plain gdb: it debugs host programs too.

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from workbench.matrix import Matrix
+from workbench.configs.matrix import Matrix
 
 QUERY_FULL = "name,compute_cap,driver_version"
 QUERY_OLD_DRIVER = "name,driver_version"  # R470 and older have no compute_cap field

@@ -6,8 +6,8 @@ import difflib
 import re
 from dataclasses import dataclass
 
+from workbench.configs.matrix import Isa, Matrix, Sm, Toolkit
 from workbench.errors import WorkbenchError
-from workbench.matrix import Isa, Matrix, Sm, Toolkit
 
 NAME_PATTERN = re.compile(
     r"^onnxruntime-python(?P<python>\d{3,4})-(?P<stack>cuda\d+_\d+|cpu)"

@@ -5,7 +5,7 @@ build screen, graphs and history fill in within seconds; the tests build the sam
 Most translation units are light; a few instantiate deep template chains so their cc1plus runs
 long enough (a second or more) to be seen by the sampler.
 
-    python -m workbench.sample_project build DIR [--jobs N]   # write, configure, build
+    python -m workbench.samples.sample_project build DIR [--jobs N]   # write, configure, build
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def write_project(
 
 def build_argv(directory: Path, jobs: int | None = None) -> list[str]:
     """The one command that writes, configures and builds the project (for `workbench run`)."""
-    argv = [sys.executable, "-m", "workbench.sample_project", "build", str(directory)]
+    argv = [sys.executable, "-m", "workbench.samples.sample_project", "build", str(directory)]
     return [*argv, "--jobs", str(jobs)] if jobs else argv
 
 
@@ -152,7 +152,7 @@ def build(directory: Path, jobs: int | None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m workbench.sample_project")
+    parser = argparse.ArgumentParser(prog="python -m workbench.samples.sample_project")
     actions = parser.add_subparsers(dest="action", required=True)
     build_parser = actions.add_parser("build", help="write, configure and build the project")
     build_parser.add_argument("directory", type=Path)

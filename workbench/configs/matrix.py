@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from workbench.configs.toml_files import line_of_key, load_toml, read_text
 from workbench.errors import ConfigError
-from workbench.toml_files import line_of_key, load_toml, read_text
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from workbench.hardware import Hardware
-from workbench.matrix import Matrix, Sm, Toolkit
-from workbench.variants import Variant, by_name, format_name
+from workbench.configs.matrix import Matrix, Sm, Toolkit
+from workbench.configs.variants import Variant, by_name, format_name
+from workbench.host.hardware import Hardware
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,1 @@
+"""What this machine is and what it should build."""

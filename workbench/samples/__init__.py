@@ -1,0 +1,1 @@
+"""Projects the workbench generates to build: the C++ sample and the CUDA fixture."""
