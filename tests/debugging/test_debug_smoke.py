@@ -50,9 +50,13 @@ def test_onnx_test_model_overrides_the_builtin_model(tmp_path: Path, monkeypatch
 def test_variant_smoke_uses_the_flox_result_link(tmp_path: Path, monkeypatch, capsys) -> None:
     _needs_onnxruntime()
     variant = "onnxruntime-python311-cpu-avx2"
-    interpreter = tmp_path / f"result-{variant}" / "bin" / "python"
-    interpreter.parent.mkdir(parents=True)
-    interpreter.symlink_to(sys.executable)
+    # `flox build` leaves result-NAME as a link to the whole output (a store path), never a
+    # link to the interpreter alone. Linking the directory keeps pyvenv.cfg beside bin/, so
+    # the interpreter started through it is still this virtual environment's (with the
+    # onnxruntime wheel) even where the base Python lacks it.
+    (tmp_path / f"result-{variant}").symlink_to(sys.prefix, target_is_directory=True)
+    if not (tmp_path / f"result-{variant}" / "bin" / "python").exists():
+        pytest.skip(f"{sys.prefix} has no bin/python, the interpreter a Flox output provides")
     monkeypatch.chdir(tmp_path)
     assert main(["smoke", variant]) == 0
     assert "PASSED" in capsys.readouterr().out

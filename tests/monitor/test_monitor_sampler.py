@@ -140,7 +140,14 @@ def test_build_samples_and_summary(sampled_build: SampledBuild) -> None:
     summary = sampled_build.summary
     builds = [sample.build for sample in sampled_build.samples]
     assert all(0.0 <= build.cpu_percent <= 105.0 for build in builds)
-    assert max(build.cpu_percent for build in builds) > 40.0
+    # How much of the machine the build got depends on what else runs (a loaded 2-core CI
+    # host gives it little), so no share is required; what must hold under any load is that
+    # the rates add up: CPU per interval summed over the samples is the CPU the build used.
+    assert max(build.cpu_cores for build in builds) > 0.0
+    for build in builds:
+        assert build.cpu_percent == pytest.approx(100.0 * build.cpu_cores / build.cpus)
+    integrated = sum(build.cpu_cores * build.interval for build in builds)
+    assert integrated == pytest.approx(sampled_build.sampled_cpu, rel=0.02, abs=0.05)
     assert all(build.memory_available > 0 and build.memory_total > 0 for build in builds)
     assert max(build.compile_jobs for build in builds) == summary.most_jobs
     assert 1 <= summary.most_jobs <= 2  # ninja -j2
