@@ -16,9 +16,15 @@ MAKE = "make"
 # ninja's default NINJA_STATUS is "[%f/%t] "; common variants put more inside the brackets
 # ("[%p %f/%t] ", "[%f/%t %r running] ", "[%s/%t] "). The lazy prefix takes the first
 # "N/M" pair inside the first pair of brackets, so "[ 45% 12/100]" gives 12/100.
-_NINJA_DEFAULT = re.compile(r"\[[^\]/]*?(\d+)/(\d+)[^\]]*\] ?(.*)", re.DOTALL)
+_NINJA_DEFAULT = re.compile(r"\[[^\]/]*?(\d+)/(\d+)[^\]]*\]")
 # ANSI escapes: ninja on a terminal ends lines with "\x1b[K"; compilers colour diagnostics.
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# A count longer than this is no build's progress: Python refuses to convert numbers past 4300
+# digits (a ValueError that killed the supervisor), and a bracket of a megabyte of digits makes
+# the lazy pattern below quadratic. Both bounds keep every parse linear and raise-free.
+MAX_DIGITS = 18
+# ninja's status sits at the start of a line; a format's prefix is never this long.
+MAX_STATUS_CHARACTERS = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +57,13 @@ def clean_terminal_line(line: str) -> str:
     return line
 
 
+def bounded_int(text: str) -> int | None:
+    """`text` as a whole number if it is 1 to MAX_DIGITS decimal digits, else None."""
+    if 0 < len(text) <= MAX_DIGITS and text.isdecimal():
+        return int(text)
+    return None
+
+
 def ninja_counts(line: str) -> tuple[int, int, str] | None:
     """(finished, total, description) of a ninja status line, else None: the tracker's hot path.
 
@@ -59,25 +72,26 @@ def ninja_counts(line: str) -> tuple[int, int, str] | None:
     """
     if line[:1] != "[":
         return None
-    close = line.find("]")
+    close = line.find("]", 1, MAX_STATUS_CHARACTERS)
     if close < 0:
         return None
     done_text, slash, total_text = line[1:close].partition("/")
     # The default "[%f/%t] " format needs no regex. isdecimal(), unlike isdigit(), accepts
     # only what int() reads ("²" is a digit but not a decimal).
     if slash and done_text.isdecimal() and total_text.isdecimal():
-        done, total = int(done_text), int(total_text)
-        if done > total:
+        done, total = bounded_int(done_text), bounded_int(total_text)
+        if done is None or total is None or done > total:
             return None
         start = close + 2 if line[close + 1 : close + 2] == " " else close + 1
         return done, total, line[start:]
-    found = _NINJA_DEFAULT.match(line)
+    found = _NINJA_DEFAULT.match(line, 0, close + 1)
     if found is None:
         return None
-    done, total = int(found.group(1)), int(found.group(2))
-    if done > total:
+    done, total = bounded_int(found.group(1)), bounded_int(found.group(2))
+    if done is None or total is None or done > total:
         return None
-    return done, total, found.group(3)
+    start = close + 2 if line[close + 1 : close + 2] == " " else close + 1
+    return done, total, line[start:]
 
 
 def make_percent(line: str) -> tuple[int, str] | None:
@@ -130,12 +144,21 @@ class NinjaStatusParser:
 
     def counts(self, line: str) -> tuple[int, int, str] | None:
         """(done, total, description) of a line, else None."""
-        found = self._pattern.match(line)
+        # The status is matched within the line's start (its placeholders may backtrack over
+        # what they read); the description is the rest of the line, however long.
+        found = self._pattern.match(line, 0, MAX_STATUS_CHARACTERS)
         if found is None:
             return None
         values = found.groupdict()
-        description = values.pop("description") or ""
-        numbers = {name: int(text) for name, text in values.items() if text is not None}
+        values.pop("description")
+        description = line[found.start("description") :]
+        numbers: dict[str, int] = {}
+        for name, text in values.items():
+            if text is not None:
+                number = bounded_int(text)
+                if number is None:
+                    return None
+                numbers[name] = number
         total = numbers.get("t")
         done = numbers.get("f")
         if done is None and "s" in numbers and "r" in numbers:

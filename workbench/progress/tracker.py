@@ -40,9 +40,11 @@ from workbench.progress.nix_log import (
 )
 from workbench.progress.steps import (
     MAKE,
+    MAX_DIGITS,
     NINJA,
     NinjaStatusParser,
     Step,
+    bounded_int,
     clean_terminal_line,
     make_percent,
     ninja_counts,
@@ -70,6 +72,9 @@ _WILL_BE_BUILT = re.compile(
 )
 _PHASE_LINE = "Running phase: "
 _KEEP_FAILURES = 20
+# Counts at or past this are not a build's (Nix's are far below): ignored, so that sums and the
+# float division of a progress fraction never meet a number too large for them.
+_COUNT_LIMIT = 10**MAX_DIGITS
 
 _StepTuple = tuple[str, int, int, str]
 
@@ -224,6 +229,8 @@ class ProgressTracker:
             return False  # not the shape expected: the JSON decoder decides
         if min(done, expected, running, failed) < 0:
             return True
+        if max(done, expected, running, failed) >= _COUNT_LIMIT:
+            return True
         numbers = (done, expected, running, failed)
         if act_type == ACT_BUILDS:
             self._builds[activity] = numbers
@@ -347,7 +354,7 @@ class ProgressTracker:
             and len(fields) >= 2
             and fields[0] == ACT_BUILDS
             and _is_int(fields[1])
-            and fields[1] >= 0
+            and 0 <= fields[1] < _COUNT_LIMIT
         ):
             self._planned_said = max(self._planned_said, fields[1])
         return False
@@ -390,8 +397,9 @@ class ProgressTracker:
         found = _WILL_BE_BUILT.match(text)
         if found is not None:
             self._collecting_plan = True
-            count = int(found.group(1)) if found.group(1) else 1
-            self._planned_said = max(self._planned_said, count)
+            count = bounded_int(found.group(1)) if found.group(1) else 1
+            if count is not None:
+                self._planned_said = max(self._planned_said, count)
         elif "failed" in text or "Cannot build" in text:
             # "builder for '/nix/store/...drv' failed with exit code 2" (Nix 2.x);
             # "Cannot build '/nix/store/...drv'." (Nix 2.19+). Not "dependencies couldn't be
@@ -538,6 +546,6 @@ def _four_ints(fields: list[Any]) -> tuple[int, int, int, int] | None:
         return None
     done, expected, running, failed = fields[0], fields[1], fields[2], fields[3]
     numbers = (done, expected, running, failed)
-    if all(_is_int(number) and number >= 0 for number in numbers):
+    if all(_is_int(number) and 0 <= number < _COUNT_LIMIT for number in numbers):
         return numbers
     return None
