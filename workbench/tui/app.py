@@ -8,22 +8,28 @@ screen is on the terminal.
 
 from __future__ import annotations
 
+import shlex
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rich.text import Text
 from textual import work
 from textual.app import App
 from textual.binding import Binding
-from textual.worker import get_current_worker
+from textual.worker import WorkerFailed, get_current_worker
 
 from workbench.configs.matrix import Matrix, load_matrix
+from workbench.errors import WorkbenchError
 from workbench.paths import config_dir, state_dir
 from workbench.tui.clock import Clock
+from workbench.tui.screen_commands import ScreenCommands
 from workbench.tui.variants_screen import FIRST_FRAME_WAIT_S, VariantsScreen
 
 if TYPE_CHECKING:
+    from textual.screen import Screen
+
     from workbench.configs.settings import BuildSettings
     from workbench.debugging.model import Capture
     from workbench.host.doctor import DoctorReport
@@ -43,9 +49,17 @@ class WorkbenchApp(App[None]):
 
     TITLE = "workbench"
     CSS_PATH = "workbench.tcss"
+    COMMANDS = App.COMMANDS | {ScreenCommands}
     BINDINGS = [
         Binding(
             "q", "quit", "Quit", id="quit", tooltip="Leave the workbench (builds keep running)"
+        ),
+        Binding(
+            "question_mark,f1",
+            "help",
+            "Help",
+            id="help",
+            tooltip="Every key of this screen and what it does",
         ),
         Binding(
             "h",
@@ -67,7 +81,6 @@ class WorkbenchApp(App[None]):
             "Patches",
             id="patches",
             tooltip="The patch series for the highlighted variant (else the linkage flavour)",
-            show=False,  # the footer is full at 80 columns; the variants screen's tip names it
         ),
     ]
 
@@ -86,6 +99,7 @@ class WorkbenchApp(App[None]):
         self.doctor = doctor
         self.clock = clock  # what "ago" is measured against (frozen in snapshots)
         self.report: DoctorReport | None = None  # the last detection, shared by the screens
+        self.user_errors: list[str] = []  # shown on the error screen; quitting then exits 2
 
     async def on_mount(self) -> None:
         self.sub_title = f"ONNX Runtime {self.matrix.ort_version}"
@@ -119,6 +133,60 @@ class WorkbenchApp(App[None]):
         if self.screen is first:
             self.open_build(build_id)
 
+    # -- user errors, help, quitting ------------------------------------------------------------
+
+    def show_user_error(self, error: Exception) -> None:
+        """A config or history error as one screen (what, where, what to do), never a traceback;
+        the app exits 2 when left after one."""
+        from workbench.tui.error_screen import ErrorScreen, explain
+
+        self.user_errors.append(str(error))
+        self.push_screen(ErrorScreen(explain(error, self.config_directory, self.state_directory)))
+
+    def _handle_exception(self, error: Exception) -> None:
+        # A WorkbenchError in a worker is a message for the user (a malformed settings.toml read
+        # while detecting the host, an unreadable history). Handlers on the event loop catch
+        # theirs (`_opening`). Anything else is a bug: Textual's traceback.
+        if isinstance(error, WorkerFailed) and isinstance(error.error, WorkbenchError):
+            self.show_user_error(error.error)
+            return
+        super()._handle_exception(error)
+
+    def action_help(self) -> None:
+        """The keys of the screen shown, with what each does."""
+        from workbench.tui.help_screen import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.screen))
+
+    async def action_quit(self) -> None:
+        """Leave; a build still running goes on, and the message says how to come back to it."""
+        code = 2 if self.user_errors else 0
+        self.exit(return_code=code, message=self._running_message())
+
+    def _running_message(self) -> Text | None:
+        """ "build #N (name) goes on under its supervisor: `workbench attach N`" when one runs."""
+        from workbench.supervision.history import History, database_path
+        from workbench.supervision.liveness import check
+
+        if not database_path(self.state_directory).exists():
+            return None
+        try:
+            with History(self.state_directory) as history:
+                running = [record for record in check(history, history.active()) if record.active]
+        except WorkbenchError:
+            return None
+        command = "workbench"
+        if self.state_directory.resolve() != state_dir(None).resolve():
+            command += f" --state-dir {shlex.quote(str(self.state_directory))}"
+        lines = [
+            f"workbench: build #{record.id} ({record.name}) goes on under its supervisor; "
+            f"follow it with `{command} attach {record.id}`, stop it with "
+            f"`{command} stop {record.id}`"
+            for record in running
+        ]
+        return Text("\n".join(lines)) if lines else None  # Text: a build's name is not markup
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # The key of the screen already shown leaves the footer (and its room) to the others.
         # By name: importing those screens here would slow the first one down.
@@ -149,7 +217,16 @@ class WorkbenchApp(App[None]):
         from workbench.tui.history_screen import HistoryScreen
 
         if not isinstance(self.screen, HistoryScreen):
-            self.push_screen(HistoryScreen(self.state_directory))
+            self._opening(lambda: HistoryScreen(self.state_directory))
+
+    def _opening(self, make: Callable[[], Screen]) -> None:
+        """Push the screen `make` builds; a user error while building it is the error screen."""
+        try:
+            screen = make()
+        except WorkbenchError as exc:
+            self.show_user_error(exc)
+            return
+        self.push_screen(screen)
 
     def action_patches(self) -> None:
         """The patch series for the variant highlighted on the first screen, else for the
@@ -160,19 +237,20 @@ class WorkbenchApp(App[None]):
             return
         screen = self.screen
         target = screen._highlighted() if isinstance(screen, VariantsScreen) else None
-        if target is None:
+
+        def make() -> PatchesScreen:
             from workbench.configs.settings import load_settings
 
-            target = load_settings(self.config_directory, self.matrix).linkage
-        self.push_screen(
-            PatchesScreen(self.matrix, self.config_directory, self.state_directory, target)
-        )
+            chosen = target or load_settings(self.config_directory, self.matrix).linkage
+            return PatchesScreen(self.matrix, self.config_directory, self.state_directory, chosen)
+
+        self._opening(make)
 
     def action_settings(self) -> None:
         from workbench.tui.settings_screen import SettingsScreen
 
         if not isinstance(self.screen, SettingsScreen):
-            self.push_screen(SettingsScreen(self.matrix, self.config_directory, self.report))
+            self._opening(lambda: SettingsScreen(self.matrix, self.config_directory, self.report))
 
 
 def make_app(
@@ -197,6 +275,7 @@ def make_app(
 
 
 def run_app(config: str | None = None, state_dir: str | None = None) -> int:
-    """Run the app in this terminal."""
-    make_app(config, state_dir).run()
-    return 0
+    """Run the app in this terminal; its exit status (2 after a user error, as the CLI's)."""
+    app = make_app(config, state_dir)
+    app.run()
+    return app.return_code or 0

@@ -1,19 +1,42 @@
-"""The command palette's provider of the current screen's own commands."""
+"""The command palette's provider of the current screen's own commands: every key it answers
+to (from its bindings and the app's, navigation included) and what it lists in
+`palette_commands()`: (title, help, callback)."""
 
 from __future__ import annotations
 
-from textual.command import Hit, Hits, Provider
+from collections.abc import Callable, Iterator
+from functools import partial
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+Command = tuple[str, str, Callable[[], object]]
 
 
 class ScreenCommands(Provider):
-    """Offers what the current screen lists in `palette_commands()`: (title, help, callback)."""
+    """Offers the current screen's keys and its `palette_commands()`."""
+
+    def _commands(self) -> Iterator[Command]:
+        from workbench.tui.help_screen import key_help_bindings
+
+        screen = self.screen
+        seen: set[str] = set()
+        for title, help_text, callback in getattr(screen, "palette_commands", list)():
+            seen.add(title)
+            yield title, help_text, callback
+        for key, description, tooltip, action, node in key_help_bindings(screen):
+            title = f"{description} ({key})"
+            if title not in seen:
+                seen.add(title)
+                yield title, tooltip, partial(self.app.run_action, action, node)
+
+    async def discover(self) -> Hits:
+        for title, help_text, callback in self._commands():
+            yield DiscoveryHit(title, callback, help=help_text)
 
     async def search(self, query: str) -> Hits:
-        commands = getattr(self.screen, "palette_commands", None)
-        if commands is None:
-            return
         matcher = self.matcher(query)
-        for title, help_text, callback in commands():
-            score = matcher.match(title)
+        for title, help_text, callback in self._commands():
+            # The help counts too: "hist" finds "History (h)", "debug" finds what mentions it.
+            score = max(matcher.match(title), matcher.match(help_text) * 0.5)
             if score > 0:
                 yield Hit(score, matcher.highlight(title), callback, help=help_text)
