@@ -87,17 +87,28 @@ let
     else
       throw "configs/matrix.toml: ${where} names unknown ISAs ${concatStringsSep ", " unknown} (ISAs: ${concatStringsSep ", " isaNames})";
 
+  # [nixpkgs_pin]: the CUDA package sets nixpkgs has at the pin (matrix.toml cites nixpkgs'
+  # all-packages.nix and aliases.nix). A toolkit outside it is never looked up in nixpkgs: at the
+  # pin that lookup is a `throw`, which no `or` catches.
+  pin = m "top level" matrixData "nixpkgs_pin";
+  pinCudaSets = strings "matrix.toml" "[nixpkgs_pin].cuda_package_sets" (
+    m "[nixpkgs_pin]" pin "cuda_package_sets"
+  );
+
   toolkits = map (
     t:
     let
       where = "[[toolkits]] ${t.name or "?"}";
       version = m where t "version";
+      attr = m where t "nixpkgs_attr";
     in
     {
       name = m where t "name";
       inherit version;
       python = m where t "python";
-      nixpkgs_attr = m where t "nixpkgs_attr";
+      nixpkgs_attr = attr;
+      atPin = elem attr pinCudaSets;
+      instead = t.instead or null;
       min_driver =
         floors.${version}
           or (throw "configs/matrix.toml: toolkit ${version} has no entry in [driver_floors] (${concatStringsSep ", " (attrNames floors)})");
@@ -177,6 +188,12 @@ let
         value = s "ccache";
       in
       if isBool value then value else throw "configs/settings.toml: ccache must be true or false";
+    # Off unless the file says true (older settings files lack the key).
+    nvcc_host_isa_flags =
+      let
+        value = settingsData.nvcc_host_isa_flags or false;
+      in
+      if isBool value then value else throw "configs/settings.toml: nvcc_host_isa_flags must be true or false";
     linkage =
       let
         value = s "linkage";
@@ -191,6 +208,7 @@ in
   ortVersion = m "[onnxruntime]" (matrixData.onnxruntime or { }) "version";
   nixpkgsRev = m "[onnxruntime]" (matrixData.onnxruntime or { }) "nixpkgs_rev";
   driverFloors = floors;
+  inherit pinCudaSets;
   cpuPython = m "[cpu_only]" cpuOnly "python";
   cpuIsas = checkIsas "[cpu_only]" (strings "matrix.toml" "[cpu_only].isas" (m "[cpu_only]" cpuOnly "isas"));
   inherit

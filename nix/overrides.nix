@@ -126,8 +126,31 @@ let
       # Series names (not file names) in passthru, as `workbench patches list` shows them.
       patchNames = map (patch: patch.name) seriesPatches;
       patches = map series.fileOf seriesPatches;
-      compileFlags = lib.joinWords (cpuFlags ++ settings.optimization_flags);
-      defineFlags = lib.joinWords (map defineFlag defines);
+      # ISA and optimisation flags reach C and C++ compiles only, through CFLAGS/CXXFLAGS, which
+      # CMake reads once into CMAKE_C_FLAGS/CMAKE_CXX_FLAGS (what the Flox variant files do with
+      # `export` in preConfigure). Never NIX_CFLAGS_COMPILE: the cc-wrapper appends that after
+      # every command line, so it would also reach nvcc's host compiles of .cu files (AVX-512
+      # intrinsic headers break them) and override CMake's Release -O3.
+      optimisationLevels = filter (flag: match "-O.*" flag != null) settings.optimization_flags;
+      cxxFlags = lib.joinWords (cpuFlags ++ settings.optimization_flags ++ map defineFlag defines);
+      # Opt-in (nvcc_host_isa_flags): the ISA flags for nvcc's host compiler too.
+      hostIsaFlags =
+        if cuda && settings.nvcc_host_isa_flags && cpuFlags != [ ] then
+          [ "-Xcompiler=${concatStringsSep "," cpuFlags}" ]
+        else
+          [ ];
+      cudaFlags = lib.joinWords (map defineFlag defines ++ hostIsaFlags);
+      # lib.getBin cuda_nvcc, as nixpkgs' disallowedRequisites names it.
+      nvccBin =
+        let
+          nvcc = (need toolkit.nixpkgs_attr).cuda_nvcc;
+        in
+        nvcc.bin or nvcc;
+      # A variant's ISA code must not run where it is built: the build machine may lack the ISA
+      # (AVX-512 BF16, VNNI, SVE2) and die of SIGILL in ORT's unit tests or the import check.
+      runsIsaCode = cpuFlags != [ ];
+      # Static archives are what a consumer links with its own toolchain: no LTO bytecode in them.
+      ltoOff = shared == false;
       ourCmakeFlags =
         lib.optional setsArchitectures "-DCMAKE_CUDA_ARCHITECTURES:STRING=${archFlags}"
         ++ lib.optional cuda "-Donnxruntime_NVCC_THREADS:STRING=${toString settings.nvcc_threads}"
@@ -135,9 +158,23 @@ let
         ++ lib.optionals (shared == false) [
           "-Donnxruntime_BUILD_SHARED_LIB:BOOL=FALSE"
           "-DBUILD_SHARED_LIBS:BOOL=FALSE"
+        ]
+        ++ lib.optional ltoOff "-Donnxruntime_ENABLE_LTO:BOOL=FALSE"
+        ++ lib.optional runsIsaCode "-Donnxruntime_BUILD_UNIT_TESTS:BOOL=FALSE"
+        # CMake's Release level (-O3) stays unless the user set one: then the release flags keep
+        # only -DNDEBUG, and the user's -O in CFLAGS/CXXFLAGS is the only one on the line.
+        ++ lib.optionals (optimisationLevels != [ ]) [
+          "-DCMAKE_C_FLAGS_RELEASE:STRING=-DNDEBUG"
+          "-DCMAKE_CXX_FLAGS_RELEASE:STRING=-DNDEBUG"
         ];
       replaced =
         lib.optional setsArchitectures "CMAKE_CUDA_ARCHITECTURES"
+        ++ lib.optional ltoOff "onnxruntime_ENABLE_LTO"
+        ++ lib.optional runsIsaCode "onnxruntime_BUILD_UNIT_TESTS"
+        ++ lib.optionals (optimisationLevels != [ ]) [
+          "CMAKE_C_FLAGS_RELEASE"
+          "CMAKE_CXX_FLAGS_RELEASE"
+        ]
         ++ lib.optional cuda "onnxruntime_NVCC_THREADS"
         ++ lib.optionals (shared != null) [
           "onnxruntime_BUILD_SHARED_LIB"
@@ -171,6 +208,9 @@ let
             cmakeCudaArchitectures = if setsArchitectures then archFlags else null;
             nvccThreads = if cuda then settings.nvcc_threads else null;
             compilerFlags = cpuFlags ++ settings.optimization_flags;
+            nvccHostFlags = hostIsaFlags;
+            # What the workbench tells the user before a build: no tests or import check run.
+            skipsBuildTimeChecks = runsIsaCode;
             inherit patchNames defines;
           };
         };
@@ -178,19 +218,22 @@ let
           inherit platforms;
         };
       }
-      # ISA and optimisation flags through the compiler wrapper: it puts NIX_CFLAGS_COMPILE
-      # after the command line, so they win over CMake's Release -O3, and they reach the host
-      # compiler nvcc runs as well.
+      // lib.optionalAttrs runsIsaCode { doCheck = false; }
       // appendEnv old {
-        NIX_CFLAGS_COMPILE = compileFlags;
-        CFLAGS = defineFlags;
-        CXXFLAGS = defineFlags;
-        CUDAFLAGS = if cuda then defineFlags else "";
+        CFLAGS = cxxFlags;
+        CXXFLAGS = cxxFlags;
+        CUDAFLAGS = if cuda then cudaFlags else "";
       }
       // lib.optionalAttrs settings.ccache { preConfigure = ccacheHook + (old.preConfigure or ""); }
-      # nixpkgs scrubs nvcc out of libonnxruntime_providers_cuda.so after the build; a static
-      # build has no such file and the scrub would fail the whole build at the very end.
-      // lib.optionalAttrs (cuda && shared == false) { postFixup = ""; }
+      # nixpkgs scrubs nvcc out of libonnxruntime_providers_cuda.so after the build and forbids
+      # nvcc in the closure (disallowedRequisites). A static build has no such .so: scrub every
+      # library it installs instead, so the forbidden reference cannot survive in an archive.
+      // lib.optionalAttrs (cuda && shared == false) {
+        postFixup = ''
+          find "''${!outputLib}/lib" -type f \( -name '*.a' -o -name '*.so*' \) -print0 \
+            | xargs -0 --no-run-if-empty remove-references-to -t "${nvccBin}"
+        '';
+      }
     );
 in
 rec {
@@ -224,6 +267,9 @@ rec {
     in
     pythonOrt.overrideAttrs (old: {
       pname = spec.name;
+      # nixpkgs imports onnxruntime after the build (pythonImportsCheck): that runs the
+      # variant's ISA code on the build machine, which may not have it.
+      pythonImportsCheck = if cpp.workbench.skipsBuildTimeChecks then [ ] else old.pythonImportsCheck or [ ];
       # Set explicitly: python packages build `name` with their interpreter prefix, and the
       # build list and store path should show the variant's own name.
       name = "${spec.name}-${old.version or spec.ortVersion}";

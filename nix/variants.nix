@@ -37,6 +37,21 @@ let
     else
       null;
 
+  # The same sentence as workbench/configs/availability.py's unavailable_reason.
+  shortRev = builtins.substring 0 7 config.nixpkgsRev;
+  pinVersions = concatStringsSep ", " (
+    map (
+      set: builtins.replaceStrings [ "cudaPackages_" "_" ] [ "" "." ] set
+    ) config.pinCudaSets
+  );
+  unavailableOf =
+    toolkit:
+    if toolkit.atPin then
+      null
+    else
+      "CUDA ${toolkit.version} is not in nixpkgs at the pin ${shortRev}: ${toolkit.nixpkgs_attr} was removed "
+      + "from nixpkgs (pkgs/top-level/aliases.nix makes it a throw since 2025-08-08; the pin has ${pinVersions})";
+
   gpuVariant =
     toolkit: sm: isaName:
     let
@@ -53,6 +68,7 @@ let
       platform = isa.platform;
       description = gpuDescription toolkit sm isa;
       caveat = caveatOf toolkit sm;
+      unavailable = unavailableOf toolkit;
     };
 
   cpuVariant =
@@ -73,6 +89,7 @@ let
       platform = isa.platform;
       description = "ONNX Runtime ${ortVersion} CPU-only + ${isa.label}";
       caveat = null;
+      unavailable = null;
     };
 
   variants =
@@ -86,7 +103,7 @@ let
   # when that is empty, from nixpkgs' own cudaCapabilities (see nix/overrides.nix).
   newestToolkit = builtins.foldl' (
     best: toolkit: if best == null || builtins.compareVersions toolkit.version best.version > 0 then toolkit else best
-  ) null config.toolkits;
+  ) null (builtins.filter (toolkit: toolkit.atPin) config.toolkits);
 
   flavours = map (
     flavour:

@@ -95,7 +95,7 @@ file = "Epsilon-Exact.patch"
 group = "local"
 fixes = "One variant named in full"
 flavours = []
-variants = ["onnxruntime-python312-cuda12_4-sm75-avx2"]
+variants = ["onnxruntime-python313-cuda12_9-sm86-avx512"]
 enabled = true
 """
 
@@ -120,8 +120,16 @@ SAMPLE_APPLIED = {
         "gamma-sm90",
     ],
     "onnxruntime-python313-cuda12_9-sm75-avx2": ["alpha-bridge", "beta-all-variants"],
-    "onnxruntime-python312-cuda12_4-sm90-armv9": ["beta-all-variants", "gamma-sm90"],
-    "onnxruntime-python312-cuda12_4-sm75-avx2": ["beta-all-variants", "epsilon.exact_name"],
+    "onnxruntime-python313-cuda12_9-sm90-armv9": [
+        "alpha-bridge",
+        "beta-all-variants",
+        "gamma-sm90",
+    ],
+    "onnxruntime-python313-cuda12_9-sm86-avx512": [
+        "alpha-bridge",
+        "beta-all-variants",
+        "epsilon.exact_name",
+    ],
     "onnxruntime-python313-cpu-avx2": ["beta-all-variants", "delta-cpu"],
 }
 

@@ -41,11 +41,19 @@ in
   variants = builtins.listToAttrs (
     map (
       spec:
-      entry spec.name {
-        inherit spec;
-        cpp = (build.variantCpp spec).standinRecord;
-        python = (build.variant spec).standinRecord;
-      }
+      entry spec.name (
+        { inherit spec; }
+        # As the flake: an unavailable variant is never built, so it is never looked up.
+        // (
+          if spec.unavailable != null then
+            { inherit (spec) unavailable; }
+          else
+            {
+              cpp = (build.variantCpp spec).standinRecord;
+              python = (build.variant spec).standinRecord;
+            }
+        )
+      )
     ) matrix.variants
   );
   flavours = builtins.listToAttrs (

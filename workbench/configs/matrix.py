@@ -19,6 +19,9 @@ class Toolkit:
     python: str  # "3.13"
     nixpkgs_attr: str  # "cudaPackages_12_9"
     min_driver: str  # "575.51.03"
+    # False when the nixpkgs pin has no such package set ([nixpkgs_pin] in matrix.toml).
+    at_pin: bool = True
+    instead: str | None = None  # the toolkit its variants are built with instead
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,9 @@ class Matrix:
     isas: tuple[Isa, ...]
     known_cuda_architectures: tuple[str, ...]
     flavours: tuple[Flavour, ...]
+    # The CUDA package sets nixpkgs has at the pin, and the one `cudaPackages` points at.
+    pin_cuda_sets: tuple[str, ...] = ()
+    pin_default_cuda_set: str = ""
 
     def isa(self, name: str) -> Isa:
         """The ISA called `name` (KeyError when there is none)."""
@@ -150,6 +156,8 @@ def load_matrix(config_directory: Path) -> Matrix:
     ort = data.get("onnxruntime", {})
     floors_table = data.get("driver_floors", {})
     floors = {str(k): matrix_file.get(floors_table, k, str, "driver_floors") for k in floors_table}
+    pin = data.get("nixpkgs_pin", {})
+    pin_sets = matrix_file.get(pin, "cuda_package_sets", tuple, "nixpkgs_pin")
     toolkits = []
     for table in matrix_file.tables("toolkits"):
         version = matrix_file.get(table, "version", str, "toolkits")
@@ -164,8 +172,19 @@ def load_matrix(config_directory: Path) -> Matrix:
                 python=matrix_file.get(table, "python", str, "toolkits"),
                 nixpkgs_attr=matrix_file.get(table, "nixpkgs_attr", str, "toolkits"),
                 min_driver=floors[version],
+                at_pin=table.get("nixpkgs_attr") in pin_sets,
+                instead=table.get("instead"),
             )
         )
+    names = [toolkit.name for toolkit in toolkits]
+    for toolkit in toolkits:
+        if not toolkit.at_pin and toolkit.instead not in names:
+            raise matrix_file.fail(
+                "instead",
+                f"toolkit {toolkit.name} ({toolkit.nixpkgs_attr}) is not in "
+                f"[nixpkgs_pin].cuda_package_sets, so it needs `instead` = one of {names}, "
+                f"not {toolkit.instead!r}",
+            )
     isas = tuple(
         Isa(
             name=matrix_file.get(t, "name", str, "isas"),
@@ -213,6 +232,8 @@ def load_matrix(config_directory: Path) -> Matrix:
         isas=isas,
         known_cuda_architectures=known,
         flavours=_load_flavours(config_directory / "flavours.toml"),
+        pin_cuda_sets=pin_sets,
+        pin_default_cuda_set=matrix_file.get(pin, "default_cuda_package_set", str, "nixpkgs_pin"),
     )
 
 

@@ -39,6 +39,7 @@ class BuildSettings:
     nvcc_threads: int
     cuda_architectures: tuple[str, ...]
     optimization_flags: tuple[str, ...]
+    nvcc_host_isa_flags: bool
     ccache: bool
     linkage: str
     cxx_job_memory_gb: float
@@ -192,6 +193,13 @@ SPECS: dict[str, SettingSpec] = {
             _text_to_list,
         ),
         SettingSpec(
+            "nvcc_host_isa_flags",
+            "also pass the ISA flags to nvcc's host compiler (-Xcompiler)",
+            lambda _: "true or false (also on/off, yes/no)",
+            _check_bool,
+            _text_to_bool,
+        ),
+        SettingSpec(
             "ccache",
             "compile through ccache when installed",
             lambda _: "true or false (also on/off, yes/no)",
@@ -223,6 +231,10 @@ SPECS: dict[str, SettingSpec] = {
 }
 assert set(SPECS) == {f.name for f in fields(BuildSettings)}
 
+
+# Settings newer than some settings.toml files in use: a file without them means this value
+# (the flake reads them the same way, nix/config.nix).
+ADDED_LATER: dict[str, Any] = {"nvcc_host_isa_flags": False}
 
 MOVED = {
     "enabled_patches": "patches are switched on and off in patches/series.toml now "
@@ -258,6 +270,9 @@ def _validate(data: dict[str, Any], path: Path, text: str, context: Context) -> 
         )
     values = {}
     for key, spec in SPECS.items():
+        if key not in data and key in ADDED_LATER:
+            values[key] = ADDED_LATER[key]
+            continue
         if key not in data:
             raise ConfigError(f"{path}: setting {key!r} is missing ({spec.meaning})")
         try:

@@ -1,0 +1,90 @@
+"""Whether a variant or flavour can be built from the nixpkgs pin, and what to build if not.
+
+The facts live in configs/matrix.toml's [nixpkgs_pin] (the CUDA package sets nixpkgs has at that
+revision); nix/variants.nix reads the same table, so the flake never offers what this module
+calls unavailable, and both sides give the same reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from workbench.configs.matrix import Flavour, Matrix, Toolkit
+from workbench.configs.variants import Variant, by_name, expand, format_name
+
+
+@dataclass(frozen=True)
+class Availability:
+    """What the pin says about one target: does it evaluate, and if not why and what instead."""
+
+    name: str
+    evaluates: bool
+    reason: str | None = None  # why it does not evaluate (one line)
+    instead: str | None = None  # a target that does, for the same hardware
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "evaluates": self.evaluates,
+            "reason": self.reason,
+            "instead": self.instead,
+        }
+
+
+def unavailable_reason(variant: Variant, matrix: Matrix) -> str | None:
+    """Why the pin cannot build `variant` (its toolkit's package set is gone), or None."""
+    toolkit = variant.toolkit
+    if toolkit is None or toolkit.at_pin:
+        return None
+    versions = ", ".join(
+        name.removeprefix("cudaPackages_").replace("_", ".") for name in matrix.pin_cuda_sets
+    )
+    return (
+        f"CUDA {toolkit.version} is not in nixpkgs at the pin {matrix.nixpkgs_rev[:7]}: "
+        f"{toolkit.nixpkgs_attr} was removed from nixpkgs (pkgs/top-level/aliases.nix makes it "
+        f"a throw since 2025-08-08; the pin has {versions})"
+    )
+
+
+def replacement(variant: Variant, matrix: Matrix) -> Variant | None:
+    """The variant with the same SM and ISA on the toolkit named as `instead`, if any."""
+    toolkit = variant.toolkit
+    if toolkit is None or toolkit.at_pin or toolkit.instead is None:
+        return None
+    other = matrix.toolkit(toolkit.instead)
+    name = format_name(other.python, other, variant.sm, variant.isa)
+    return by_name(matrix).get(name)
+
+
+def of_variant(variant: Variant, matrix: Matrix) -> Availability:
+    """The pin's word on one variant (a caveat such as nvcc-too-old is not this: see caveat)."""
+    reason = unavailable_reason(variant, matrix)
+    if reason is None:
+        return Availability(variant.name, True)
+    other = replacement(variant, matrix)
+    instead = None
+    if other is not None and other.toolkit is not None:
+        instead = (
+            f"{other.name} (CUDA {other.toolkit.version}, driver ≥ {other.toolkit.min_driver})"
+        )
+    return Availability(variant.name, False, reason, instead)
+
+
+def of_flavour(flavour: Flavour, matrix: Matrix) -> Availability:
+    """Flavours build with the newest toolkit the pin has, so they evaluate when there is one."""
+    if flavour.cuda and newest_toolkit_at_pin(matrix) is None:
+        return Availability(
+            flavour.attr, False, "no toolkit of the matrix is in nixpkgs at the pin"
+        )
+    return Availability(flavour.attr, True)
+
+
+def newest_toolkit_at_pin(matrix: Matrix) -> Toolkit | None:
+    """The CUDA toolkit the flavours build with: the newest one the pin still has."""
+    present = [toolkit for toolkit in matrix.toolkits if toolkit.at_pin]
+    return max(present, key=lambda t: tuple(int(p) for p in t.version.split(".")), default=None)
+
+
+def unavailable_names(matrix: Matrix) -> list[str]:
+    """Every variant of the matrix the pin cannot build, in matrix order."""
+    return [v.name for v in expand(matrix) if unavailable_reason(v, matrix) is not None]
