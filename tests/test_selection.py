@@ -30,13 +30,18 @@ def host(matrix: Matrix, gpus: GpuReport, cpuinfo: str = "skylake-avx512.txt") -
     return Hardware(gpus, cpu, MemoryInfo(64 * GIB, 60 * GIB, None))
 
 
-def test_h100_on_driver_550_gets_cuda_12_4(matrix: Matrix, nvidia_smi) -> None:
+def test_h100_on_driver_550_is_not_offered_cuda_12_4_which_the_pin_cannot_build(
+    matrix: Matrix, nvidia_smi
+) -> None:
     selection = select(host(matrix, detect_gpus(matrix, nvidia_smi("h100.toml"))), matrix)
+    # The driver runs CUDA 12.4 only, and the nixpkgs pin no longer has it: no GPU variant is
+    # recommended (the CPU-only one is), and the user is told why and which driver to install.
     primary = selection.primary
-    assert primary.variant.name == "onnxruntime-python312-cuda12_4-sm90-avx512"
-    text = " ".join(primary.reasons)
-    assert "sm90" in text and "CUDA 12.4" in text
-    assert "575.51.03" in text  # says why not 12.9, with the right floor
+    assert primary.variant.toolkit is None
+    assert all(r.variant.toolkit is None for r in selection.alternatives)
+    said = " ".join(primary.reasons)
+    assert "550.54.15 runs only CUDA 12.4" in said and "no longer has" in said
+    assert "575.51.03+" in said  # the floor of the oldest toolkit the matrix builds (12.9)
     usable = {t.version: t.usable for t in selection.toolkits}
     assert usable == {"12.4": True, "12.6": False, "12.8": False, "12.9": False, "13.0": False}
 

@@ -102,10 +102,23 @@ def _newest_toolkit(sm: Sm, driver: str | None, matrix: Matrix) -> tuple[Toolkit
     targets = [t for t in matrix.toolkits if version_key(t.version) >= version_key(sm.min_toolkit)]
     if not targets:
         return None, f"no toolkit in the matrix can target {sm.name}"
+    # A toolkit the nixpkgs pin no longer has (CUDA 12.4) is never recommended: it cannot be built.
+    buildable = [t for t in targets if t.at_pin]
+    if not buildable:
+        return None, f"no toolkit in the matrix that the nixpkgs pin has can target {sm.name}"
     if driver is None:
-        newest = max(targets, key=lambda t: version_key(t.version))
+        newest = max(buildable, key=lambda t: version_key(t.version))
         return newest, f"driver version unknown; assuming it runs CUDA {newest.version}"
     runnable = [t for t in targets if version_key(driver) >= version_key(t.min_driver)]
+    if runnable and not any(t.at_pin for t in runnable):
+        gone = ", ".join(f"CUDA {t.version}" for t in runnable)
+        floor = min(buildable, key=lambda t: version_key(t.min_driver))
+        return None, (
+            f"driver {driver} runs only {gone}, which the nixpkgs pin no longer has; "
+            f"update the driver to {floor.min_driver}+ to build CUDA {floor.version} variants"
+        )
+    runnable = [t for t in runnable if t.at_pin]
+    targets = buildable
     if not runnable:
         oldest = min(targets, key=lambda t: version_key(t.min_driver))
         return None, (
