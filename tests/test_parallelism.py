@@ -42,3 +42,18 @@ def test_less_memory_than_one_job_warns() -> None:
 def test_peak_estimate() -> None:
     assert estimated_peak_gb(4, 2, 5.0) == 40.0
     assert estimated_peak_gb(4, 0, 0.25) == 1.0
+
+
+def test_jobs_are_sized_for_the_nvcc_threads_the_settings_give() -> None:
+    """6 x 8 in settings.toml: "auto" must not plan jobs that only fit at one thread each."""
+    job = JobMemory(5.0, "default")
+    free = recommend(32, 96 * GIB, job, cuda=True, cuda_architectures=3)
+    assert free.jobs == 16  # floor(81.6 GiB / 5 GiB) at one thread per job
+    sized = recommend(32, 96 * GIB, job, cuda=True, cuda_architectures=3, nvcc_threads=8)
+    assert sized.nvcc_threads == 8
+    assert sized.jobs == 2  # floor(81.6 GiB / (5 GiB x 8 threads))
+    assert sized.peak_memory_gb <= sized.memory_budget_gb
+    cores = recommend(16, 960 * GIB, job, cuda=True, nvcc_threads=4)
+    assert (cores.jobs, cores.limited_by) == (4, "cores")  # 4 jobs x 4 threads = 16 cores
+    assert any("GiB" in reason for reason in sized.reasons)
+    assert not any(" GB" in reason for reason in sized.reasons)

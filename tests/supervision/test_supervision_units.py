@@ -152,7 +152,7 @@ def test_unknown_variant_gets_suggestions_and_exit_2(tmp_path: Path) -> None:
 def test_dry_run_warns_when_jobs_times_peak_exceed_memory(tmp_path: Path) -> None:
     result = _cli("build", "cpu", "--jobs", "4000000", "--dry-run", state=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert "4000000 jobs x 0.30 GB per job (default from settings.toml" in result.stderr
+    assert "4000000 jobs x 0.30 GiB per job (default from settings.toml" in result.stderr
     assert "more than the" in result.stderr and "OOM kill (exit 137)" in result.stderr
 
 
@@ -165,7 +165,7 @@ def test_lock_refuses_a_second_holder_and_says_who(tmp_path: Path) -> None:
     with pytest.raises(LockBusy) as refused:
         BuildLock.acquire(tmp_path, "/src/ort")
     message = str(refused.value)
-    assert "build #7 (cuda-dyn) is already running in /src/ort" in message
+    assert "build #7 (cuda-dyn) is already building /src/ort" in message
     assert "workbench stop 7" in message and "--force" in message
     BuildLock.acquire(tmp_path, "/src/other").release()  # another checkout: free
     first.release()
@@ -276,7 +276,7 @@ def test_measured_job_memory_comes_from_the_latest_builds(tmp_path: Path) -> Non
     assert memory is not None
     assert memory.gb == pytest.approx(900 / 1024)
     assert memory.source.startswith("measured: build #2 of cpu on ")
-    assert "conv.cc (g++) peaked at 0.88 GB" in memory.source
+    assert "conv.cc (g++) peaked at 0.88 GiB" in memory.source
 
 
 def test_auto_jobs_use_the_measured_memory(tmp_path: Path, matrix: Matrix) -> None:
@@ -291,16 +291,16 @@ def test_auto_jobs_use_the_measured_memory(tmp_path: Path, matrix: Matrix) -> No
     explicit = choose_jobs(settings, 8, measured, cores=64, available_bytes=16 * GIB, cuda=False)
     assert explicit.jobs == 8 and explicit.warning is not None
     assert explicit.warning.startswith(
-        "8 jobs x 3.00 GB per job (measured: build #4 of cpu) = 24.0 GB at peak, more than the "
-        "16.0 GB available now"
+        "8 jobs x 3.00 GiB per job (measured: build #4 of cpu) = 24.0 GiB at peak, more than the "
+        "16.0 GiB available now"
     )
     assert "at most 4 jobs fit (--jobs 4)" in explicit.warning
 
 
 def test_memory_warning_counts_nvcc_threads() -> None:
     warning = memory_warning(4, 2, JobMemory(5.0, "x"), 32 * GIB)
-    assert warning is not None and "4 jobs x 2 nvcc threads x 5.00 GB" in warning
-    assert "40.0 GB at peak" in warning
+    assert warning is not None and "4 jobs x 2 nvcc threads x 5.00 GiB" in warning
+    assert "40.0 GiB at peak" in warning
     assert memory_warning(2, 1, JobMemory(5.0, "x"), 32 * GIB) is None
 
 

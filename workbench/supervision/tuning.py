@@ -52,7 +52,7 @@ def measured_job_memory(history: History, name: str, cuda: bool) -> JobMemory | 
     return JobMemory(
         per_job,
         f"measured: build #{top.build_id} of {name} on {when}, largest job {what} "
-        f"({top.tool}) peaked at {top.peak_rss / GIB:.2f} GB{per_thread}",
+        f"({top.tool}) peaked at {top.peak_rss / GIB:.2f} GiB{per_thread}",
     )
 
 
@@ -68,8 +68,8 @@ def memory_warning(
     threads = f" x {nvcc_threads} nvcc threads" if nvcc_threads > 1 else ""
     advice = f"at most {fit} jobs fit (--jobs {fit})" if fit >= 1 else "not even one job fits"
     return (
-        f"{jobs} jobs{threads} x {job_memory.gb:.2f} GB per job ({job_memory.source}) = "
-        f"{peak_gb:.1f} GB at peak, more than the {available_gb:.1f} GB available now: expect "
+        f"{jobs} jobs{threads} x {job_memory.gb:.2f} GiB per job ({job_memory.source}) = "
+        f"{peak_gb:.1f} GiB at peak, more than the {available_gb:.1f} GiB available now: expect "
         f"swapping or an OOM kill (exit 137); {advice}"
     )
 
@@ -90,7 +90,11 @@ def choose_jobs(
         jobs, source, reasons = int(settings.ninja_jobs), "settings.toml (ninja_jobs)", ()
     else:
         architectures = len(settings.cuda_architectures) or 1
-        advice = recommend(cores, available_bytes, job_memory, cuda, architectures)
+        # Sized for the nvcc threads the build will run with (settings.toml's), not the ones
+        # the recommendation would pick: else "auto" plans jobs that then do not fit.
+        advice = recommend(
+            cores, available_bytes, job_memory, cuda, architectures, nvcc_threads=threads
+        )
         jobs = advice.jobs
         source = f"auto (limited by {advice.limited_by})"
         reasons = advice.reasons
