@@ -7,6 +7,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from workbench.logs.visible import terminal_text
 from workbench.progress import (
     NinjaStatusParser,
     ProgressTracker,
@@ -117,6 +118,8 @@ def test_log_line_fast_path(text: str) -> None:
         ensure_ascii=False,
     )
     tracker.feed(line)
-    if text[:1] not in ("\r", "\x1b"):  # those are cleaned as terminal output
+    # What a person reads: the text itself, its control characters shown as `cat -v` does.
+    assert tracker.render(line) == (None, terminal_text(text))
+    assert tracker.last_line == terminal_text(text)
+    if not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in text.replace("\t", "")):
         assert tracker.render(line) == (None, text)
-        assert tracker.last_line == text

@@ -46,6 +46,6 @@ def test_derivation_names_come_from_whole_start_lines() -> None:
 
 def test_control_characters_never_reach_the_terminal() -> None:
     text, _ = readable_line("a\x07b\x00c\tend\r")
-    assert text == "a·b·c\tend"
+    assert text == "a^Gb^@c\tend"  # as `cat -v` shows them
     text, _ = readable_line("[1/2] one\r[2/2] two")
     assert text == "[2/2] two"

@@ -2,6 +2,11 @@
 
 A thin layer over `workbench.supervision`: the supervisor process owns each build, so every
 command here may exit (or be killed) at any moment without touching the build.
+
+Build output is data: every string that came from a build (log lines, notes, file and
+derivation names) is printed with its control characters made visible (`logs.visible`), so
+nothing a build wrote can retitle, clear or write to the user's terminal; `logs --raw` gives
+the exact bytes.
 """
 
 from __future__ import annotations
@@ -213,6 +218,7 @@ def run_build(args: argparse.Namespace) -> int:
     import shutil
 
     from workbench.cli.common import load_config
+    from workbench.configs.availability import build_time_checks_note
     from workbench.configs.settings import load_settings
     from workbench.supervision.launch import (
         LaunchError,
@@ -244,6 +250,7 @@ def run_build(args: argparse.Namespace) -> int:
     plan = plan_build(
         target, args.backend, flake, settings, choice.jobs, max_jobs, choice.source, args.force
     )
+    note = build_time_checks_note(target.variant)
     if args.dry_run:
         print(display(plan.argv))
         print(f"# in {plan.cwd}", file=sys.stderr)
@@ -257,7 +264,11 @@ def run_build(args: argparse.Namespace) -> int:
                 print(f"#   {reason}", file=sys.stderr)
         if choice.warning and args.backend == "nix":
             _say(f"warning: {choice.warning}")
-        return 0
+        if note:
+            print(f"# {note}", file=sys.stderr)
+        return 0 if args.backend != "nix" else _say_evaluation(flake, target)
+    if note:
+        _say(f"note: {note}")
     for problem in problems:
         _say(f"warning: {problem} (starting anyway: --force)")
     if shutil.which(plan.argv[0]) is None:
@@ -269,6 +280,22 @@ def run_build(args: argparse.Namespace) -> int:
         raise LaunchError(f"{plan.argv[0]}: command not found; {hint}")
     warnings = [choice.warning] if choice.warning and args.backend == "nix" else []
     return _launch(args, history, plan, warnings)
+
+
+def _say_evaluation(flake: Path, target: Any) -> int:
+    """A dry run asks Nix whether the target evaluates at the pin: 0 yes or unknown, 1 no."""
+    from workbench.flake.evaluation import evaluate
+    from workbench.supervision.launch import host_platform
+
+    verdict = evaluate(flake, host_platform(), target.attr)
+    if verdict.evaluates is None:
+        print(f"# evaluates at the pin: not known ({verdict.detail})", file=sys.stderr)
+        return 0
+    if verdict.evaluates:
+        print(f"# evaluates at the pin: yes ({target.attr})", file=sys.stderr)
+        return 0
+    _say(f"{target.attr} does not evaluate at the pin: {verdict.detail}")
+    return 1
 
 
 def run_run(args: argparse.Namespace) -> int:
@@ -515,8 +542,9 @@ def _report_survivors(build_id: int, survivors: list[Any]) -> int:
 def run_status(args: argparse.Namespace) -> int:
     """`workbench status [--json]`."""
     from workbench.cli.common import print_json
+    from workbench.logs.visible import visible
     from workbench.supervision import liveness
-    from workbench.supervision.follow import duration, progress_text, status_line
+    from workbench.supervision.follow import duration, loss_text, progress_text, status_line
 
     history = _history(args)
     active = liveness.check(history, history.active())
@@ -546,19 +574,24 @@ def run_status(args: argparse.Namespace) -> int:
                 if record.started
                 else "-"
             )
-            detail = record.note or progress_text(record.progress or {})
+            detail = visible(record.note or progress_text(record.progress or {}))
+            name = visible(record.name)
             print(
-                f"{record.id:>4}  {record.state:9}  {record.name[:36]:36}  {started:16}  "
+                f"{record.id:>4}  {record.state:9}  {name[:36]:36}  {started:16}  "
                 f"{duration(record.duration_s):>8}  {detail[:80]}"
             )
+            lost = loss_text(record)
+            if lost:  # the row's detail may cut it off: the loss gets a line of its own
+                print(f"{'':>4}  {lost}")
     return 0
 
 
 def run_history(args: argparse.Namespace) -> int:
     """`workbench history [--json]`."""
     from workbench.cli.common import print_json
+    from workbench.logs.visible import visible
     from workbench.supervision import liveness
-    from workbench.supervision.follow import duration, size
+    from workbench.supervision.follow import duration, loss_text, size
 
     history = _history(args)
     records = liveness.check(history, history.builds(limit=args.limit))
@@ -583,11 +616,15 @@ def run_history(args: argparse.Namespace) -> int:
         cpu = f"{measured.cpu_utilisation:.0f}%" if measured else "-"
         peak = size(measured.peak_rss) if measured else "-"
         most = str(measured.most_jobs) if measured else "-"
+        name, note = visible(record.name), visible(record.note or "")
         print(
-            f"{record.id:>4}  {record.state:9}  {record.name[:32]:32}  "
+            f"{record.id:>4}  {record.state:9}  {name[:32]:32}  "
             f"{record.jobs if record.jobs else '-':>4}  {duration(record.elapsed()):>8}  "
-            f"{cpu:>5}  {peak:>9}  {most:>4}  {(record.note or '')[:70]}"
+            f"{cpu:>5}  {peak:>9}  {most:>4}  {note[:70]}"
         )
+        lost = loss_text(record)
+        if lost:
+            print(f"{'':>4}  {lost}")
     return 0
 
 
@@ -609,5 +646,7 @@ def run_report(args: argparse.Namespace) -> int:
     if args.format == "json":
         print_json(report.to_json(builds))
     else:
-        sys.stdout.write(report.markdown(builds))
+        from workbench.logs.visible import visible_lines
+
+        sys.stdout.write(visible_lines(report.markdown(builds)))
     return 0

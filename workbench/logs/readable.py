@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from workbench.logs.line_index import severity
+from workbench.logs.visible import terminal_text
 from workbench.progress.nix_log import (
     ACT_BUILD,
     ACT_BUILDS,
@@ -34,7 +35,6 @@ from workbench.progress.nix_log import (
     derivation_name,
     strip_ansi,
 )
-from workbench.progress.steps import clean_terminal_line
 
 PREFIX = "@nix "
 DIM = "dim"
@@ -44,7 +44,6 @@ WARNING = "warning"
 MAX_CHARACTERS = 4000
 
 _STORE_PATH = re.compile(r"/nix/store/[0-9a-z]{32}-([^\s'\"`]+)")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _ACTIVITY_WORDS = {
     ACT_COPY_PATHS: "copying paths",
     ACT_BUILDS: "builds",
@@ -62,11 +61,9 @@ _ACTIVITY_WORDS = {
 
 def _printable(text: str) -> str:
     """Terminal rewrites and colours resolved, other control characters made visible."""
-    first = text[:1]
-    if "\r" in text or "\x1b" in text or first == "\r":
-        text = clean_terminal_line(text)
-    if _CONTROL.search(text):
-        text = _CONTROL.sub("·", text)
+    if len(text) > 4 * MAX_CHARACTERS:
+        text = text[: 4 * MAX_CHARACTERS]  # bounds the work; "^X" may quadruple nothing more
+    text = terminal_text(text)
     return text if len(text) <= MAX_CHARACTERS else text[:MAX_CHARACTERS] + "…"
 
 

@@ -10,6 +10,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from workbench.logs.visible import clean_terminal_line
+
+__all__ = ["clean_terminal_line"]  # re-exported: the progress package's API has it
+
 NINJA = "ninja"
 MAKE = "make"
 
@@ -17,8 +21,6 @@ MAKE = "make"
 # ("[%p %f/%t] ", "[%f/%t %r running] ", "[%s/%t] "). The lazy prefix takes the first
 # "N/M" pair inside the first pair of brackets, so "[ 45% 12/100]" gives 12/100.
 _NINJA_DEFAULT = re.compile(r"\[[^\]/]*?(\d+)/(\d+)[^\]]*\]")
-# ANSI escapes: ninja on a terminal ends lines with "\x1b[K"; compilers colour diagnostics.
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # A count longer than this is no build's progress: Python refuses to convert numbers past 4300
 # digits (a ValueError that killed the supervisor), and a bracket of a megabyte of digits makes
 # the lazy pattern below quadratic. Both bounds keep every parse linear and raise-free.
@@ -44,17 +46,6 @@ class Step:
     def fraction(self) -> float:
         """Done as a fraction 0.0–1.0 (0.0 when the total is not known)."""
         return self.done / self.total if self.total > 0 else 0.0
-
-
-def clean_terminal_line(line: str) -> str:
-    """The text a terminal would finally show for a line with "\\r" rewrites and ANSI escapes."""
-    if "\r" in line:
-        # ninja on a terminal rewrites one line with "\r"; the last non-empty rewrite is current.
-        parts = [part for part in line.split("\r") if part]
-        line = parts[-1] if parts else ""
-    if "\x1b" in line:
-        line = _ANSI.sub("", line)
-    return line
 
 
 def bounded_int(text: str) -> int | None:

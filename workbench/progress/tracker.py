@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from json.decoder import scanstring
 from typing import Any
 
+from workbench.logs.visible import terminal_text
 from workbench.progress import nix_log
 from workbench.progress.nix_log import (
     ACT_BUILD,
@@ -484,11 +485,11 @@ class ProgressTracker:
         action = value.get("action")
         if action == "msg":
             text = value.get("msg")
-            return (None, nix_log.strip_ansi(text)) if isinstance(text, str) else None
+            return (None, terminal_text(text)) if isinstance(text, str) else None
         if action == "start":
             if not _shown_start(value):
                 return None
-            return None, nix_log.strip_ansi(value["text"])
+            return None, terminal_text(value["text"])
         if action == "result" and value.get("type") in (
             RES_BUILD_LOG_LINE,
             RES_POST_BUILD_LOG_LINE,
@@ -522,8 +523,8 @@ class ProgressTracker:
 
 
 def _clean(text: str) -> str:
-    first = text[:1]
-    return clean_terminal_line(text) if first == "\r" or first == "\x1b" else text
+    """What a person reads of a line: terminal rewrites resolved, no control left to act."""
+    return terminal_text(text)
 
 
 def _shown_start(value: dict[str, Any]) -> bool:

@@ -5,6 +5,10 @@ The log file holds the build's output byte for byte, Nix's `@nix {json}` lines i
 `nix build -L`) with a `ProgressTracker` of its own (`feed`, then `render_line`), reading only
 what was appended since the last call and holding back a partial last line until it is
 complete (or the build ended).
+
+Everything here that came from the build (log lines, file names, notes, derivation names) is
+returned with its control characters made visible (`logs.visible`): these strings go straight
+to terminals.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from workbench.logs.visible import visible
 from workbench.progress import ProgressTracker
 from workbench.supervision.history import (
     KILLED,
@@ -112,6 +117,18 @@ def size(value: float | None) -> str:
 
 def progress_text(progress: dict[str, Any]) -> str:
     """Progress in words ("ninja 12/40 (30%)", "3/5 derivations, ..."); "" if the log says none."""
+    return visible(_progress_words(progress))
+
+
+def loss_text(record: BuildRecord) -> str:
+    """What of the build's output its log lacks (a full disk), in words; "" when nothing."""
+    from workbench.supervision.pipeline import describe_loss
+
+    lost = (record.progress or {}).get("output_lost")
+    return describe_loss(lost) if isinstance(lost, dict) else ""
+
+
+def _progress_words(progress: dict[str, Any]) -> str:
     parts: list[str] = []
     if progress.get("nix") and progress.get("planned"):
         failed = f", {progress['failed']} failed" if progress.get("failed") else ""
@@ -153,18 +170,22 @@ def status_line(record: BuildRecord, now: float | None = None) -> str:
         if live.get("compile_jobs"):
             shown = ", ".join(unique[:3]) + (" ..." if len(unique) > 3 else "")
             parts.append(f"{live['compile_jobs']} compiling: {shown}" if shown else "")
-    return " · ".join(part for part in parts if part)
+    lost = loss_text(record)
+    if lost:
+        parts.append(lost)
+    return visible(" · ".join(part for part in parts if part))
 
 
 def outcome_line(record: BuildRecord) -> str:
     """How a build ended, in one line."""
     head = f"build #{record.id} ({record.name}) {record.state}"
     if record.state == SUCCEEDED:
-        return f"{head} in {duration(record.duration_s)}"
+        lost = loss_text(record)
+        return visible(f"{head} in {duration(record.duration_s)}" + (f"; {lost}" if lost else ""))
     detail = record.note or ""
     if record.state in (STOPPED, KILLED, LOST):
-        return f"{head} after {duration(record.elapsed())}: {detail}".rstrip(": ")
-    return f"{head} after {duration(record.duration_s)}: {detail}".rstrip(": ")
+        return visible(f"{head} after {duration(record.elapsed())}: {detail}".rstrip(": "))
+    return visible(f"{head} after {duration(record.duration_s)}: {detail}".rstrip(": "))
 
 
 def exit_code(record: BuildRecord) -> int:

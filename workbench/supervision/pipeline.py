@@ -5,11 +5,24 @@ and a trailing partial line alike (a progress bar without a newline, a prompt), 
 the build's output byte for byte even if the supervisor dies the next instant. Only complete
 lines go to the progress tracker, decoded as UTF-8 with errors replaced; a line is decoded
 once it is complete, so a multi-byte character split across two reads is never mangled.
+
+Nothing here may raise, or the supervisor would stop reading and the build would die of SIGPIPE
+on its next write. A write that fails (the state directory's disk full: ENOSPC, EDQUOT; an I/O
+error: EIO) loses that chunk from the file, never from the tracker: `OutputLoss` counts the
+bytes, where in the file they are missing and why, and every later chunk tries again, so the log
+resumes as soon as there is room. A line in the log marks each gap. A tracker that raises on
+some line (a parser bug) is reported once and bypassed for that line.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 from workbench.progress import ProgressTracker
 
@@ -18,26 +31,87 @@ READ_SIZE = 1 << 18
 # to the tracker in pieces, so the pump's memory stays bounded.
 MAX_PENDING = 1 << 20
 _KILLED_MARK = "terminated program"
+# Gaps listed one by one; past this many only the totals grow.
+MAX_GAPS = 20
+
+
+@dataclass
+class OutputLoss:
+    """Output of the build that could not be written to its log, and why."""
+
+    bytes: int = 0
+    """Bytes of the build's output missing from the log."""
+    gaps: list[tuple[int, int]] = field(default_factory=list)
+    """(offset in the log file where bytes are missing, how many), the first MAX_GAPS."""
+    gap_count: int = 0
+    reason: str = ""
+    """The first failure, e.g. "ENOSPC: No space left on device"."""
+
+    def to_json(self) -> dict[str, Any]:
+        """What the history keeps (in the build's progress) and `status --json` prints."""
+        return {
+            "bytes": self.bytes,
+            "gaps": [list(gap) for gap in self.gaps],
+            "gap_count": self.gap_count,
+            "reason": self.reason,
+        }
+
+    def describe(self) -> str:
+        """One line for a note: "output lost: 1.2 MB in 2 gaps, the first at byte 4096 ..."."""
+        return describe_loss(self.to_json())
+
+
+def describe_loss(loss: dict[str, Any]) -> str:
+    """An `OutputLoss.to_json()` in words ("" when nothing was lost)."""
+    lost = loss.get("bytes") or 0
+    if not lost:
+        return ""
+    count = loss.get("gap_count") or 1
+    gaps = loss.get("gaps") or []
+    where = f", the first at byte {gaps[0][0]:,} of the log" if gaps else ""
+    amount = f"{lost:,} bytes" if lost < 1 << 20 else f"{lost / (1 << 20):.1f} MB"
+    plural = "gap" if count == 1 else "gaps"
+    return (
+        f"output lost: {amount} of the build's output could not be written to its log "
+        f"({loss.get('reason') or 'write failed'}), in {count} {plural}{where}"
+    )
+
+
+def _reason(error: OSError) -> str:
+    name = errno.errorcode.get(error.errno or 0, "error")
+    return f"{name}: {error.strerror or error}"
 
 
 class LogPipeline:
     """Writes chunks to the log and feeds their lines to a `ProgressTracker`."""
 
-    def __init__(self, log_fd: int, tracker: ProgressTracker) -> None:
+    def __init__(
+        self,
+        log_fd: int,
+        tracker: ProgressTracker,
+        say: Callable[[str], None] | None = None,
+        offset: int = 0,
+    ) -> None:
+        """`offset`: the log file's size when the pipeline starts (where its gaps are counted)."""
         self.log_fd = log_fd
         self.tracker = tracker
+        self._say = say
         self.bytes = 0
-        self.killed_compilers: list[str] = []
+        """Bytes of output read from the build (written or lost)."""
+        self.offset = offset
+        """Bytes in the log file: the build's output written so far plus the gap markers."""
+        self.loss = OutputLoss()
+        self.killed_compilers: deque[str] = deque(maxlen=5)
         """Lines like "g++: fatal error: Killed signal terminated program cc1plus": a compiler
         killed by SIGKILL, most often the OOM killer."""
         self._pending = b""
+        self._ends_line = True  # whether the last byte written to the file was a newline
+        self._gap: list[int] | None = None  # [offset, bytes] of the gap being lost now
+        self._tracker_failed = False
 
     def feed(self, chunk: bytes) -> None:
         """Write a chunk to the log as it is, then fold its complete lines in."""
-        view = memoryview(chunk)
-        while view:
-            written = os.write(self.log_fd, view)
-            view = view[written:]
+        self._write(chunk)
         self.bytes += len(chunk)
         cut = chunk.rfind(b"\n")
         if cut < 0:
@@ -54,17 +128,99 @@ class LogPipeline:
             self._pending = chunk[cut + 1 :]
         self._feed_text(complete.decode("utf-8", "replace"))
 
+    def say(self, text: str) -> None:
+        """Tell the supervisor's log; a failure to (the same full disk) is ignored."""
+        if self._say is not None:
+            with contextlib.suppress(Exception):
+                self._say(text)
+
+    def _write(self, chunk: bytes) -> None:
+        """Write `chunk` whole, or count what could not be written; never raises."""
+        view = memoryview(chunk)
+        try:
+            if self._gap is not None:
+                self._close_gap()
+            while view:
+                written = os.write(self.log_fd, view)
+                view = view[written:]
+                self.offset += written
+        except OSError as error:
+            self._lose(len(view), error)
+            return
+        if chunk:
+            self._ends_line = chunk.endswith(b"\n")
+
+    def _lose(self, count: int, error: OSError) -> None:
+        loss = self.loss
+        if not loss.reason:
+            loss.reason = _reason(error)
+        loss.bytes += count
+        if self._gap is None:
+            self._gap = [self.offset, 0]
+            loss.gap_count += 1
+            if len(loss.gaps) < MAX_GAPS:
+                loss.gaps.append((self.offset, 0))
+            self.say(
+                f"cannot write the build's output to its log at byte {self.offset:,} "
+                f"({_reason(error)}); still reading it, retrying with every chunk"
+            )
+        self._gap[1] += count
+        if loss.gap_count <= MAX_GAPS:
+            loss.gaps[-1] = (self._gap[0], self._gap[1])
+
+    def _close_gap(self) -> None:
+        """Room again: mark the gap in the file (raises OSError while there is none)."""
+        assert self._gap is not None
+        where, lost = self._gap
+        marker = (
+            f"workbench: {lost:,} bytes of the build's output are missing here: they could not "
+            f"be written to this log ({self.loss.reason})\n"
+        ).encode()
+        if not self._ends_line:
+            marker = b"\n" + marker
+        view = memoryview(marker)
+        while view:
+            written = os.write(self.log_fd, view)
+            view = view[written:]
+            self.offset += written
+        self._ends_line = True
+        self._gap = None
+        self.say(f"writing the log again after a gap of {lost:,} bytes at byte {where:,}")
+
+    def flush_gap(self) -> None:
+        """Mark a gap still open at the end (when there is room by then); never raises."""
+        if self._gap is not None:
+            try:
+                self._close_gap()
+            except OSError:
+                return
+
     def _feed_text(self, text: str) -> None:
-        feed = self.tracker.feed
-        for line in text.split("\n"):
-            feed(line)
+        tracker = self.tracker
+        feed = tracker.feed
+        lines = text.split("\n")
+        start = tracker.lines
+        try:
+            for line in lines:
+                feed(line)
+        except Exception as error:  # a parser bug must not stop the pump
+            if not self._tracker_failed:
+                self._tracker_failed = True
+                self.say(f"the progress tracker failed on a line ({error!r}); reading goes on")
+            # feed() counts a line before folding it: resume after the one that raised.
+            for line in lines[tracker.lines - start :]:
+                try:
+                    feed(line)
+                except Exception:  # as above, line by line
+                    continue
         if _KILLED_MARK in text:
             self.killed_compilers.extend(
-                line for line in text.split("\n") if "Killed signal terminated program" in line
+                line for line in lines if "Killed signal terminated program" in line
             )
 
     def close(self) -> None:
-        """The pipe ended: fold in the last line if it had no newline."""
+        """The pipe ended: fold in the last line if it had no newline; mark an open gap."""
         if self._pending:
             self._feed_text(self._pending.decode("utf-8", "replace"))
             self._pending = b""
+        self.flush_gap()

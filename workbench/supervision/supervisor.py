@@ -20,7 +20,11 @@ cannot reach it, and `kill -9` of the CLI leaves it running. It then:
 
 The log pump is the part that must never stop: if it did, the build would die of SIGPIPE on its
 next write. So everything else (sampling, the database) is guarded, and a failure there is
-written to supervisor.log and skipped, never allowed to end the loop.
+written to supervisor.log and skipped, never allowed to end the loop. A full disk under the
+state directory is the likeliest such failure: the pipeline counts the output it could not
+write (`pipeline.OutputLoss`, kept in the build's progress as "output_lost" and in its note),
+the database writes are skipped until there is room, and the build's final row is retried for a
+while rather than lost.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import fcntl
 import os
 import select
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -42,7 +47,7 @@ from typing import Any
 
 from workbench.monitor import PeakTracker, Sample, Sampler, oom_note, procfs
 from workbench.progress import Progress, ProgressTracker
-from workbench.supervision import eta, tree
+from workbench.supervision import eta, private_state, tree
 from workbench.supervision.history import (
     FAILED,
     KILLED,
@@ -70,10 +75,19 @@ _PIPE_SIZE = 1 << 20
 _F_SETPIPE_SZ = 1031
 _LIVE_PROCESSES = 24
 _CENSUS_FILES = 5
+# How long the build's final row is retried when the database cannot be written (a full disk):
+# the build is over, so waiting costs nothing but the lock, and the row is what `status` reads.
+FINISH_RETRY_S = 300.0
+FINISH_RETRY_EVERY_S = 2.0
 
 
-def progress_json(progress: Progress, fraction: float | None) -> dict[str, Any]:
-    """A progress snapshot as the history stores it (`status --json` prints it)."""
+def progress_json(
+    progress: Progress, fraction: float | None, output_lost: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A progress snapshot as the history stores it (`status --json` prints it).
+
+    `output_lost`: what the log pump could not write (`OutputLoss.to_json()`), when anything.
+    """
 
     def step(value: Any) -> dict[str, Any] | None:
         if value is None:
@@ -101,6 +115,7 @@ def progress_json(progress: Progress, fraction: float | None) -> dict[str, Any]:
         "failed_derivations": list(progress.failed_derivations),
         "step_failures": list(progress.step_failures)[-5:],
         "fraction": fraction,
+        **({"output_lost": output_lost} if output_lost else {}),
     }
 
 
@@ -189,7 +204,20 @@ class Supervisor:
         self.signalled: dict[int, tree.Member] = {}
         self.stop_problems: list[str] = []
         self.errors: set[str] = set()
+        self.pipeline: LogPipeline | None = None
+        # The tree locks' descriptors: passed on to the build, so that the locks stay held
+        # while any process of it lives, even after this supervisor (see lock.py).
+        self.lock_fds: tuple[int, ...] = ()
+        self.outlived: list[tree.Member] = []
         self._flushed_lines = -1
+        self._flushed_lost = 0
+
+    def _progress_json(self, progress: Progress, fraction: float | None) -> dict[str, Any]:
+        loss = self.pipeline.loss if self.pipeline is not None else None
+        return progress_json(progress, fraction, loss.to_json() if loss and loss.bytes else None)
+
+    def _lost_bytes(self) -> int:
+        return self.pipeline.loss.bytes if self.pipeline is not None else 0
 
     # -- guarded side work --------------------------------------------------------------------
 
@@ -207,10 +235,10 @@ class Supervisor:
     def run(self) -> int:
         """Start the build, pump, sample, record; returns when the build has ended."""
         record = self.record
-        directory = build_directory(self.history.state_directory, record.id)
-        directory.mkdir(parents=True, exist_ok=True)
-        log_fd = os.open(
-            record.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644
+        # The build's folder was made (0700) when its row was; the log is 0600 and never
+        # opened through a link planted in its place.
+        log_fd = private_state.open_private(
+            Path(record.log_path), os.O_WRONLY | os.O_CREAT | os.O_APPEND
         )
         wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         signal.set_wakeup_fd(wake_w)
@@ -234,6 +262,9 @@ class Supervisor:
         # Python build scripts (ORT's build.py) block-buffer a pipe: their lines would arrive
         # minutes late without this.
         environment.setdefault("PYTHONUNBUFFERED", "1")
+        # Every process of the build inherits this marker: `stop` finds by it what escaped the
+        # group and session and was re-parented away (tree.marked).
+        environment[tree.BUILD_MARKER] = record.log_path
         try:
             self.process = subprocess.Popen(
                 list(record.argv),
@@ -243,6 +274,7 @@ class Supervisor:
                 stderr=out_w,
                 start_new_session=True,
                 env=environment,
+                pass_fds=self.lock_fds,
             )
         except OSError as exc:
             os.close(out_w)
@@ -263,7 +295,8 @@ class Supervisor:
             "starting the sampler", lambda: Sampler(root_pid=pid, daemon=record.nix)
         )
 
-        pipeline = LogPipeline(log_fd, self.tracker)
+        pipeline = LogPipeline(log_fd, self.tracker, self.say, os.fstat(log_fd).st_size)
+        self.pipeline = pipeline
         self._loop(pipeline, out_r, wake_r)
         pipeline.close()
         os.close(out_r)
@@ -272,7 +305,10 @@ class Supervisor:
         if self.sampler is not None:
             self._guarded("closing the sampler", self.sampler.close)
         self._finish(pipeline, oom_before)
-        os.fsync(log_fd)
+        if self.outlived:
+            self._guarded("recording what outlived the build", self._record_outlived)
+        with contextlib.suppress(OSError):  # a full disk may refuse even this; the data is in
+            os.fsync(log_fd)
         os.close(log_fd)
         return 0
 
@@ -296,7 +332,10 @@ class Supervisor:
                     next_sample = now + SAMPLE_INTERVAL_S
                 next_flush = now + FLUSH_INTERVAL_S
             elif now >= next_flush:
-                if self.tracker.lines != self._flushed_lines:
+                if (
+                    self.tracker.lines != self._flushed_lines
+                    or self._lost_bytes() != self._flushed_lost
+                ):
                     self._guarded("recording progress", self._flush_progress)
                 next_flush = now + FLUSH_INTERVAL_S
             self._reap()
@@ -394,11 +433,12 @@ class Supervisor:
         self.history.update_live(
             self.record.id,
             self.tracker.lines,
-            progress_json(progress, fraction),
+            self._progress_json(progress, fraction),
             live,
             sampled,
         )
         self._flushed_lines = self.tracker.lines
+        self._flushed_lost = self._lost_bytes()
 
     def _live(self, sample: Sample, fraction: float | None) -> dict[str, Any]:
         build = sample.build
@@ -442,9 +482,10 @@ class Supervisor:
         progress = self.tracker.snapshot()
         fraction = eta.progress_fraction(progress)
         self.history.update_live(
-            self.record.id, self.tracker.lines, progress_json(progress, fraction)
+            self.record.id, self.tracker.lines, self._progress_json(progress, fraction)
         )
         self._flushed_lines = self.tracker.lines
+        self._flushed_lost = self._lost_bytes()
 
     # -- stopping -----------------------------------------------------------------------------
 
@@ -463,7 +504,13 @@ class Supervisor:
         ]
 
     def _collect(self) -> dict[int, tree.Member]:
-        return tree.collect(self.root, self.pgid, self._daemon_members(), subreaper=True)
+        return tree.collect(
+            self.root,
+            self.pgid,
+            self._daemon_members(),
+            subreaper=True,
+            marker=self.record.log_path,
+        )
 
     def _begin_stop(self) -> None:
         grace = DEFAULT_GRACE_S
@@ -483,7 +530,7 @@ class Supervisor:
             lambda: self.history.update_live(
                 self.record.id,
                 self.tracker.lines,
-                progress_json(self.tracker.snapshot(), None),
+                self._progress_json(self.tracker.snapshot(), None),
                 state=STOPPING,
             ),
         )
@@ -517,6 +564,7 @@ class Supervisor:
         if self.stop_reason is None:
             names = ", ".join(f"{m.name} ({m.pid})" for m in list(members.values())[:5])
             self.say(f"{len(members)} processes outlived the build: {names}")
+            self.outlived = list(members.values())  # recorded after the outcome, for `stop`
             return
         tree.signal_all(members.values(), self.pgid, signal.SIGKILL)
         deadline = time.monotonic() + 5.0
@@ -529,6 +577,20 @@ class Supervisor:
         self.stop_problems.append(
             "still running after KILL: " + ", ".join(f"{m.name} ({m.pid})" for m in left)
         )
+
+    def _record_outlived(self) -> None:
+        """Write what outlived the build into its row and note, for `status` and `stop`."""
+        from workbench.supervision import liveness
+
+        alive = [member for member in self.outlived if tree.is_alive(member)]
+        if not alive:
+            return
+        note = liveness.with_outlived(
+            self.history.get(self.record.id).note,
+            "",
+            liveness.outlived_text(self.record.id, alive),
+        )
+        self.history.set_outlived(self.record.id, liveness.outlived_json(alive), note or "")
 
     # -- the end ------------------------------------------------------------------------------
 
@@ -553,6 +615,8 @@ class Supervisor:
             )
         if self.stop_problems:
             note = (note + "; " if note else "") + "; ".join(self.stop_problems[:3])
+        if pipeline.loss.bytes:
+            note = (note + "; " if note else "") + pipeline.loss.describe()
         cpus = summary.cpus or 1
         measured = Measured(
             build_id=self.record.id,
@@ -581,18 +645,35 @@ class Supervisor:
             lambda: self.history.record_measurements(self.record.id, measured, jobs, derivations),
         )
         fraction = eta.progress_fraction(progress)
-        self.history.finish(
-            self.record.id,
-            state,
-            ended,
-            duration,
-            exit_status,
-            signum,
-            note,
-            self.tracker.lines,
-            progress_json(progress, fraction),
+        self._retried(
+            "recording how the build ended",
+            lambda: self.history.finish(
+                self.record.id,
+                state,
+                ended,
+                duration,
+                exit_status,
+                signum,
+                note,
+                self.tracker.lines,
+                self._progress_json(progress, fraction),
+            ),
         )
         self.say(f"build #{self.record.id}: {state} ({note or 'no note'})")
+
+    def _retried(self, what: str, action: Callable[[], Any]) -> Any:
+        """`action`, tried again while the database cannot be written (disk full, I/O error)."""
+        deadline = time.monotonic() + FINISH_RETRY_S
+        while True:
+            try:
+                return action()
+            except sqlite3.OperationalError as error:
+                if time.monotonic() >= deadline:
+                    raise
+                if what not in self.errors:
+                    self.errors.add(what)
+                    self.say(f"{what} failed ({error}); retrying for {FINISH_RETRY_S:.0f} s")
+                time.sleep(FINISH_RETRY_EVERY_S)
 
     def _outcome(
         self,
@@ -631,29 +712,39 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="workbench-supervisor")
     parser.add_argument("--state-dir", required=True)
     parser.add_argument("--build-id", type=int, required=True)
-    parser.add_argument("--lock-fd", type=int, help="inherited descriptor of the checkout lock")
+    parser.add_argument(
+        "--lock-fd",
+        type=int,
+        action="append",
+        default=[],
+        help="inherited descriptor of a tree lock (once per tree)",
+    )
     args = parser.parse_args(argv)
     # Nothing from a terminal may end us: we have none, but be explicit.
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if args.lock_fd is not None:
+    if args.lock_fd:
         from workbench.supervision.lock import adopt
 
-        adopt(args.lock_fd)
+        for fd in args.lock_fd:
+            adopt(fd)
 
     def say(text: str) -> None:
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-        print(f"{stamp} {text}", file=sys.stderr, flush=True)
+        # supervisor.log lives beside the build log: on a full disk this write fails too, and
+        # that must not end the supervisor.
+        with contextlib.suppress(OSError):
+            print(f"{stamp} {text}", file=sys.stderr, flush=True)
 
     history = History(Path(args.state_dir))
     record = history.get(args.build_id)
-    if args.lock_fd is not None:
+    if args.lock_fd:
         from workbench.supervision.lock import BuildLock
 
-        holder = BuildLock(args.lock_fd, Path(), record.checkout)
-        with contextlib.suppress(OSError):
-            holder.describe(build_id=record.id, name=record.name, pid=os.getpid())
+        holder = BuildLock.adopted(args.lock_fd, (record.checkout,))
+        holder.describe(build_id=record.id, name=record.name, pid=os.getpid())
     supervisor = Supervisor(history, record, say)
+    supervisor.lock_fds = tuple(args.lock_fd)
     try:
         return supervisor.run()
     except Exception:

@@ -1,0 +1,148 @@
+"""A full disk under the state directory: the build survives and the loss is recorded.
+
+Before: `OSError: [Errno 28]` in the log pump killed the supervisor, the build died of SIGPIPE on
+its next write, and the loss was nowhere. Now the pump keeps reading, counts what it could not
+write and where, writes again once there is room, and `status`, `history` and the build's row
+say what was lost and why.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from supervised import Bench, build_id_from
+
+from workbench.progress import ProgressTracker
+from workbench.supervision.pipeline import LogPipeline, describe_loss
+
+LINE = "line %g of the build's output, padded to about eighty bytes ......................"
+LINES = 50_000  # about 4 MB: twice what the tmpfs below holds
+
+
+def _expected_output() -> bytes:
+    return (
+        subprocess.run(["seq", "-f", LINE, "1", str(LINES)], check=True, capture_output=True).stdout
+        + b"after-the-gap\n"
+    )
+
+
+def test_the_pump_counts_what_dev_full_refuses_and_resumes(tmp_path: Path) -> None:
+    """/dev/full answers every write with ENOSPC: the pipeline counts, the tracker still folds."""
+    full = os.open("/dev/full", os.O_WRONLY)
+    log = tmp_path / "build.log"
+    told: list[str] = []
+    tracker = ProgressTracker()
+    pipeline = LogPipeline(full, tracker, told.append)
+    pipeline.feed(b"[1/3] first\n[2/3] sec")
+    pipeline.feed(b"ond\n")
+    assert pipeline.loss.bytes == 25
+    assert pipeline.loss.gaps == [(0, 25)]
+    assert pipeline.loss.reason == "ENOSPC: No space left on device"
+    assert tracker.snapshot().step.done == 2  # the tracker lost nothing
+    # Room again: the same descriptor now points at a regular file.
+    regular = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(regular, full)
+    pipeline.feed(b"[3/3] third\n")
+    pipeline.close()
+    os.close(regular)
+    os.close(full)
+    text = log.read_text()
+    assert text == (
+        "workbench: 25 bytes of the build's output are missing here: they could not be written "
+        "to this log (ENOSPC: No space left on device)\n[3/3] third\n"
+    )
+    assert tracker.snapshot().step.done == 3
+    assert pipeline.loss.gap_count == 1 and pipeline.bytes == 37
+    assert any("cannot write" in line for line in told)
+    assert "25 bytes" in describe_loss(pipeline.loss.to_json())
+
+
+@pytest.fixture
+def small_state(tmp_path: Path) -> Iterator[Path]:
+    """A 3 MB tmpfs mounted as the state directory (needs root, as the suite runs in CI)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root (the suite runs as root in CI)")
+    if shutil.which("mount") is None:
+        pytest.skip("needs mount(8)")
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=3m,mode=0700", "tmpfs", str(state)],
+        capture_output=True,
+        text=True,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield state
+    finally:
+        if subprocess.run(["umount", str(state)], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", str(state)], capture_output=True)
+
+
+@pytest.mark.slow
+def test_a_build_that_fills_the_state_disk_ends_with_its_own_exit_code(
+    small_state: Path, tmp_path: Path
+) -> None:
+    bench = Bench(small_state)
+    signals = tmp_path / "signals"
+    signals.mkdir()
+    # Room the test gives back once the disk is full: "space returns".
+    filler = small_state / "filler"
+    filler.write_bytes(b"\0" * (1 << 20))
+    script = (
+        f'seq -f "{LINE}" 1 {LINES}; '
+        'touch "$1/written"; '
+        'while [ ! -e "$1/go" ]; do sleep 0.05; done; '
+        "echo after-the-gap; exit 7"
+    )
+    try:
+        cli = bench.start(
+            "run",
+            "--name",
+            "fills-the-disk",
+            "--",
+            "sh",
+            "-c",
+            script,
+            "sh",
+            str(signals),
+            cwd=tmp_path,
+        )
+        bench.wait_for("the build's output", lambda: (signals / "written").exists(), 120)
+        assert os.statvfs(small_state).f_bavail == 0, "the tmpfs never filled up"
+        filler.unlink()
+        (signals / "go").touch()
+        out, err = cli.communicate(timeout=120)
+        assert cli.returncode == 7, err  # its own exit code, not SIGPIPE's 141
+        build_id = build_id_from(err)
+        record = bench.record(build_id)
+        assert (record.exit_status, record.signal, record.state) == (7, None, "failed")
+        lost = record.progress["output_lost"]
+        assert lost["bytes"] > 1 << 20
+        assert lost["reason"] == "ENOSPC: No space left on device"
+        assert lost["gap_count"] == 1
+        assert "output lost" in (record.note or "") and "ENOSPC" in record.note
+        log = Path(record.log_path).read_bytes()
+        where = lost["gaps"][0][0]
+        marker = re.compile(rb"\n?workbench: [\d,]+ bytes of the build's output are missing here")
+        assert marker.match(log, where), log[where - 80 : where + 200]
+        assert log.endswith(b"after-the-gap\n")
+        # Every byte is either in the file or counted as lost.
+        gap_line_end = log.index(b"\n", where + 2) + 1
+        kept = len(log) - (gap_line_end - where)
+        assert kept + lost["bytes"] == len(_expected_output())
+        assert log[:where] + log[gap_line_end:] != _expected_output()
+        status = bench.run("status", timeout=60)
+        assert status.returncode == 0, status.stderr
+        assert "output lost" in status.stdout and "ENOSPC" in status.stdout, status.stdout
+        history = bench.run("history", timeout=60)
+        assert "output lost" in history.stdout, history.stdout
+    finally:
+        bench.cleanup()
