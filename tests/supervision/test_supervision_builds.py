@@ -270,7 +270,7 @@ def test_second_launch_is_refused_unless_forced(
 
     refused = bench.run("run", "--name", "second", "--", "true", cwd=checkout / "src", timeout=60)
     assert refused.returncode == 2
-    assert f"build #{first_id} (first) is already running in {checkout}" in refused.stderr
+    assert f"build #{first_id} (first) is already building {checkout}" in refused.stderr
     assert "--force" in refused.stderr
 
     forced = bench.run("run", "--force", "--name", "second", "--", "true", cwd=checkout, timeout=60)
@@ -323,7 +323,7 @@ def test_a_vanished_supervisor_is_reported_lost(bench: Bench, tmp_path: Path) ->
     lost = next(b for b in status["recent"] if b["id"] == build_id)
     assert lost["state"] == LOST
     assert f"supervisor (pid {record.supervisor_pid}) is gone" in lost["note"]
-    assert "1 build processes still run" in lost["note"]
+    assert "1 of its processes still run: sleep (" in lost["note"]
     assert _alive(*sleeper)
     # `stop` still ends what it left behind.
     stop = bench.run("stop", str(build_id), "--grace", "2", timeout=60)

@@ -111,6 +111,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into `head`: not an error worth a traceback
         sys.stderr.close()
         return 0
+    except Exception as exc:
+        message = known_failure(exc)
+        if message is None:
+            raise  # a bug: its traceback is what a report needs
+        print(f"workbench: error: {message}", file=sys.stderr)
+        return 2
+
+
+# What the system says when a disk is full or a file may not be written, and what to do.
+_SYSTEM_ADVICE = {
+    "ENOSPC": "the disk is full: free space there (`df -h`) and try again",
+    "EDQUOT": "your disk quota is used up: free space and try again",
+    "EROFS": "that file system is read-only: choose a writable place (--state-dir, --config)",
+    "EACCES": "you may not write there: fix its permissions, or choose another place "
+    "(--state-dir, --config)",
+    "EPERM": "the operation is not permitted there: choose another place (--state-dir, --config)",
+    "EIO": "the disk reported an input/output error: check the disk, then try again",
+    "ELOOP": "a symbolic link is in the way: remove it",
+}
+
+
+def known_failure(exc: BaseException) -> str | None:
+    """The one-line explanation of a failure of the system rather than of the workbench (a full
+    disk, a read-only file system, a damaged database), or None for anything else."""
+    import errno
+    import sqlite3
+
+    if isinstance(exc, sqlite3.Error):
+        return f"the build history database failed ({exc}); free space or fix its permissions"
+    if isinstance(exc, OSError) and exc.errno is not None:
+        advice = _SYSTEM_ADVICE.get(errno.errorcode.get(exc.errno, ""))
+        if advice is None:
+            return None
+        where = f"{exc.filename}: " if exc.filename else ""
+        return f"{where}{exc.strerror}; {advice}"
+    return None
 
 
 def open_tui(config: str | None, state_dir: str | None) -> int:
@@ -125,6 +161,12 @@ def open_tui(config: str | None, state_dir: str | None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        message = known_failure(exc)
+        if message is None:
+            raise
+        print(f"workbench: error: {message}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

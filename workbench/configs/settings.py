@@ -76,9 +76,26 @@ def _whole_number(value: Any, low: int, high: int) -> int:
     return value
 
 
+# No setting takes a number this long; longer ones are refused as out of range without being
+# converted (Python refuses to convert more than 4300 digits at all).
+_MAX_DIGITS = 19
+
+
 def _text_to_int(text: str) -> Any:
     text = text.strip()
-    return int(text) if re.fullmatch(r"[+-]?\d+", text) else text
+    if not re.fullmatch(r"[+-]?\d+", text):
+        return text
+    if len(text.lstrip("+-").lstrip("0")) > _MAX_DIGITS:
+        return -(10**_MAX_DIGITS) if text.startswith("-") else 10**_MAX_DIGITS
+    return int(text)
+
+
+def _shown(value: Any, limit: int = 60) -> str:
+    """A refused value for a message: a value thousands of characters long is cut short."""
+    text = value if isinstance(value, str) else str(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit - 20]}... ({len(text)} characters)"
 
 
 def _text_to_float(text: str) -> Any:
@@ -255,7 +272,7 @@ def _refusal(
 ) -> ConfigError:
     where = f"{path}:{line}" if line else str(path)
     allowed = _spec(key).allowed(context)
-    return ConfigError(f"{where}: {key} = {shown}: refused ({why}); allowed: {allowed}")
+    return ConfigError(f"{where}: {key} = {_shown(shown)}: refused ({why}); allowed: {allowed}")
 
 
 def _validate(data: dict[str, Any], path: Path, text: str, context: Context) -> BuildSettings:

@@ -37,11 +37,65 @@ def read_text(path: Path) -> str:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
 
 
+# TOML itself has no limit on a number's digits or on nesting; Python's int conversion refuses
+# more than 4300 digits (a ValueError, not a TOML error) and tomllib recurses once per level.
+_LONG_NUMBER = re.compile(r"[0-9][0-9_]{99,}")
+_MAX_NESTING = 100
+
+
+def _too_long_number(path: Path, text: str) -> ConfigError | None:
+    found = _LONG_NUMBER.search(text)
+    if found is None:
+        return None
+    line = text.count("\n", 0, found.start()) + 1
+    column = found.start() - (text.rfind("\n", 0, found.start()) + 1) + 1
+    digits = len(found.group().replace("_", ""))
+    return ConfigError(
+        f"{path}:{line}:{column}: a number with {digits} digits: refused (out of range); "
+        "no setting takes more than 19 digits: fix or delete that line"
+    )
+
+
+def _too_deep(path: Path, text: str) -> ConfigError:
+    """Where nesting first passes the limit (brackets outside strings and comments)."""
+    depth = 0
+    line = 1
+    quote = ""
+    comment = False
+    for index, char in enumerate(text):
+        if char == "\n":
+            line += 1
+            comment = False
+            continue
+        if comment:
+            continue
+        if quote:
+            if char == quote and text[index - 1] != "\\":
+                quote = ""
+            continue
+        if char in "\"'":
+            quote = char
+        elif char == "#":
+            comment = True
+        elif char in "[{":
+            depth += 1
+            if depth > _MAX_NESTING:
+                break
+        elif char in "]}":
+            depth -= 1
+    return ConfigError(
+        f"{path}:{line}: malformed TOML: values nested more than {_MAX_NESTING} levels deep; "
+        "no setting nests more than one list: fix that line"
+    )
+
+
 def load_toml(path: Path) -> dict[str, Any]:
     """Parse a TOML file into plain Python values (fast: stdlib tomllib)."""
     text = read_text(path)
     try:
         return tomllib.loads(text)
+    except RecursionError:
+        raise _too_deep(path, text) from None
     except tomllib.TOMLDecodeError as exc:
         message = str(exc)
         found = _LOCATION.search(message)
@@ -50,6 +104,8 @@ def load_toml(path: Path) -> dict[str, Any]:
             line, column = found.groups()
             raise ConfigError(f"{path}:{line}:{column}: malformed TOML: {reason}") from None
         raise ConfigError(f"{path}: malformed TOML: {reason}") from None
+    except ValueError as exc:  # Python's limit on int conversion, raised through tomllib
+        raise _too_long_number(path, text) or ConfigError(f"{path}: {exc}") from None
 
 
 def load_document(path: Path) -> tomlkit.TOMLDocument:
@@ -62,9 +118,16 @@ def load_document(path: Path) -> tomlkit.TOMLDocument:
     text = read_text(path)
     try:
         return tomlkit.parse(text)
+    except RecursionError:
+        raise _too_deep(path, text) from None
     except tomlkit.exceptions.ParseError as exc:
+        too_long = _too_long_number(path, text)
+        if too_long is not None and isinstance(exc, tomlkit.exceptions.InvalidNumberError):
+            raise too_long from None
         reason = str(exc).split(" at line ")[0]
         raise ConfigError(f"{path}:{exc.line}:{exc.col}: malformed TOML: {reason}") from None
+    except ValueError as exc:
+        raise _too_long_number(path, text) or ConfigError(f"{path}: {exc}") from None
 
 
 def line_of_key(text: str, key: str) -> int | None:
@@ -74,28 +137,69 @@ def line_of_key(text: str, key: str) -> int | None:
     return text.count("\n", 0, found.start()) + 1 if found else None
 
 
+def _line_endings_of(path: Path, text: str) -> str:
+    """`text` with the line endings the file at `path` uses now (CRLF kept as CRLF)."""
+    try:
+        with open(path, "rb") as handle:
+            old = handle.read(1 << 20)
+    except OSError:
+        return text
+    crlf = old.count(b"\r\n")
+    if crlf and crlf * 2 >= old.count(b"\n"):
+        return re.sub(r"(?<!\r)\n", "\r\n", text)
+    return text
+
+
 def write_atomically(path: Path, text: str) -> None:
     """Replace `path` with `text` so that readers see the old file or the new one, never half.
 
-    Temp file in the same directory, fsync, rename over, fsync the directory; the file's mode
-    is kept.
+    Temp file in the same directory, fsync, rename over, fsync the directory. A symbolic link
+    is followed: its target is what changes (the link stays a link). The file's mode, owner
+    (where this user may set it) and line endings are kept; a read-only file is refused, not
+    replaced. An unwritable directory or a full disk is a ConfigError that says what to do.
     """
+    path = Path(os.path.realpath(path)) if os.path.islink(path) else path
     directory = path.parent
     try:
-        mode = path.stat().st_mode & 0o7777
+        info: os.stat_result | None = path.stat()
     except FileNotFoundError:
-        mode = 0o644
-    handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+        info = None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read it: {exc.strerror}") from None
+    mode = 0o644 if info is None else info.st_mode & 0o7777
+    if info is not None and not mode & 0o200:
+        # Root may write any file; a file its owner made read-only is still not to be edited.
+        raise ConfigError(
+            f"{path}: read-only (mode {mode:04o}): refused; make it writable "
+            f"(chmod u+w {path}) to change it, or edit a copy (--config DIR)"
+        )
+    text = _line_endings_of(path, text)
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as temp:
+        handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise ConfigError(
+            f"{directory}: cannot write there ({exc.strerror}); {path.name} is changed by "
+            f"writing a new copy beside it: make {directory} writable, or copy the configs "
+            "to a folder of yours and pass --config DIR"
+        ) from None
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as temp:
             temp.write(text)
             temp.flush()
             os.fsync(temp.fileno())
         os.chmod(temp_name, mode)
+        if info is not None and (info.st_uid, info.st_gid) != (os.geteuid(), os.getegid()):
+            with contextlib.suppress(PermissionError):
+                os.chown(temp_name, info.st_uid, info.st_gid)
         os.replace(temp_name, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp_name)
+        if isinstance(exc, OSError):
+            raise ConfigError(
+                f"{path}: cannot write it ({exc.strerror}); nothing was changed: free space "
+                f"on its disk or make {directory} writable, then try again"
+            ) from None
         raise
     directory_fd = os.open(directory, os.O_RDONLY)
     try:
@@ -107,7 +211,10 @@ def write_atomically(path: Path, text: str) -> None:
 @contextlib.contextmanager
 def locked_directory(directory: Path) -> Iterator[None]:
     """Hold an exclusive lock on `directory` so two edits of its files cannot interleave."""
-    fd = os.open(directory, os.O_RDONLY)
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError as exc:
+        raise ConfigError(f"{directory}: cannot open the folder: {exc.strerror}") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

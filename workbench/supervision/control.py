@@ -12,8 +12,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from workbench.errors import WorkbenchError
-from workbench.supervision import liveness, preflight, tree
-from workbench.supervision.history import STARTING, BuildRecord, History, NewBuild, build_directory
+from workbench.supervision import liveness, preflight, private_state, tree
+from workbench.supervision.history import (
+    LOST,
+    STARTING,
+    BuildRecord,
+    History,
+    NewBuild,
+    build_directory,
+)
+from workbench.supervision.launch import build_trees
 from workbench.supervision.lock import BuildLock, LockBusy
 
 
@@ -55,16 +63,19 @@ def spawn_supervisor(
     import workbench
 
     directory = build_directory(state, record.id)
-    directory.mkdir(parents=True, exist_ok=True)
     argv = supervisor_argv(state, record.id)
     pass_fds: tuple[int, ...] = ()
     if lock is not None:
-        argv += ["--lock-fd", str(lock.fd)]
-        pass_fds = (lock.fd,)
+        for fd in lock.fds:
+            argv += ["--lock-fd", str(fd)]
+        pass_fds = tuple(lock.fds)
     # `-m` finds the package from the supervisor's working directory: the folder that holds
     # this package (the build's own directory is set by the supervisor, per build).
     package_parent = Path(workbench.__file__).resolve().parent.parent
-    with open(directory / "supervisor.log", "ab") as log:
+    log = private_state.open_private(
+        directory / "supervisor.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND
+    )
+    try:
         return subprocess.Popen(
             argv,
             cwd=package_parent,
@@ -74,6 +85,8 @@ def spawn_supervisor(
             start_new_session=True,
             pass_fds=pass_fds,
         )
+    finally:
+        os.close(log)
 
 
 def wait_started(
@@ -117,13 +130,17 @@ def start(
     said = list(warnings or [])
     # A dead supervisor's row must not look like a running build to the checks below.
     liveness.check(history, history.active())
-    lock: BuildLock | None
+    trees = build_trees(plan.argv, plan.cwd, plan.checkout)
+    lock: BuildLock | None = None
     try:
-        lock = BuildLock.acquire(state, plan.checkout)
+        lock = BuildLock.acquire(state, trees)
+        _refuse_lost_builds_of(history, trees)
     except LockBusy as busy:
+        if lock is not None:
+            lock.release()
         if not force:
-            raise
-        said.append(f"{busy}; --force given: starting anyway")
+            raise _explained(history, busy) from None
+        said.append(f"{_explained(history, busy)}; --force given: starting anyway")
         lock = None
     try:
         said += preflight.describe(preflight.other_build_processes())
@@ -134,6 +151,48 @@ def start(
         if lock is not None:
             lock.release()  # the supervisor holds its inherited copy of the lock
     return Started(wait_started(history, record.id, supervisor), supervisor, said)
+
+
+def _explained(history: History, busy: LockBusy) -> LockBusy:
+    """The refusal, saying whether the holder is a running build or what is left of one."""
+    build_id = busy.holder.get("build_id")
+    if not isinstance(build_id, int) or busy.detail:
+        return busy
+    try:
+        record = liveness.check(history, [history.get(build_id)])[0]
+    except WorkbenchError:
+        return busy
+    if record.active:
+        return busy
+    left = liveness.leftover_processes(record)
+    listing = ", ".join(f"{m.name} ({m.pid})" for m in left[:5]) or "processes of it"
+    detail = (
+        f"build #{record.id} ({record.name}) is {record.state}, but {listing} still run and "
+        f"hold {busy.tree}"
+    )
+    return LockBusy(busy.tree, busy.holder, detail)
+
+
+def _refuse_lost_builds_of(history: History, trees: list[str]) -> None:
+    """A build whose supervisor is gone keeps its trees while any of its processes runs, even
+    one that closed the lock descriptors it inherited (a daemon that closes every file)."""
+    wanted = set(trees)
+    for record in history.builds(states=(LOST,), limit=20):
+        if record.host not in (None, socket.gethostname()) or not record.outlived:
+            continue
+        held = wanted & set(build_trees(record.argv, record.cwd, record.checkout))
+        if not held:
+            continue
+        record = liveness.refresh_outlived(history, record)
+        left = liveness.leftover_processes(record)
+        if left:
+            listing = ", ".join(f"{m.name} ({m.pid})" for m in left[:5])
+            raise LockBusy(
+                sorted(held)[0],
+                {"build_id": record.id, "name": record.name},
+                f"build #{record.id} ({record.name}) lost its supervisor, but {listing} still "
+                f"run in {sorted(held)[0]}",
+            )
 
 
 def stop(history: History, record: BuildRecord, grace_s: float) -> tuple[BuildRecord, list]:
@@ -148,10 +207,13 @@ def stop(history: History, record: BuildRecord, grace_s: float) -> tuple[BuildRe
             f"{record.id}` there"
         )
     if not record.active:
+        # What outlived an ended build (daemons it started, compilers of a lost one): found by
+        # group, session, marker and the history's list, and ended like a running build.
         left = liveness.leftover_processes(record)
         if not left:
-            return record, []
-        return record, tree.terminate(None, record.pgid, left, grace_s=grace_s)
+            return liveness.refresh_outlived(history, record), []
+        survivors = tree.terminate(None, record.pgid, left, grace_s=grace_s, marker=record.log_path)
+        return liveness.refresh_outlived(history, history.get(record.id)), survivors
     history.request_stop(record.id, grace_s)
     if record.supervisor_pid is None or not liveness.supervisor_running(record):
         raise WorkbenchError(f"build #{record.id} has no live supervisor; try again")

@@ -21,19 +21,27 @@ from __future__ import annotations
 
 import getpass
 import json
+import os
 import socket
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from workbench.errors import WorkbenchError
+from workbench.supervision import private_state
 
 DB_NAME = "history.sqlite3"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# Columns added after a table was first created: (table, column, declaration). A history of an
+# older schema gets them on opening (ALTER TABLE ... ADD COLUMN), so adding one is one line here.
+ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    # What outlived the build (daemons, orphans): [{"pid", "started", "name"}], for `stop`.
+    ("builds", "outlived", "TEXT"),
+)
 
 STARTING = "starting"
 RUNNING = "running"
@@ -197,6 +205,8 @@ class BuildRecord:
     updated: float | None
     stop_requested: float | None
     stop_grace: float | None
+    outlived: tuple[dict[str, Any], ...] = ()
+    """Processes that outlived the build (pid, started, name), recorded by its supervisor."""
 
     @property
     def active(self) -> bool:
@@ -243,6 +253,7 @@ class BuildRecord:
             "progress": self.progress,
             "live": self.live,
             "forced": self.forced,
+            "outlived": list(self.outlived),
         }
 
 
@@ -358,7 +369,7 @@ _COLUMNS = (
     "id, name, backend, variant, target, argv, cwd, checkout, settings, jobs, eta_key, nix, "
     "forced, state, host, user, created, started, ended, duration_s, exit_status, signal, note, "
     "log_path, supervisor_pid, supervisor_started, build_pid, pgid, lines, progress, live, "
-    "updated, stop_requested, stop_grace"
+    "updated, stop_requested, stop_grace, outlived"
 )
 
 
@@ -407,6 +418,7 @@ def _record(row: Sequence[Any]) -> BuildRecord:
         updated,
         stop_requested,
         stop_grace,
+        outlived,
     ) = row
     return BuildRecord(
         id=id_,
@@ -443,6 +455,7 @@ def _record(row: Sequence[Any]) -> BuildRecord:
         updated=updated,
         stop_requested=stop_requested,
         stop_grace=stop_grace,
+        outlived=tuple(_loads(outlived, [])),
     )
 
 
@@ -450,21 +463,108 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), sort_keys=True)
 
 
+def _advice(path: Path, exc: sqlite3.Error) -> str:
+    """What a SQLite failure means for the user, and what to do about it."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    if name == "SQLITE_FULL" or "disk is full" in str(exc):
+        return (
+            f"{path}: the disk holding the build history is full ({exc}); free space there "
+            f"(`df -h {path.parent}`) and run the command again, or choose another --state-dir"
+        )
+    if name.startswith("SQLITE_READONLY"):
+        return (
+            f"{path}: the build history is read-only ({exc}); make it and its folder writable "
+            f"(`chmod u+w {path} {path.parent}`), or choose another --state-dir"
+        )
+    damaged = "malformed" in str(exc) or "not a database" in str(exc)
+    if name in ("SQLITE_CORRUPT", "SQLITE_NOTADB") or damaged:
+        return (
+            f"{path}: the build history is damaged ({exc}); move it aside "
+            f"(`mv {path} {path}.damaged`) to start a new one: the logs in builds/ are kept "
+            "and new build ids continue after them"
+        )
+    if name.startswith("SQLITE_IOERR"):
+        return f"{path}: the disk reported an error reading or writing the build history ({exc})"
+    if name in ("SQLITE_BUSY", "SQLITE_LOCKED"):
+        return (
+            f"{path}: the build history stayed locked by another process for 10 s ({exc}); "
+            "try again"
+        )
+    return f"{path}: the build history cannot be used ({exc}); choose another --state-dir"
+
+
+class _Rows:
+    """A statement's rows, read at once so that a damaged page fails inside `_Connection`."""
+
+    def __init__(self, cursor: sqlite3.Cursor) -> None:
+        self.rows = cursor.fetchall()
+        self.lastrowid = cursor.lastrowid
+        self.rowcount = cursor.rowcount
+
+    def fetchone(self) -> Any:
+        return self.rows[0] if self.rows else None
+
+    def fetchall(self) -> list[Any]:
+        return self.rows
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.rows)
+
+
+class _Connection:
+    """The database connection; every SQLite failure becomes a HistoryError that says what to do
+    (a full disk, a read-only or damaged file), never a traceback."""
+
+    def __init__(self, path: Path, connection: sqlite3.Connection) -> None:
+        self.path = path
+        self.connection = connection
+
+    def execute(self, statement: str, parameters: Sequence[Any] | dict[str, Any] = ()) -> _Rows:
+        try:
+            return _Rows(self.connection.execute(statement, parameters))
+        except sqlite3.Error as exc:
+            raise HistoryError(_advice(self.path, exc)) from None
+
+    def executemany(self, statement: str, rows: Iterable[Sequence[Any]]) -> None:
+        try:
+            self.connection.executemany(statement, rows)
+        except sqlite3.Error as exc:
+            raise HistoryError(_advice(self.path, exc)) from None
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+def _highest_log_directory(builds: Path) -> int:
+    """The highest N of an existing builds/N/ (0 if none)."""
+    try:
+        names = os.listdir(builds)
+    except FileNotFoundError:
+        return 0
+    return max((int(name) for name in names if name.isdigit() and len(name) < 19), default=0)
+
+
 class History:
     """The history database of one state directory. One instance per thread."""
 
     def __init__(self, state_directory: Path) -> None:
         """Open (and create on first use) `history.sqlite3` in `state_directory`."""
-        self.state_directory = Path(state_directory)
+        self.state_directory = private_state.ensure_state_directory(Path(state_directory))
         self.path = database_path(self.state_directory)
         try:
-            self.state_directory.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(str(self.path), timeout=10.0, isolation_level=None)
+            # SQLite opens by name and follows links: the file (and the two it keeps beside
+            # it in WAL mode) is checked first, made 0600 here so theirs follow its mode.
+            private_state.check_private_file(self.path, create=True)
+            for suffix in ("-wal", "-shm"):
+                private_state.check_private_file(Path(f"{self.path}{suffix}"), create=False)
+            connection = sqlite3.connect(str(self.path), timeout=10.0, isolation_level=None)
         except (OSError, sqlite3.Error) as exc:
+            reason = getattr(exc, "strerror", None) or exc
             raise HistoryError(
-                f"{self.path}: cannot open the build history ({exc}); check that the state "
+                f"{self.path}: cannot open the build history ({reason}); check that the state "
                 "directory is writable, or choose another with --state-dir"
             ) from None
+        self._db = _Connection(self.path, connection)
         self._db.execute("PRAGMA busy_timeout = 10000")
         self._db.execute("PRAGMA foreign_keys = ON")
         self._migrate()
@@ -480,14 +580,15 @@ class History:
         self.close()
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def _write(self) -> Iterator[_Connection]:
         # IMMEDIATE takes the write lock up front: two writers wait for each other (busy
         # timeout) instead of one failing half way with "database is locked".
         self._db.execute("BEGIN IMMEDIATE")
         try:
             yield self._db
         except BaseException:
-            self._db.execute("ROLLBACK")
+            with suppress(HistoryError):  # SQLite may have rolled back already (a full disk)
+                self._db.execute("ROLLBACK")
             raise
         self._db.execute("COMMIT")
 
@@ -508,11 +609,14 @@ class History:
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
                         db.execute(statement)
+                for table, column, declaration in ADDED_COLUMNS:
+                    present = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+                    if column not in present:
+                        db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
                 db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        except sqlite3.DatabaseError as exc:
-            raise HistoryError(
-                f"{self.path}: not a usable build history ({exc}); move it aside to start a new one"
-            ) from None
+        except HistoryError:
+            self._db.close()
+            raise
         if mode.lower() != "wal":
             raise HistoryError(f"{self.path}: SQLite refused WAL mode (got {mode!r})")
 
@@ -521,12 +625,31 @@ class History:
     def create(self, build: NewBuild, now: float | None = None) -> BuildRecord:
         """Add a build in state `starting`; its log goes to builds/ID/build.log."""
         created = time.time() if now is None else now
+        builds = private_state.private_directory(self.state_directory / "builds")
         with self._write() as db:
-            cursor = db.execute(
-                "INSERT INTO builds (name, backend, variant, target, argv, cwd, checkout, "
+            # A history that was moved aside (or lost) starts again at 1, but the logs of its
+            # builds are still in builds/N/: ids continue after the highest one, and the new
+            # build's folder is made here, exclusively, so no build ever writes into another's.
+            last = db.execute("SELECT max(id) FROM builds").fetchone()[0] or 0
+            build_id = max(last, _highest_log_directory(builds)) + 1
+            while True:
+                try:
+                    private_state.make_directory(build_directory(self.state_directory, build_id))
+                    break
+                except FileExistsError:
+                    build_id += 1
+                except OSError as exc:
+                    raise private_state.StateError(
+                        f"{builds}: cannot create the folder of build #{build_id} "
+                        f"({exc.strerror}); free space there or choose another --state-dir"
+                    ) from None
+            log_path = build_directory(self.state_directory, build_id) / "build.log"
+            db.execute(
+                "INSERT INTO builds (id, name, backend, variant, target, argv, cwd, checkout, "
                 "settings, jobs, eta_key, nix, forced, state, host, user, created, log_path) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '')",
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
+                    build_id,
                     build.name,
                     build.backend,
                     build.variant,
@@ -543,11 +666,9 @@ class History:
                     socket.gethostname(),
                     _user(),
                     created,
+                    str(log_path),
                 ),
             )
-            build_id = int(cursor.lastrowid or 0)
-            log_path = build_directory(self.state_directory, build_id) / "build.log"
-            db.execute("UPDATE builds SET log_path = ? WHERE id = ?", (str(log_path), build_id))
         return self.get(build_id)
 
     def get(self, build_id: int) -> BuildRecord:
@@ -696,6 +817,14 @@ class History:
                 (LOST, note, ended, ended, build_id, *ACTIVE_STATES),
             )
             return cursor.rowcount == 1
+
+    def set_outlived(self, build_id: int, members: Iterable[dict[str, Any]], note: str) -> None:
+        """Record the processes that outlived a build, and its note that says so (or no more)."""
+        with self._write() as db:
+            db.execute(
+                "UPDATE builds SET outlived = ?, note = ? WHERE id = ?",
+                (_dumps(list(members)), note, build_id),
+            )
 
     # -- measurements -------------------------------------------------------------------------
 

@@ -78,6 +78,14 @@ def resolve_target(name: str, matrix: Matrix) -> Target:
             f"unknown variant {name!r}: {exc.reason}{hint} (flavours: "
             f"{', '.join(f.name for f in matrix.flavours)}; `workbench variants` lists all)"
         ) from None
+    from workbench.configs.availability import of_variant
+
+    # Nothing can force a build the nixpkgs pin cannot evaluate: say why, and what instead.
+    said = of_variant(variant, matrix)
+    if not said.evaluates:
+        raise LaunchError(
+            f"{variant.name} cannot be built: {said.reason}; build {said.instead} instead"
+        )
     return Target(variant.name, _checked(variant.name, "variant name"), variant, None)
 
 
@@ -164,6 +172,60 @@ def find_checkout(directory: Path) -> Path:
         if (candidate / ".git").exists():
             return candidate
     return resolved
+
+
+# Options that name the tree a build command writes, per program: `ninja -C DIR`,
+# `make -C DIR` / `--directory=DIR`, `cmake --build DIR` / `-B DIR`, ORT's `build.sh
+# --build_dir DIR` (build.py's option).
+_TREE_OPTIONS = {
+    "ninja": ("-C",),
+    "make": ("-C", "--directory"),
+    "gmake": ("-C", "--directory"),
+    "cmake": ("--build", "-B"),
+    "build.sh": ("--build_dir",),
+    "build.py": ("--build_dir",),
+}
+# Programs that run the next argument as the command (`env A=1 ninja`, `nice -n 5 make`).
+_WRAPPERS = ("env", "nice", "time", "ionice", "taskset", "chrt", "stdbuf", "ccache")
+
+
+def _named_trees(argv: Sequence[str]) -> list[str]:
+    """The directories a command's own options name as its build tree."""
+    start = 0
+    while start < len(argv) and (
+        os.path.basename(argv[start]) in _WRAPPERS
+        or "=" in argv[start]
+        or (start > 0 and argv[start].startswith("-"))
+    ):
+        start += 1
+    if start >= len(argv):
+        return []
+    program = os.path.basename(argv[start])
+    if program in ("python", "python3") and start + 1 < len(argv):
+        program = os.path.basename(argv[start + 1])
+    options = _TREE_OPTIONS.get(program, ())
+    found: list[str] = []
+    rest = list(argv[start + 1 :])
+    for index, arg in enumerate(rest):
+        for option in options:
+            if arg == option and index + 1 < len(rest):
+                found.append(rest[index + 1])
+            elif arg.startswith(option + "=") and arg != option + "=":
+                found.append(arg.partition("=")[2])
+            elif option == "-C" and arg.startswith("-C") and len(arg) > 2:
+                found.append(arg[2:])
+    return found
+
+
+def build_trees(argv: Sequence[str], cwd: str | Path, checkout: str | None = None) -> list[str]:
+    """Every tree a build works in, for its locks: its checkout, the build tree its command
+    names (`ninja -C DIR`...) and that tree's checkout, in that order, without repeats."""
+    here = Path(cwd)
+    trees = [checkout or str(find_checkout(here))]
+    for named in _named_trees(argv):
+        directory = (here / os.path.expanduser(named)).resolve()
+        trees += [str(directory), str(find_checkout(directory))]
+    return list(dict.fromkeys(trees))
 
 
 def default_flake_directory(config_directory: Path) -> Path:

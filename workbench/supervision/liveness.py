@@ -43,7 +43,8 @@ def supervisor_running(record: BuildRecord) -> bool:
 
 
 def leftover_processes(record: BuildRecord) -> list[tree.Member]:
-    """Processes of a build that still run (its group, the root and its descendants)."""
+    """Processes of a build that still run: its root and descendants, its group and session,
+    those carrying its marker, and those recorded as having outlived it."""
     root = None
     if record.build_pid is not None and record.started is not None:
         try:
@@ -53,11 +54,66 @@ def leftover_processes(record: BuildRecord) -> list[tree.Member]:
                 root = tree.Member(record.build_pid, process.create_time(), process.name())
         except psutil.Error:
             root = None
-    return list(tree.collect(root, record.pgid).values())
+    if record.host not in (None, socket.gethostname()):
+        return []  # another host's PIDs mean nothing here
+    found = tree.collect(root, record.pgid, recorded_outlived(record), marker=record.log_path)
+    return list(found.values())
 
 
-def lost_note(record: BuildRecord) -> str:
-    """What is known of a build whose supervisor is gone."""
+def recorded_outlived(record: BuildRecord) -> list[tree.Member]:
+    """The processes the history says outlived the build (alive or not)."""
+    members = []
+    for entry in record.outlived:
+        try:
+            members.append(tree.Member(int(entry["pid"]), float(entry["started"]), entry["name"]))
+        except (KeyError, TypeError, ValueError):
+            continue
+    return members
+
+
+def outlived_json(members: Iterable[tree.Member]) -> list[dict[str, object]]:
+    """Members as the history's `outlived` column keeps them."""
+    return [{"pid": m.pid, "started": m.started, "name": m.name} for m in members]
+
+
+def outlived_text(record_id: int, members: list[tree.Member]) -> str:
+    """The part of a note that says what outlived a build ("" when nothing does)."""
+    if not members:
+        return ""
+    names = ", ".join(f"{m.name} ({m.pid})" for m in members[:5])
+    more = f" and {len(members) - 5} more" if len(members) > 5 else ""
+    return (
+        f"{len(members)} of its processes still run: {names}{more}: "
+        f"`workbench stop {record_id}` ends them"
+    )
+
+
+def with_outlived(note: str | None, old: str, new: str) -> str | None:
+    """`note` with its what-still-runs part `old` replaced by `new`."""
+    base = note or ""
+    if old and base.endswith(old):
+        base = base[: -len(old)].removesuffix("; ")
+    if not new:
+        return base or None
+    return f"{base}; {new}" if base else new
+
+
+def refresh_outlived(history: History, record: BuildRecord) -> BuildRecord:
+    """Keep an ended build's note true: drop the processes it listed that have since exited."""
+    if record.active or not record.outlived:
+        return record
+    members = recorded_outlived(record)
+    alive = [member for member in members if tree.is_alive(member)]
+    if len(alive) == len(members):
+        return record
+    old = outlived_text(record.id, members)
+    note = with_outlived(record.note, old, outlived_text(record.id, alive))
+    history.set_outlived(record.id, outlived_json(alive), note or "")
+    return history.get(record.id)
+
+
+def lost_note(record: BuildRecord, left: list[tree.Member] | None = None) -> str:
+    """What is known of a build whose supervisor is gone (`left`: what still runs of it)."""
     parts = [f"its supervisor (pid {record.supervisor_pid}) is gone"]
     step = record.progress.get("step") if record.progress else None
     if step:
@@ -67,16 +123,13 @@ def lost_note(record: BuildRecord) -> str:
             f"last progress {record.progress.get('done', 0)}/{record.progress['planned']} "
             "derivations"
         )
-    left = leftover_processes(record)
-    if left:
-        parts.append(
-            f"{len(left)} build processes still run (group {record.pgid}): "
-            f"`workbench stop {record.id}` ends them"
-        )
-    else:
+    left = leftover_processes(record) if left is None else left
+    if not left:
         parts.append("no build process is left")
     parts.append(f"log: {record.log_path}")
-    return "; ".join(parts)
+    # What still runs comes last, so that it can be dropped once it has exited.
+    parts.append(outlived_text(record.id, left))
+    return "; ".join(part for part in parts if part)
 
 
 def check(history: History, records: Iterable[BuildRecord]) -> list[BuildRecord]:
@@ -90,7 +143,12 @@ def check(history: History, records: Iterable[BuildRecord]) -> list[BuildRecord]
         if record.active and record.host in (None, here):
             young = record.state == STARTING and now - record.created < STARTING_TIMEOUT_S
             if not (young and record.supervisor_pid is None) and not supervisor_running(record):
-                history.mark_lost(record.id, lost_note(record), now)
+                left = leftover_processes(record)
+                if history.mark_lost(record.id, lost_note(record, left), now):
+                    marked_lost = history.get(record.id)
+                    history.set_outlived(record.id, outlived_json(left), marked_lost.note or "")
                 record = history.get(record.id)
+        elif record.outlived and record.host in (None, here):
+            record = refresh_outlived(history, record)
         result.append(record)
     return result

@@ -2,9 +2,18 @@
 
 A build's processes are not all in its process group: Nix's builders call setsid(), so do some
 test runners and daemons; a daemon's builders are not even descendants (they are the daemon's
-children, as `nixbld*` users). So a stop sends TERM to the group and to every process found by
-walking the tree with psutil, plus the PIDs the sampler attributed to the build; after a grace
-period, KILL to whatever is left. Processes are told apart from reused PIDs by start time.
+children, as `nixbld*` users). So a build's processes are found by:
+
+- walking the tree below its root with psutil (and, in the supervisor, below the supervisor:
+  it is the child subreaper, so orphans of the build are re-parented to it);
+- its process group and its session (the build leads both; setpgid() leaves the session);
+- the marker in their environment (`WORKBENCH_BUILD`, set to the build's log path, unique per
+  build), which every descendant inherits: it finds a daemon that called setsid() and was
+  re-parented to init after its supervisor died;
+- the PIDs the sampler attributed to the build (a nix-daemon's builders).
+
+A stop sends TERM to the group and every process found; after a grace period, KILL to whatever
+is left. Processes are told apart from reused PIDs by start time.
 """
 
 from __future__ import annotations
@@ -53,6 +62,45 @@ def group_members(pgid: int) -> list[Member]:
     return found
 
 
+BUILD_MARKER = "WORKBENCH_BUILD"
+"""The environment variable every process of a build inherits: the build's log path."""
+
+
+def session_members(sid: int) -> list[Member]:
+    """Live processes of session `sid` (the build leads its own session)."""
+    found: list[Member] = []
+    for pid in psutil.pids():
+        try:
+            if os.getsid(pid) != sid:
+                continue
+            member = _member(psutil.Process(pid))
+        except (OSError, psutil.Error):
+            continue
+        if member is not None:
+            found.append(member)
+    return found
+
+
+def marked(marker: str) -> list[Member]:
+    """Live processes of this user whose environment carries the build's marker."""
+    found: list[Member] = []
+    me = os.geteuid()
+    for process in psutil.process_iter():
+        try:
+            # Another user's environment cannot be read (and a build's processes are ours or,
+            # under a nix-daemon, found through the sampler instead).
+            if process.uids().real != me:
+                continue
+            if process.environ().get(BUILD_MARKER) != marker:
+                continue
+            member = _member(process)
+        except (psutil.Error, OSError):
+            continue
+        if member is not None:
+            found.append(member)
+    return found
+
+
 def descendants(pid: int) -> list[Member]:
     """Live descendants of `pid` (not itself)."""
     try:
@@ -63,9 +111,14 @@ def descendants(pid: int) -> list[Member]:
 
 
 def collect(
-    root: Member | None, pgid: int | None, extra: Iterable[Member] = (), subreaper: bool = False
+    root: Member | None,
+    pgid: int | None,
+    extra: Iterable[Member] = (),
+    subreaper: bool = False,
+    marker: str | None = None,
 ) -> dict[int, Member]:
-    """Every live process of the build: root, its group, its descendants and `extra`.
+    """Every live process of the build: root, its group and session, its descendants, the
+    processes carrying `marker`, and `extra`.
 
     `subreaper`: the caller is the build's child subreaper (the supervisor), so orphans of the
     build were re-parented to it: its own descendants count too.
@@ -76,7 +129,13 @@ def collect(
         for member in descendants(root.pid):
             found.setdefault(member.pid, member)
     if pgid is not None and pgid > 1:
-        for member in group_members(pgid):
+        # The build leads its session and group (start_new_session): both ids are its pid.
+        for member in group_members(pgid) + session_members(pgid):
+            found.setdefault(member.pid, member)
+            for below in descendants(member.pid):
+                found.setdefault(below.pid, below)
+    if marker:
+        for member in marked(marker):
             found.setdefault(member.pid, member)
             for below in descendants(member.pid):
                 found.setdefault(below.pid, below)
@@ -130,6 +189,7 @@ def terminate(
     extra: Iterable[Member] = (),
     grace_s: float = 10.0,
     poll_s: float = 0.1,
+    marker: str | None = None,
 ) -> list[Member]:
     """TERM the whole tree, KILL what is left after `grace_s`; returns the survivors.
 
@@ -137,12 +197,12 @@ def terminate(
     is gone). The supervisor does the same steps inside its own loop, since it must reap.
     """
     extra = list(extra)
-    members = collect(root, pgid, extra)
+    members = collect(root, pgid, extra, marker=marker)
     signal_all(members.values(), pgid, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
         # A build may start new processes while it shuts down: they get TERM too.
-        now = collect(root, pgid, extra)
+        now = collect(root, pgid, extra, marker=marker)
         new = [member for pid, member in now.items() if pid not in members]
         if new:
             signal_all(new, None, signal.SIGTERM)
@@ -150,7 +210,7 @@ def terminate(
         if not any(is_alive(member) for member in members.values()) and not now:
             return []
         time.sleep(poll_s)
-    members.update(collect(root, pgid, extra))
+    members.update(collect(root, pgid, extra, marker=marker))
     signal_all(members.values(), pgid, signal.SIGKILL)
     deadline = time.monotonic() + 5.0
     while time.monotonic() < deadline:
