@@ -101,7 +101,11 @@ let
     (attrs.passthru or { })
     // attrs
     // {
-      outPath = storePath (attrs.name or "${attrs.pname}-${attrs.version}");
+      # A real derivation's out path hashes every attribute, so asking for it (nix eval
+      # .#pkg.outPath, nix build) forces them all, and make-derivation's checks with them.
+      outPath = builtins.deepSeq (describe attrs) (
+        builtins.seq (derive attrs) (storePath (attrs.name or "${attrs.pname}-${attrs.version}"))
+      );
       standinRecord = {
         inherit standin importArgs;
         overrideArgs = describe args;

@@ -34,10 +34,15 @@ def run(args: argparse.Namespace) -> int:
         matrix, load_settings(directory, matrix), args.nvidia_smi, state_dir(args.state_dir)
     )
     document = report_to_json(report)
+    from workbench.configs.availability import pin_summary
+
+    pin = pin_summary(matrix)
+    document["nixpkgs_pin"] = pin
     if args.json:
         print_json(document)
         return 0
     from rich.console import Console
+    from rich.markup import escape
 
     console = Console(highlight=False)
     gib = 1024**3
@@ -91,6 +96,20 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"  also: {item.variant.name}: {item.reasons[0]}")
     for note in report.selection.notes:
         console.print(f"  note: {note}")
+    heading(f"At the nixpkgs pin ({matrix.nixpkgs_rev[:7]})")
+    targets = pin["targets"]
+    console.print(
+        f"  {pin['evaluates']} of {len(targets)} variants and flavours evaluate "
+        f"(CUDA package sets there: {', '.join(matrix.pin_cuda_sets)})"
+    )
+    reasons: dict[str, list[dict]] = {}
+    for target in targets:
+        if not target["evaluates"]:
+            reasons.setdefault(target["reason"], []).append(target)
+    for reason, gone in reasons.items():
+        console.print(f"  [red]✗[/] {len(gone)} do not: {escape(reason)}")
+        console.print(f"      e.g. {gone[0]['name']} → build {gone[0]['instead']} instead")
+    console.print("  `workbench build NAME --dry-run` asks Nix itself for one target")
     heading("Parallelism")
     advice = report.parallelism
     console.print(f"  ninja jobs {advice.jobs}, nvcc threads {advice.nvcc_threads}")

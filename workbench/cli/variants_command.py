@@ -21,8 +21,11 @@ def register(subcommands: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run)
 
 
-def variant_to_json(variant: Any) -> dict[str, Any]:
+def variant_to_json(variant: Any, matrix: Any) -> dict[str, Any]:
     """One variant in `variants --json` form."""
+    from workbench.configs.availability import of_variant
+
+    at_pin = of_variant(variant, matrix)
     return {
         "name": variant.name,
         "kind": "gpu" if variant.is_gpu else "cpu",
@@ -38,6 +41,9 @@ def variant_to_json(variant: Any) -> dict[str, Any]:
         "platform": variant.platform,
         "description": variant.description,
         "caveat": variant.caveat,
+        "evaluates_at_pin": at_pin.evaluates,
+        "unavailable": at_pin.reason,
+        "instead": at_pin.instead,
     }
 
 
@@ -54,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         series = load_series(config, matrix)
         print_json(
             {
-                "variants": [variant_to_json(v) for v in variants],
+                "variants": [variant_to_json(v, matrix) for v in variants],
                 "flavours": [
                     {
                         "name": f.name,
@@ -88,14 +94,21 @@ def run(args: argparse.Namespace) -> int:
     table.add_column("variant", no_wrap=True)
     table.add_column("min driver", no_wrap=True)
     table.add_column("", no_wrap=True)
+    from workbench.configs.availability import of_variant, unavailable_reason
+
+    gone = [v for v in variants if unavailable_reason(v, matrix)]
     for v in variants:
-        table.add_row(
-            v.name,
-            v.toolkit.min_driver if v.toolkit else "-",
-            "[yellow]![/]" if v.caveat else "",
-        )
+        mark = "[red]✗[/]" if v in gone else "[yellow]![/]" if v.caveat else ""
+        table.add_row(v.name, v.toolkit.min_driver if v.toolkit else "-", mark)
     console.print(table)
-    caveat = next((v.caveat for v in variants if v.caveat), None)
+    if gone:
+        reason = of_variant(gone[0], matrix).reason
+        instead = matrix.toolkit(gone[0].toolkit.instead)
+        console.print(
+            f"✗ not offered by the flake ({len(gone)}): {reason}; build the {instead.name} "
+            f"variant of the same SM and ISA instead (driver ≥ {instead.min_driver})"
+        )
+    caveat = next((v.caveat for v in variants if v.caveat and v not in gone), None)
     if caveat:
         console.print(f"! cannot build as named: {caveat}")
     guide = Table(

@@ -88,3 +88,35 @@ def newest_toolkit_at_pin(matrix: Matrix) -> Toolkit | None:
 def unavailable_names(matrix: Matrix) -> list[str]:
     """Every variant of the matrix the pin cannot build, in matrix order."""
     return [v.name for v in expand(matrix) if unavailable_reason(v, matrix) is not None]
+
+
+def of_target(variant: Variant | None, flavour: Flavour | None, matrix: Matrix) -> Availability:
+    """`of_variant` or `of_flavour`, whichever the target is."""
+    if variant is not None:
+        return of_variant(variant, matrix)
+    assert flavour is not None
+    return of_flavour(flavour, matrix)
+
+
+def build_time_checks_note(variant: Variant | None) -> str | None:
+    """What the flake leaves out of a variant's build so its ISA code never runs on the builder."""
+    if variant is None or not variant.isa.flags:
+        return None
+    return (
+        f"ORT's unit tests and the Python import check are skipped in this build: its "
+        f"{variant.isa.label} code may not run on the machine that builds it "
+        f"(`workbench smoke {variant.name}` runs it on a machine that has {variant.isa.label})"
+    )
+
+
+def pin_summary(matrix: Matrix) -> dict[str, object]:
+    """Every target's availability at the pin, for `doctor --json`."""
+    targets = [of_variant(v, matrix).to_json() for v in expand(matrix)]
+    targets += [of_flavour(f, matrix).to_json() for f in matrix.flavours]
+    return {
+        "nixpkgs_rev": matrix.nixpkgs_rev,
+        "cuda_package_sets": list(matrix.pin_cuda_sets),
+        "evaluates": sum(1 for t in targets if t["evaluates"]),
+        "does_not": sum(1 for t in targets if not t["evaluates"]),
+        "targets": targets,
+    }

@@ -1,0 +1,1 @@
+"""What the repository's flake offers, asked of Nix itself."""

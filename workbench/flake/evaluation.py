@@ -1,0 +1,83 @@
+"""Evaluate one package of the flake with Nix, to say before a build whether it evaluates.
+
+The static answer (configs/matrix.toml's [nixpkgs_pin], workbench.configs.availability) covers
+what we know nixpkgs lacks; this asks Nix, so anything else that breaks evaluation at the pin
+(a patch file missing, a setting the flake refuses, an attribute nixpkgs renamed) is said before
+an hour of building, with Nix's own first `error:` line.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from workbench.logs.visible import visible
+
+# Nix's evaluation of ORT against real nixpkgs takes a few seconds; a flake input that must be
+# fetched first can take much longer: past this, the answer is "not known", never "no".
+EVAL_TIMEOUT_S = 120.0
+NIX_FLAGS = ["--extra-experimental-features", "nix-command flakes"]
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Nix's verdict on one flake package."""
+
+    attr: str
+    evaluates: bool | None  # None: Nix could not be asked (missing, timed out)
+    detail: str  # the store path, Nix's first error line, or why it was not asked
+
+    def to_json(self) -> dict[str, object]:
+        return {"attr": self.attr, "evaluates": self.evaluates, "detail": self.detail}
+
+
+def first_error(stderr: str) -> str:
+    """Nix's first `error:` line (the cause; the trace after it is detail), made printable."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    for index, line in enumerate(lines):
+        if line.startswith("error:"):
+            message = line.removeprefix("error:").strip()
+            if not message and index + 1 < len(lines):
+                message = lines[index + 1]
+            return visible(message)[:400]
+    meaningful = [line for line in lines if not line.startswith("warning:")]
+    return visible(meaningful[-1])[:400] if meaningful else "no message"
+
+
+def evaluate(
+    flake: Path, system: str, attr: str, timeout: float = EVAL_TIMEOUT_S, nix: str = "nix"
+) -> Evaluation:
+    """`nix eval --raw FLAKE#packages.SYSTEM.ATTR.outPath`: instantiates the derivation, builds
+    nothing. The whole process group is ended on timeout."""
+    argv = [
+        nix,
+        *NIX_FLAGS,
+        "eval",
+        "--raw",
+        "--no-write-lock-file",
+        f"path:{flake}#packages.{system}.{attr}.outPath",
+    ]
+    try:
+        process = subprocess.Popen(
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+            env={**os.environ, "NIX_PATH": os.environ.get("NIX_PATH", "")},
+        )
+    except FileNotFoundError:
+        return Evaluation(attr, None, f"{nix}: not found, so it was not evaluated")
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        return Evaluation(attr, None, f"nix eval took over {timeout:.0f} s; not known")
+    if process.returncode == 0:
+        return Evaluation(attr, True, visible(stdout.strip()))
+    return Evaluation(attr, False, first_error(stderr))
