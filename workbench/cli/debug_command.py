@@ -73,7 +73,13 @@ def register(subcommands: Any) -> None:
 
 
 def _capture_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--samples", type=int, default=5, help="samples to take (default 5)")
+    parser.add_argument(
+        "--samples",
+        type=int,
+        default=1,
+        help="stack samples to take, each one gdb attach (default 1: the program counters of "
+        "every running thread are sampled before it; more samples show stacks growing)",
+    )
     parser.add_argument(
         "--interval", type=float, default=0.2, metavar="S", help="seconds between samples (0.2)"
     )
@@ -96,6 +102,14 @@ def _capture_options(parser: argparse.ArgumentParser) -> None:
         help="do not single-step running threads to trace tight loops",
     )
     parser.add_argument(
+        "--debug-dir",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="where separate debug files are (DIR/.build-id/xx/yyyy.debug, or by debuglink); "
+        "searched before NIX_DEBUG_INFO_DIRS and /usr/lib/debug",
+    )
+    parser.add_argument(
         "--source",
         metavar="ORT_DIR",
         help="ONNX Runtime source tree: write the proposed guard for a bridge loop to patches/",
@@ -104,6 +118,8 @@ def _capture_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _options(args: argparse.Namespace) -> Any:
+    from pathlib import Path
+
     from workbench.debugging.capture import CaptureOptions
 
     if args.samples < 1:
@@ -117,6 +133,7 @@ def _options(args: argparse.Namespace) -> Any:
         max_frames=max(8, args.max_frames),
         attach_timeout=args.attach_timeout,
         step_probe=0 if args.no_step else 40,
+        debug_dirs=tuple(str(Path(directory).expanduser()) for directory in args.debug_dir),
     )
 
 
@@ -163,10 +180,37 @@ def run_bt(args: argparse.Namespace) -> int:
     """Capture PID, diagnose, print; 0 complete, 1 partial (the process exited part-way)."""
     import json
 
-    from workbench.debugging.capture import capture
-    from workbench.debugging.report import bt_document, render_text
+    from workbench.debugging.gdb_session import GdbSession, find_gdb
 
-    captured = capture(args.pid, _options(args), _progress(args))
+    # gdb first: it loads itself while Python imports the capture and diagnosis code.
+    session = GdbSession(find_gdb(args.gdb))
+    try:
+        from workbench.debugging.capture import capture
+        from workbench.debugging.errors import ProcessExitedError
+        from workbench.debugging.report import bt_document, render_text
+
+        options = _options(args)
+    except BaseException:
+        session.close()
+        raise
+    try:
+        captured = capture(args.pid, options, _progress(args), session=session)
+    except ProcessExitedError as exc:
+        # It was there and ended by itself: not the user's error (2), the partial case (1).
+        if args.json:
+            print(
+                json.dumps(
+                    {
+                        "schema": "workbench-bt/1",
+                        "pid": args.pid,
+                        "exited": True,
+                        "message": str(exc),
+                    }
+                )
+            )
+        else:
+            print(str(exc))
+        return 1
     diagnosis = _diagnose_and_patch(args, captured)
     if args.json:
         print(json.dumps(bt_document(captured, diagnosis), indent=2))
@@ -203,13 +247,16 @@ def run_debug_bt(args: argparse.Namespace) -> int:
                 captured = None
         else:
             captured = None
-        status = program.exit_status if not program.running() else None
+        # poll() reads the exit status of a program that ended by itself during the capture;
+        # only one still running when the capture is done is stopped by the workbench.
+        status = program.process.poll()
         diagnosis = _diagnose_and_patch(args, captured) if captured else None
         final = program.stop()
         info = {
             "argv": argv,
             "status": describe_status(status) if status is not None else "stopped by the workbench",
             "exit_status": final,
+            "ended_by_itself": status is not None,
             "output_tail": program.output_tail(),
         }
         if captured is None or diagnosis is None:
@@ -230,8 +277,13 @@ def run_debug_bt(args: argparse.Namespace) -> int:
             print(json.dumps(bt_document(captured, diagnosis, program=info), indent=2))
         else:
             print(render_text(captured, diagnosis))
-            print(f"\n{argv[0]}: stopped by the workbench (TERM, then KILL, to its process group)")
-        return 0 if captured.complete else 1
+            if status is None:
+                print(
+                    f"\n{argv[0]}: stopped by the workbench (TERM, then KILL, to its process group)"
+                )
+            else:
+                print(f"\n{argv[0]}: ended by itself during the capture ({info['status']})")
+        return 0 if captured.complete and status is None else 1
 
 
 def run_smoke(args: argparse.Namespace) -> int:

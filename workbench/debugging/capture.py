@@ -26,14 +26,25 @@ from workbench.debugging.errors import (
     GdbDiedError,
     GdbTimeoutError,
     MiError,
+    ProcessExitedError,
     ProcessGoneError,
     PtraceDeniedError,
     ZombieError,
 )
-from workbench.debugging.gdb_session import GdbSession, MiResult, find_gdb
-from workbench.debugging.model import Capture, Frame, Sample, ThreadActivity, ThreadStack, WaitInfo
+from workbench.debugging.gdb_session import GdbSession, MiResult, find_gdb, mi_quote
+from workbench.debugging.model import (
+    Capture,
+    Frame,
+    PcHit,
+    Sample,
+    ThreadActivity,
+    ThreadStack,
+    WaitInfo,
+)
 from workbench.debugging.names import strip_signature
+from workbench.debugging.pc_sampling import PcSampler, PcSamples
 from workbench.debugging.ptrace import check_ptrace, explain_attach_failure
+from workbench.debugging.symbols import SymbolStatus, check_symbols
 
 Progress = Callable[[str], None]
 
@@ -86,11 +97,14 @@ class CaptureOptions:
     command_timeout: float = 60.0
     gdb: str | None = None
     symbols_only: bool = False
-    observe: float = 0.2
+    observe: float = 0.12
     poll_every: float = 0.02
     step_probe: int = 40
     step_timeout: float = 3.0
     max_probed_threads: int = 8
+    pc_rounds: int = 16
+    max_symbolised: int = 256
+    debug_dirs: tuple[str, ...] = ()
     proc: Path = field(default=procfs.PROC)
 
 
@@ -131,15 +145,28 @@ class ActivityTracker:
         self.activity: dict[int, ThreadActivity] = {}
         self.last: dict[int, tuple[str, str | None]] = {}
 
-    def watch(self, seconds: float, poll_every: float) -> bool:
-        """Observe for `seconds` (at least once); False when the process has gone."""
+    def watch(
+        self,
+        seconds: float,
+        poll_every: float,
+        between: Callable[[], bool] | None = None,
+    ) -> bool:
+        """Observe for `seconds` (at least once); False when the process has gone.
+
+        `between` runs after each poll for as long as it returns True (the PC sampler), and
+        the watch lasts until it is done even past `seconds`.
+        """
         start = time.monotonic()
         first = self._poll()
         if first is None:
             return False
         latest = first
-        while time.monotonic() - start < seconds:
-            time.sleep(min(poll_every, max(0.0, seconds - (time.monotonic() - start))))
+        busy = between is not None
+        while time.monotonic() - start < seconds or busy:
+            if busy:
+                assert between is not None
+                busy = between()
+            time.sleep(min(poll_every, max(0.001, seconds - (time.monotonic() - start))))
             polled = self._poll()
             if polled is None:
                 return False
@@ -172,7 +199,10 @@ class ActivityTracker:
 
 
 def capture(
-    pid: int, options: CaptureOptions | None = None, progress: Progress | None = None
+    pid: int,
+    options: CaptureOptions | None = None,
+    progress: Progress | None = None,
+    session: GdbSession | None = None,
 ) -> Capture:
     """Take `options.samples` samples of every thread of `pid`, `options.interval` apart.
 
@@ -183,27 +213,57 @@ def capture(
     options = options or CaptureOptions()
     say = progress or (lambda _message: None)
     proc = options.proc
-    stat = preflight(pid, proc)
+    try:
+        stat = preflight(pid, proc)
+    except DebugError:
+        if session is not None:
+            session.close()
+        raise
     was_stopped = stat.state == "T"
-    gdb = find_gdb(options.gdb)
+    gdb = session.gdb if session is not None else find_gdb(options.gdb)
+    executable = procfs.executable(pid, proc)
+    symbols = check_symbols(executable, options.debug_dirs)
     result = Capture(
         pid=pid,
         command=procfs.command_line(pid, proc),
-        executable=procfs.executable(pid, proc),
+        executable=executable,
         requested_samples=options.samples,
         interval=options.interval,
         gdb=gdb,
         symbols_only=options.symbols_only,
+        symbols=_symbols_json(symbols),
+        initial_state=stat.state,
     )
+    if symbols is not None and symbols.missing:
+        result.notes.insert(0, symbols.message())
     if was_stopped:
         result.notes.append(f"process {pid} was stopped (state T) when found; it is left stopped")
     tracker = ActivityTracker(pid, proc)
-    session: GdbSession | None = None
+    directories = symbols.searched if symbols else ()
+    # gdb starts now (unless the caller started it earlier still) and loads itself while
+    # the threads are watched and their program counters sampled: the waits overlap.
+    if session is None:
+        say(f"starting {os.path.basename(gdb)}")
+        session = GdbSession(gdb, symbols_only=result.symbols_only)
+    # -gdb-set hands its text to gdb's `set` unquoted: a directory with a colon, a space or a
+    # quote cannot be named there, and is left out.
+    usable = [d for d in directories if not any(c in d for c in ':"\\') and not _space(d)]
+    setup = [f"-gdb-set debug-file-directory {':'.join(usable)}"] if usable else []
+    if executable and os.path.isfile(executable) and not result.symbols_only:
+        # Reading the executable's symbols (the bulk of a static ORT binary's) needs no
+        # ptrace: gdb does it now, while the threads are watched, not after the attach.
+        setup.append(f"-file-exec-and-symbols {mi_quote(executable)}")
+    session.send(setup)
+    pcs: PcSamples | None = None
     started = time.monotonic()
     try:
         for index in range(options.samples):
             window = options.observe if index == 0 else options.interval
-            if not tracker.watch(window, options.poll_every):
+            if index == 0 and not was_stopped and options.pc_rounds > 0 and window > 0:
+                alive, pcs = _watch_and_sample(tracker, window, options)
+            else:
+                alive = tracker.watch(window, options.poll_every)
+            if not alive:
                 _note_gone(result, pid, index)
                 break
             sample = None
@@ -213,10 +273,15 @@ def capture(
                         f"starting {os.path.basename(gdb)}"
                         + (" (symbols only)" if result.symbols_only else "")
                     )
-                    session = GdbSession(gdb, symbols_only=result.symbols_only)
+                    session = GdbSession(
+                        gdb, symbols_only=result.symbols_only, debug_dirs=directories
+                    )
                 say(f"sample {index + 1}/{options.samples}: attaching to {pid}")
                 try:
-                    sample = take_sample(session, pid, index, started, tracker.last, options)
+                    hits = pcs.by_thread if (pcs and not result.pc_samples) else {}
+                    sample = take_sample(
+                        session, pid, index, started, tracker.last, options, hits, result
+                    )
                 except SteppingStalled as stalled:
                     sample = stalled.sample
                     session.close(grace=1.0)
@@ -254,16 +319,66 @@ def capture(
         if session is not None:
             session.close()
         _restore_state(pid, was_stopped)
-    # A last look without the debugger, so the last sample has activity after it too.
-    if result.samples and not result.exited and options.observe > 0:
+    # A last look without the debugger, so the last sample has activity after it too (with
+    # one sample, the look before it and the program counters are the evidence).
+    if len(result.samples) > 1 and not result.exited and options.observe > 0:
         tracker.watch(options.observe, options.poll_every)
     result.activity = tracker.activity
+    if pcs is not None:
+        result.pc_rounds = pcs.rounds
+        if pcs.problem:
+            result.notes.append(f"program counters not sampled: {pcs.problem}")
     if not result.samples:
-        raise ProcessGoneError(
-            f"process {pid} exited before the first sample could be taken"
-            + (f" ({'; '.join(result.notes)})" if result.notes else "")
+        raise ProcessExitedError(
+            f"process {pid} exited while gdb was attaching, before a sample was taken: it "
+            "did not hang" + (f" ({'; '.join(result.notes)})" if result.notes else "")
         )
     return result
+
+
+def _space(text: str) -> bool:
+    return any(char.isspace() for char in text)
+
+
+def _symbols_json(status: SymbolStatus | None) -> dict[str, Any] | None:
+    if status is None:
+        return None
+    facts = status.facts
+    return {
+        "path": status.path,
+        "level": status.level,
+        "missing": status.missing,
+        "debug_file": status.debug_file,
+        "build_id": facts.build_id if facts else None,
+        "debuglink": facts.debuglink if facts else None,
+        "searched": list(status.searched),
+        "message": status.message(),
+    }
+
+
+def _watch_and_sample(
+    tracker: ActivityTracker, window: float, options: CaptureOptions
+) -> tuple[bool, PcSamples | None]:
+    """Watch /proc for `window` seconds and sample the running threads' program counters."""
+    sampler: PcSampler | None = None
+    rounds = 0
+
+    def sample() -> bool:
+        nonlocal sampler, rounds
+        if sampler is None:
+            running = [tid for tid, (state, _) in tracker.last.items() if state == "R"]
+            sampler = PcSampler(running)
+        rounds += 1
+        last = rounds >= options.pc_rounds
+        return sampler.sample(last=last) and not last
+
+    spacing = min(options.poll_every, window / max(1, options.pc_rounds))
+    try:
+        alive = tracker.watch(window, spacing, between=sample)
+    finally:
+        if sampler is not None:
+            sampler.detach()
+    return alive, sampler.samples if sampler is not None else None
 
 
 def _note_gone(result: Capture, pid: int, index: int) -> None:
@@ -305,6 +420,8 @@ def take_sample(
     started: float,
     states: dict[int, tuple[str, str | None]],
     options: CaptureOptions,
+    pcs: dict[int, list[tuple[int, int]]] | None = None,
+    result: Capture | None = None,
 ) -> Sample:
     """Attach, read every thread's frames (and what blocked threads wait for), detach."""
     begin = time.monotonic()
@@ -339,9 +456,12 @@ def take_sample(
             raw.append((thread, frames[: options.max_frames], truncated))
         waits = _probe_waits(session, raw, options)
         depths = _probe_depths(session, pid, raw, options)
+        if pcs and result is not None:
+            result.pc_samples = _symbolise(session, pcs, libraries, options)
+        groups = _pc_groups(result.pc_samples) if result is not None else {}
         stalled = False
         try:
-            trails = _probe_steps(session, raw, states, options)
+            trails = _probe_steps(session, raw, states, options, groups)
         except GdbTimeoutError:
             # A stepped thread entered a blocking call: gdb waits for it and takes no
             # commands, so this gdb must go (the caller ends it and restores the process).
@@ -395,11 +515,19 @@ def _left(deadline: float) -> float:
 
 
 def _raise_attach_error(pid: int, message: str, proc: Path) -> None:
+    # /proc first: a process that exits while gdb attaches makes the kernel refuse the
+    # attach too ("Operation not permitted" on an exiting task), which is not a ptrace rule.
+    after = procfs.read_stat(pid, proc=proc)
+    if after is None or after.state in ("Z", "X"):
+        raise ProcessExitedError(
+            f"process {pid} exited while gdb was attaching (gdb said: {message.strip()}): "
+            "it did not hang"
+        )
     lowered = message.lower()
     if "operation not permitted" in lowered or "permission denied" in lowered:
         raise PtraceDeniedError(explain_attach_failure(pid, message, proc=proc))
-    if "no such process" in lowered or not procfs.exists(pid, proc):
-        raise ProcessGoneError(f"process {pid} is gone: {message}")
+    if "no such process" in lowered:
+        raise ProcessExitedError(f"process {pid} is gone: {message}")
     raise DebugError(f"gdb could not attach to process {pid}: {message}")
 
 
@@ -573,11 +701,53 @@ def _probe_depths(
     return depths
 
 
+def _symbolise(
+    session: GdbSession,
+    pcs: dict[int, list[tuple[int, int]]],
+    mappings: list[tuple[int, int, str]],
+    options: CaptureOptions,
+) -> dict[int, tuple[PcHit, ...]]:
+    """Name the sampled program counters with gdb's `info symbol`, one batch for all."""
+    counts: dict[int, int] = {}
+    for pairs in pcs.values():
+        for address, _sp in pairs:
+            counts[address] = counts.get(address, 0) + 1
+    # The most frequent addresses first: a loop's few addresses are always named.
+    wanted = sorted(counts, key=lambda address: -counts[address])[: options.max_symbolised]
+    answers = session.commands(
+        [f'-interpreter-exec console "info symbol 0x{address:x}"' for address in wanted],
+        timeout=options.command_timeout,
+    )
+    names: dict[int, str | None] = {}
+    for address, answer in zip(wanted, answers, strict=True):
+        text = _symbol(answer)
+        if text:
+            text = text.split(" + ")[0].strip()
+        names[address] = strip_signature(text) if text else None
+    return {
+        tid: tuple(
+            PcHit(address, sp, names.get(address), _library_of(address, mappings))
+            for address, sp in pairs
+        )
+        for tid, pairs in pcs.items()
+    }
+
+
+def pc_group_key(hits: tuple[PcHit, ...]) -> tuple[str, ...]:
+    """The code a thread ran in, as the sorted set of places its program counters hit."""
+    return tuple(sorted({hit.place() for hit in hits}))
+
+
+def _pc_groups(pc_samples: dict[int, tuple[PcHit, ...]]) -> dict[int, tuple[str, ...]]:
+    return {tid: pc_group_key(hits) for tid, hits in pc_samples.items() if hits}
+
+
 def _probe_steps(
     session: GdbSession,
     raw: list[tuple[dict[str, Any], list[Frame], bool]],
     states: dict[int, tuple[str, str | None]],
     options: CaptureOptions,
+    groups: dict[int, tuple[str, ...]] | None = None,
 ) -> dict[int, tuple[tuple[str, ...], tuple[str, ...]]]:
     """Single-step running threads a few dozen instructions; the functions they go through.
 
@@ -598,12 +768,21 @@ def _probe_steps(
         library = frames[0].library or ""
         if SYSTEM_LIBRARY.search(library) or "[vdso]" in library:
             continue
-        candidates.append(int(thread["id"]))
+        candidates.append((int(thread["id"]), tid))
     if not candidates:
         return {}
+    # One thread per group of threads running the same code first: 64 threads in one loop
+    # need one stepped, and a second loop elsewhere must not wait behind them.
+    seen_groups: set[tuple[str, ...]] = set()
+    first, rest = [], []
+    for gdb_id, tid in candidates:
+        key = (groups or {}).get(tid, (str(tid),))
+        (rest if key in seen_groups else first).append(gdb_id)
+        seen_groups.add(key)
+    ordered = first if groups else first + rest
     session.command("-gdb-set scheduler-locking on", timeout=options.command_timeout, check=False)
     trails: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {}
-    for gdb_id in candidates[: options.max_probed_threads]:
+    for gdb_id in ordered[: options.max_probed_threads]:
         session.take_notifications()
         # Each step is followed by reading $sp: which functions run at the outermost stack
         # level tells calls (deeper) from tail calls (the same level).

@@ -32,6 +32,7 @@ from workbench.debugging.model import (
     Diagnosis,
     Finding,
     Frame,
+    PcHit,
     ThreadActivity,
     ThreadStack,
 )
@@ -42,6 +43,61 @@ MAX_CYCLE_PERIOD = 12
 MAX_CYCLE_START = 16
 MAX_LOOP_TOP = 4  # frames above an unchanging base in a tail-call loop
 MAX_LOOP_FUNCTIONS = 8
+# Program-counter samples of a thread that moves: many distinct addresses, or a stack depth
+# that swings by more than this many bytes (recursion, calls in and out of deep helpers).
+BUSY_DISTINCT_ADDRESSES = 48
+BUSY_STACK_SPREAD = 4096
+LOOP_STACK_SPREAD = 2048
+
+
+@dataclass(frozen=True)
+class PcEvidence:
+    """What one thread's program-counter samples show.
+
+    places: how often each function (or `?? in LIB` where there are no symbols) was hit;
+    top_level: the places hit at the outermost stack pointer seen (functions that jump to
+    each other run there, callees run deeper); spread: outermost minus innermost stack
+    pointer; unnamed: hits in code without symbols outside the system libraries.
+    """
+
+    hits: int
+    places: Counter[str]
+    addresses: int
+    top_level: frozenset[str]
+    spread: int
+    unnamed: tuple[PcHit, ...]
+
+    @property
+    def moving(self) -> bool:
+        """The thread goes through much code or in and out of calls: it makes progress."""
+        return (
+            len(self.places) > MAX_LOOP_FUNCTIONS
+            or self.addresses > BUSY_DISTINCT_ADDRESSES
+            or self.spread > BUSY_STACK_SPREAD
+        )
+
+
+def pc_evidence(hits: tuple[PcHit, ...]) -> PcEvidence | None:
+    """Summarise a thread's program-counter samples (None when there are none)."""
+    if not hits:
+        return None
+    outermost = max(hit.sp for hit in hits)
+    innermost = min(hit.sp for hit in hits)
+    unnamed = tuple(
+        hit
+        for hit in hits
+        if hit.function is None and not (hit.library and SYSTEM_LIBRARY.search(hit.library))
+    )
+    return PcEvidence(
+        hits=len(hits),
+        places=Counter(hit.place() for hit in hits),
+        addresses=len({hit.address for hit in hits}),
+        top_level=frozenset(hit.place() for hit in hits if hit.sp == outermost),
+        spread=outermost - innermost,
+        unnamed=unnamed,
+    )
+
+
 STATIC_INIT = re.compile(r"^(_GLOBAL__sub_I|__static_initialization_and_destruction)")
 LOADER_INIT = {"_dl_init", "call_init", "__libc_csu_init", "_dl_start_user", "_init"}
 SYSTEM_LIBRARY = re.compile(
@@ -52,6 +108,8 @@ RANK = {
     "call-cycle": 0,
     "deadlock": 1,
     "static-init": 1,
+    "no-symbols": 2,
+    "stopped": 2,
     "lock-wait": 3,
     "exited": 4,
     "busy": 5,
@@ -119,14 +177,28 @@ def diagnose(capture: Capture) -> Diagnosis:
     histories = _histories(capture)
     findings: list[Finding] = []
     explained: set[int] = set()
+    pcs = {
+        tid: evidence
+        for tid, hits in capture.pc_samples.items()
+        if (evidence := pc_evidence(hits)) is not None
+    }
 
     for tid, history in histories.items():
         finding = _recursion(tid, history) or _tail_call_loop(
-            tid, history, capture.activity.get(tid), len(capture.samples)
+            tid, history, capture.activity.get(tid), len(capture.samples), pcs.get(tid)
         )
         if finding:
             findings.append(finding)
             explained.add(tid)
+    findings = _merge_by_code(findings, capture, pcs, histories, explained)
+    stopped = _stopped(capture, histories)
+    if stopped:
+        findings.append(stopped)
+        explained.update(stopped.threads)
+    unnamed = _without_symbols(capture, histories, pcs, explained)
+    if unnamed:
+        findings.append(unnamed)
+        explained.update(unnamed.threads)
 
     deadlocks = _deadlocks(capture, histories)
     for finding in deadlocks:
@@ -140,7 +212,7 @@ def diagnose(capture: Capture) -> Diagnosis:
             explained.add(tid)
 
     findings += _lock_waits(capture, histories, explained)
-    findings += _activity_findings(capture, histories, explained)
+    findings += _activity_findings(capture, histories, explained, pcs)
     if capture.exited:
         findings.append(
             Finding(
@@ -155,10 +227,15 @@ def diagnose(capture: Capture) -> Diagnosis:
             Finding(kind="unknown", summary="no pattern found in the samples", hung=None)
         )
     findings.sort(key=lambda finding: (RANK.get(finding.kind, 9), finding.hung is not True))
-    if len(capture.samples) == 1:
+    if len(capture.samples) == 1 and not pcs:
         findings[0].evidence.append(
             "only one sample: whether threads make progress cannot be judged; take more "
             "(--samples 5)"
+        )
+    elif len(capture.samples) == 1:
+        findings[0].evidence.append(
+            f"one stack sample, and {capture.pc_rounds} program-counter samples of each of "
+            f"the {len(pcs)} running thread(s) taken before it"
         )
     for note in capture.notes:
         if note not in findings[0].evidence:
@@ -291,7 +368,10 @@ def _trail_loop(trail: tuple[str, ...]) -> list[str]:
 
 
 def _generic_tail_cycle(
-    history: list[ThreadStack], stacks: list[list[str]], loop: list[str]
+    history: list[ThreadStack],
+    stacks: list[list[str]],
+    loop: list[str],
+    pc: PcEvidence | None = None,
 ) -> bool:
     """Functions that jump to each other for ever, without the provider bridge's names.
 
@@ -302,6 +382,10 @@ def _generic_tail_cycle(
     """
     loop_set = set(loop)
     top_level = {name for thread in history for name in thread.trail_top}
+    if pc is not None:
+        if pc.moving or pc.spread > LOOP_STACK_SPREAD or pc.unnamed:
+            return False
+        top_level |= set(pc.top_level)
     if len(loop_set) < 2 or len(top_level & loop_set) < 2:
         return False
     bases = set()
@@ -335,7 +419,11 @@ def _bridge_names_in(names: set[str], stub_callers: set[str], bridge_counterpart
 
 
 def _tail_call_loop(
-    tid: int, history: list[ThreadStack], activity: ThreadActivity | None, samples: int
+    tid: int,
+    history: list[ThreadStack],
+    activity: ThreadActivity | None,
+    samples: int,
+    pc: PcEvidence | None = None,
 ) -> Finding | None:
     """A thread always running, its base unchanged, its top moving among a few functions.
 
@@ -352,8 +440,19 @@ def _tail_call_loop(
     tops = [stack[: len(stack) - base] for stack in stacks]
     trails = [thread.trail for thread in history if thread.trail]
     loop = next((found for trail in trails if (found := _trail_loop(trail))), [])
+    stepped = bool(loop)
+    sampled: list[str] = []
+    if pc is not None and not pc.moving and not pc.unnamed and len(pc.places) >= 2:
+        # Where the program counters went: the loop's functions, most visited first.
+        sampled = [name for name, _ in pc.places.most_common()]
+    if not loop and sampled:
+        loop = sampled
     stub_callers = _stub_callers(history)
-    seen = {name for top in tops for name in top} | {name for trail in trails for name in trail}
+    seen = (
+        {name for top in tops for name in top}
+        | {name for trail in trails for name in trail}
+        | set(sampled)
+    )
     # A bridge frame that every sample caught sits in the common base, yet is part of the
     # loop: take the base's top frames while they belong to the bridge.
     base_loop: list[str] = []
@@ -371,7 +470,7 @@ def _tail_call_loop(
         base_loop = []
     if bridge and loop:
         loop = _rotate_for_bridge(loop)
-    if bridge is None and not _generic_tail_cycle(history, stacks, loop):
+    if bridge is None and not _generic_tail_cycle(history, stacks, loop, pc):
         return None
     last = history[-1]
     if loop:
@@ -394,11 +493,17 @@ def _tail_call_loop(
             f"{low if low == high else f'{low}–{high}'}: the calls do not return, they jump "
             "to each other (tail calls)"
         )
-    if loop:
+    if loop and stepped:
         evidence.append(
             "single-stepping the thread went round "
             + " → ".join(_short(name) for name in [*loop, loop[0]])
             + " again and again"
+        )
+    if pc is not None and sampled:
+        evidence.append(
+            f"its program counter, sampled {pc.hits} times, was only ever in "
+            + ", ".join(f"{_short(name)} ×{count}" for name, count in pc.places.most_common())
+            + f"; the stack pointer moved by {pc.spread} bytes at most"
         )
     if bridge:
         via = _host_access(seen | set(base_loop))
@@ -416,12 +521,161 @@ def _tail_call_loop(
     return Finding(
         kind="call-cycle",
         summary=summary,
-        hung=True if len(history) >= 2 or loop else None,
+        hung=True if len(history) >= 2 or loop or sampled else None,
         functions=functions,
         threads=[tid],
         evidence=evidence,
         pattern="tail-calls",
         bridge=bridge,
+    )
+
+
+def _merge_by_code(
+    findings: list[Finding],
+    capture: Capture,
+    pcs: dict[int, PcEvidence],
+    histories: dict[int, list[ThreadStack]],
+    explained: set[int],
+) -> list[Finding]:
+    """One call-cycle finding per loop, naming every thread caught in it.
+
+    Threads whose cycles have the same functions are one finding. A thread with no finding
+    of its own whose program counters hit only that loop's functions, and whose stack is the
+    same shape, is in it too: a thread pool spinning in one loop gets one verdict for all.
+    """
+    merged: list[Finding] = []
+    by_functions: dict[frozenset[str], Finding] = {}
+    for finding in findings:
+        if finding.kind != "call-cycle":
+            merged.append(finding)
+            continue
+        key = frozenset(finding.functions)
+        if key in by_functions:
+            by_functions[key].threads += finding.threads
+        else:
+            by_functions[key] = finding
+            merged.append(finding)
+    for key, finding in by_functions.items():
+        members = set(finding.threads)
+        shapes = {_shape(histories[tid][-1], key) for tid in members if tid in histories}
+        for tid, evidence in pcs.items():
+            if tid in explained or tid not in histories or evidence.unnamed:
+                continue
+            if set(evidence.places) <= key and _shape(histories[tid][-1], key) in shapes:
+                finding.threads.append(tid)
+                explained.add(tid)
+        count = len(finding.threads)
+        if count > 1:
+            finding.summary += f"; {count} threads are caught in this loop"
+            stepped = sum(1 for tid in finding.threads if histories[tid][-1].trail)
+            finding.evidence.append(
+                f"{count} threads run only in these functions, with the same stack beneath: "
+                f"{stepped} single-stepped, the others' program counters sampled "
+                f"({_thread_list(finding.threads, histories)})"
+            )
+    return merged
+
+
+def _shape(thread: ThreadStack, loop: frozenset[str]) -> tuple[str, ...]:
+    """A stack with its loop frames on top removed: the part threads of one loop share."""
+    names = thread.functions()
+    count = 0
+    while count < len(names) and names[count] in loop:
+        count += 1
+    return tuple(names[count:])
+
+
+def _thread_list(tids: list[int], histories: dict[int, list[ThreadStack]]) -> str:
+    ids = [histories[tid][-1].gdb_id for tid in tids if tid in histories]
+    shown = ", ".join(str(gdb_id) for gdb_id in sorted(ids)[:12])
+    return f"threads {shown}" + (f" and {len(ids) - 12} more" if len(ids) > 12 else "")
+
+
+def _stopped(capture: Capture, histories: dict[int, list[ThreadStack]]) -> Finding | None:
+    """A process found stopped (state T) runs nothing: say so rather than "waits"."""
+    if capture.initial_state != "T":
+        return None
+    return Finding(
+        kind="stopped",
+        summary=f"process {capture.pid} is stopped by a signal (state T: SIGSTOP, SIGTSTP, "
+        "or a terminal's stop): none of its threads run, so it cannot make progress until it "
+        f"is continued (kill -CONT {capture.pid}, or `fg` in its shell); the stacks show "
+        "where each thread will resume",
+        hung=None,
+        threads=list(histories),
+        evidence=[
+            "/proc reported state T before gdb attached; the process was left stopped",
+        ],
+    )
+
+
+def _without_symbols(
+    capture: Capture,
+    histories: dict[int, list[ThreadStack]],
+    pcs: dict[int, PcEvidence],
+    explained: set[int],
+) -> Finding | None:
+    """Running threads in code without symbols: never called busy or "not hung".
+
+    A spin and a call cycle look alike without names; what the samples do show (how few
+    addresses, how still the stack) is given, with how to get symbols.
+    """
+    blind: list[int] = []
+    addresses: set[int] = set()
+    libraries: set[str] = set()
+    spreads: list[int] = []
+    for tid, history in histories.items():
+        if tid in explained:
+            continue
+        activity = capture.activity.get(tid)
+        evidence = pcs.get(tid)
+        running = (activity is not None and activity.always_running()) or evidence is not None
+        frames = [frame for thread in history for frame in thread.frames[:4]]
+        unnamed_top = any(
+            frame.function is None and not (frame.library and SYSTEM_LIBRARY.search(frame.library))
+            for frame in frames[:1]
+        )
+        if not running or not ((evidence and evidence.unnamed) or unnamed_top):
+            continue
+        blind.append(tid)
+        if evidence:
+            addresses |= {hit.address for hit in evidence.unnamed}
+            libraries |= {hit.library or "?" for hit in evidence.unnamed}
+            spreads.append(evidence.spread)
+        else:
+            libraries |= {frame.library or "?" for frame in frames[:1]}
+    if not blind:
+        return None
+    symbols = capture.symbols or {}
+    where = ", ".join(sorted(name.rsplit("/", 1)[-1] for name in libraries))
+    evidence_lines = []
+    if symbols.get("message"):
+        evidence_lines.append(str(symbols["message"]))
+    if addresses:
+        low, high = min(addresses), max(addresses)
+        evidence_lines.append(
+            f"their program counters hit {len(addresses)} distinct address(es), "
+            f"0x{low:x}–0x{high:x} ({high - low} bytes of code), and the stack pointer moved "
+            f"by at most {max(spreads)} bytes: "
+            + (
+                "a tight loop or a call cycle, but which functions cannot be named"
+                if high - low < 4096 and max(spreads) <= LOOP_STACK_SPREAD
+                else "they move through much code; with symbols this could be told apart "
+                "from a loop"
+            )
+        )
+    return Finding(
+        kind="no-symbols",
+        summary=f"cannot tell without symbols: {len(blind)} running thread(s) are in code of "
+        f"{where} that has no symbols, so a loop cannot be told from progress. "
+        + (
+            "Get symbols: " + "; ".join(symbols.get("advice", []))
+            if symbols.get("advice")
+            else "Rebuild with -g and without stripping, or install the debug output, and run again"
+        ),
+        hung=None,
+        threads=blind,
+        evidence=evidence_lines,
     )
 
 
@@ -662,10 +916,14 @@ def _lock_waits(
 
 
 def _activity_findings(
-    capture: Capture, histories: dict[int, list[ThreadStack]], explained: set[int]
+    capture: Capture,
+    histories: dict[int, list[ThreadStack]],
+    explained: set[int],
+    pcs: dict[int, PcEvidence] | None = None,
 ) -> list[Finding]:
     """Busy (stacks change), spinning (always running, same stack) or waiting threads."""
     moving, spinning, blocked = [], [], []
+    pcs = pcs or {}
     for tid, history in histories.items():
         if tid in explained:
             continue
@@ -675,7 +933,14 @@ def _activity_findings(
         )
         distinct = {tuple(thread.functions()) for thread in history}
         tops = {thread.functions()[0] if thread.frames else "??" for thread in history}
-        if running and len(history) >= 2 and (len(distinct) > 1 or len(tops) > 1):
+        evidence = pcs.get(tid)
+        if evidence is not None and len(history) == 1:
+            # One stack sample: the program counters say whether the thread moves.
+            if evidence.moving:
+                moving.append((tid, history, distinct, activity))
+            else:
+                spinning.append((tid, history, activity))
+        elif running and len(history) >= 2 and (len(distinct) > 1 or len(tops) > 1):
             moving.append((tid, history, distinct, activity))
         elif running and len(history) >= 2:
             spinning.append((tid, history, activity))
@@ -684,8 +949,19 @@ def _activity_findings(
     findings = []
     if moving:
         evidence = []
-        for _tid, history, distinct, activity in moving[:8]:
+        for tid, history, distinct, activity in moving[:8]:
             tops = Counter(_short(t.functions()[0]) for t in history if t.frames)
+            pc = pcs.get(tid)
+            if pc is not None and len(history) == 1:
+                evidence.append(
+                    f"{describe(history[-1])}: program counter in {len(pc.places)} "
+                    f"function(s) at {pc.addresses} addresses in {pc.hits} samples, stack "
+                    f"depth swinging by {pc.spread} bytes; most: "
+                    + ", ".join(
+                        f"{_short(name)} ×{count}" for name, count in pc.places.most_common(4)
+                    )
+                )
+                continue
             evidence.append(
                 f"{describe(history[-1])}: {len(distinct)} different stacks in "
                 f"{len(history)} samples; on top: "
@@ -696,7 +972,8 @@ def _activity_findings(
             Finding(
                 kind="busy",
                 summary=f"busy and making progress: {len(moving)} running thread(s) whose "
-                "stacks change from sample to sample; not hung",
+                "stacks change from sample to sample (or whose program counters range over "
+                "much code); not hung",
                 hung=False,
                 functions=sorted(
                     {
@@ -718,7 +995,9 @@ def _activity_findings(
             Finding(
                 kind="spin",
                 summary=f"{describe(last)} ran in {_short(name)} with the same stack in all "
-                f"{len(history)} samples: a loop that never leaves it, or a long computation",
+                f"{len(history)} samples"
+                + (f" and its program counter stayed in {_places(pcs[tid])}" if tid in pcs else "")
+                + ": a loop that never leaves it, or a long computation",
                 hung=None,
                 functions=[name],
                 threads=[tid],
@@ -760,6 +1039,10 @@ def _activity_findings(
             )
         )
     return findings
+
+
+def _places(evidence: PcEvidence) -> str:
+    return ", ".join(_short(name) for name, _ in evidence.places.most_common(4))
 
 
 def _brief_stack(thread: ThreadStack) -> str:

@@ -38,6 +38,13 @@ class ProcessGoneError(DebugError):
     """The process does not exist (any more)."""
 
 
+class ProcessExitedError(ProcessGoneError):
+    """The process was there when the capture began and exited before a sample was taken.
+
+    Not an error of the user's: the program ended by itself (`bt` exits 1, not 2).
+    """
+
+
 class ZombieError(DebugError):
     """The process has exited and waits for its parent to reap it: nothing to debug."""
 

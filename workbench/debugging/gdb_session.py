@@ -1,10 +1,10 @@
-"""A gdb subprocess spoken to in MI3 through pygdbmi, with tokens and no fixed sleeps.
+"""A gdb subprocess spoken to in MI3, with tokens and no fixed sleeps.
 
 pygdbmi's `get_gdb_response` keeps reading until gdb has been quiet for a while (0.2 s by
 default) or the timeout passes, which adds that delay to every command. Here each command
 carries a token and reading stops as soon as the result record with that token arrives, so
-a batch of commands written at once costs one round trip. pygdbmi still starts gdb and
-parses every MI record.
+a batch of commands written at once costs one round trip. gdb is started here with plain
+pipes; pygdbmi's parser reads the rare MI line the fast parser in mi.py cannot.
 """
 
 from __future__ import annotations
@@ -69,12 +69,27 @@ def find_gdb(explicit: str | None = None) -> str:
     raise GdbNotFoundError(f"gdb is not on PATH (nor cuda-gdb); {INSTALL_HINT}")
 
 
-def gdb_command(gdb: str, *, symbols_only: bool = False) -> list[str]:
-    """gdb's argv; symbols_only adds --readnever: ELF symbols only, no DWARF (fast)."""
+def gdb_command(
+    gdb: str, *, symbols_only: bool = False, debug_dirs: tuple[str, ...] = ()
+) -> list[str]:
+    """gdb's argv; symbols_only adds --readnever: ELF symbols only, no DWARF (fast).
+
+    debug_dirs become gdb's debug-file-directory, where it looks for separate debug files
+    by build-id and by debuglink (colons cannot be in a directory name there).
+    """
     argv = [gdb, *SAFE_OPTIONS]
+    usable = [directory for directory in debug_dirs if directory and ":" not in directory]
+    if usable:
+        argv += ["-iex", f"set debug-file-directory {':'.join(usable)}"]
     if symbols_only:
         argv.insert(1, "--readnever")
     return argv
+
+
+def mi_quote(text: str) -> str:
+    """An MI command argument as a C string: a path with spaces or quotes stays one argument."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'
 
 
 def interactive_command(pid: int, gdb: str | None = None) -> list[str]:
@@ -116,26 +131,32 @@ class MiResult:
 class GdbSession:
     """One gdb process. Use as a context manager; `close()` always ends gdb."""
 
-    def __init__(self, gdb: str, *, symbols_only: bool = False) -> None:
-        from pygdbmi import gdbmiparser  # imported here: CLI startup time
-        from pygdbmi.gdbcontroller import GdbController
-
-        self._parser = gdbmiparser
-
+    def __init__(
+        self, gdb: str, *, symbols_only: bool = False, debug_dirs: tuple[str, ...] = ()
+    ) -> None:
         self.gdb = gdb
         self.symbols_only = symbols_only
-        self.argv = gdb_command(gdb, symbols_only=symbols_only)
+        self.argv = gdb_command(gdb, symbols_only=symbols_only, debug_dirs=debug_dirs)
         try:
-            self._controller = GdbController(command=self.argv)
+            # Started directly (not through pygdbmi's controller, whose import and reader
+            # threads cost the CLI's start): `bt` starts gdb first thing so that it loads
+            # while the rest of the workbench is imported.
+            process = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                bufsize=0,
+            )
         except (ValueError, OSError) as exc:
             raise GdbNotFoundError(f"cannot start {gdb}: {exc}; {INSTALL_HINT}") from None
-        process = self._controller.gdb_process
-        assert process is not None and process.stdout is not None
+        assert process.stdout is not None and process.stdin is not None
         self._process: subprocess.Popen[bytes] = process
         self._fds = [process.stdout.fileno()]
         if process.stderr is not None:
             self._fds.append(process.stderr.fileno())
         self._next_token = 1
+        self._sent: dict[int, str] = {}
         self._results: dict[int, MiResult] = {}
         self._console: list[str] = []
         self.notifications: list[dict[str, Any]] = []
@@ -165,18 +186,33 @@ class GdbSession:
         """Write all commands at once, then read until every one has its result record."""
         if not commands:
             return []
+        return self.collect(self.send(commands), timeout=timeout, check=check)
+
+    def send(self, commands: list[str]) -> dict[int, str]:
+        """Write commands without waiting: gdb works on them while the caller does other
+        things (reading the executable's symbols while /proc is watched); `collect` later."""
         tokens = list(range(self._next_token, self._next_token + len(commands)))
         self._next_token += len(commands)
         lines = [f"{token}{command}" for token, command in zip(tokens, commands, strict=True)]
         try:
-            self._controller.write(lines, read_response=False, timeout_sec=timeout)
+            assert self._process.stdin is not None
+            self._process.stdin.write("".join(f"{line}\n" for line in lines).encode())
         except (BrokenPipeError, OSError, AttributeError):
             raise GdbDiedError(f"gdb exited before {commands[0]!r}{self._stderr_tail()}") from None
-        pending = dict(zip(tokens, commands, strict=True))
+        sent = dict(zip(tokens, commands, strict=True))
+        self._sent.update(sent)
+        return sent
+
+    def collect(
+        self, pending: dict[int, str], timeout: float = 30.0, check: bool = False
+    ) -> list[MiResult]:
+        """Read until every command in `pending` (from `send`) has its result record."""
         deadline = time.monotonic() + timeout
         while any(token not in self._results for token in pending):
             self._read(deadline, pending)
-        results = [self._results.pop(token) for token in tokens]
+        results = [self._results.pop(token) for token in pending]
+        for token in pending:
+            self._sent.pop(token, None)
         if check:
             for result in results:
                 if not result.ok:
@@ -223,7 +259,9 @@ class GdbSession:
         try:
             record = mi.parse_line(line)
         except mi.MiSyntaxError:
-            record = self._parser.parse_response(line)
+            from pygdbmi import gdbmiparser  # the rare line the fast parser cannot read
+
+            record = gdbmiparser.parse_response(line)
         self._take(record, pending)
 
     def _take(self, record: dict[str, Any], pending: dict[int, str]) -> None:
@@ -233,7 +271,7 @@ class GdbSession:
             if token is None:
                 return
             self._results[token] = MiResult(
-                command=pending.get(token, ""),
+                command=pending.get(token) or self._sent.get(token, ""),
                 message=str(record.get("message")),
                 payload=record.get("payload") or {},
                 console=self._console,

@@ -181,6 +181,33 @@ class ThreadActivity:
         }
 
 
+@dataclass(frozen=True)
+class PcHit:
+    """One program-counter sample of a running thread: where it was, and its stack pointer.
+
+    function is None where the code has no symbols; library is the file mapped there.
+    """
+
+    address: int
+    sp: int
+    function: str | None
+    library: str | None
+
+    def place(self) -> str:
+        """The function, else `?? in LIBRARY+0xOFFSET-ish` base name: what a reader can look up."""
+        if self.function:
+            return self.function
+        return f"?? in {(self.library or '?').rsplit('/', 1)[-1]}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "address": f"0x{self.address:x}",
+            "sp": f"0x{self.sp:x}",
+            "function": self.function,
+            "library": self.library,
+        }
+
+
 @dataclass
 class Capture:
     """Samples of one process's threads, with what happened while taking them.
@@ -202,10 +229,24 @@ class Capture:
     exited: bool = False
     symbols_only: bool = False
     gdb: str | None = None
+    # Program counters of the threads that were running, read before gdb attached.
+    pc_samples: dict[int, tuple[PcHit, ...]] = field(default_factory=dict)
+    pc_rounds: int = 0
+    # The executable's symbols: {"path", "level", "message", "debug_file", ...}; None unknown.
+    symbols: dict[str, Any] | None = None
+    # /proc state letter when the capture began (T: stopped by a signal).
+    initial_state: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "pid": self.pid,
+            "initial_state": self.initial_state,
+            "symbols": self.symbols,
+            "pc_rounds": self.pc_rounds,
+            "pc_samples": {
+                str(tid): [hit.to_json() for hit in hits]
+                for tid, hits in sorted(self.pc_samples.items())
+            },
             "command": self.command,
             "executable": self.executable,
             "gdb": self.gdb,
@@ -313,9 +354,26 @@ class Diagnosis:
     def summary(self) -> str:
         return self.primary.summary
 
+    def thread_verdicts(self) -> dict[int, Finding]:
+        """Each thread's verdict: the first (most telling) finding that names it.
+
+        Findings are ordered, so a thread in the headline's cycle gets the headline's verdict
+        and never a weaker one from a later finding.
+        """
+        verdicts: dict[int, Finding] = {}
+        for finding in self.findings:
+            for tid in finding.threads:
+                verdicts.setdefault(tid, finding)
+        return verdicts
+
     def to_json(self) -> dict[str, Any]:
         primary = self.primary
+        verdicts = self.thread_verdicts()
         return {
+            "thread_verdicts": {
+                str(tid): {"kind": finding.kind, "hung": finding.hung}
+                for tid, finding in sorted(verdicts.items())
+            },
             "kind": primary.kind,
             "hung": primary.hung,
             "summary": primary.summary,
@@ -394,7 +452,23 @@ def capture_from_json(document: dict[str, Any]) -> Capture:
         )
         for entry in document.get("activity", [])
     }
+    pc_samples = {
+        int(tid): tuple(
+            PcHit(
+                address=_address(hit.get("address")) or 0,
+                sp=_address(hit.get("sp")) or 0,
+                function=hit.get("function"),
+                library=hit.get("library"),
+            )
+            for hit in hits
+        )
+        for tid, hits in document.get("pc_samples", {}).items()
+    }
     return Capture(
+        pc_samples=pc_samples,
+        pc_rounds=document.get("pc_rounds", 0),
+        symbols=document.get("symbols"),
+        initial_state=document.get("initial_state"),
         pid=document["pid"],
         command=list(document.get("command", [])),
         executable=document.get("executable"),

@@ -1,0 +1,157 @@
+"""Program counters of a process's running threads, read with ptrace: registers, not stacks.
+
+A full stack of every thread costs gdb an unwind per thread; where each running thread is
+(its program counter and stack pointer) costs a stop and one register read. Sampled a few
+dozen times while gdb is still starting, this shows which code every thread spins in, so
+threads can be grouped by it and each gets a verdict, however many there are.
+
+Threads are seized (PTRACE_SEIZE: no signal is sent), interrupted one round at a time
+(PTRACE_INTERRUPT), read (PTRACE_GETREGSET, NT_PRSTATUS) and continued; after the last round
+each is detached, so gdb can attach next. Blocked threads are not touched: their place is the
+syscall they wait in. The kernel detaches everything if this process dies part-way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import os
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+PTRACE_CONT = 7
+PTRACE_DETACH = 17
+PTRACE_GETREGSET = 0x4204
+PTRACE_SEIZE = 0x4206
+PTRACE_INTERRUPT = 0x4207
+PTRACE_LISTEN = 0x4208
+PTRACE_EVENT_STOP = 128
+NT_PRSTATUS = 1
+WALL = 0x40000000  # __WALL: wait for threads too (they are not children)
+STOP_SIGNALS = {signal.SIGSTOP, signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU}
+# Where the program counter and stack pointer sit in NT_PRSTATUS, in 64-bit words:
+# x86_64's user_regs_struct (rip, rsp) and aarch64's user_pt_regs (pc, sp).
+REGISTER_SLOTS = {"x86_64": (16, 19), "aarch64": (32, 31)}
+WAIT_LIMIT_S = 0.5
+
+
+class _Iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("length", ctypes.c_size_t)]
+
+
+@dataclass
+class PcSamples:
+    """Per thread, the (pc, sp) pairs read; `skipped` says why threads were not sampled."""
+
+    rounds: int = 0
+    by_thread: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
+    problem: str | None = None
+
+
+def _ptrace() -> Callable[..., int] | None:
+    try:
+        function = ctypes.CDLL(None, use_errno=True).ptrace
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = [ctypes.c_long, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
+    function.restype = ctypes.c_long
+    return function
+
+
+class PcSampler:
+    """Seizes the given threads; `sample()` reads each one's pc and sp; `detach()` ends it."""
+
+    def __init__(self, tids: list[int]) -> None:
+        self.samples = PcSamples()
+        self._ptrace = _ptrace()
+        slots = REGISTER_SLOTS.get(os.uname().machine)
+        self._slots = slots
+        self._traced: list[int] = []
+        if self._ptrace is None or slots is None:
+            self.samples.problem = f"no ptrace register layout for {os.uname().machine}"
+            return
+        self._buffer = (ctypes.c_uint64 * 64)()
+        self._iovec = _Iovec(ctypes.addressof(self._buffer), ctypes.sizeof(self._buffer))
+        for tid in tids:
+            if self._call(PTRACE_SEIZE, tid, 0, 0) == 0:
+                self._traced.append(tid)
+                continue
+            code = ctypes.get_errno()
+            if code in (errno.EPERM, errno.EACCES) and self.samples.problem is None:
+                self.samples.problem = f"ptrace refused ({os.strerror(code)})"
+
+    def _call(self, request: int, tid: int, address: int, data: int | ctypes.c_void_p) -> int:
+        assert self._ptrace is not None
+        return int(self._ptrace(request, tid, address, data))
+
+    @property
+    def traced(self) -> list[int]:
+        return list(self._traced)
+
+    def sample(self, last: bool = False) -> bool:
+        """One round: stop each traced thread, read its registers, let it go (or detach it).
+
+        False when no thread is left to sample (they exited, or the process stopped).
+        """
+        stopped = [tid for tid in self._traced if self._call(PTRACE_INTERRUPT, tid, 0, 0) == 0]
+        gone = set(self._traced) - set(stopped)
+        for tid in stopped:
+            status = self._wait_stop(tid)
+            if status is None:
+                gone.add(tid)
+                continue
+            if os.WIFEXITED(status) or os.WIFSIGNALED(status):
+                gone.add(tid)
+                continue
+            stop_signal = os.WSTOPSIG(status)
+            event = status >> 16
+            if event == PTRACE_EVENT_STOP and stop_signal in STOP_SIGNALS:
+                # A group stop (SIGSTOP/SIGTSTP) arrived: leave the thread stopped, untraced.
+                self._call(PTRACE_DETACH, tid, 0, 0)
+                gone.add(tid)
+                continue
+            if event == PTRACE_EVENT_STOP:
+                self._read(tid)
+                inject = 0
+            else:  # a signal was being delivered: pass it on untouched
+                inject = stop_signal
+            request = PTRACE_DETACH if last else PTRACE_CONT
+            if self._call(request, tid, 0, inject) != 0:
+                gone.add(tid)
+        self._traced = [tid for tid in self._traced if tid not in gone]
+        if last:
+            self._traced = []
+        self.samples.rounds += 1
+        return bool(self._traced)
+
+    def _wait_stop(self, tid: int) -> int | None:
+        deadline = time.monotonic() + WAIT_LIMIT_S
+        while True:
+            try:
+                found, status = os.waitpid(tid, os.WNOHANG | WALL)
+            except ChildProcessError:
+                return None
+            if found == tid:
+                return status
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.0002)
+
+    def _read(self, tid: int) -> None:
+        assert self._slots is not None
+        self._iovec.length = ctypes.sizeof(self._buffer)
+        if self._call(PTRACE_GETREGSET, tid, NT_PRSTATUS, ctypes.addressof(self._iovec)) != 0:
+            return
+        pc_slot, sp_slot = self._slots
+        pair = (int(self._buffer[pc_slot]), int(self._buffer[sp_slot]))
+        self.samples.by_thread.setdefault(tid, []).append(pair)
+
+    def detach(self) -> None:
+        """Let every thread still traced go: interrupt, wait, detach."""
+        if self._traced:
+            with contextlib.suppress(OSError):
+                self.sample(last=True)
+        self._traced = []
