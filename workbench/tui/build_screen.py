@@ -21,6 +21,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -31,6 +32,7 @@ from textual.timer import Timer
 from textual.widgets import Button, Footer, Header, Input, ProgressBar, Static
 
 from workbench.errors import WorkbenchError
+from workbench.logs.visible import visible
 from workbench.supervision.follow import duration, outcome_line, progress_text
 from workbench.supervision.history import BuildRecord, History, Sampled
 from workbench.tui.screen_commands import ScreenCommands
@@ -281,7 +283,7 @@ class ConfirmStop(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm-dialog"):
-            yield Static(self.question, id="confirm-question")
+            yield Static(Text(self.question), id="confirm-question")
             with Horizontal(id="confirm-buttons"):
                 yield Button("Stop the build (y)", id="confirm-yes", variant="error")
                 yield Button("Keep it running (n)", id="confirm-no", variant="primary")
@@ -527,14 +529,17 @@ class BuildScreen(Screen[None]):
 
     def on_build_screen_failed(self, message: Failed) -> None:
         self._polling = False
-        self.query_one("#build-title", Static).update(f"#{self.build_id}: {message.text}")
+        self.query_one("#build-title", Static).update(Text(f"#{self.build_id}: {message.text}"))
 
     def _show_record(self, record: BuildRecord) -> None:
+        # Build output (notes, names, the last line, step descriptions) as data: Text, never
+        # markup (a "[@click=app.quit]" in a log line must not become an action), and no
+        # control character left to act.
         title, detail = head_lines(record)
-        self.query_one("#build-title", Static).update(title)
-        self.query_one("#build-detail", Static).update(detail)
+        self.query_one("#build-title", Static).update(Text(visible(title)))
+        self.query_one("#build-detail", Static).update(Text(visible(detail)))
         text = progress_line(record, basis=self.has_class("-wide"))
-        self.query_one("#build-progress-text", Static).update(text)
+        self.query_one("#build-progress-text", Static).update(Text(visible(text)))
         fraction = (record.progress or {}).get("fraction")
         bar = self.query_one("#build-bar", ProgressBar)
         if fraction is not None:
@@ -556,7 +561,7 @@ class BuildScreen(Screen[None]):
             hint = f"Press d to capture its stacks (process {stall.pid} is marked ⚠ below)."
         else:
             hint = f"See its stacks: `workbench bt {stall.pid}`."
-        banner.update(stall.describe(hint))
+        banner.update(Text(visible(stall.describe(hint))))
 
     def on_log_view_status(self, message: LogView.Status) -> None:
         self.query_one(LogView).border_title = f"Log · {message.text}"
@@ -655,7 +660,7 @@ class BuildScreen(Screen[None]):
         if record is None or not record.active or self.stopping:
             return
         question = (
-            f"Stop build #{record.id} ({record.name})?\n\n"
+            f"Stop build #{record.id} ({visible(record.name)})?\n\n"
             f"TERM to its process group and every process of its tree, KILL after "
             f"{STOP_GRACE_S:g} s: the same as `workbench stop {record.id}`."
         )
@@ -693,7 +698,12 @@ class BuildScreen(Screen[None]):
 
     def on_build_screen_stopped(self, message: Stopped) -> None:
         self.stopping = False
-        self.notify(message.text, severity="information" if message.ok else "error", timeout=10)
+        self.notify(
+            visible(message.text),
+            severity="information" if message.ok else "error",
+            timeout=10,
+            markup=False,  # the stop's outcome carries the build's note: data, not markup
+        )
         self.refresh_bindings()
 
     def palette_commands(self) -> list[tuple[str, str, Callable[[], object]]]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.markdown import Markdown
+from rich.markup import escape
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -22,6 +23,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
 from workbench.errors import WorkbenchError
+from workbench.logs.visible import visible, visible_lines
 from workbench.supervision.follow import duration, size
 from workbench.supervision.history import History, database_path
 from workbench.tui import clock
@@ -116,7 +118,8 @@ def cells(row: HistoryRow, marked: bool, now: float | None = None) -> tuple[str,
     return (
         "✓" if marked else "",
         str(row.id),
-        short_label(row.label),
+        # DataTable reads a str cell as markup: a build's name is data.
+        escape(visible(short_label(row.label))),
         row.outcome,
         duration(elapsed),
         size(row.peak_rss) if row.peak_rss is not None else "-",
@@ -397,9 +400,9 @@ class HistoryScreen(Screen[None]):
 
     def on_history_screen_report_ready(self, message: ReportReady) -> None:
         if message.markdown is None:
-            self.notify(message.error or "no report", severity="warning", timeout=8)
+            self.notify(message.error or "no report", severity="warning", timeout=8, markup=False)
             return
-        self.app.push_screen(ReportScreen(message.title, message.markdown))
+        self.app.push_screen(ReportScreen(message.title, visible_lines(message.markdown)))
 
     def action_next_sort(self) -> None:
         position = SORT_KEYS.index(self.sort_key)

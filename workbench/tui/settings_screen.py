@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
@@ -133,7 +134,7 @@ class SettingsScreen(Screen[None]):
             self.values[key] = check_value(self.config_directory, self.matrix, key, value)
         except ConfigError as exc:
             self.errors[key] = str(exc).split(": ", 1)[1]
-            error.update(self.errors[key])
+            error.update(Text(self.errors[key]))  # it quotes what was typed: "[/" is no markup
             error.display = True
         else:
             self.errors.pop(key, None)
@@ -228,7 +229,7 @@ class SettingsScreen(Screen[None]):
         try:
             self.saved = set_settings(self.config_directory, self.matrix, changes)
         except ConfigError as exc:
-            self.notify(str(exc), severity="error", timeout=10)
+            self.notify(str(exc), severity="error", timeout=10, markup=False)
             return
         self.notify(f"Saved {', '.join(changes)} to settings.toml")
         self.update_advice()

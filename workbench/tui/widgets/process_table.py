@@ -16,6 +16,7 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import DataTable
 
+from workbench.logs.visible import visible
 from workbench.supervision.follow import duration, size
 from workbench.supervision.history import JobRow
 
@@ -161,8 +162,9 @@ class ProcessTable(DataTable[Any]):
             cells: list[Any] = [
                 str(row.pid) if row.pid is not None else "-",
                 row.kind,
-                row.tool,
-                short_file(row.file, file_width, self.base),
+                # Process and file names are the build's: Text, never markup.
+                Text(visible(row.tool)),
+                Text(visible(short_file(row.file, file_width, self.base))),
                 f"{row.cpu_percent:.0f}" if row.cpu_percent is not None else "-",
                 size(row.rss) if row.rss is not None else "-",
                 duration(row.running_s),
