@@ -58,8 +58,10 @@ def start(programs: dict[str, Path]) -> Iterator[Callable[..., Started]]:
     started: list[subprocess.Popen[bytes]] = []
 
     def run(name: str, *arguments: str, ready: bool = True, settle: float = 0.0) -> Started:
+        # A fixture program's name, or the path of a binary a test derived from one.
+        binary = programs[name] if name in programs else Path(name)
         process = subprocess.Popen(
-            [str(programs[name]), *arguments],
+            [str(binary), *arguments],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             start_new_session=True,

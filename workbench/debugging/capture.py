@@ -234,7 +234,7 @@ def capture(
         symbols=_symbols_json(symbols),
         initial_state=stat.state,
     )
-    if symbols is not None and symbols.missing:
+    if symbols is not None and symbols.level != "full":
         result.notes.insert(0, symbols.message())
     if was_stopped:
         result.notes.append(f"process {pid} was stopped (state T) when found; it is left stopped")
@@ -352,6 +352,7 @@ def _symbols_json(status: SymbolStatus | None) -> dict[str, Any] | None:
         "build_id": facts.build_id if facts else None,
         "debuglink": facts.debuglink if facts else None,
         "searched": list(status.searched),
+        "advice": list(status.advice),
         "message": status.message(),
     }
 

@@ -669,7 +669,7 @@ def _without_symbols(
         summary=f"cannot tell without symbols: {len(blind)} running thread(s) are in code of "
         f"{where} that has no symbols, so a loop cannot be told from progress. "
         + (
-            "Get symbols: " + "; ".join(symbols.get("advice", []))
+            "Get symbols: " + "; or ".join(symbols.get("advice", []))
             if symbols.get("advice")
             else "Rebuild with -g and without stripping, or install the debug output, and run again"
         ),

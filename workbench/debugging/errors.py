@@ -45,7 +45,7 @@ class ProcessExitedError(ProcessGoneError):
     """
 
 
-class ZombieError(DebugError):
+class ZombieError(ProcessExitedError):
     """The process has exited and waits for its parent to reap it: nothing to debug."""
 
 

@@ -47,6 +47,8 @@ KIND_TITLES = {
     "spin": "spinning",
     "busy": "busy, making progress",
     "waiting": "all threads waiting",
+    "no-symbols": "symbols missing",
+    "stopped": "process stopped by a signal",
     "exited": "process exited",
     "unknown": "no pattern found",
 }
@@ -167,7 +169,55 @@ def render_text(capture: Capture, diagnosis: Diagnosis) -> str:
         f"{capture.requested_samples} sample(s), {capture.interval:g} s apart, with {capture.gdb}"
         + (" (symbols only)" if capture.symbols_only else "")
     )
-    lines = [header, "", *render_diagnosis(diagnosis), "", *render_capture(capture, diagnosis)]
-    if capture.notes:
-        lines += ["", "Notes:", *[f"  - {note}" for note in capture.notes]]
+    symbols = symbols_warning(capture)
+    lines = [header, *([symbols] if symbols else []), ""]
+    lines += [*render_diagnosis(diagnosis), "", *render_capture(capture, diagnosis)]
+    lines += ["", *render_thread_verdicts(capture, diagnosis)]
+    notes = [note for note in capture.notes if note != symbols]
+    if notes:
+        lines += ["", "Notes:", *[f"  - {note}" for note in notes]]
     return "\n".join(lines)
+
+
+def symbols_warning(capture: Capture) -> str | None:
+    """The missing-symbols message, shown before anything else when symbols are missing."""
+    symbols = capture.symbols or {}
+    return str(symbols["message"]) if symbols.get("missing") and symbols.get("message") else None
+
+
+def render_thread_verdicts(capture: Capture, diagnosis: Diagnosis) -> list[str]:
+    """Every thread's verdict, threads with the same one on one line: none contradicts the
+    headline, since each takes the most telling finding that names it."""
+    if not capture.samples:
+        return []
+    verdicts = diagnosis.thread_verdicts()
+    groups: dict[int, list[int]] = {}
+    unexplained: list[int] = []
+    findings = {id(finding): finding for finding in diagnosis.findings}
+    for thread in capture.samples[-1].threads:
+        finding = verdicts.get(thread.tid)
+        if finding is None:
+            unexplained.append(thread.gdb_id)
+        else:
+            groups.setdefault(id(finding), []).append(thread.gdb_id)
+    lines = ["Verdict per thread:"]
+    for key, ids in groups.items():
+        finding = findings[key]
+        title = KIND_TITLES.get(finding.kind, finding.kind)
+        lines.append(
+            f"  {_ids(ids)}: {title} — {verdict_word(finding.hung)}"
+            + (
+                f" ({', '.join(display_name(f) for f in finding.functions[:3])})"
+                if finding.functions
+                else ""
+            )
+        )
+    if unexplained:
+        lines.append(f"  {_ids(unexplained)}: nothing to report (blocked or idle, no cycle)")
+    return lines
+
+
+def _ids(ids: list[int]) -> str:
+    shown = ", ".join(str(gdb_id) for gdb_id in sorted(ids)[:16])
+    more = f" and {len(ids) - 16} more" if len(ids) > 16 else ""
+    return f"{len(ids)} thread(s) [{shown}{more}]"

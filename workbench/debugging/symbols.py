@@ -71,7 +71,7 @@ class SymbolStatus:
         searched = f" (looked for {' and '.join(looked)} in {', '.join(self.searched)})"
         return (
             f"SYMBOLS MISSING: {self.path} {what}; no separate debug file was found"
-            f"{searched if looked else ''}. To get them: " + "; ".join(self.advice)
+            f"{searched if looked else ''}. To get them: " + "; or ".join(self.advice)
         )
 
 
@@ -195,10 +195,10 @@ def check_symbols(path: str | None, extra_dirs: tuple[str, ...] = ()) -> SymbolS
         )
     if facts.build_id:
         advice.append(
-            f"or place the debug file at DIR/.build-id/{facts.build_id[:2]}/"
+            f"place the debug file at DIR/.build-id/{facts.build_id[:2]}/"
             f"{facts.build_id[2:]}.debug and pass --debug-dir DIR"
         )
-    advice.append("or rebuild without stripping (-g, no strip / dontStrip = true)")
+    advice.append("rebuild without stripping (-g, no strip; in Nix dontStrip = true)")
     return SymbolStatus(
         path,
         "names-only" if facts.has_symtab else "none",
