@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -71,10 +72,12 @@ def _pairs(environment: dict[str, str]) -> list[str]:
 
 def _python_for(name: str) -> str | None:
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
-    candidates = [os.path.realpath(sys.executable), shutil.which(f"python{version}") or ""]
+    folders = [*os.environ.get("PATH", "").split(os.pathsep), "/usr/local/bin", "/usr/bin"]
+    found = [os.path.join(folder, f"python{version}") for folder in folders if folder]
+    candidates = dict.fromkeys(
+        os.path.realpath(path) for path in [sys.executable, *found] if os.path.exists(path)
+    )
     for candidate in candidates:
-        if not candidate:
-            continue
         probe = subprocess.run(
             ["runuser", "-u", name, "--", candidate, "-c", "import sys; print(sys.version[:5])"],
             capture_output=True,
@@ -105,3 +108,15 @@ def other_user() -> Iterator[OtherUser]:
         yield OtherUser(name, entry.pw_uid, entry.pw_gid, _python_for(name))
     finally:
         subprocess.run(["userdel", name], check=False, capture_output=True)
+
+
+@pytest.fixture
+def shared_tmp() -> Iterator[Path]:
+    """A temporary folder every user can reach (pytest's own are private to root), so that
+    what stops the second user is the mode of the files under test, not the way to them."""
+    folder = Path(tempfile.mkdtemp(prefix="workbench-shared-", dir="/tmp"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

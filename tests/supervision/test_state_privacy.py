@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from second_user import OtherUser, other_user  # noqa: F401 - the fixture
+from second_user import OtherUser, other_user, shared_tmp  # noqa: F401 - the fixtures
 
 from workbench.supervision.history import History, NewBuild, build_directory
 from workbench.supervision.private_state import StateError
@@ -90,12 +90,13 @@ def test_a_real_build_leaves_only_private_files(tmp_path: Path, open_umask: None
 
 
 def test_another_user_reads_no_log_and_takes_no_lock(
-    tmp_path: Path,
+    shared_tmp: Path,  # noqa: F811
     other_user: OtherUser,  # noqa: F811
 ) -> None:
-    tmp_path.chmod(0o755)  # the other user may reach the state directory's parent
-    state = tmp_path / "state"
-    checkout = tmp_path / "checkout"
+    state = shared_tmp / "state"
+    checkout = shared_tmp / "checkout"
+    # The way there is open: what stops the other user below is the state's own modes.
+    assert other_user.run("ls", str(shared_tmp)).returncode == 0
     (checkout / ".git").mkdir(parents=True)
     result = _cli(state, "run", "--", "sh", "-c", "echo secret-token", cwd=checkout)
     assert result.returncode == 0, result.stderr

@@ -167,8 +167,8 @@ def _explained(history: History, busy: LockBusy) -> LockBusy:
     left = liveness.leftover_processes(record)
     listing = ", ".join(f"{m.name} ({m.pid})" for m in left[:5]) or "processes of it"
     detail = (
-        f"build #{record.id} ({record.name}) is {record.state}, but {listing} still run and "
-        f"hold {busy.tree}"
+        f"build #{record.id} ({record.name}) has ended ({record.state}), but {listing} still "
+        f"run and hold {busy.tree}"
     )
     return LockBusy(busy.tree, busy.holder, detail)
 

@@ -818,13 +818,17 @@ class History:
             )
             return cursor.rowcount == 1
 
-    def set_outlived(self, build_id: int, members: Iterable[dict[str, Any]], note: str) -> None:
-        """Record the processes that outlived a build, and its note that says so (or no more)."""
+    def set_outlived(
+        self, build_id: int, members: Iterable[dict[str, Any]], note: str | None = None
+    ) -> None:
+        """Record the processes that outlived a build, and with `note` its note that says so
+        (or says so no more)."""
         with self._write() as db:
             db.execute(
-                "UPDATE builds SET outlived = ?, note = ? WHERE id = ?",
-                (_dumps(list(members)), note, build_id),
+                "UPDATE builds SET outlived = ? WHERE id = ?", (_dumps(list(members)), build_id)
             )
+            if note is not None:
+                db.execute("UPDATE builds SET note = ? WHERE id = ?", (note or None, build_id))
 
     # -- measurements -------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from workbench.supervision.follow import duration, size
-from workbench.supervision.history import BuildRecord, History, Measured
+from workbench.supervision.history import BuildRecord, History, Measured, Sampled
 
 _KIND_LABELS = {"compiler": "C/C++ compile job", "cuda": "CUDA compile job", "linker": "link job"}
 
@@ -24,6 +24,9 @@ class BuildFacts:
 
     record: BuildRecord
     measured: Measured | None
+    from_samples: bool = False
+    """True when `measured` was rebuilt from the 1 Hz samples: the supervisor was lost
+    before it wrote the final measurements (per-job figures are then missing)."""
 
     @property
     def label(self) -> str:
@@ -44,8 +47,41 @@ class Row:
 
 
 def load(history: History, build_id: int, slowest: int = 10) -> BuildFacts:
-    """A build's facts from the history."""
-    return BuildFacts(history.get(build_id), history.measured(build_id, slowest))
+    """A build's facts from the history (from its samples when its supervisor was lost)."""
+    record = history.get(build_id)
+    measured = history.measured(build_id, slowest)
+    if measured is not None:
+        return BuildFacts(record, measured)
+    rebuilt = from_samples(record, history.samples(build_id))
+    return BuildFacts(record, rebuilt, from_samples=rebuilt is not None)
+
+
+def from_samples(record: BuildRecord, samples: list[Sampled]) -> Measured | None:
+    """What the stored samples say of a build whose final measurements were never written."""
+    if not samples:
+        return None
+    live = record.live or {}
+    cpus = int(live.get("cpus") or 0)
+    if not cpus:
+        rates = [s.cpu_cores * 100.0 / s.cpu_percent for s in samples if s.cpu_percent > 0]
+        cpus = round(rates[-1]) if rates else 1
+    wall = record.duration_s or max(0.0, samples[-1].t - samples[0].t)
+    cpu_seconds = max(sample.cpu_seconds for sample in samples)
+    return Measured(
+        build_id=record.id,
+        wall_s=wall,
+        cpu_seconds=cpu_seconds,
+        cpu_utilisation=100.0 * cpu_seconds / (wall * cpus) if wall > 0 else 0.0,
+        cpus=cpus,
+        peak_rss=max(sample.rss for sample in samples),
+        min_memory_available=min(sample.memory_available for sample in samples),
+        memory_total=int(live.get("memory_total") or 0),
+        most_jobs=max(sample.compile_jobs for sample in samples),
+        samples=len(samples),
+        peak_job_rss={},
+        peak_process_rss={},
+        census=[],
+    )
 
 
 def _outcome(record: BuildRecord) -> str:
@@ -208,6 +244,13 @@ def markdown(builds: list[BuildFacts]) -> str:
         if measured is None:
             lines += ["", f"{facts.label}: nothing measured ({facts.record.state})."]
             continue
+        if facts.from_samples:
+            lines += [
+                "",
+                f"{facts.label}: measured from its {measured.samples} stored samples; its "
+                "supervisor was lost before the final measurements, so per-job peaks and the "
+                "slowest files are missing.",
+            ]
         if facts.record.note:
             lines += ["", f"{facts.label}: {facts.record.note}"]
         if measured.slowest:
@@ -236,6 +279,9 @@ def to_json(builds: list[BuildFacts]) -> dict[str, Any]:
             {
                 **facts.record.to_json(),
                 "measurements": facts.measured.to_json() if facts.measured else None,
+                "measurements_from": (
+                    None if facts.measured is None else "samples" if facts.from_samples else "end"
+                ),
             }
             for facts in builds
         ],

@@ -1,0 +1,179 @@
+"""Locks keyed on the trees a build writes and held while any of its processes lives; what
+outlives a build is listed, kept true, and ended by `stop`; `report` of a lost build.
+
+Real `workbench run` against real ninja and sh; the supervisor is killed with SIGKILL where a
+test needs a lost build.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from supervised import Bench, build_id_from
+
+from workbench.supervision.history import LOST, SUCCEEDED
+
+needs_ninja = pytest.mark.skipif(shutil.which("ninja") is None, reason="needs ninja")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _runs(bench: Bench, build_id: int, name: str) -> bool:
+    """Whether a process called `name` runs below the build's root."""
+    try:
+        root = psutil.Process(bench.record(build_id).build_pid or 0)
+        return any(child.name() == name for child in root.children(recursive=True))
+    except psutil.Error:
+        return False
+
+
+def _slow_ninja_tree(root: Path) -> Path:
+    """A checkout whose build/ holds a build.ninja with one edge that takes 60 s."""
+    (root / ".git").mkdir(parents=True)
+    build = root / "build"
+    build.mkdir()
+    (build / "build.ninja").write_text(
+        "rule slow\n  command = sleep 60 && touch $out\nbuild out: slow\n"
+    )
+    return build
+
+
+def _kill_supervisor(bench: Bench, build_id: int) -> None:
+    record = bench.record(build_id)
+    assert record.supervisor_pid is not None
+    os.kill(record.supervisor_pid, signal.SIGKILL)
+    bench.wait_for("the supervisor to die", lambda: not _alive(record.supervisor_pid or 0), 20)
+
+
+@needs_ninja
+def test_a_build_tree_named_with_dash_c_is_locked_from_anywhere(
+    bench: Bench, tmp_path: Path
+) -> None:
+    checkout = tmp_path / "other"
+    build = _slow_ninja_tree(checkout)
+    first = bench.run("run", "-d", "--name", "first", "--", "ninja", "-C", "build", cwd=checkout)
+    assert first.returncode == 0, first.stderr
+    first_id = build_id_from(first.stderr)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    refused = bench.run("run", "--", "ninja", "-C", str(build), cwd=elsewhere, timeout=60)
+    assert refused.returncode == 2, refused.stderr
+    assert refused.stderr.startswith("workbench: error: ")
+    assert f"build #{first_id} (first) is already building" in refused.stderr
+    # An unrelated tree is free.
+    free = bench.run("run", "--", "true", cwd=elsewhere, timeout=60)
+    assert free.returncode == 0, free.stderr
+    assert bench.run("stop", str(first_id), "--grace", "2").returncode == 0
+
+
+@needs_ninja
+def test_a_lost_build_whose_processes_run_keeps_its_tree_until_stopped(
+    bench: Bench, tmp_path: Path
+) -> None:
+    """The supervisor is killed; ninja and its `sleep` hold copies of the lock descriptors, so
+    the tree stays locked (two ninjas never write the same objects) until `stop` ends them."""
+    checkout = tmp_path / "checkout"
+    _slow_ninja_tree(checkout)
+    first = bench.run("run", "-d", "--name", "first", "--", "ninja", "-C", "build", cwd=checkout)
+    assert first.returncode == 0, first.stderr
+    build_id = build_id_from(first.stderr)
+    bench.wait_for("the compile step to run", lambda: _runs(bench, build_id, "sleep"), 30)
+    _kill_supervisor(bench, build_id)
+    refused = bench.run("run", "--", "ninja", "-C", "build", cwd=checkout, timeout=60)
+    assert refused.returncode == 2, refused.stderr
+    assert f"build #{build_id} (first) has ended (lost), but" in refused.stderr
+    assert "still run and hold" in refused.stderr and "ninja (" in refused.stderr
+    assert bench.record(build_id).state == LOST
+
+    stop = bench.run("stop", str(build_id), "--grace", "2", timeout=60)
+    assert stop.returncode == 0, stop.stderr
+    record = bench.record(build_id)
+    assert "still run" not in (record.note or ""), record.note
+    accepted = bench.run("run", "--", "true", cwd=checkout, timeout=60)
+    assert accepted.returncode == 0, accepted.stderr
+
+
+def test_a_daemon_that_outlives_the_build_is_listed_and_stopped(
+    bench: Bench, tmp_path: Path
+) -> None:
+    """A build that succeeds leaving a daemon (its own session, output closed): the note names
+    it, the checkout stays locked while it runs, and `stop` ends it."""
+    checkout = tmp_path / "checkout"
+    (checkout / ".git").mkdir(parents=True)
+    script = "setsid sleep 61 </dev/null >/dev/null 2>&1 & exit 0"
+    result = bench.run("run", "--name", "daemonic", "--", "sh", "-c", script, cwd=checkout)
+    assert result.returncode == 0, result.stderr
+    build_id = build_id_from(result.stderr)
+    record = bench.record(build_id)
+    assert record.state == SUCCEEDED
+    assert len(record.outlived) == 1 and record.outlived[0]["name"] == "sleep"
+    daemon = record.outlived[0]["pid"]
+    assert _alive(daemon)
+    assert f"1 of its processes still run: sleep ({daemon})" in (record.note or "")
+    assert f"`workbench stop {build_id}` ends them" in (record.note or "")
+
+    refused = bench.run("run", "--", "true", cwd=checkout, timeout=60)
+    assert refused.returncode == 2
+    assert f"build #{build_id} (daemonic) has ended (succeeded), but sleep ({daemon})" in (
+        refused.stderr
+    )
+
+    stop = bench.run("stop", str(build_id), "--grace", "2", timeout=60)
+    assert stop.returncode == 0, stop.stderr
+    assert not _alive(daemon)
+    record = bench.record(build_id)
+    assert record.outlived == () and "still run" not in (record.note or "")
+    assert bench.run("run", "--", "true", cwd=checkout, timeout=60).returncode == 0
+
+
+def test_a_lost_builds_note_stops_saying_processes_run_once_they_exited(
+    bench: Bench, tmp_path: Path
+) -> None:
+    started = bench.run("run", "-d", "--name", "brief", "--", "sleep", "3", cwd=tmp_path)
+    assert started.returncode == 0, started.stderr
+    build_id = build_id_from(started.stderr)
+    sleeper = bench.record(build_id).build_pid or 0
+    _kill_supervisor(bench, build_id)
+    status = bench.json("status", "--json")
+    lost = next(b for b in status["recent"] if b["id"] == build_id)
+    assert lost["state"] == LOST and f"sleep ({sleeper})" in lost["note"]
+    bench.wait_for("the sleeper to exit", lambda: not _alive(sleeper), timeout=30)
+    status = bench.json("status", "--json")
+    lost = next(b for b in status["recent"] if b["id"] == build_id)
+    assert "still run" not in lost["note"] and "no build process is left" not in lost["note"]
+    assert lost["outlived"] == []
+
+
+def test_report_of_a_lost_build_uses_its_stored_samples(bench: Bench, tmp_path: Path) -> None:
+    started = bench.run("run", "-d", "--name", "sampled", "--", "sleep", "30", cwd=tmp_path)
+    assert started.returncode == 0, started.stderr
+    build_id = build_id_from(started.stderr)
+
+    def sampled() -> bool:
+        with bench.history() as history:
+            return len(history.samples(build_id)) >= 2
+
+    bench.wait_for("two samples", sampled, timeout=30)
+    _kill_supervisor(bench, build_id)
+    bench.json("status", "--json")  # marks it lost
+    report = bench.run("report", str(build_id), timeout=60)
+    assert report.returncode == 0, report.stderr
+    assert "nothing measured" not in report.stdout
+    assert "measured from its" in report.stdout and "stored samples" in report.stdout
+    document = bench.json("report", str(build_id), "--format", "json")
+    build = document["builds"][0]
+    assert build["measurements_from"] == "samples"
+    assert build["measurements"]["samples"] >= 2 and build["measurements"]["peak_rss"] > 0
+    assert bench.run("stop", str(build_id), "--grace", "1").returncode == 0
+    time.sleep(0)  # nothing left to wait for: stop ended the sleeper
