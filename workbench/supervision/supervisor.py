@@ -304,9 +304,9 @@ class Supervisor:
         self._sweep_leftovers()
         if self.sampler is not None:
             self._guarded("closing the sampler", self.sampler.close)
-        self._finish(pipeline, oom_before)
         if self.outlived:
             self._guarded("recording what outlived the build", self._record_outlived)
+        self._finish(pipeline, oom_before)
         with contextlib.suppress(OSError):  # a full disk may refuse even this; the data is in
             os.fsync(log_fd)
         os.close(log_fd)
@@ -579,18 +579,11 @@ class Supervisor:
         )
 
     def _record_outlived(self) -> None:
-        """Write what outlived the build into its row and note, for `status` and `stop`."""
+        """Write what outlived the build into its row (its note says so in `_finish`)."""
         from workbench.supervision import liveness
 
-        alive = [member for member in self.outlived if tree.is_alive(member)]
-        if not alive:
-            return
-        note = liveness.with_outlived(
-            self.history.get(self.record.id).note,
-            "",
-            liveness.outlived_text(self.record.id, alive),
-        )
-        self.history.set_outlived(self.record.id, liveness.outlived_json(alive), note or "")
+        self.outlived = [member for member in self.outlived if tree.is_alive(member)]
+        self.history.set_outlived(self.record.id, liveness.outlived_json(self.outlived))
 
     # -- the end ------------------------------------------------------------------------------
 
@@ -617,6 +610,12 @@ class Supervisor:
             note = (note + "; " if note else "") + "; ".join(self.stop_problems[:3])
         if pipeline.loss.bytes:
             note = (note + "; " if note else "") + pipeline.loss.describe()
+        if self.outlived:  # last, so that it can be dropped once they have exited (liveness)
+            from workbench.supervision import liveness
+
+            note = liveness.with_outlived(
+                note, "", liveness.outlived_text(self.record.id, self.outlived)
+            )
         cpus = summary.cpus or 1
         measured = Measured(
             build_id=self.record.id,
