@@ -463,10 +463,23 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), sort_keys=True)
 
 
+def _disk_full(directory: Path) -> bool:
+    """Whether the file system holding `directory` has no block left (SQLite reports a WAL
+    that cannot grow as a "disk I/O error", not as SQLITE_FULL)."""
+    try:
+        return os.statvfs(directory).f_bavail == 0
+    except OSError:
+        return False
+
+
 def _advice(path: Path, exc: sqlite3.Error) -> str:
     """What a SQLite failure means for the user, and what to do about it."""
     name = getattr(exc, "sqlite_errorname", "") or ""
-    if name == "SQLITE_FULL" or "disk is full" in str(exc):
+    if (
+        name == "SQLITE_FULL"
+        or "disk is full" in str(exc)
+        or (name.startswith("SQLITE_IOERR") and _disk_full(path.parent))
+    ):
         return (
             f"{path}: the disk holding the build history is full ({exc}); free space there "
             f"(`df -h {path.parent}`) and run the command again, or choose another --state-dir"

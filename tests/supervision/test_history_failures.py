@@ -1,0 +1,155 @@
+"""The history database failing as real files fail: damaged pages, a read-only file, a full
+disk. Each ends in one `workbench: error:` line that says what to do, exit status 2."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from second_user import OtherUser, other_user, shared_tmp  # noqa: F401 - the fixtures
+
+from workbench.supervision.history import History, NewBuild
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _new() -> NewBuild:
+    return NewBuild(
+        name="fixture",
+        backend="run",
+        argv=("true",),
+        cwd="/tmp",
+        checkout="/tmp",
+        settings={"padding": "x" * 2000},
+        eta_key="k",
+        nix=False,
+    )
+
+
+def _cli(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "workbench", "--state-dir", str(state), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        check=False,
+    )
+
+
+def _one_error_line(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert result.stderr.startswith("workbench: error: "), result.stderr
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    return result.stderr
+
+
+def _history_with_builds(state: Path, count: int) -> None:
+    with History(state) as history:
+        for _ in range(count):
+            history.create(_new())
+    # Fold the WAL into the main file, so that damage to it is damage to the data.
+    connection = sqlite3.connect(state / "history.sqlite3")
+    connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    connection.close()
+
+
+def test_a_partly_damaged_history_is_one_error_line(tmp_path: Path) -> None:
+    """The header is intact (the database opens) but the pages of `builds` are overwritten:
+    SQLite fails only when a query reaches them."""
+    state = tmp_path / "state"
+    _history_with_builds(state, 40)
+    database = state / "history.sqlite3"
+    with open(database, "r+b") as handle:
+        page = 4096
+        size = database.stat().st_size
+        for offset in range(2 * page, size, page):
+            handle.seek(offset)
+            handle.write(b"\xa5" * 64)
+    error = _one_error_line(_cli(state, "history"))
+    assert "the build history is damaged" in error
+    assert f"mv {database} {database}.damaged" in error
+
+
+def test_a_read_only_history_is_one_error_line(
+    shared_tmp: Path,  # noqa: F811
+    other_user: OtherUser,  # noqa: F811
+) -> None:
+    state = shared_tmp / "state"
+    _history_with_builds(state, 2)
+    for path in [state, *state.iterdir()]:
+        os.chown(path, other_user.uid, other_user.gid)
+    (state / "history.sqlite3").chmod(0o400)
+    checkout = shared_tmp / "checkout"
+    (checkout / ".git").mkdir(parents=True)
+    os.chown(checkout, other_user.uid, other_user.gid)
+    listed = other_user.workbench("--state-dir", str(state), "history", "--json")
+    assert listed.returncode == 0, listed.stderr  # reading still works
+    result = other_user.workbench("--state-dir", str(state), "run", "--", "true", cwd=checkout)
+    error = _one_error_line(result)
+    assert "the build history is read-only" in error and "chmod u+w" in error
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 2 MB tmpfs (needs root, as the suite runs in CI)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root (the suite runs as root in CI)")
+    if shutil.which("mount") is None:
+        pytest.skip("needs mount(8)")
+    disk = tmp_path / "disk"
+    disk.mkdir(mode=0o700)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", str(disk)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield disk
+    finally:
+        if subprocess.run(["umount", str(disk)], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", str(disk)], capture_output=True)
+
+
+def test_database_or_disk_is_full_is_one_error_line(small_disk: Path, tmp_path: Path) -> None:
+    state = small_disk / "state"
+    _history_with_builds(state, 1)
+    filler = small_disk / "filler"
+    with open(filler, "wb") as handle:
+        try:
+            while True:
+                handle.write(b"\0" * 65536)
+                handle.flush()
+        except OSError:
+            pass
+    checkout = tmp_path / "checkout"
+    (checkout / ".git").mkdir(parents=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "workbench", "--state-dir", str(state), "run", "--", "true"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=checkout,
+        check=False,
+    )
+    error = _one_error_line(result)
+    assert "full" in error and ("free space" in error or "df -h" in error)
+    filler.unlink()
+    again = subprocess.run(
+        [sys.executable, "-m", "workbench", "--state-dir", str(state), "run", "--", "true"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=checkout,
+        check=False,
+    )
+    assert again.returncode == 0, again.stderr  # space returned: it works again
