@@ -965,3 +965,60 @@ def test_architecture_spellings_mean_the_same_as_on_the_python_side(tmp_path):
             from_python.append(None)
     assert from_nix == from_python
     assert from_python.count(None) >= 4  # the refusals are compared too
+
+
+# --- every variant and flavour at once ------------------------------------------------------------
+
+
+def test_every_variant_and_flavour_against_the_faithful_standin(tmp_path):
+    series = (REPO / "patches" / "series.toml").read_text()
+    configs, patches = repo_copy(
+        tmp_path, series, {name: f"{name}.patch" for name in STATIC_SERIES}
+    )
+    everything = probe_json(tmp_path, "variants", configs, patches)
+    matrix = load_matrix(CONFIGS)
+    variants = expand(matrix)
+    assert set(everything) == {v.name for v in variants}
+    for variant in variants:
+        record = everything[variant.name]
+        if variant.toolkit is not None and not variant.toolkit.at_pin:
+            assert set(record) == {"spec", "unavailable"}, variant.name
+            continue
+        cpp_record, python = record["cpp"], record["python"]
+        attrs, derived = cpp_record["attrs"], cpp_record["derived"]
+        flags = attrs["cmakeFlags"]
+        isa = list(variant.isa.flags)
+        python_set = f"python{variant.python.replace('.', '')}Packages"
+        assert cpp_record["overrideArgs"]["python3Packages"] == f"<{python_set}>", variant.name
+        assert python["standin"] == f"{python_set}.onnxruntime"
+        if variant.toolkit is not None:
+            assert cpp_record["overrideArgs"]["cudaPackages"] == f"<{variant.toolkit.nixpkgs_attr}>"
+            assert cmake_values(flags, "CMAKE_CUDA_ARCHITECTURES") == [variant.sm.cmake_arch]
+            assert cmake_values(flags, "onnxruntime_NVCC_THREADS") == ["1"]
+            assert derived["compileLines"]["cudaHost"] == ["-O3"], variant.name
+            assert attrs["requiredSystemFeatures"] == ["big-parallel"]
+            assert derived["violatesDisallowedRequisites"] is False
+        else:
+            assert cpp_record["overrideArgs"]["cudaSupport"] is False
+            assert cmake_values(flags, "CMAKE_CUDA_ARCHITECTURES") == []
+            assert derived["compileLines"]["cudaHost"] is None
+        # ISA flags in C and C++ compiles only, before CMake's Release -O3.
+        for kind in ("c", "cxx"):
+            assert derived["compileLines"][kind] == [*isa, "-O3", "-DNDEBUG"], variant.name
+        assert "NIX_CFLAGS_COMPILE" not in derived["environment"]
+        # Nothing of the ISA runs on the build machine.
+        assert derived["runsTestsAtBuild"] is False
+        assert cmake_values(flags, "onnxruntime_BUILD_UNIT_TESTS") == ["FALSE"]
+        assert python["derived"]["runsImportCheckAtBuild"] is False
+        assert python["attrs"]["meta"]["platforms"] == [variant.platform]
+    for flavour in matrix.flavours:
+        record = probe_json(tmp_path, f"flavours.{flavour.attr}", configs, patches)
+        flags = record["attrs"]["cmakeFlags"]
+        assert record["overrideArgs"]["cudaSupport"] is flavour.cuda
+        shared = "TRUE" if flavour.shared else "FALSE"
+        assert cmake_values(flags, "onnxruntime_BUILD_SHARED_LIB") == [shared]
+        lto = cmake_values(flags, "onnxruntime_ENABLE_LTO")
+        assert lto == ["FALSE"], flavour.name  # static: off by us; CUDA 12.9: off by nixpkgs
+        assert record["derived"]["violatesDisallowedRequisites"] is False
+        if flavour.cuda:
+            assert record["overrideArgs"]["cudaPackages"] == "<cudaPackages_12_9>"
