@@ -165,7 +165,10 @@ def _launch_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _say(text: str) -> None:
-    print(f"workbench: {text}", file=sys.stderr, flush=True)
+    from workbench.logs.visible import visible_lines
+
+    # What we say quotes commands, names and notes: no control character of theirs may act.
+    print(f"workbench: {visible_lines(text)}", file=sys.stderr, flush=True)
 
 
 def _state(args: argparse.Namespace) -> Path:
@@ -471,8 +474,6 @@ def run_attach(args: argparse.Namespace) -> int:
 
 def run_logs(args: argparse.Namespace) -> int:
     """`workbench logs ID [--follow] [--raw]`."""
-    from workbench.supervision.follow import LogReader
-
     history = _history(args)
     record = history.get(args.id)
     path = Path(record.log_path)
@@ -487,17 +488,17 @@ def run_logs(args: argparse.Namespace) -> int:
         return 0
     if args.follow and record.active:
         return _follow(args, history, record.id, backlog=False)
-    reader = LogReader(path)
-    while True:
-        before = reader.offset
-        lines = reader.read()
-        if lines:
-            sys.stdout.write("\n".join(lines) + "\n")
-        if reader.offset == before:
-            break
-    rest = reader.rest()
-    if rest:
-        sys.stdout.write("\n".join(rest) + "\n")
+    from workbench.logs.stream import readable_blocks
+
+    # Streamed block by block: constant memory, and plain output at the speed of --raw.
+    sys.stdout.flush()
+    try:
+        with open(path, "rb") as handle:
+            for block in readable_blocks(handle):
+                sys.stdout.buffer.write(block)
+    except FileNotFoundError:
+        pass
+    sys.stdout.buffer.flush()
     return 0
 
 

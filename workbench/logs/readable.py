@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from workbench.logs.line_index import severity
-from workbench.logs.visible import terminal_text
+from workbench.logs.visible import terminal_text, visible
 from workbench.progress.nix_log import (
     ACT_BUILD,
     ACT_BUILDS,
@@ -182,5 +182,5 @@ class DerivationNames(dict[str, str]):
             return 0
         if not isinstance(activity, int):
             return 0
-        self[str(activity)] = derivation_name(fields[0])
+        self[str(activity)] = visible(derivation_name(fields[0]))
         return 1

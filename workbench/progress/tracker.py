@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from json.decoder import scanstring
 from typing import Any
 
-from workbench.logs.visible import terminal_text
+from workbench.logs.visible import terminal_text, visible
 from workbench.progress import nix_log
 from workbench.progress.nix_log import (
     ACT_BUILD,
@@ -479,7 +479,8 @@ class ProgressTracker:
         if shown is None:
             return None
         source, text = shown
-        return text if source is None else f"{source}> {text}"
+        # A real store name has no control character; one from a forged event may.
+        return text if source is None else f"{visible(source)}> {text}"
 
     def _render_event(self, value: dict[str, Any]) -> tuple[str | None, str] | None:
         action = value.get("action")

@@ -63,7 +63,7 @@ class LogReader:
         try:
             with open(self.path, "rb") as handle:
                 handle.seek(self.offset)
-                data = handle.read(64 * _CHUNK)
+                data = handle.read(4 * _CHUNK)  # bounded: a 2 GB backlog is read in steps
         except FileNotFoundError:
             return []
         if not data:

@@ -1,0 +1,96 @@
+"""`workbench logs` (the readable form) as a stream: constant memory, plain output at copy speed.
+
+The readable form of a line is what `nix build -L` would print (a builder's line as
+`name> text`, Nix's bookkeeping left out) with terminal rewrites resolved and every control
+character made visible (`logs.visible`). Most lines of a plain build's log (ninja, make, cmake)
+are already that: a block of lines with no `@nix ` event, no control byte and valid UTF-8 is
+written as it is, checked by three passes in C. Only other blocks go line by line. The file is
+read in blocks of `BLOCK` bytes, so memory does not grow with the log.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import BinaryIO
+
+from workbench.logs.visible import terminal_text
+from workbench.progress import ProgressTracker
+
+BLOCK = 1 << 20
+# A line longer than this without a newline is shown in pieces (memory stays bounded).
+MAX_LINE = 8 * BLOCK
+# Results never name a derivation; every other event may (a start, in whatever key order).
+_RESULT_EVENT = '@nix {"action":"result"'
+# Bytes that make a block need the line-by-line path: C0 controls but tab and newline, DEL,
+# and UTF-8's encoding of the C1 controls (U+0080-U+009F).
+_SPECIAL_BYTES = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]")
+
+
+class ReadableStream:
+    """Turns a log's bytes, block by block, into the readable form (UTF-8 bytes)."""
+
+    def __init__(self) -> None:
+        # Only for the derivation names of builder lines: fed the `start` events alone.
+        self._names = ProgressTracker()
+        self._pending = b""
+
+    def feed(self, data: bytes) -> bytes:
+        """Readable bytes for the complete lines of `data` (a partial last line waits)."""
+        if self._pending:
+            data = self._pending + data
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            if len(data) <= MAX_LINE:
+                self._pending = data
+                return b""
+            self._pending = b""  # a runaway line: show what there is as one line
+            return self._block(data + b"\n")
+        self._pending = data[cut + 1 :]
+        return self._block(data[: cut + 1])
+
+    def close(self) -> bytes:
+        """The last line when the log does not end with a newline."""
+        rest, self._pending = self._pending, b""
+        return self._block(rest + b"\n") if rest else b""
+
+    def _block(self, block: bytes) -> bytes:
+        """Complete lines (ending with a newline) → their readable form."""
+        if b"@nix " not in block and _SPECIAL_BYTES.search(block) is None:
+            try:
+                block.decode("utf-8")
+            except UnicodeDecodeError:
+                pass
+            else:
+                return block  # already readable: the copy-speed path
+        return self._lines(block.decode("utf-8", "replace"))
+
+    def _lines(self, text: str) -> bytes:
+        names = self._names
+        shown: list[str] = []
+        append = shown.append
+        for line in text.split("\n")[:-1]:
+            if line.startswith("@nix "):
+                if not line.startswith(_RESULT_EVENT):
+                    names.feed(line)  # learns which activity builds which derivation
+                rendered = names.render_line(line)
+                if rendered is not None:
+                    append(rendered)
+            else:
+                append(terminal_text(line.rstrip("\r")))
+        if not shown:
+            return b""
+        shown.append("")
+        return "\n".join(shown).encode("utf-8", "replace")
+
+
+def readable_blocks(source: BinaryIO, block: int = BLOCK) -> Iterator[bytes]:
+    """The readable form of everything `source` holds, as UTF-8 blocks."""
+    stream = ReadableStream()
+    while data := source.read(block):
+        out = stream.feed(data)
+        if out:
+            yield out
+    out = stream.close()
+    if out:
+        yield out
