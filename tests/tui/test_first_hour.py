@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from recorded_host import recorded_doctor
 from textual.command import CommandPalette
-from textual.widgets import Static
+from textual.widgets import DataTable, Static
+from textual.widgets._footer import FooterKey
 from tui.driving import wait_until
 
 from workbench.tui.app import WorkbenchApp, make_app
@@ -145,18 +146,23 @@ async def test_every_screen_offers_its_keys_in_the_palette_and_the_help(
         await pilot.press("s")
         await pilot.pause()
         assert await palette_titles(app, "save")
-        assert await palette_titles(app, "hist")
-        # `?` opens the help, made from the settings screen's own bindings.
-        await pilot.press("question_mark")
-        await pilot.pause()
-        assert isinstance(app.screen, HelpScreen)
-        names = [row.name for row in app.screen.rows]
-        assert "Save" in names and "History" in names and "Quit" in names
-        await pilot.press("escape")
-        await pilot.pause()
+        # A text field has the focus (h types an h), yet the palette still leads to History.
+        assert "History" in await palette_titles(app, "history")
+        # F1 opens the help (? would be typed into the field), made from the screen's bindings.
         await pilot.press("f1")
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
+        names = [row.name for row in app.screen.rows]
+        assert "Save" in names and "Back" in names and "Quit" in names
+        assert not any("cursor" in row.help for row in app.screen.rows)  # the field's own keys
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("escape")  # leaves the settings: nothing was changed, nothing asked
+        await pilot.pause()
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        assert "Report" in [row.name for row in app.screen.rows]  # the history's keys
         await pilot.press("escape")
 
 
@@ -183,3 +189,191 @@ async def test_the_help_lists_each_key_with_what_it_does(config_copy: Path, tmp_
         assert rows["Patches"].key == "p"
         assert rows["Help"].key.startswith("?")
         del pilot
+
+
+# -- 80x24 is a first-class size -----------------------------------------------------------
+
+
+def footer_keys(app: WorkbenchApp) -> list[FooterKey]:
+    return list(app.screen.query(FooterKey))
+
+
+def assert_footer_whole(app: WorkbenchApp, width: int) -> None:
+    """Every key the footer shows lies wholly on the terminal, help and quit among them."""
+    keys = footer_keys(app)
+    assert keys
+    for key in keys:
+        assert key.region.right <= width, f"{key.key_display} {key.description} is cut off"
+    actions = {key.action for key in keys}
+    assert {"help", "quit"} <= actions or "app.quit" in actions or "help" in actions
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_the_variants_table_and_footer_fit_the_terminal(
+    config_copy: Path, tmp_path: Path, size: tuple[int, int]
+) -> None:
+    app = app_on(config_copy, tmp_path)
+    async with app.run_test(size=size) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        await pilot.pause()
+        table = app.screen.query_one("#variants", DataTable)
+        labels = [str(column.label) for column in table.columns.values()]
+        assert "ISA" in labels and "last build" in labels
+        # Every column fits beside the scrollbar: nothing is pushed off to the right.
+        used = sum(column.get_render_width(table) for column in table.columns.values())
+        assert used <= table.scrollable_content_region.width
+        if size[0] < 120:
+            assert "py313-cuda12_9-sm90-avx512" in table.get_row_at(table.cursor_row)
+        else:
+            assert labels[3:5] == ["CUDA", "Py"]
+        assert_footer_whole(app, size[0])
+        shown = {key.action for key in footer_keys(app)}
+        assert {"build", "toggle_mark", "sample_build", "help", "quit"} <= shown
+        if size[0] >= 160:
+            assert {"patches", "settings", "history"} <= shown  # every main key at 160
+        newcomer = text_of(app.screen.query_one("#newcomer", Static))
+        assert len(newcomer) <= size[0] - 2  # the hint line is never cut
+
+
+async def test_history_shows_the_start_time_at_80_columns(config_copy: Path, tmp_path: Path):
+    from tui.fixed_history import NOW, frozen_clock, write_history
+
+    from workbench.tui.history_screen import started_text
+
+    write_history(tmp_path / "state")
+    app = make_app(
+        str(config_copy), str(tmp_path / "state"), doctor=recorded_doctor(), clock=frozen_clock
+    )
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.press("h")
+        await wait_until(pilot, "the history", lambda: getattr(app.screen, "loads", 0) > 0)
+        table = app.screen.query_one("#history-table", DataTable)
+        newest = str(table.get_row_at(0)[-1])
+        # The newest build started today: its time of day, not a date cut to "2026-01-01".
+        assert newest == started_text(app.screen.rows[-1].started, NOW) or ":" in newest
+        assert len(newest) <= 11
+        used = sum(column.get_render_width(table) for column in table.columns.values())
+        assert used <= table.scrollable_content_region.width
+        assert_footer_whole(app, 80)
+    assert started_text(NOW - 600, NOW).count(":") == 1  # today: the time of day
+    later = NOW + 40 * 86400  # the same year: month and day, no year
+    assert started_text(NOW, later) == time.strftime("%m-%d %H:%M", time.localtime(NOW))
+    assert started_text(NOW - 3 * 86400, NOW).startswith("2025-12-")  # last year: all of it
+
+
+# -- the header and the settings say what will run -----------------------------------------
+
+
+async def test_the_header_shows_the_settings_in_force_beside_the_recommendation(
+    config_copy: Path, tmp_path: Path
+) -> None:
+    from workbench.configs.settings import set_settings
+
+    app = app_on(config_copy, tmp_path)
+    set_settings(config_copy, app.matrix, {"ninja_jobs": 6, "nvcc_threads": 8})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        summary = text_of(app.screen.query_one("#host-summary", Static))
+        advice = app.report.parallelism
+        assert "Jobs 6 × 8 nvcc threads (settings.toml)" in summary
+        assert f"recommended {advice.jobs} × {advice.nvcc_threads}" in summary
+        assert "GiB free" in summary and " GB" not in summary
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_settings_focus_the_first_field_say_on_and_off_and_ask_before_discarding(
+    config_copy: Path, tmp_path: Path, size: tuple[int, int]
+) -> None:
+    from textual.widgets import Input, Label, Switch
+
+    from workbench.tui.settings_screen import ConfirmDiscard, SettingsScreen
+
+    path = config_copy / "settings.toml"
+    before = path.read_text()
+    app = app_on(config_copy, tmp_path)
+    async with app.run_test(size=size) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.press("s")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, SettingsScreen)
+        assert app.focused is screen.query_one("#field-ninja_jobs", Input)
+        await pilot.press("ctrl+u", "8")  # typed straight away: the field has the focus
+        await pilot.pause()
+        assert screen.changes() == {"ninja_jobs": 8}
+        ccache = screen.query_one("#field-ccache", Switch)
+        state = screen.query_one("#state-ccache", Label)
+        assert str(state.render()) == ("on" if ccache.value else "off")
+        ccache.toggle()
+        await pilot.pause()
+        assert str(state.render()) == ("on" if ccache.value else "off")
+        # Every key of settings.toml is on the form, the per-job memory figures included.
+        for key in ("cxx_job_memory_gb", "cuda_job_memory_gb", "nvcc_host_isa_flags"):
+            assert screen.query(f"#field-{key}")
+        screen.query_one("#field-cuda_job_memory_gb", Input).value = "3.5"
+        await pilot.pause()
+        assert screen.changes()["cuda_job_memory_gb"] == 3.5
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmDiscard)  # not silently dropped
+        await pilot.press("escape")  # keep editing
+        await pilot.pause()
+        assert app.screen is screen and screen.changes()
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("d")  # discard
+        await pilot.pause()
+        assert not isinstance(app.screen, SettingsScreen | ConfirmDiscard)
+    assert path.read_text() == before
+
+
+async def test_leaving_settings_can_save_them(config_copy: Path, tmp_path: Path) -> None:
+    from textual.widgets import Input
+
+    path = config_copy / "settings.toml"
+    app = app_on(config_copy, tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.press("s")
+        await pilot.pause()
+        app.screen.query_one("#field-cxx_job_memory_gb", Input).value = "0.5"
+        await pilot.pause()
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("s")  # save
+        await pilot.pause()
+        assert type(app.screen).__name__ == "VariantsScreen"
+    assert "cxx_job_memory_gb = 0.5" in path.read_text()
+
+
+# -- graphs --------------------------------------------------------------------------------
+
+
+async def test_the_memory_graph_scales_to_the_builds_peak_and_names_the_host_total() -> None:
+    from textual.app import App, ComposeResult
+
+    from workbench.tui.build_screen import memory
+    from workbench.tui.widgets.time_graph import TimeGraph
+
+    mib, gib = 1024**2, 1024**3
+
+    class GraphApp(App[None]):
+        def compose(self) -> ComposeResult:
+            yield TimeGraph("Memory", memory, 0.0, limit_fraction=0.9, autoscale=True)
+
+    app = GraphApp()
+    async with app.run_test(size=(60, 10)) as pilot:
+        graph = app.query_one(TimeGraph)
+        for value in (100 * mib, 500 * mib, 900 * mib, 300 * mib):
+            graph.add(value, 22 * gib)
+        await pilot.pause()
+        lines = str(graph.render()).splitlines()
+        assert "peak 900Mi" in lines[0] and "of 22.0Gi" in lines[0]
+        assert lines[1].strip().startswith("1.0Gi")  # the scale: the peak's, not 22 GiB's
+        # The peak's column reaches the top rows: not a flat line at the bottom.
+        top_rows = "".join(lines[1:3])
+        assert any(block in top_rows for block in "▅▆▇█")
+        assert all(len(line) <= 60 for line in lines)

@@ -29,13 +29,14 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
-from textual.widgets import Button, Footer, Header, Input, ProgressBar, Static
+from textual.widgets import Button, Header, Input, ProgressBar, Static
 
 from workbench.errors import WorkbenchError
 from workbench.logs.visible import visible
 from workbench.supervision.follow import duration, outcome_line, progress_text
 from workbench.supervision.history import BuildRecord, History, Sampled
 from workbench.tui.screen_commands import ScreenCommands
+from workbench.tui.widgets.key_footer import KeyFooter
 from workbench.tui.widgets.log_view import LogView
 from workbench.tui.widgets.process_table import ProcessRow, ProcessTable
 from workbench.tui.widgets.time_graph import TimeGraph
@@ -257,12 +258,12 @@ def percent(value: float) -> str:
 
 
 def memory(value: float) -> str:
-    """Bytes, short enough for the graph's axis: "87M", "3.1G", "251G"."""
+    """Bytes in binary units, short enough for the graph's axis: "87Mi", "3.1Gi", "251Gi"."""
     if value < 1024**3:
-        return f"{value / 1024**2:.0f}M"
+        return f"{value / 1024**2:.0f}Mi"
     if value < 100 * 1024**3:
-        return f"{value / 1024**3:.1f}G"
-    return f"{value / 1024**3:.0f}G"
+        return f"{value / 1024**3:.1f}Gi"
+    return f"{value / 1024**3:.0f}Gi"
 
 
 # -- screens ---------------------------------------------------------------------------------------
@@ -408,14 +409,16 @@ class BuildScreen(Screen[None]):
             yield Static("", id="build-progress-text")
         yield Static("", id="build-stall")
         with Horizontal(id="build-graphs"):
-            yield TimeGraph("CPU (all cores)", percent, 100.0, id="build-cpu")
+            yield TimeGraph("CPU", percent, 100.0, id="build-cpu")
             # Its scale (RSS plus what is still available) comes with the first sample.
-            yield TimeGraph("Memory (RSS)", memory, 0.0, limit_fraction=0.9, id="build-memory")
+            yield TimeGraph(
+                "Memory", memory, 0.0, limit_fraction=0.9, autoscale=True, id="build-memory"
+            )
         with Vertical(id="build-panes"):
             yield ProcessTable(id="build-processes")
             yield LogView(id="build-log")
         yield Input(placeholder="search the log (Enter finds, Esc closes)", id="build-search")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.sub_title = f"build #{self.build_id}"
@@ -424,8 +427,8 @@ class BuildScreen(Screen[None]):
         cpu_tip = "CPU the build's processes use, as a share of all cores, once a second"
         self.query_one("#build-cpu").tooltip = cpu_tip
         self.query_one("#build-memory").tooltip = (
-            "Total RSS of the build's processes; full scale: that plus the memory still "
-            "available (host or cgroup); near the top it turns to the warning colour"
+            "Total RSS of the build's processes, scaled to its own peak; 'of' is that plus "
+            "the memory still available (host or cgroup); near that it turns to warning colour"
         )
         self.add_class("-processes-pane")
         self.query_one("#build-processes", ProcessTable).focus()

@@ -25,7 +25,7 @@ from textual.containers import Container, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 from textual.worker import get_current_worker
 
 from workbench.debugging.capture import CaptureOptions
@@ -38,6 +38,7 @@ from workbench.debugging.procfs import STATE_WORDS
 from workbench.debugging.report import KIND_TITLES, verdict_word
 from workbench.errors import WorkbenchError
 from workbench.tui.screen_commands import ScreenCommands
+from workbench.tui.widgets.key_footer import KeyFooter
 
 # Lines read on each side of a frame's line; the view shows as many of them as fit.
 SOURCE_RADIUS = 12
@@ -399,7 +400,7 @@ class DebugScreen(Screen[None]):
         with Container(id="debug-stack"):
             yield StackTable(id="debug-frames", cursor_type="row")
             yield SourceView(id="debug-source")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.sub_title = f"debug · process {self.target_pid}"

@@ -12,9 +12,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Header, Static
 
 from workbench.errors import ConfigError
+from workbench.tui.widgets.key_footer import KeyFooter
 
 # "configs/settings.toml:18:16: malformed TOML: ..." or "/x/history.sqlite3: ..."
 _WHERE = re.compile(r"^(?P<where>[^\s:]+\.(?:toml|sqlite3|json|patch)(?::\d+){0,2}): (?P<what>.*)$")
@@ -71,7 +72,7 @@ class ErrorScreen(Screen[None]):
             yield Static(Text.assemble(("What: ", "bold"), self.text.what), id="error-what")
             yield Static(Text.assemble(("Where: ", "bold"), self.text.where), id="error-where")
             yield Static(Text.assemble(("What to do: ", "bold"), self.text.todo), id="error-todo")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.sub_title = "error"

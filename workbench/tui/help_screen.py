@@ -44,6 +44,8 @@ def key_help_bindings(screen: Screen) -> list[tuple[str, str, str, str, DOMNode]
         which = (binding.action, id(found.node))
         if binding.system or not binding.description or which in done:
             continue
+        if not binding.show and found.node not in (screen, app):
+            continue  # a widget's own editing keys (an Input's cursor moves): not the screen's
         done.add(which)
         shown = " ".join(app.get_key_display(Binding(k, binding.action)) for k in keys[which])
         tooltip = binding.tooltip or found.tooltip or binding.description

@@ -20,13 +20,15 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 
 from workbench.errors import WorkbenchError
 from workbench.logs.visible import visible, visible_lines
 from workbench.supervision.follow import duration, size
 from workbench.supervision.history import History, database_path
 from workbench.tui import clock
+from workbench.tui.names import short_target
+from workbench.tui.widgets.key_footer import KeyFooter
 
 HISTORY_LIMIT = 500
 RELOAD_WHILE_RUNNING_S = 2.0
@@ -82,16 +84,13 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("jobs", "jobs"),
     ("started", "started"),
 )
+# Below WIDE_COLUMNS cells the measurements the report has anyway give way (`r` shows them).
+NARROW_KEYS = ("mark", "id", "build", "state", "time", "started")
+WIDE_COLUMNS = 100
 SORT_KEYS = ("id", "build", "state", "time", "peak", "cpu", "jobs", "started")
 _TEXT_KEYS = {"build", "state"}
-# Every matrix variant's name starts so; the table leaves it out to keep 80 columns readable.
-VARIANT_PREFIX = "onnxruntime-python"
-
-
-def short_label(label: str) -> str:
-    """A build's label as the table shows it: "onnxruntime-python313-cuda12_9-sm90-avx512" is
-    "py313-cuda12_9-sm90-avx512"; anything else as it is."""
-    return "py" + label[len(VARIANT_PREFIX) :] if label.startswith(VARIANT_PREFIX) else label
+# The table leaves the common prefix of variant names out to keep 80 columns readable.
+short_label = short_target
 
 
 def sort_value(row: HistoryRow, key: str) -> Any:
@@ -109,9 +108,22 @@ def sort_value(row: HistoryRow, key: str) -> Any:
     return values[key]
 
 
+def started_text(started: float | None, now: float) -> str:
+    """When a build started, short enough for 80 columns: "14:05" today, "01-01 09:00" this
+    year, the whole date before."""
+    if not started:
+        return "-"
+    when, today = time.localtime(started), time.localtime(now)
+    if when[:3] == today[:3]:
+        return time.strftime("%H:%M", when)
+    if when.tm_year == today.tm_year:
+        return time.strftime("%m-%d %H:%M", when)
+    return time.strftime("%Y-%m-%d %H:%M", when)
+
+
 def cells(row: HistoryRow, marked: bool, now: float | None = None) -> tuple[str, ...]:
     """The table's cells for one build."""
-    started = time.strftime("%Y-%m-%d %H:%M", time.localtime(row.started)) if row.started else "-"
+    started = started_text(row.started, now or time.time())
     elapsed = row.duration_s
     if elapsed is None and row.active and row.started:
         elapsed = max(0.0, (now or time.time()) - row.started)
@@ -191,7 +203,7 @@ class ReportScreen(Screen[None]):
         yield Header()
         with VerticalScroll(id="report-scroll"):
             yield Static(Markdown(self.markdown), id="report-body")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.sub_title = self.title_text
@@ -272,18 +284,18 @@ class HistoryScreen(Screen[None]):
         self.sort_key = "id"
         self.descending = True
         self.loads = 0
+        self.narrow: bool | None = None  # which set of columns the table has
 
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static("", id="history-summary")
         yield DataTable(id="history-table", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.sub_title = "history"
         table = self.query_one("#history-table", DataTable)
-        for label, key in COLUMNS:
-            table.add_column(label, key=key)
+        self._set_columns(self.app.size.width < WIDE_COLUMNS)
         table.focus()
         self.load()
         self.set_interval(RELOAD_WHILE_RUNNING_S, self._reload_if_running)
@@ -313,6 +325,22 @@ class HistoryScreen(Screen[None]):
         self.marked = [build_id for build_id in self.marked if build_id in known]
         self._fill()
 
+    def on_resize(self) -> None:
+        narrow = self.size.width < WIDE_COLUMNS
+        if narrow != self.narrow:
+            self._set_columns(narrow)
+
+    def _set_columns(self, narrow: bool) -> None:
+        """The wide or the narrow set of columns, then the rows again."""
+        self.narrow = narrow
+        table = self.query_one("#history-table", DataTable)
+        table.clear(columns=True)
+        for label, key in COLUMNS:
+            if not narrow or key in NARROW_KEYS:
+                table.add_column(label, key=key)
+        if self.rows:
+            self._fill()
+
     def _fill(self) -> None:
         table = self.query_one("#history-table", DataTable)
         highlighted = self.highlighted_id()
@@ -321,7 +349,10 @@ class HistoryScreen(Screen[None]):
         for row in sorted(
             self.rows, key=lambda r: sort_value(r, self.sort_key), reverse=self.descending
         ):
-            table.add_row(*cells(row, row.id in self.marked, at), key=str(row.id))
+            keys = (key for _, key in COLUMNS)
+            every = dict(zip(keys, cells(row, row.id in self.marked, at), strict=True))
+            shown = [every[str(key.value)] for key in table.columns]
+            table.add_row(*shown, key=str(row.id))
         if highlighted is not None and str(highlighted) in table.rows:
             table.move_cursor(row=table.get_row_index(str(highlighted)), animate=False)
         self._summarise()

@@ -17,13 +17,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Input, Label, Static
+from textual.widgets import DataTable, Header, Input, Label, Static
 
 from workbench.configs.matrix import Matrix
 from workbench.errors import WorkbenchError
 from workbench.patches.checking import ALREADY_APPLIED, APPLIES, PatchCheck, SeriesCheck
 from workbench.patches.series import Series, SeriesPatch, load_series, set_enabled, target_name
 from workbench.tui.screen_commands import ScreenCommands
+from workbench.tui.widgets.key_footer import KeyFooter
 
 STATUS_STYLE = {APPLIES: "green", ALREADY_APPLIED: "yellow"}
 
@@ -126,7 +127,7 @@ class PatchesScreen(Screen[None]):
         with VerticalScroll(id="patch-detail"):
             yield Static(id="patch-description")
             yield Static(id="patch-diff")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.sub_title = f"patches for {self.target}"

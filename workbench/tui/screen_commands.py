@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from functools import partial
 
+from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 Command = tuple[str, str, Callable[[], object]]
@@ -23,11 +24,19 @@ class ScreenCommands(Provider):
         for title, help_text, callback in getattr(screen, "palette_commands", list)():
             seen.add(title)
             yield title, help_text, callback
+        actions: set[str] = set()
         for key, description, tooltip, action, node in key_help_bindings(screen):
             title = f"{description} ({key})"
+            actions.add(action)
             if title not in seen:
                 seen.add(title)
                 yield title, tooltip, partial(self.app.run_action, action, node)
+        # The app's navigation even where a text field takes its keys (the settings form).
+        for binding in self.app.BINDINGS:
+            if isinstance(binding, Binding) and binding.action not in actions:
+                actions.add(binding.action)
+                run = partial(self.app.run_action, binding.action, self.app)
+                yield binding.description, binding.tooltip or binding.description, run
 
     async def discover(self) -> Hits:
         for title, help_text, callback in self._commands():

@@ -8,9 +8,9 @@ from typing import Any
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
-from textual.screen import Screen
-from textual.widgets import Footer, Header, Input, Label, Select, SelectionList, Static, Switch
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Button, Header, Input, Label, Select, SelectionList, Static, Switch
 
 from workbench.configs.matrix import Matrix
 from workbench.configs.settings import (
@@ -25,8 +25,59 @@ from workbench.errors import ConfigError
 from workbench.host.doctor import DoctorReport
 from workbench.host.parallelism import GIB, estimated_peak_gb
 from workbench.paths import patches_dir
+from workbench.tui.widgets.key_footer import KeyFooter
 
 TEXT_KEYS = ("ninja_jobs", "nvcc_threads", "max_jobs", "cuda_architectures", "optimization_flags")
+SWITCH_KEYS = ("ccache", "nvcc_host_isa_flags")
+# Per-job memory (GiB, as the recommendation computes) used until builds of a target are measured.
+MEMORY_KEYS = ("cxx_job_memory_gb", "cuda_job_memory_gb")
+
+
+def on_off(value: bool) -> str:
+    """A switch's state in words, beside it: not told by colour only."""
+    return "on" if value else "off"
+
+
+class ConfirmDiscard(ModalScreen[str]):
+    """Unsaved edits on leaving: save them, discard them, or keep editing."""
+
+    BINDINGS = [
+        Binding("s", "answer('save')", "Save", id="discard.save"),
+        Binding("d", "answer('discard')", "Discard", id="discard.discard"),
+        Binding("escape,k", "answer('keep')", "Keep editing", id="discard.keep"),
+    ]
+    DEFAULT_CSS = """
+    ConfirmDiscard { align: center middle; }
+    #discard-dialog {
+        width: 70; max-width: 95%; height: auto;
+        border: thick $warning; background: $panel; padding: 1 2;
+    }
+    #discard-buttons { height: auto; margin-top: 1; }
+    #discard-buttons Button { margin-right: 1; }
+    """
+
+    def __init__(self, keys: list[str]) -> None:
+        super().__init__()
+        self.keys = keys
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="discard-dialog"):
+            yield Static(
+                Text(f"Unsaved changes: {', '.join(self.keys)}. Save them to settings.toml?")
+            )
+            with Horizontal(id="discard-buttons"):
+                yield Button("Save (s)", id="discard-save", variant="primary")
+                yield Button("Discard (d)", id="discard-discard", variant="error")
+                yield Button("Keep editing (esc)", id="discard-keep")
+
+    def on_mount(self) -> None:
+        self.query_one("#discard-save", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss((event.button.id or "discard-keep").removeprefix("discard-"))
+
+    def action_answer(self, answer: str) -> None:
+        self.dismiss(answer)
 
 
 class SettingsScreen(Screen[None]):
@@ -41,8 +92,15 @@ class SettingsScreen(Screen[None]):
             id="settings.save",
             tooltip="Write settings.toml, keeping its comments",
         ),
-        Binding("escape", "app.pop_screen", "Back", id="settings.back"),
+        Binding(
+            "escape",
+            "back",
+            "Back",
+            id="settings.back",
+            tooltip="Leave the settings (asks first when there are unsaved changes)",
+        ),
     ]
+    AUTO_FOCUS = "#field-ninja_jobs"
 
     def __init__(self, matrix: Matrix, config_directory: Path, report: DoctorReport | None) -> None:
         super().__init__()
@@ -82,12 +140,22 @@ class SettingsScreen(Screen[None]):
                     id="field-linkage",
                 ),
             )
-            yield from self._row("ccache", Switch(self.values["ccache"], id="field-ccache"))
+            for key in SWITCH_KEYS:
+                with Horizontal(classes="field-row"):
+                    yield Label(key, classes="field-label")
+                    yield Switch(self.values[key], id=f"field-{key}")
+                    yield Label(on_off(self.values[key]), id=f"state-{key}", classes="switch-state")
+                yield Static(SPECS[key].meaning, classes="field-meaning")
+                yield Static("", id=f"error-{key}", classes="field-error")
+            for key in MEMORY_KEYS:
+                yield from self._row(
+                    key, Input(self._text(key), id=f"field-{key}", placeholder="GiB")
+                )
             with Horizontal(classes="field-row"):
                 yield Label("patches", classes="field-label")
                 yield Static(self._patches_note(), id="patches-note", classes="field-note")
         yield Static(id="advice")
-        yield Footer()
+        yield KeyFooter()
 
     def _row(self, key: str, widget: Any) -> ComposeResult:
         with Horizontal(classes="field-row"):
@@ -175,7 +243,10 @@ class SettingsScreen(Screen[None]):
             self.query_one("#patches-note", Static).update(self._patches_note())
 
     def on_switch_changed(self, event: Switch.Changed) -> None:
-        self._check("ccache", event.value)
+        key = (event.switch.id or "").removeprefix("field-")
+        if key in SWITCH_KEYS:
+            self.query_one(f"#state-{key}", Label).update(on_off(event.value))
+            self._check(key, event.value)
 
     def changes(self) -> dict[str, Any]:
         """Keys whose checked value differs from the file's."""
@@ -191,19 +262,20 @@ class SettingsScreen(Screen[None]):
         lines = []
         advice = self.report.parallelism if self.report else None
         jobs = self.values["ninja_jobs"]
-        if jobs == "auto":
-            jobs = advice.jobs if advice else 1
         threads = self.values["nvcc_threads"] if cuda else 1
+        if jobs == "auto":
+            jobs = self._auto_jobs(int(threads), float(per_job), cuda)
         peak = estimated_peak_gb(int(jobs), int(threads), float(per_job))
         if advice:
             lines.append(
-                f"Recommended: {advice.jobs} jobs × {advice.nvcc_threads} nvcc threads "
-                f"({advice.limited_by})"
+                f"Recommended: {advice.jobs} jobs × {advice.nvcc_threads} nvcc "
+                f"{'thread' if advice.nvcc_threads == 1 else 'threads'} ({advice.limited_by})"
             )
-        line = f"Peak estimate: {jobs} jobs × {threads} threads × {per_job:g} GB = {peak:.1f} GB"
+        unit = "thread" if threads == 1 else "threads"
+        line = f"Peak estimate: {jobs} jobs × {threads} {unit} × {per_job:g} GiB = {peak:.1f} GiB"
         if self.report:
             available = self.report.hardware.memory.available / GIB
-            line += f" of {available:.1f} GB available"
+            line += f" of {available:.1f} GiB available"
             if peak > available:
                 line += "  [b]exceeds memory: expect an OOM kill (exit 137)[/b]"
         lines.append(line)
@@ -215,21 +287,53 @@ class SettingsScreen(Screen[None]):
         advice_widget.update("\n".join(lines))
         advice_widget.set_class(bool(self.errors) or peak > self._available(), "warning")
 
+    def _auto_jobs(self, threads: int, per_job: float, cuda: bool) -> int:
+        """What "auto" comes to for these threads and per-job figure (as `build` sizes it)."""
+        if self.report is None:
+            return 1
+        from workbench.host.parallelism import JobMemory, recommend
+
+        hardware = self.report.hardware
+        architectures = len(self.values["cuda_architectures"]) or 1
+        advice = recommend(
+            hardware.cpu.cores,
+            hardware.memory.available,
+            JobMemory(per_job, "settings"),
+            cuda,
+            architectures,
+            nvcc_threads=threads,
+        )
+        return advice.jobs
+
+    def action_back(self) -> None:
+        """Leave; unsaved (or invalid) edits are not dropped without asking."""
+        pending = list(self.changes()) + list(self.errors)
+        if not pending:
+            self.app.pop_screen()
+            return
+        self.app.push_screen(ConfirmDiscard(pending), self._leave_answered)
+
+    def _leave_answered(self, answer: str | None) -> None:
+        if answer == "discard" or (answer == "save" and self.action_save()):
+            self.app.pop_screen()
+
     def _available(self) -> float:
         return self.report.hardware.memory.available / GIB if self.report else float("inf")
 
-    def action_save(self) -> None:
+    def action_save(self) -> bool:
+        """Write the changes; whether there is nothing left unsaved."""
         if self.errors:
             self.notify("Fix the invalid values first: " + ", ".join(self.errors), severity="error")
-            return
+            return False
         changes = self.changes()
         if not changes:
             self.notify("Nothing to save")
-            return
+            return True
         try:
             self.saved = set_settings(self.config_directory, self.matrix, changes)
         except ConfigError as exc:
             self.notify(str(exc), severity="error", timeout=10, markup=False)
-            return
+            return False
         self.notify(f"Saved {', '.join(changes)} to settings.toml")
         self.update_advice()
+        return True

@@ -14,17 +14,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Input, Static
+from textual.widgets import DataTable, Header, Input, Static
 from textual.worker import get_current_worker
 
+from workbench.configs.availability import unavailable_reason
 from workbench.configs.matrix import Matrix
 from workbench.configs.variants import expand
 from workbench.tui import clock
+from workbench.tui.names import ago, short_target, took
+from workbench.tui.widgets.key_footer import KeyFooter
 
 if TYPE_CHECKING:
     from workbench.configs.settings import BuildSettings
@@ -33,9 +37,23 @@ if TYPE_CHECKING:
 # Longest wait for the first frame before the workers start anyway.
 FIRST_FRAME_WAIT_S = 5.0
 
-COLUMNS = ("", "", "target", "CUDA", "Py", "SM / GPUs", "ISA", "last build")
-COLUMN_KEYS = ("mark", "selected", "target", "cuda", "python", "sm", "isa", "last")
+# (label, key) of every column; below WIDE_COLUMNS cells the narrow set, in which the target's
+# name is shortened and the CUDA, Python and SM columns (all in the name) give way.
+COLUMNS = (
+    ("", "mark"),
+    ("", "selected"),
+    ("target", "target"),
+    ("CUDA", "cuda"),
+    ("Py", "python"),
+    ("SM / GPUs", "sm"),
+    ("ISA", "isa"),
+    ("last build", "last"),
+)
+NARROW_KEYS = ("mark", "selected", "target", "isa", "last")
+WIDE_COLUMNS = 120
 SORT_KEYS = ("target", "CUDA", "SM / GPUs", "ISA", "last build")
+_SORT_COLUMN = {"target": "target", "CUDA": "cuda", "SM / GPUs": "sm", "ISA": "isa"}
+_SORT_COLUMN["last build"] = "last"
 
 
 @dataclass(frozen=True)
@@ -48,6 +66,7 @@ class Row:
     sm: str
     isa: str
     caveat: str | None
+    unavailable: str | None = None  # why the nixpkgs pin cannot build it (CUDA 12.4)
 
 
 def matrix_rows(matrix: Matrix) -> list[Row]:
@@ -60,6 +79,7 @@ def matrix_rows(matrix: Matrix) -> list[Row]:
             f"{v.sm.name} {', '.join(v.sm.gpus[:2])}" if v.sm else "-",
             v.isa.name,
             v.caveat,
+            unavailable_reason(v, matrix),
         )
         for v in expand(matrix)
     ]
@@ -80,14 +100,38 @@ def matrix_rows(matrix: Matrix) -> list[Row]:
 def last_build_text(
     state: str, ended: float | None, duration: float | None, now: float | None = None
 ) -> str:
-    """ "ok 12m · 2h ago", "failed 3m · 5d ago", "running"."""
+    """ "ok 12m, 2h ago", "failed 45s, yesterday", "running"."""
     if ended is None:
         return state
-    minutes = (duration or 0) / 60
-    ago = (time.time() if now is None else now) - ended
-    when = f"{ago / 3600:.0f}h ago" if ago < 86400 * 2 else f"{ago / 86400:.0f}d ago"
     short = {"succeeded": "ok"}.get(state, state)
-    return f"{short} {minutes:.0f}m · {when}"
+    elapsed = (time.time() if now is None else now) - ended
+    return f"{short} {took(duration)}, {ago(max(0.0, elapsed))}"
+
+
+def settings_in_force(matrix: Matrix, settings: BuildSettings, report: DoctorReport) -> str:
+    """What settings.toml gives the next build: "6 × 8 nvcc threads (settings.toml)", or for
+    "auto" the jobs it comes to on this host: "auto = 32 × 1 nvcc thread"."""
+    from workbench.supervision.tuning import choose_jobs, default_job_memory
+
+    primary = report.selection.primary
+    if primary is not None:
+        cuda = primary.variant.toolkit is not None
+    else:
+        cuda = matrix.flavour(settings.linkage).cuda
+    threads = settings.nvcc_threads if cuda else 1
+    unit = "nvcc thread" if threads == 1 else "nvcc threads"
+    if settings.ninja_jobs != "auto":
+        return f"{settings.ninja_jobs} × {threads} {unit} (settings.toml)"
+    hardware = report.hardware
+    choice = choose_jobs(
+        settings,
+        None,
+        default_job_memory(settings, cuda),
+        hardware.cpu.cores,
+        hardware.memory.available,
+        cuda,
+    )
+    return f"auto = {choice.jobs} × {threads} {unit}"
 
 
 class VariantsScreen(Screen[None]):
@@ -152,6 +196,8 @@ class VariantsScreen(Screen[None]):
         self.marked: set[str] = set()
         self.last_builds: dict[str, str] = {}
         self.sort_index = -1
+        self.narrow: bool | None = None  # which set of columns the table has
+        self.in_force = ""  # the jobs and nvcc threads settings.toml gives builds
         # Set once the first frame is drawn; the slow lookups wait for it.
         self.drawn = threading.Event()
 
@@ -161,18 +207,16 @@ class VariantsScreen(Screen[None]):
             yield Static("Detecting GPUs, CPU and tools…", id="host-summary")
             yield Static("", id="recommendation")
             yield Static(
-                "b build · space mark several · p its patches · t build the sample project",
+                "b build · space mark · p patches · t sample build · ? every key",
                 id="newcomer",
             )
         yield Input(placeholder="/ filter: e.g. sm90 avx512", id="filter")
         yield DataTable(id="variants", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         table = self.query_one("#variants", DataTable)
-        for label, key in zip(COLUMNS, COLUMN_KEYS, strict=True):
-            table.add_column(label, key=key)
-        self._fill()
+        self._set_columns(self.app.size.width < WIDE_COLUMNS)
         table.focus()
         self.call_after_refresh(self._first_frame_drawn)
         self.detect()
@@ -190,6 +234,24 @@ class VariantsScreen(Screen[None]):
         self.drawn.wait(FIRST_FRAME_WAIT_S)
         return not get_current_worker().is_cancelled
 
+    def on_resize(self) -> None:
+        narrow = self.size.width < WIDE_COLUMNS
+        if narrow != self.narrow:
+            self._set_columns(narrow)
+
+    def _set_columns(self, narrow: bool) -> None:
+        """The wide or the narrow set of columns (see COLUMNS), then the rows again."""
+        self.narrow = narrow
+        table = self.query_one("#variants", DataTable)
+        highlighted = self._highlighted()
+        table.clear(columns=True)
+        for label, key in COLUMNS:
+            if not narrow or key in NARROW_KEYS:
+                table.add_column(label, key=key)
+        self._fill()
+        if highlighted is not None:
+            self._move_to(highlighted)
+
     def _fill(self) -> None:
         table = self.query_one("#variants", DataTable)
         words = self.query_one("#filter", Input).value.lower().split()
@@ -197,25 +259,38 @@ class VariantsScreen(Screen[None]):
         table.clear()
         rows = [row for row in self.rows if all(word in row.name for word in words)]
         if self.sort_index >= 0:
-            key = SORT_KEYS[self.sort_index]
-            rows.sort(key=lambda row: self._cells(row)[COLUMNS.index(key)])
+            key = _SORT_COLUMN[SORT_KEYS[self.sort_index]]
+            rows.sort(key=lambda row: self._cell_map(row)[key])
         for row in rows:
             table.add_row(*self._cells(row), key=row.name)
         if highlighted in table.rows:
             table.move_cursor(row=table.get_row_index(highlighted))
 
-    def _cells(self, row: Row) -> tuple[str, ...]:
-        mark = "★" if row.name in self.recommended else ("!" if row.caveat else "")
-        return (
-            mark,
-            "✓" if row.name in self.marked else "",
-            row.name,
-            row.cuda,
-            row.python,
-            row.sm,
-            row.isa,
-            self.last_builds.get(row.name, ""),
+    def _cell_map(self, row: Row) -> dict[str, str]:
+        mark = (
+            "★"
+            if row.name in self.recommended
+            else "✗"
+            if row.unavailable
+            else "!"
+            if row.caveat
+            else ""
         )
+        return {
+            "mark": mark,
+            "selected": "✓" if row.name in self.marked else "",
+            "target": short_target(row.name) if self.narrow else row.name,
+            "cuda": row.cuda,
+            "python": row.python,
+            "sm": row.sm.split(" ")[0] if self.narrow else row.sm,
+            "isa": row.isa,
+            "last": self.last_builds.get(row.name, ""),
+        }
+
+    def _cells(self, row: Row) -> tuple[str, ...]:
+        cells = self._cell_map(row)
+        table = self.query_one("#variants", DataTable)
+        return tuple(cells[str(key.value)] for key in table.columns)
 
     def _highlighted(self) -> str | None:
         table = self.query_one("#variants", DataTable)
@@ -233,7 +308,8 @@ class VariantsScreen(Screen[None]):
 
         settings = load_settings(self.config_directory, self.matrix)
         report = self.doctor(self.matrix, settings)
-        self.app.call_from_thread(self.show_report, report)
+        in_force = settings_in_force(self.matrix, settings, report)
+        self.app.call_from_thread(self.show_report, report, in_force)
 
     @work(thread=True, exclusive=True, group="last-builds")
     def load_last_builds(self) -> None:
@@ -258,8 +334,9 @@ class VariantsScreen(Screen[None]):
         self.last_builds = latest
         self._fill()
 
-    def show_report(self, report: DoctorReport) -> None:
+    def show_report(self, report: DoctorReport, in_force: str = "") -> None:
         self.app.report = report  # type: ignore[attr-defined]
+        self.in_force = in_force
         hardware = report.hardware
         gpu = hardware.gpu
         missing = [tool.name for tool in report.tools if not tool.found]
@@ -271,20 +348,20 @@ class VariantsScreen(Screen[None]):
         )
         best_isa = hardware.cpu.isas[-1] if hardware.cpu.isas else "no matrix ISA"
         # One line each (cut, not wrapped, when narrow): what is missing goes on the shorter one.
+        advice = report.parallelism
         lines = [
             gpu_line + (f" · missing: {', '.join(missing)}" if missing else ""),
-            f"CPU  {hardware.cpu.model} · {hardware.cpu.cores} cores · {best_isa} · "
-            f"{hardware.memory.available / 1024**3:.0f} GB free · "
-            f"{report.parallelism.jobs} jobs × {report.parallelism.nvcc_threads} nvcc threads",
+            f"CPU  {hardware.cpu.cores} cores · {best_isa} · "
+            f"{hardware.memory.available / 1024**3:.0f} GiB free · {hardware.cpu.model}",
+            # What a build will run with next to what this host would take: they may differ.
+            f"Jobs {in_force or '?'} · recommended {advice.jobs} × {advice.nvcc_threads} "
+            f"({advice.limited_by})",
         ]
-        self.query_one("#host-summary", Static).update("\n".join(lines))
+        self.query_one("#host-summary", Static).update(Text("\n".join(lines)))
         newcomer = self.query_one("#newcomer", Static)
         if "nix" in missing or not gpu.found:
-            what = "Nix is not installed" if "nix" in missing else "no NVIDIA GPU here"
-            newcomer.update(
-                f"{what}: press [b]t[/b] to build the bundled C++ sample project and watch the "
-                "build screen, graphs and history at work"
-            )
+            what = "No Nix here" if "nix" in missing else "No NVIDIA GPU here"
+            newcomer.update(f"{what}: t builds the bundled C++ sample project · ? every key")
         primary = report.selection.primary
         recommendation = self.query_one("#recommendation", Static)
         if primary is None:

@@ -31,6 +31,17 @@ def column_cells(fraction: float, rows: int) -> list[str]:
     return cells
 
 
+def nice_ceiling(value: float, unit: float = 1024**2) -> float:
+    """The smallest of 1, 1.5, 2, 3, 4, 6, 8 … × `unit` (each power of two and the point
+    halfway) at or above `value`: a scale that reads well and leaves the curve room."""
+    step = unit
+    while True:
+        for candidate in (step, step * 1.5):
+            if candidate >= value:
+                return candidate
+        step *= 2
+
+
 def time_label(seconds: float) -> str:
     """ "-45s", "-3m", "-2h" for a point `seconds` in the past."""
     if seconds < 120:
@@ -41,8 +52,12 @@ def time_label(seconds: float) -> str:
 
 
 class TimeGraph(Widget):
-    """One value over time, newest at the right; columns at `limit_fraction` of the full scale
-    or above are drawn in the limit colour (2.0, the default, never)."""
+    """One value over time, newest at the right; columns at `limit_fraction` of `maximum` or
+    above are drawn in the limit colour (2.0, the default, never).
+
+    With `autoscale` the plot's full scale follows the highest sample shown (a build using
+    0.5 GiB of a 22 GiB host is not a flat line) and `maximum`, the host's total, is named in
+    the title instead."""
 
     DEFAULT_CSS = """
     TimeGraph { height: 8; }
@@ -65,9 +80,11 @@ class TimeGraph(Widget):
         interval_s: float = 1.0,
         capacity: int = 4096,
         limit_fraction: float = 2.0,
+        autoscale: bool = False,
         id: str | None = None,
     ) -> None:
         super().__init__(id=id)
+        self.autoscale = autoscale
         self.title = title
         self.format_value = format_value
         self.maximum = maximum
@@ -115,32 +132,43 @@ class TimeGraph(Widget):
         title_style = self.get_component_rich_style("graph--title")
         # From the newest end: a deque is slow to index in the middle, and only what fits is read.
         shown = list(islice(reversed(self.samples), plot_width))[::-1]
-        text = Text(no_wrap=True, overflow="crop")
-        text.append(f"{self.title}  ", title_style)
+        scale = self.maximum
+        if self.autoscale and shown:
+            scale = nice_ceiling(max(shown))
+            if self.maximum > 0:
+                scale = min(scale, self.maximum)
+        heading = Text(no_wrap=True, overflow="crop")
+        heading.append(f"{self.title}  ", title_style)
         if shown:
             latest = self.format_value(shown[-1])
-            text.append(f"{'now' if self.live else 'last'} {latest}", axis)
-            text.append(f" of {self.format_value(self.maximum)}\n", axis)
+            heading.append(f"{'now' if self.live else 'last'} {latest}", axis)
+            if self.autoscale:
+                heading.append(f", peak {self.format_value(max(shown))}", axis)
+            heading.append(f" of {self.format_value(self.maximum)}", axis)
         else:
-            text.append("no samples yet\n" if self.live else "no samples recorded\n", axis)
-        fractions = [v / self.maximum if self.maximum else 0.0 for v in shown]
+            heading.append("no samples yet" if self.live else "no samples recorded", axis)
+        heading.truncate(width, overflow="ellipsis")  # one line, whatever the width
+        text = Text(no_wrap=True, overflow="crop")
+        text.append_text(heading)
+        text.append("\n")
+        fractions = [v / scale if scale else 0.0 for v in shown]
         columns = [column_cells(fraction, rows) for fraction in fractions]
-        # Runs of columns near the full scale (memory running out) take the limit colour.
+        # Runs of columns near `maximum` (memory running out) take the limit colour.
         runs: list[tuple[int, int, bool]] = []
-        for position, fraction in enumerate(fractions):
-            hot = fraction >= self.limit_fraction
+        for position, value in enumerate(shown):
+            hot = self.maximum > 0 and value / self.maximum >= self.limit_fraction
             if runs and runs[-1][2] == hot:
                 runs[-1] = (runs[-1][0], position + 1, hot)
             else:
                 runs.append((position, position + 1, hot))
         padding = plot_width - len(columns)
         for row in range(rows):
-            if self.maximum <= 0:
+            if scale <= 0:
                 label = ""  # no scale yet (memory before its first sample): no numbers
             elif row == 0:
-                label = self.format_value(self.maximum)
+                label = self.format_value(scale)
             elif row == rows // 2 and rows > 2:
-                label = self.format_value(self.maximum / 2)
+                label = self.format_value(scale / 2)
             elif row == rows - 1:
                 label = self.format_value(0)
             else:
