@@ -22,9 +22,13 @@ BLOCK = 1 << 20
 MAX_LINE = 8 * BLOCK
 # Results never name a derivation; every other event may (a start, in whatever key order).
 _RESULT_EVENT = '@nix {"action":"result"'
-# Bytes that make a block need the line-by-line path: C0 controls but tab and newline, DEL,
-# and UTF-8's encoding of the C1 controls (U+0080-U+009F).
-_SPECIAL_BYTES = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]")
+# Bytes that make a block need the line-by-line path: C0 controls but tab and newline, and DEL
+# (mapped to 0 by this table, all else to 1: translate and find run in C at memory speed, where
+# a regex search is ten times slower), and UTF-8's encoding of the C1 controls.
+_CONTROL_TABLE = bytes(
+    0 if (i < 0x20 and i not in (0x09, 0x0A)) or i == 0x7F else 1 for i in range(256)
+)
+_C1 = re.compile(rb"\xc2[\x80-\x9f]")
 
 
 class ReadableStream:
@@ -56,13 +60,16 @@ class ReadableStream:
 
     def _block(self, block: bytes) -> bytes:
         """Complete lines (ending with a newline) → their readable form."""
-        if b"@nix " not in block and _SPECIAL_BYTES.search(block) is None:
-            try:
-                block.decode("utf-8")
-            except UnicodeDecodeError:
-                pass
-            else:
+        if b"@nix " not in block and block.translate(_CONTROL_TABLE).find(0) < 0:
+            if block.isascii():
                 return block  # already readable: the copy-speed path
+            if b"\xc2" not in block or _C1.search(block) is None:
+                try:
+                    block.decode("utf-8")
+                except UnicodeDecodeError:
+                    pass
+                else:
+                    return block
         return self._lines(block.decode("utf-8", "replace"))
 
     def _lines(self, text: str) -> bytes:

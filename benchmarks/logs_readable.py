@@ -1,0 +1,136 @@
+"""`workbench logs ID` (readable) against `workbench logs ID --raw` on a large log: time, peak RSS.
+
+The issue's figures: on a 2 GB log the readable form took 12 min 30 s and 870 MB, `--raw` 19 s.
+Target: readable within 2x of raw, in constant memory. Both run as the real CLI in a child
+process with stdout to /dev/null (the terminal's speed is not what is measured); peak RSS is
+what GNU time (`/usr/bin/time -f %M`) reports for the command alone (wait4's figure would include
+the pages a forked child shares with this process). `cat` of the same file is printed beside
+them for scale.
+
+Two logs, both built by repeating log_pipeline.py's generated logs up to the size asked:
+- plain: a non-Nix build (ninja status lines, compiler warnings, cmake chatter);
+- nix: `nix build -L --log-format internal-json`, mostly `@nix` builder-line events, which the
+  readable form decodes line by line.
+
+    python benchmarks/logs_readable.py [--megabytes 256] [--mix plain|nix|both] [--keep DIR]
+    python benchmarks/logs_readable.py --megabytes 2048      # the issue's 2 GB
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.log_pipeline import generate, generate_plain
+from workbench.supervision.history import History, NewBuild
+
+MB = 1 << 20
+SAMPLE_LINES = 200_000
+
+
+def _fill(sample: Path, target: Path, size: int) -> int:
+    """`target` made of whole copies of `sample` until it is at least `size` bytes."""
+    data = sample.read_bytes()
+    written = 0
+    with target.open("wb") as out:
+        while written < size:
+            out.write(data)
+            written += len(data)
+    return written
+
+
+def _build(state: Path, name: str) -> tuple[int, Path]:
+    with History(state) as history:
+        record = history.create(
+            NewBuild(
+                name=name,
+                backend="run",
+                argv=("benchmark",),
+                cwd=str(state),
+                checkout=str(state),
+                settings={},
+                eta_key=name,
+                nix=name == "nix",
+            )
+        )
+    path = Path(record.log_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return record.id, path
+
+
+def _measure(argv: list[str]) -> dict[str, float | None]:
+    """Wall time and peak RSS of one command whose stdout goes to /dev/null."""
+    gnu_time = shutil.which("time", path="/usr/bin")
+    report = tempfile.NamedTemporaryFile(suffix=".rss")  # noqa: SIM115 - closed below
+    wrapped = [gnu_time, "-f", "%M", "-o", report.name, *argv] if gnu_time else argv
+    with open(os.devnull, "wb") as sink:
+        started = time.perf_counter()
+        result = subprocess.run(wrapped, stdout=sink, stderr=subprocess.PIPE, check=False)
+        elapsed = time.perf_counter() - started
+    if result.returncode != 0:
+        raise SystemExit(f"{argv} failed ({result.returncode}): {result.stderr.decode()}")
+    with report:
+        text = Path(report.name).read_text().strip()
+    rss = round(int(text.splitlines()[-1]) / 1024, 1) if gnu_time and text else None
+    return {"seconds": round(elapsed, 2), "peak_rss_mb": rss}
+
+
+def run(megabytes: int, mixes: list[str], keep: Path | None) -> dict[str, object]:
+    """Generate each log, then time cat, `logs --raw` and `logs` on it."""
+    work = keep or Path(tempfile.mkdtemp(prefix="wb-logs-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    state = work / "state"
+    results: dict[str, object] = {"megabytes_asked": megabytes}
+    try:
+        for mix in mixes:
+            sample = work / f"sample-{mix}.log"
+            if mix == "plain":
+                generate_plain(sample, SAMPLE_LINES)
+            else:
+                generate(sample, SAMPLE_LINES)
+            build_id, path = _build(state, mix)
+            size = _fill(sample, path, megabytes * MB)
+            sample.unlink()
+            cli = [sys.executable, "-m", "workbench", "--state-dir", str(state), "logs"]
+            cat = _measure(["cat", str(path)])
+            raw = _measure([*cli, str(build_id), "--raw"])
+            readable = _measure([*cli, str(build_id)])
+            ratio = readable["seconds"] / raw["seconds"] if raw["seconds"] else None
+            results[mix] = {
+                "log_mb": round(size / MB),
+                "cat (baseline)": cat,
+                "logs --raw": raw,
+                "logs (readable)": readable,
+                "readable / raw time": None if ratio is None else round(ratio, 2),
+                "readable MB/s": round(size / MB / readable["seconds"], 1),
+                "within 2x of raw": ratio is not None and ratio <= 2.0,
+                "readable peak RSS under 100 MB": (readable["peak_rss_mb"] or 0) < 100,
+            }
+            path.unlink()
+    finally:
+        if keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--megabytes", type=int, default=256, help="log size (default 256)")
+    parser.add_argument("--mix", choices=("plain", "nix", "both"), default="both")
+    parser.add_argument("--keep", type=Path, help="work here and keep it (default: a temp dir)")
+    args = parser.parse_args()
+    mixes = ["plain", "nix"] if args.mix == "both" else [args.mix]
+    print(json.dumps(run(args.megabytes, mixes, args.keep), indent=2))
+
+
+if __name__ == "__main__":
+    main()
