@@ -86,6 +86,7 @@ def configs(config_copy: Path) -> Path:
             "cuda_architectures": "sm_90,12.0",
             "nvcc_threads": "4",
             "optimization_flags": "-O3 -g1",
+            "nvcc_host_isa_flags": "true",
         },
     ],
     ids=["default-settings", "changed-settings"],
@@ -106,11 +107,10 @@ def test_python_flags_are_the_flakes_own(tmp_path: Path, configs: Path, name, se
     ours_set = {_variable(flag) for flag in ours.cmake_flags}
     assert not [flag for flag in flake[: len(flake) - count] if _variable(flag) in ours_set]
     env = attrs.get("env", {})
-    assert env.get("NIX_CFLAGS_COMPILE", "") == " ".join(ours.compile_flags)
-    assert env.get("CXXFLAGS", "") == " ".join(ours.define_flags)
-    assert env.get("CFLAGS", "") == " ".join(ours.define_flags)
-    cuda_defines = " ".join(ours.define_flags) if ours.cuda else ""
-    assert env.get("CUDAFLAGS", "") == cuda_defines
+    assert "NIX_CFLAGS_COMPILE" not in env
+    assert env.get("CXXFLAGS", "") == " ".join(ours.compile_flags)
+    assert env.get("CFLAGS", "") == " ".join(ours.compile_flags)
+    assert env.get("CUDAFLAGS", "") == " ".join(ours.cuda_flags)
 
 
 def test_the_flags_of_a_cuda_variant_and_the_static_flavour(configs: Path) -> None:
@@ -118,32 +118,32 @@ def test_the_flags_of_a_cuda_variant_and_the_static_flavour(configs: Path) -> No
     assert h100.cmake_flags == (
         "-DCMAKE_CUDA_ARCHITECTURES:STRING=90",
         "-Donnxruntime_NVCC_THREADS:STRING=1",
+        "-Donnxruntime_BUILD_UNIT_TESTS:BOOL=FALSE",
     )
-    # The ISA's flags, then settings' optimization_flags.
-    assert h100.compile_flags == (
-        "-mavx512f",
-        "-mavx512dq",
-        "-mavx512vl",
-        "-mavx512bw",
-        "-mfma",
-        "-O2",
-    )
-    assert h100.define_flags == ()
+    # The ISA's flags (settings add none by default): C and C++ only, never nvcc's host compiles.
+    assert h100.compile_flags == ("-mavx512f", "-mavx512dq", "-mavx512vl", "-mavx512bw", "-mfma")
+    assert h100.cuda_flags == ()
     static = _python_flags(configs, "onnxruntime")  # the flake attribute works too
     assert static.cmake_flags == (
         "-Donnxruntime_NVCC_THREADS:STRING=1",
         "-Donnxruntime_BUILD_SHARED_LIB:BOOL=FALSE",
         "-DBUILD_SHARED_LIBS:BOOL=FALSE",
+        "-Donnxruntime_ENABLE_LTO:BOOL=FALSE",
     )
-    assert static.define_flags == ("-DORT_STATIC_PROVIDERS",)
+    assert static.compile_flags == ("-DORT_STATIC_PROVIDERS",)
+    assert static.cuda_flags == ("-DORT_STATIC_PROVIDERS",)
     assert static.cuda is True
 
 
 def test_configure_argv_puts_the_flags_where_cmake_reads_them(tmp_path: Path) -> None:
     flags = FlakeFlags(
-        cmake_flags=("-Donnxruntime_NVCC_THREADS:STRING=2",),
-        compile_flags=("-mavx2", "-O2"),
-        define_flags=("-DORT_STATIC_PROVIDERS",),
+        cmake_flags=(
+            "-Donnxruntime_NVCC_THREADS:STRING=2",
+            "-DCMAKE_C_FLAGS_RELEASE:STRING=-DNDEBUG",
+            "-DCMAKE_CXX_FLAGS_RELEASE:STRING=-DNDEBUG",
+        ),
+        compile_flags=("-mavx2", "-O2", "-DORT_STATIC_PROVIDERS"),
+        cuda_flags=("-DORT_STATIC_PROVIDERS",),
         cuda=True,
     )
     source = tmp_path / "ort"
@@ -161,10 +161,11 @@ def test_configure_argv_puts_the_flags_where_cmake_reads_them(tmp_path: Path) ->
         str(tmp_path / "build"),
     ]
     assert "-Donnxruntime_NVCC_THREADS:STRING=2" in argv
-    assert "-DCMAKE_CXX_FLAGS=-DORT_STATIC_PROVIDERS -mavx2 -O2" in argv
+    assert "-DCMAKE_CXX_FLAGS=-mavx2 -O2 -DORT_STATIC_PROVIDERS" in argv
     assert "-DCMAKE_CUDA_FLAGS=-DORT_STATIC_PROVIDERS" in argv
-    # settings' -O2 must win over Release's -O3, as the compiler wrapper makes it in Nix.
-    assert "-DCMAKE_CXX_FLAGS_RELEASE=-DNDEBUG" in argv
+    # settings' -O2 is the only level: the flake's Release flags keep -DNDEBUG alone.
+    assert "-DCMAKE_CXX_FLAGS_RELEASE:STRING=-DNDEBUG" in argv
+    assert not [arg for arg in argv if arg.startswith("-DCMAKE_CXX_FLAGS_RELEASE=")]
     assert "-DCMAKE_CUDA_COMPILER_LAUNCHER=/usr/bin/ccache" in argv
     plain = configure_argv(
         FlakeFlags((), ("-mavx2",), (), False), tmp_path / "flat", tmp_path / "b", None

@@ -4,15 +4,17 @@ nix/overrides.nix's `mkOrt` adds to nixpkgs' onnxruntime:
 
 - cmakeFlags (`ourCmakeFlags`): CMAKE_CUDA_ARCHITECTURES (settings' cuda_architectures, else
   the variant's SM; a flavour without the setting keeps nixpkgs' own value), the NVCC threads
-  of a CUDA build, and for a flavour its linkage (onnxruntime_BUILD_SHARED_LIB, and
-  BUILD_SHARED_LIBS off for a static one);
-- NIX_CFLAGS_COMPILE: the ISA's flags, then settings' optimization_flags;
-- CFLAGS / CXXFLAGS (and CUDAFLAGS for CUDA): the flavour's defines as -D flags.
+  of a CUDA build, for a flavour its linkage (onnxruntime_BUILD_SHARED_LIB, and
+  BUILD_SHARED_LIBS and LTO off for a static one), unit tests off for a variant with ISA flags,
+  and, when settings name an -O level, Release flags of -DNDEBUG alone;
+- CFLAGS / CXXFLAGS: the ISA's flags, settings' optimization_flags, the flavour's defines;
+- CUDAFLAGS (CUDA only): the defines, and the ISA flags as -Xcompiler when
+  nvcc_host_isa_flags asks for them.
 
 `flake_flags` is that, word for word (tests/iterate/test_iterate_cmake_flags.py compares it
 with what the flake gives the stand-in nixpkgs); `configure_argv` turns it into one
-`cmake -G Ninja` command line for the iterate workspace, where there is no compiler wrapper:
-the compile flags and defines go into CMAKE_<LANG>_FLAGS.
+`cmake -G Ninja` command line for the iterate workspace: CMake reads CFLAGS/CXXFLAGS into
+CMAKE_<LANG>_FLAGS, so that is where they go here.
 """
 
 from __future__ import annotations
@@ -40,16 +42,16 @@ class FlakeFlags:
     cmake_flags: tuple[str, ...]
     """`ourCmakeFlags`: the -D flags, in the flake's order and spelling."""
     compile_flags: tuple[str, ...]
-    """NIX_CFLAGS_COMPILE's words: the ISA's flags, then settings' optimization_flags."""
-    define_flags: tuple[str, ...]
-    """CFLAGS / CXXFLAGS (and CUDAFLAGS for CUDA): -DNAME for each of the flavour's defines."""
+    """CFLAGS / CXXFLAGS: the ISA's flags, settings' optimization_flags, -D of each define."""
+    cuda_flags: tuple[str, ...]
+    """CUDAFLAGS: -D of each define, and -Xcompiler=ISA flags when settings ask for them."""
     cuda: bool
 
     def to_json(self) -> dict[str, object]:
         return {
             "cmake_flags": list(self.cmake_flags),
             "compile_flags": list(self.compile_flags),
-            "define_flags": list(self.define_flags),
+            "cuda_flags": list(self.cuda_flags),
             "cuda": self.cuda,
         }
 
@@ -84,6 +86,7 @@ def flake_flags(target: Target, settings: BuildSettings) -> FlakeFlags:
     architectures = (
         ";".join(settings.cuda_architectures) if settings.cuda_architectures else own_architectures
     )
+    sets_level = any(OPTIMISATION_LEVEL.match(flag) for flag in settings.optimization_flags)
     flags: list[str] = []
     if cuda and architectures is not None:
         flags.append(f"-DCMAKE_CUDA_ARCHITECTURES:STRING={architectures}")
@@ -93,10 +96,26 @@ def flake_flags(target: Target, settings: BuildSettings) -> FlakeFlags:
         flags.append("-Donnxruntime_BUILD_SHARED_LIB:BOOL=TRUE")
     elif shared is False:
         flags += ["-Donnxruntime_BUILD_SHARED_LIB:BOOL=FALSE", "-DBUILD_SHARED_LIBS:BOOL=FALSE"]
+        flags.append("-Donnxruntime_ENABLE_LTO:BOOL=FALSE")
+    if cpu_flags:
+        flags.append("-Donnxruntime_BUILD_UNIT_TESTS:BOOL=FALSE")
+    if sets_level:
+        flags += [
+            "-DCMAKE_C_FLAGS_RELEASE:STRING=-DNDEBUG",
+            "-DCMAKE_CXX_FLAGS_RELEASE:STRING=-DNDEBUG",
+        ]
+    define_flags = tuple(_define_flag(define) for define in defines)
+    host_isa = (
+        (f"-Xcompiler={','.join(cpu_flags)}",)
+        if cuda and settings.nvcc_host_isa_flags and cpu_flags
+        else ()
+    )
     return FlakeFlags(
         cmake_flags=tuple(flags),
-        compile_flags=tuple(word for word in (*cpu_flags, *settings.optimization_flags) if word),
-        define_flags=tuple(_define_flag(define) for define in defines),
+        compile_flags=tuple(
+            word for word in (*cpu_flags, *settings.optimization_flags, *define_flags) if word
+        ),
+        cuda_flags=(*define_flags, *host_isa) if cuda else (),
         cuda=cuda,
     )
 
@@ -128,16 +147,12 @@ def configure_argv(
 ) -> list[str]:
     """`cmake -G Ninja` for the workspace, with the flake's flags.
 
-    nixpkgs' cmake hook configures a Release build; in Nix the compile flags come from the
-    compiler wrapper, after CMake's own (so settings' -O2 wins over Release's -O3). Here they
-    go into CMAKE_C_FLAGS / CMAKE_CXX_FLAGS, and when they name an optimisation level the
-    Release flags keep only -DNDEBUG, so the same level wins. Every variable is always given
-    (an empty launcher included), so a value from an earlier configure never lingers in the
-    cache.
+    nixpkgs' cmake hook configures a Release build, and CMake reads CFLAGS/CXXFLAGS into
+    CMAKE_C_FLAGS/CMAKE_CXX_FLAGS: those are given here. The Release flags stay CMake's
+    (-O3 -DNDEBUG) unless the flake's own flags set them. Every variable is always given (an
+    empty launcher included), so a value from an earlier configure never lingers in the cache.
     """
-    compile_words = [*flags.define_flags, *flags.compile_flags]
-    sets_level = any(OPTIMISATION_LEVEL.match(word) for word in flags.compile_flags)
-    release = "-DNDEBUG" if sets_level else "-O3 -DNDEBUG"
+    words = " ".join(flags.compile_flags)
     argv = [
         "cmake",
         "-G",
@@ -150,16 +165,20 @@ def configure_argv(
         "-DCMAKE_BUILD_TYPE=Release",
         "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
         *flags.cmake_flags,
-        f"-DCMAKE_C_FLAGS={' '.join(compile_words)}",
-        f"-DCMAKE_CXX_FLAGS={' '.join(compile_words)}",
-        f"-DCMAKE_C_FLAGS_RELEASE={release}",
-        f"-DCMAKE_CXX_FLAGS_RELEASE={release}",
+        f"-DCMAKE_C_FLAGS={words}",
+        f"-DCMAKE_CXX_FLAGS={words}",
+    ]
+    for language in ("C", "CXX"):
+        variable = f"CMAKE_{language}_FLAGS_RELEASE"
+        if not any(flag.startswith(f"-D{variable}") for flag in flags.cmake_flags):
+            argv.append(f"-D{variable}=-O3 -DNDEBUG")
+    argv += [
         f"-DCMAKE_C_COMPILER_LAUNCHER={launcher or ''}",
         f"-DCMAKE_CXX_COMPILER_LAUNCHER={launcher or ''}",
     ]
     if flags.cuda:
         argv += [
-            f"-DCMAKE_CUDA_FLAGS={' '.join(flags.define_flags)}",
+            f"-DCMAKE_CUDA_FLAGS={' '.join(flags.cuda_flags)}",
             f"-DCMAKE_CUDA_COMPILER_LAUNCHER={launcher or ''}",
         ]
     return argv
