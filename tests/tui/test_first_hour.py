@@ -18,13 +18,14 @@ from recorded_host import recorded_doctor
 from textual.command import CommandPalette
 from textual.widgets import DataTable, Static
 from textual.widgets._footer import FooterKey
-from tui.driving import wait_until
+from tui.driving import needs_cxx_tools, wait_until
 
 from workbench.tui.app import WorkbenchApp, make_app
 from workbench.tui.error_screen import ErrorScreen
 from workbench.tui.help_screen import HelpScreen, key_help
 from workbench.tui.screen_commands import ScreenCommands
 
+REPO = Path(__file__).resolve().parents[2]
 SIZES = [(80, 24), (160, 48)]
 MALFORMED = "ninja_jobs = [unclosed\n"
 
@@ -377,3 +378,114 @@ async def test_the_memory_graph_scales_to_the_builds_peak_and_names_the_host_tot
         top_rows = "".join(lines[1:3])
         assert any(block in top_rows for block in "▅▆▇█")
         assert all(len(line) <= 60 for line in lines)
+
+
+# -- what will run is what is shown ---------------------------------------------------------
+
+
+@pytest.mark.slow
+async def test_b_shows_the_exact_command_jobs_and_memory_and_starts_only_that(
+    tui, bench, config_copy: Path
+) -> None:
+    from textual.widgets import Button
+
+    from workbench.supervision.history import History
+    from workbench.supervision.launch import display
+    from workbench.tui.build_screen import BuildScreen
+    from workbench.tui.confirm_build import ConfirmBuild
+
+    shutil.copy(REPO / "flake.nix", config_copy.parent / "flake.nix")  # the flake beside them
+    target = "cpu"
+    app = tui()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        app.screen._move_to(target)  # the cpu linkage flavour: `.#onnxruntime-cpu`
+        await pilot.pause()
+        await pilot.press("b")
+        await wait_until(pilot, "the preview", lambda: isinstance(app.screen, ConfirmBuild))
+        dialog = app.screen
+        assert isinstance(dialog, ConfirmBuild)
+        planned = dialog.preview
+        command = text_of(dialog.query_one("#confirm-build-command", Static))
+        details = text_of(dialog.query_one("#confirm-build-details", Static))
+        assert command == display(planned.plan.argv)  # whole and shell-quoted
+        assert "'nix-command flakes'" in command and f"--cores {planned.choice.jobs}" in command
+        assert f"{planned.choice.jobs} jobs" in details and "GiB available" in details
+        # The whole command is on the terminal: nothing cut at 80 columns.
+        assert dialog.query_one("#confirm-build-command").region.right <= 80
+        await pilot.press("n")
+        await pilot.pause()
+        with History(bench.state) as history:
+            assert not history.builds()  # cancelled: nothing started
+        await pilot.press("b")
+        await wait_until(pilot, "the preview", lambda: isinstance(app.screen, ConfirmBuild))
+        assert not app.screen.query_one("#confirm-build-yes", Button).disabled
+        await pilot.press("y")
+        await wait_until(
+            pilot,
+            "the build screen",
+            lambda: isinstance(app.screen, BuildScreen) and app.screen.record is not None,
+        )
+    with History(bench.state) as history:
+        (record,) = history.builds()
+    assert record.argv == planned.plan.argv  # what was shown is what ran
+
+
+@pytest.mark.slow
+@needs_cxx_tools
+@pytest.mark.parametrize("size", SIZES)
+async def test_host_notices_are_one_line_with_details_on_w_and_q_says_the_build_goes_on(
+    tui, bench, cxx_project, size: tuple[int, int]
+) -> None:
+    from workbench.tui.build_screen import BuildScreen, NoticesScreen
+
+    checkout, _ = cxx_project
+    # Another build on this host: a ninja that sleeps, started outside the workbench.
+    other = tmp_ninja_sleeper(checkout.parent / "other")
+    try:
+        app = tui()
+        async with app.run_test(size=size) as pilot:
+            await app.workers.wait_for_complete()
+            await pilot.press("t")
+            await wait_until(
+                pilot,
+                "the build screen",
+                lambda: isinstance(app.screen, BuildScreen) and app.screen.record is not None,
+            )
+            screen = app.screen
+            assert isinstance(screen, BuildScreen)
+            notice = screen.query_one("#build-notice", Static)
+            line = text_of(notice)
+            assert line.startswith("w: details") and "other build process" in line
+            assert notice.region.height == 1  # one line, not a toast over the screen
+            assert not app._notifications  # and no toast either
+            await pilot.press("w")
+            await pilot.pause()
+            assert isinstance(app.screen, NoticesScreen)
+            assert any(f"pid {other.pid}" in item for item in app.screen.notices)
+            await pilot.press("escape")
+            await pilot.pause()
+            asked: dict[str, object] = {}
+            leave = app.exit
+
+            def exit_spy(*args, **kwargs) -> None:
+                asked.update(kwargs)
+                leave(*args, **kwargs)
+
+            app.exit = exit_spy  # type: ignore[method-assign]
+            await pilot.press("q")  # mid-build
+            await pilot.pause()
+        said = str(asked.get("message"))
+        assert f"build #{screen.build_id} (sample-project) goes on" in said
+        assert f"attach {screen.build_id}" in said and "--state-dir" in said
+    finally:
+        other.kill()
+        other.wait()
+
+
+def tmp_ninja_sleeper(directory: Path) -> subprocess.Popen:
+    """A real ninja running a sleep: another build on this host, as preflight sees one."""
+    directory.mkdir(parents=True)
+    (directory / "build.ninja").write_text("rule nap\n  command = sleep 120\nbuild x: nap\n")
+    return subprocess.Popen(["ninja", "-C", str(directory)], stdout=subprocess.DEVNULL)

@@ -203,14 +203,15 @@ class WorkbenchApp(App[None]):
 
         self.push_screen(DebugScreen(pid=pid, capture=capture))
 
-    def open_build(self, build_id: int) -> None:
-        """Show build `build_id` live (or as it ended)."""
+    def open_build(self, build_id: int, notices: tuple[str, ...] = ()) -> None:
+        """Show build `build_id` live (or as it ended), with what its launch had to say about
+        the host (`notices`: other builds running, memory)."""
         from workbench.tui.build_screen import BuildScreen
 
         screen = self.screen
         if isinstance(screen, BuildScreen) and screen.build_id == build_id:
             return  # already shown
-        self.push_screen(BuildScreen(self.state_directory, build_id))
+        self.push_screen(BuildScreen(self.state_directory, build_id, notices))
 
     def action_history(self) -> None:
         """Past builds with their measurements."""

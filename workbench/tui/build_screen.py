@@ -25,7 +25,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
@@ -269,6 +269,42 @@ def memory(value: float) -> str:
 # -- screens ---------------------------------------------------------------------------------------
 
 
+def notice_line(notices: Sequence[str]) -> Text:
+    """The launch's notices as one line: the first summary, the key for the rest first so that
+    a narrow terminal cuts the summary, not the key."""
+    summaries = [line for line in notices if not line.startswith(" ")]
+    if not summaries:
+        return Text("")
+    more = f" (+{len(summaries) - 1})" if len(summaries) > 1 else ""
+    return Text.assemble(("w", "bold"), f": details{more} · ", summaries[0])
+
+
+class NoticesScreen(ModalScreen[None]):
+    """The launch's notices in full (other build processes with PID, user and file)."""
+
+    BINDINGS = [Binding("escape,w,q", "close", "Close", id="notices.close")]
+    DEFAULT_CSS = """
+    NoticesScreen { align: center middle; }
+    #notices-box {
+        width: 90%; height: auto; max-height: 90%;
+        border: round $warning; background: $panel; padding: 0 1;
+    }
+    """
+
+    def __init__(self, notices: Sequence[str]) -> None:
+        super().__init__()
+        self.notices = notices
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="notices-box") as box:
+            box.border_title = "At launch"
+            box.border_subtitle = "escape closes"
+            yield Static(Text("\n".join(self.notices)))  # Text: process names are not markup
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
 class ConfirmStop(ModalScreen[bool]):
     """Yes or no: stop this build and every process of it."""
 
@@ -345,6 +381,13 @@ class BuildScreen(Screen[None]):
             tooltip="Jump to the first line of the log that reads like an error",
         ),
         Binding(
+            "w",
+            "notices",
+            "Notices",
+            id="build.notices",
+            tooltip="What the launch said about this host: other builds running, memory",
+        ),
+        Binding(
             "d",
             "debug",
             "Debug",
@@ -384,10 +427,11 @@ class BuildScreen(Screen[None]):
             self.text = text
             self.ok = ok
 
-    def __init__(self, state_directory: Path, build_id: int) -> None:
+    def __init__(self, state_directory: Path, build_id: int, notices: tuple[str, ...] = ()) -> None:
         super().__init__()
         self.state_directory = Path(state_directory)
         self.build_id = build_id
+        self.notices = notices
         self.record: BuildRecord | None = None
         self.stall: Stall | None = None
         self.stopping = False
@@ -407,6 +451,7 @@ class BuildScreen(Screen[None]):
         with Horizontal(id="build-progress-row"):
             yield ProgressBar(total=None, show_eta=False, id="build-bar")
             yield Static("", id="build-progress-text")
+        yield Static(notice_line(self.notices), id="build-notice")
         yield Static("", id="build-stall")
         with Horizontal(id="build-graphs"):
             yield TimeGraph("CPU", percent, 100.0, id="build-cpu")
@@ -430,6 +475,7 @@ class BuildScreen(Screen[None]):
             "Total RSS of the build's processes, scaled to its own peak; 'of' is that plus "
             "the memory still available (host or cgroup); near that it turns to warning colour"
         )
+        self.query_one("#build-notice").set_class(not self.notices, "-empty")
         self.add_class("-processes-pane")
         self.query_one("#build-processes", ProcessTable).focus()
         self.load_build()
@@ -585,11 +631,17 @@ class BuildScreen(Screen[None]):
             if self.record is not None and not self.record.active:
                 return False
             return None if self.stopping else True
+        if action == "notices":
+            return bool(self.notices)
         if action == "debug":
             if not self._can_debug() or (self.record is not None and not self.record.active):
                 return False
             return True if self._debug_pid() is not None else None
         return True
+
+    def action_notices(self) -> None:
+        """Every line the launch said about the host, in a dialog."""
+        self.app.push_screen(NoticesScreen(self.notices))
 
     def action_leave(self) -> None:
         search = self.query_one("#build-search", Input)

@@ -1,8 +1,10 @@
-"""Handing a build to its supervisor from a screen's worker thread, then showing it."""
+"""Handing a build to its supervisor from a screen's worker thread, then showing it; for a Nix
+build, after showing its exact command, jobs and memory estimate and asking."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from workbench.errors import WorkbenchError
@@ -10,6 +12,7 @@ from workbench.errors import WorkbenchError
 if TYPE_CHECKING:
     from textual.screen import Screen
 
+    from workbench.supervision.build_preview import BuildPreview
     from workbench.supervision.control import Started
 
 
@@ -22,6 +25,51 @@ def hand_over(screen: Screen, start: Callable[[], Started]) -> None:
     except WorkbenchError as exc:
         app.call_from_thread(screen.notify, str(exc), severity="error", timeout=12)
         return
-    for warning in started.warnings:
-        app.call_from_thread(screen.notify, warning, severity="warning", timeout=10)
-    app.call_from_thread(app.open_build, started.record.id)  # type: ignore[attr-defined]
+    # Shown on the build screen as one line with details on demand, not as toasts over it.
+    notices = tuple(started.warnings)
+    app.call_from_thread(app.open_build, started.record.id, notices)  # type: ignore[attr-defined]
+
+
+def ask_and_build(screen: Screen, config_directory: Path, names: list[str]) -> None:
+    """In a worker: plan the Nix build of `names`, show the plan on the event loop and, if the
+    user agrees, start exactly that plan (in another worker of `screen`)."""
+    from workbench.supervision.build_preview import preview_targets
+
+    app = screen.app
+    state = app.state_directory  # type: ignore[attr-defined]
+    try:
+        planned = preview_targets(config_directory, state, names)
+    except WorkbenchError as exc:
+        app.call_from_thread(screen.notify, str(exc), severity="error", timeout=12)
+        return
+
+    def ask() -> None:
+        from workbench.tui.confirm_build import ConfirmBuild
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                screen.run_worker(
+                    lambda: start_planned(screen, planned),
+                    thread=True,
+                    exclusive=True,
+                    group="launch",
+                )
+
+        app.push_screen(ConfirmBuild(planned), answered)
+
+    app.call_from_thread(ask)
+
+
+def start_planned(screen: Screen, planned: BuildPreview) -> None:
+    """In a worker: hand exactly the previewed plan to a supervisor, then show the build."""
+    from workbench.supervision import control
+    from workbench.supervision.history import History
+
+    state = screen.app.state_directory  # type: ignore[attr-defined]
+    warnings = [planned.choice.warning] if planned.choice.warning else []
+
+    def start() -> Started:
+        with History(state) as history:
+            return control.start(state, history, planned.plan, False, warnings)
+
+    hand_over(screen, start)

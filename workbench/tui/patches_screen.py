@@ -313,16 +313,11 @@ class PatchesScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="launch")
     def launch_clean_build(self) -> None:
-        """The clean Nix build of the target, as the variants screen's `b` starts it."""
-        from workbench.supervision import control
-        from workbench.tui.launching import hand_over
+        """The clean Nix build of the target, shown and asked first as the variants screen's
+        `b` does."""
+        from workbench.tui.launching import ask_and_build
 
-        hand_over(
-            self,
-            lambda: control.start_targets(
-                self.config_directory, self.state_directory, [self.target]
-            ),
-        )
+        ask_and_build(self, self.config_directory, [self.target])
 
     def action_back(self) -> None:
         self.app.pop_screen()

@@ -413,19 +413,25 @@ class VariantsScreen(Screen[None]):
         names = [row.name for row in self.rows if row.name in self.marked]
         if not names and self._highlighted():
             names = [self._highlighted()]
-        self.launch(names, sample=False)
-
-    def action_sample_build(self) -> None:
-        self.launch([], sample=True)
+        if names:
+            self.preview(names)
 
     @work(thread=True, exclusive=True, group="launch")
-    def launch(self, names: list[str], sample: bool) -> None:
-        """Hand the build to a supervisor (off the event loop), then show it."""
+    def preview(self, names: list[str]) -> None:
+        """Plan the build off the event loop, show it and ask (`launching.ask_and_build`)."""
+        from workbench.tui.launching import ask_and_build
+
+        ask_and_build(self, self.config_directory, names)
+
+    def action_sample_build(self) -> None:
+        self.launch_sample()
+
+    @work(thread=True, exclusive=True, group="launch")
+    def launch_sample(self) -> None:
+        """Hand the sample build to a supervisor (off the event loop), then show it: it runs
+        in seconds and needs no Nix, so it is not asked about first."""
         from workbench.supervision import control
         from workbench.tui.launching import hand_over
 
         state = self.app.state_directory  # type: ignore[attr-defined]
-        if sample:
-            hand_over(self, lambda: control.start_sample(state))
-        else:
-            hand_over(self, lambda: control.start_targets(self.config_directory, state, names))
+        hand_over(self, lambda: control.start_sample(state))

@@ -1,0 +1,96 @@
+"""What a Nix build of some targets will run, before it runs: the exact command, the jobs and
+where they come from, and the memory they may take. The TUI's `b` shows it and, once the user
+agrees, starts exactly this plan (`control.start`), so what was shown is what runs.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from workbench.host.parallelism import GIB
+from workbench.supervision.history import History, NewBuild
+from workbench.supervision.launch import display
+from workbench.supervision.tuning import JobsChoice
+
+
+@dataclass(frozen=True)
+class BuildPreview:
+    """A planned build and what the user should know before starting it."""
+
+    plan: NewBuild
+    choice: JobsChoice
+    nvcc_threads: int
+    available_bytes: int
+    problems: tuple[str, ...]
+    """Why a target cannot build here (wrong platform, toolkit too old); starting needs --force."""
+    missing_tool: str | None
+    """The command's program when it is not installed (then it cannot start)."""
+
+    @property
+    def peak_gib(self) -> float:
+        """jobs × nvcc threads × per-job peak."""
+        return self.choice.jobs * max(1, self.nvcc_threads) * self.choice.job_memory.gb
+
+    def lines(self) -> list[str]:
+        """The preview as plain lines: command, directory, jobs, memory, warnings."""
+        choice = self.choice
+        threads = f" × {self.nvcc_threads} nvcc threads" if self.nvcc_threads > 1 else ""
+        lines = [
+            display(self.plan.argv),
+            f"in {self.plan.cwd}",
+            f"{choice.jobs} jobs{threads}, from {choice.source}",
+            f"memory at peak: {choice.jobs} × {max(1, self.nvcc_threads)} × "
+            f"{choice.job_memory.gb:.2f} GiB = {self.peak_gib:.1f} GiB of "
+            f"{self.available_bytes / GIB:.1f} GiB available ({choice.job_memory.source})",
+        ]
+        if choice.warning:
+            lines.append(f"warning: {choice.warning}")
+        lines += [f"cannot build here: {problem}" for problem in self.problems]
+        if self.missing_tool:
+            lines.append(f"{self.missing_tool}: command not found (install Nix: nix-bin)")
+        return lines
+
+
+def preview_targets(config_directory: Path, state: Path, names: list[str]) -> BuildPreview:
+    """The one `nix build .#A [.#B ...]` that building `names` runs, as `control.start_targets`
+    plans it: jobs from measured memory of the first target, else the settings."""
+    from workbench.configs.matrix import load_matrix
+    from workbench.configs.settings import load_settings
+    from workbench.host.hardware import detect_memory
+    from workbench.supervision.launch import (
+        LaunchError,
+        default_flake_directory,
+        plan_build,
+        resolve_target,
+        target_problems,
+    )
+    from workbench.supervision.tuning import choose_jobs_for
+
+    if not names:
+        raise LaunchError("nothing selected to build")
+    matrix = load_matrix(config_directory)
+    settings = load_settings(config_directory, matrix)
+    targets = [resolve_target(name, matrix) for name in names]
+    problems = tuple(problem for target in targets for problem in target_problems(target))
+    flake = default_flake_directory(config_directory)
+    with History(state) as history:
+        choice = choose_jobs_for(history, settings, targets[0].name, targets[0].cuda, None)
+    plan = plan_build(
+        targets[0], "nix", flake, settings, choice.jobs, settings.max_jobs, choice.source
+    )
+    if len(targets) > 1:
+        argv = list(plan.argv)
+        first = argv.index(f".#{targets[0].attr}")
+        argv[first + 1 : first + 1] = [f".#{target.attr}" for target in targets[1:]]
+        plan = replace(
+            plan,
+            name=f"{len(targets)} targets",
+            argv=tuple(argv),
+            variant=None,
+            target=" ".join(target.attr for target in targets),
+        )
+    threads = settings.nvcc_threads if targets[0].cuda else 1
+    missing = plan.argv[0] if shutil.which(plan.argv[0]) is None else None
+    return BuildPreview(plan, choice, threads, detect_memory().available, problems, missing)
