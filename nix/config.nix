@@ -143,14 +143,30 @@ let
     let
       f = get "flavours.toml" "[[flavours]] ${t.name or "?"}" t;
     in
+    let
+      linkage = f "linkage";
+    in
     {
       name = f "name";
       attr = f "attr";
       description = f "description";
       cuda = f "cuda";
-      shared = f "shared";
+      linkage =
+        if elem linkage [
+          "static"
+          "hybrid"
+          "shared"
+        ] then
+          linkage
+        else
+          throw "configs/flavours.toml: [[flavours]] ${t.name}.linkage: \"${toString linkage}\" is not static, hybrid or shared";
+      shared = linkage == "shared";
       experimental = f "experimental";
       defines = strings "flavours.toml" "[[flavours]] ${t.name}.defines" (f "defines");
+      cudaArchitectures = map (lib.normaliseArch knownArchitectures) (
+        strings "flavours.toml" "[[flavours]] ${t.name}.cuda_architectures" (f "cuda_architectures")
+      );
+      produces = strings "flavours.toml" "[[flavours]] ${t.name}.produces" (f "produces");
     }
   ) (tables "flavours.toml" flavoursData "flavours");
 

@@ -50,6 +50,8 @@ rec {
   unique = foldl' (kept: item: if elem item kept then kept else kept ++ [ item ]) [ ];
 
   # Join the non-empty words with spaces (compiler-flag strings).
+  splitSemicolons = text: filter (part: isString part && part != "") (builtins.split ";" text);
+
   joinWords = words: concatStringsSep " " (filter (word: word != "" && word != null) words);
 
   # cmakeFlags without any -D for the named cache variables. nixpkgs writes them with

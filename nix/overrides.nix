@@ -115,8 +115,12 @@ let
       pythonPackages,
       platforms,
       info,
+      # A linkage flavour's "static", "hybrid" or "shared"; null for a variant.
+      linkage ? null,
+      produces ? [ ],
     }:
     let
+      isFlavour = linkage != null;
       archFlags =
         if settings.cuda_architectures != [ ] then
           concatStringsSep ";" settings.cuda_architectures
@@ -149,6 +153,14 @@ let
       # A variant's ISA code must not run where it is built: the build machine may lack the ISA
       # (AVX-512 BF16, VNNI, SVE2) and die of SIGILL in ORT's unit tests or the import check.
       runsIsaCode = cpuFlags != [ ];
+      # The flavours are the builder flake's libraries: no unit tests in them either.
+      noUnitTests = runsIsaCode || isFlavour;
+      install = import ./flavour-install.nix {
+        inherit linkage cuda;
+        cudnnLib = if cuda then let cudnn = (need toolkit.nixpkgs_attr).cudnn; in cudnn.lib or cudnn else null;
+        nvcc = if cuda then nvccBin else null;
+        architectures = if archFlags == null then [ ] else lib.splitSemicolons archFlags;
+      };
       # Static archives are what a consumer links with its own toolchain: no LTO bytecode in them.
       ltoOff = shared == false;
       ourCmakeFlags =
@@ -160,7 +172,9 @@ let
           "-DBUILD_SHARED_LIBS:BOOL=FALSE"
         ]
         ++ lib.optional ltoOff "-Donnxruntime_ENABLE_LTO:BOOL=FALSE"
-        ++ lib.optional runsIsaCode "-Donnxruntime_BUILD_UNIT_TESTS:BOOL=FALSE"
+        ++ lib.optional noUnitTests "-Donnxruntime_BUILD_UNIT_TESTS:BOOL=FALSE"
+        # The builder flake's libraries are for one machine: no multi-GPU NCCL.
+        ++ lib.optional (isFlavour && cuda) "-Donnxruntime_USE_NCCL:BOOL=FALSE"
         # CMake's Release level (-O3) stays unless the user set one: then the release flags keep
         # only -DNDEBUG, and the user's -O in CFLAGS/CXXFLAGS is the only one on the line.
         ++ lib.optionals (optimisationLevels != [ ]) [
@@ -170,7 +184,8 @@ let
       replaced =
         lib.optional setsArchitectures "CMAKE_CUDA_ARCHITECTURES"
         ++ lib.optional ltoOff "onnxruntime_ENABLE_LTO"
-        ++ lib.optional runsIsaCode "onnxruntime_BUILD_UNIT_TESTS"
+        ++ lib.optional noUnitTests "onnxruntime_BUILD_UNIT_TESTS"
+        ++ lib.optional (isFlavour && cuda) "onnxruntime_USE_NCCL"
         ++ lib.optionals (optimisationLevels != [ ]) [
           "CMAKE_C_FLAGS_RELEASE"
           "CMAKE_CXX_FLAGS_RELEASE"
@@ -187,6 +202,7 @@ let
           pythonSupport = pythonPackages != null;
         }
         // lib.optionalAttrs cuda { cudaPackages = need toolkit.nixpkgs_attr; }
+        // lib.optionalAttrs (isFlavour && cuda) { ncclSupport = false; }
         # The wheel inside the C++ build must be built for the variant's Python.
         // lib.optionalAttrs (pythonPackages != null) { python3Packages = need pythonPackages; }
       );
@@ -211,6 +227,8 @@ let
             nvccHostFlags = hostIsaFlags;
             # What the workbench tells the user before a build: no tests or import check run.
             skipsBuildTimeChecks = runsIsaCode;
+            # A flavour's output layout: the files `workbench build` checks after the build.
+            inherit linkage produces;
             inherit patchNames defines;
           };
         };
@@ -218,22 +236,20 @@ let
           inherit platforms;
         };
       }
-      // lib.optionalAttrs runsIsaCode { doCheck = false; }
+      // lib.optionalAttrs noUnitTests { doCheck = false; }
+      # One output: ORT_LIB_LOCATION is $out/lib and the headers are $out/include, as the builder
+      # flake's consumers expect; the post-install steps lay the libraries out.
+      // lib.optionalAttrs isFlavour {
+        outputs = [ "out" ];
+        postInstall = (old.postInstall or "") + install.postInstall;
+        postFixup = install.postFixup;
+      }
       // appendEnv old {
         CFLAGS = cxxFlags;
         CXXFLAGS = cxxFlags;
         CUDAFLAGS = if cuda then cudaFlags else "";
       }
       // lib.optionalAttrs settings.ccache { preConfigure = ccacheHook + (old.preConfigure or ""); }
-      # nixpkgs scrubs nvcc out of libonnxruntime_providers_cuda.so after the build and forbids
-      # nvcc in the closure (disallowedRequisites). A static build has no such .so: scrub every
-      # library it installs instead, so the forbidden reference cannot survive in an archive.
-      // lib.optionalAttrs (cuda && shared == false) {
-        postFixup = ''
-          find "''${!outputLib}/lib" -type f \( -name '*.a' -o -name '*.so*' \) -print0 \
-            | xargs -0 --no-run-if-empty remove-references-to -t "${nvccBin}"
-        '';
-      }
     );
 in
 rec {
@@ -295,13 +311,15 @@ rec {
     spec:
     mkOrt {
       pname = spec.attr;
-      inherit (spec) cuda toolkit shared defines platforms;
-      cudaArchitectures = null;
+      inherit (spec) cuda toolkit shared defines platforms linkage produces;
+      # settings.toml's cuda_architectures win (mkOrt); else the flavour's own, never nixpkgs'
+      # every-architecture default (hours of nvcc).
+      cudaArchitectures = if spec.cudaArchitectures == [ ] then null else concatStringsSep ";" spec.cudaArchitectures;
       cpuFlags = [ ];
       seriesPatches = series.forFlavour spec.name;
       pythonPackages = null;
       info = {
-        inherit (spec) name attr kind experimental;
+        inherit (spec) name attr kind experimental linkage;
         toolkit = if spec.toolkit == null then null else spec.toolkit.name;
       };
     };

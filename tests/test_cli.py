@@ -43,6 +43,7 @@ def test_variants_names_and_json(matrix: Matrix) -> None:
     assert first["cmake_cuda_architectures"] == "75"
     assert [f["attr"] for f in document["flavours"]] == [
         "onnxruntime-cpu",
+        "onnxruntime-cuda-hybrid",
         "onnxruntime-cuda-dyn",
         "onnxruntime",
     ]
@@ -103,7 +104,7 @@ def test_config_set_get_and_refusal(config_copy: Path) -> None:
 
 def test_config_from_the_environment_and_a_missing_directory(config_copy: Path) -> None:
     result = workbench("config", "get", "linkage", env={"WORKBENCH_CONFIG": str(config_copy)})
-    assert result.stdout.strip() == "cuda-dyn"
+    assert result.stdout.strip() == "cuda-hybrid"
     missing = workbench("--config", "/nonexistent/configs", "variants")
     assert missing.returncode == 2
     assert "/nonexistent/configs: config directory (from --config) does not exist" in (

@@ -106,7 +106,16 @@ def test_flavour_specs_agree_with_python(tmp_path: Path) -> None:
         assert (spec["cuda"], spec["shared"]) == (flavour.cuda, flavour.shared)
         # Patches are patches/series.toml's business now (compared below), not flavours.toml's.
         assert "patches" not in spec
-    assert [s["attr"] for s in specs] == ["onnxruntime-cpu", "onnxruntime-cuda-dyn", "onnxruntime"]
+    assert [s["attr"] for s in specs] == [
+        "onnxruntime-cpu",
+        "onnxruntime-cuda-hybrid",
+        "onnxruntime-cuda-dyn",
+        "onnxruntime",
+    ]
+    for spec, flavour in zip(specs, flavours, strict=True):
+        assert spec["linkage"] == flavour.linkage
+        assert spec["produces"] == list(flavour.produces)
+        assert spec["cudaArchitectures"] == list(flavour.cuda_architectures)
 
 
 # --- the patch series: nix/series.nix against workbench/patches/series.py ---------------------

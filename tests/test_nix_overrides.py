@@ -163,10 +163,12 @@ def test_settings_cuda_architectures_override_every_cuda_build(tmp_path, setting
     assert cmake_values(flavour["attrs"]["cmakeFlags"], "CMAKE_CUDA_ARCHITECTURES") == [expected]
 
 
-def test_flavours_keep_nixpkgs_architectures_without_an_override(tmp_path):
-    flavour = probe_json(tmp_path, "flavours.onnxruntime-cuda-dyn")
-    flags = flavour["attrs"]["cmakeFlags"]
-    assert cmake_values(flags, "CMAKE_CUDA_ARCHITECTURES") == ["52;standin-default"]
+def test_cuda_flavours_build_their_configured_architectures_never_nixpkgs_default(tmp_path):
+    # Without the setting: the flavour's own list (configs/flavours.toml), not nixpkgs'
+    # every-architecture default (the stand-in's "52;standin-default"), which takes hours.
+    for attr in ("onnxruntime-cuda-dyn", "onnxruntime-cuda-hybrid"):
+        flags = probe_json(tmp_path, f"flavours.{attr}")["attrs"]["cmakeFlags"]
+        assert cmake_values(flags, "CMAKE_CUDA_ARCHITECTURES") == ["90;120"]
 
 
 def test_an_unknown_cuda_architecture_in_settings_is_refused_by_name(tmp_path):
@@ -417,7 +419,9 @@ def test_static_builds_turn_nixpkgs_lto_off_and_keep_nvcc_out_of_the_closure(tmp
         assert record["derived"]["violatesDisallowedRequisites"] is False
     static = probe_json(tmp_path, "flavours.onnxruntime", configs, patches)["attrs"]
     assert static["disallowedRequisites"] == ["cudaPackages_12_9.cuda_nvcc.bin"]  # kept
-    assert "'*.a'" in static["postFixup"] and "remove-references-to" in static["postFixup"]
+    # Every file of the output scrubbed of nvcc, archives included.
+    assert static["postFixup"].startswith('find "$out" -type f')
+    assert "remove-references-to" in static["postFixup"]
     # The shared builds keep nixpkgs' value and scrub.
     dyn = probe_json(tmp_path, "flavours.onnxruntime-cuda-dyn")
     assert cmake_values(dyn["attrs"]["cmakeFlags"], "onnxruntime_ENABLE_LTO") == ["FALSE"]
@@ -467,6 +471,7 @@ def test_the_app_passes_nixpkgs_runtime_dependency_check_at_the_pin(tmp_path):
 # Flavour name -> its package in probe.nix.
 FLAVOUR_ATTRS = {
     "cpu": "onnxruntime-cpu",
+    "cuda-hybrid": "onnxruntime-cuda-hybrid",
     "cuda-dyn": "onnxruntime-cuda-dyn",
     "cuda-static": "onnxruntime",
 }
@@ -755,7 +760,7 @@ def test_shared_and_cpu_flavours(tmp_path):
     dyn = probe_json(tmp_path, "flavours.onnxruntime-cuda-dyn")
     assert cmake_values(dyn["attrs"]["cmakeFlags"], "onnxruntime_BUILD_SHARED_LIB") == ["TRUE"]
     assert "CXXFLAGS" not in dyn["attrs"]["env"]
-    assert dyn["attrs"]["postFixup"].startswith("remove-references-to")  # nixpkgs' scrub kept
+    assert "remove-references-to" in dyn["attrs"]["postFixup"]  # every file, not one .so
 
     cpu = probe_json(tmp_path, "flavours.onnxruntime-cpu")
     assert cpu["overrideArgs"]["cudaSupport"] is False
@@ -807,7 +812,7 @@ def test_flake_offers_every_variant_on_its_platform_plus_flavours_and_workbench(
     assert result.returncode == 0, result.stderr
     outputs = json.loads(result.stdout)
     variants = [v for v in expand(load_matrix(CONFIGS)) if v.toolkit is None or v.toolkit.at_pin]
-    extra = {"onnxruntime-cpu", "onnxruntime-cuda-dyn", "onnxruntime", "workbench", "default"}
+    extra = {f.attr for f in load_matrix(CONFIGS).flavours} | {"workbench", "default"}
     for system in ("x86_64-linux", "aarch64-linux"):
         expected = {v.name for v in variants if v.platform == system} | extra
         assert set(outputs["packages"][system]) == expected

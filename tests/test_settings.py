@@ -17,7 +17,7 @@ def test_defaults_load(config_copy: Path) -> None:
     assert settings.ninja_jobs == "auto"
     assert settings.nvcc_threads == 1
     assert settings.cuda_architectures == ()
-    assert settings.linkage == "cuda-dyn"
+    assert settings.linkage == "cuda-hybrid"
 
 
 def test_set_keeps_comments_order_and_formatting(config_copy: Path) -> None:
@@ -53,7 +53,7 @@ def test_inline_comment_survives(config_copy: Path) -> None:
         ("ninja_jobs", "2.5", "a whole number"),
         ("nvcc_threads", "0", "a whole number from 1 to 64"),
         ("cuda_architectures", "90,91", "a comma-separated list of: 50, 52"),
-        ("linkage", "static", "one of cpu, cuda-dyn, cuda-static"),
+        ("linkage", "static", "one of cpu, cuda-hybrid, cuda-dyn, cuda-static"),
         ("ccache", "maybe", "true or false"),
         ("optimization_flags", "-O2 ;rm", "each starting with -"),
         ("cuda_job_memory_gb", "-1", "above 0"),

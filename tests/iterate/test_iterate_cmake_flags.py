@@ -91,7 +91,7 @@ def configs(config_copy: Path) -> Path:
     ],
     ids=["default-settings", "changed-settings"],
 )
-@pytest.mark.parametrize("name", [H100, "cuda-static", "cuda-dyn", "cpu", CPU_AVX2])
+@pytest.mark.parametrize("name", [H100, "cuda-static", "cuda-hybrid", "cuda-dyn", "cpu", CPU_AVX2])
 @needs_nix[0]
 @needs_nix[1]
 def test_python_flags_are_the_flakes_own(tmp_path: Path, configs: Path, name, settings) -> None:
@@ -125,10 +125,13 @@ def test_the_flags_of_a_cuda_variant_and_the_static_flavour(configs: Path) -> No
     assert h100.cuda_flags == ()
     static = _python_flags(configs, "onnxruntime")  # the flake attribute works too
     assert static.cmake_flags == (
+        "-DCMAKE_CUDA_ARCHITECTURES:STRING=90;120",
         "-Donnxruntime_NVCC_THREADS:STRING=1",
         "-Donnxruntime_BUILD_SHARED_LIB:BOOL=FALSE",
         "-DBUILD_SHARED_LIBS:BOOL=FALSE",
         "-Donnxruntime_ENABLE_LTO:BOOL=FALSE",
+        "-Donnxruntime_BUILD_UNIT_TESTS:BOOL=FALSE",
+        "-Donnxruntime_USE_NCCL:BOOL=FALSE",
     )
     assert static.compile_flags == ("-DORT_STATIC_PROVIDERS",)
     assert static.cuda_flags == ("-DORT_STATIC_PROVIDERS",)

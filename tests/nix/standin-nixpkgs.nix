@@ -143,6 +143,7 @@ let
         "-Donnxruntime_ENABLE_LTO:BOOL=${
           if !cuda || args.cudaPackages.cudaOlder "12.8" then "TRUE" else "FALSE"
         }"
+        "-Donnxruntime_USE_NCCL:BOOL=${if cuda && (args.ncclSupport or cuda) then "TRUE" else "FALSE"}"
       ]
       ++ (if args.pythonSupport then [ "-Donnxruntime_ENABLE_PYTHON:BOOL=TRUE" ] else [ ])
       ++ (
@@ -155,6 +156,12 @@ let
           [ ]
       );
       env = { };
+      outputs = [
+        "out"
+        "dev"
+      ]
+      ++ (if args.pythonSupport then [ "dist" ] else [ ]);
+      postInstall = "install -m644 -Dt $out/include ../include/onnxruntime/core/session/onnxruntime_*.h";
       inherit doCheck;
       enableParallelBuilding = true;
       requiredSystemFeatures = if cuda then [ "big-parallel" ] else [ ];
@@ -233,9 +240,11 @@ let
       cuda = cmakeValue flags "onnxruntime_USE_CUDA" == "TRUE";
       staticLibs = cmakeValue flags "onnxruntime_BUILD_SHARED_LIB" == "FALSE";
       fixup = attrs.postFixup or "";
+      # nixpkgs' own scrub names libonnxruntime_providers_cuda.so alone; archives need every
+      # file of the output scrubbed.
       scrubs =
         builtins.match ".*remove-references-to.*" fixup != null
-        && (if staticLibs then builtins.match ".*[*][.]a.*" fixup != null else true);
+        && (if staticLibs then builtins.match ".*find \"[$]out\" -type f.*" fixup != null else true);
     in
     if overlapping != [ ] then
       throw "The `env` attribute set cannot contain any attributes passed to derivation. The following attributes are overlapping: ${builtins.concatStringsSep ", " overlapping}"
@@ -266,6 +275,9 @@ let
     flags.cmakeCudaArchitecturesString = "52;standin-default";
     cuda_nvcc = leaf "${attr}.cuda_nvcc" // {
       bin = leaf "${attr}.cuda_nvcc.bin";
+    };
+    cudnn = leaf "${attr}.cudnn" // {
+      lib = leaf "${attr}.cudnn.lib";
     };
   };
 

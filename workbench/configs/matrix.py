@@ -55,17 +55,27 @@ class Isa:
     rank: int
 
 
+LINKAGES = ("static", "hybrid", "shared")
+
+
 @dataclass(frozen=True)
 class Flavour:
-    """A linkage flavour of the builder flake (CPU static, CUDA shared, CUDA static)."""
+    """A linkage flavour of the builder flake (CPU static, CUDA hybrid, shared or static)."""
 
     name: str
     attr: str
     description: str
     cuda: bool
-    shared: bool
+    linkage: str  # one of LINKAGES
     experimental: bool
     defines: tuple[str, ...]
+    cuda_architectures: tuple[str, ...] = ()  # used when settings.toml names none
+    produces: tuple[str, ...] = ()  # the output's layout: globs relative to it
+
+    @property
+    def shared(self) -> bool:
+        """libonnxruntime.so rather than a static core."""
+        return self.linkage == "shared"
 
 
 @dataclass(frozen=True)
@@ -239,15 +249,22 @@ def load_matrix(config_directory: Path) -> Matrix:
 
 def _load_flavours(path: Path) -> tuple[Flavour, ...]:
     reader = _Reader(path)
-    return tuple(
-        Flavour(
-            name=reader.get(t, "name", str, "flavours"),
-            attr=reader.get(t, "attr", str, "flavours"),
-            description=reader.get(t, "description", str, "flavours"),
-            cuda=reader.get(t, "cuda", bool, "flavours"),
-            shared=reader.get(t, "shared", bool, "flavours"),
-            experimental=reader.get(t, "experimental", bool, "flavours"),
-            defines=reader.get(t, "defines", tuple, "flavours"),
+    flavours = []
+    for t in reader.tables("flavours"):
+        linkage = reader.get(t, "linkage", str, "flavours")
+        if linkage not in LINKAGES:
+            raise reader.fail("linkage", f"{linkage!r} is not one of {', '.join(LINKAGES)}")
+        flavours.append(
+            Flavour(
+                name=reader.get(t, "name", str, "flavours"),
+                attr=reader.get(t, "attr", str, "flavours"),
+                description=reader.get(t, "description", str, "flavours"),
+                cuda=reader.get(t, "cuda", bool, "flavours"),
+                linkage=linkage,
+                experimental=reader.get(t, "experimental", bool, "flavours"),
+                defines=reader.get(t, "defines", tuple, "flavours"),
+                cuda_architectures=reader.get(t, "cuda_architectures", tuple, "flavours"),
+                produces=reader.get(t, "produces", tuple, "flavours"),
+            )
         )
-        for t in reader.tables("flavours")
-    )
+    return tuple(flavours)

@@ -9,6 +9,7 @@ an hour of building, with Nix's own first `error:` line.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 from dataclasses import dataclass
@@ -20,6 +21,12 @@ from workbench.logs.visible import visible
 # fetched first can take much longer: past this, the answer is "not known", never "no".
 EVAL_TIMEOUT_S = 120.0
 NIX_FLAGS = ["--extra-experimental-features", "nix-command flakes"]
+# Nix's words when an input (nixpkgs at the pin) cannot be downloaded or is not cached.
+UNFETCHED = re.compile(
+    r"unable to download|resolve host|cannot fetch|failed to fetch|unable to fetch|"
+    r"while fetching the input|does not exist in the Nix store and cannot be fetched",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -58,7 +65,7 @@ def evaluate(
         "eval",
         "--raw",
         "--no-write-lock-file",
-        f"path:{flake}#packages.{system}.{attr}.outPath",
+        f"{flake}#packages.{system}.{attr}.outPath",
     ]
     try:
         process = subprocess.Popen(
@@ -80,4 +87,9 @@ def evaluate(
         return Evaluation(attr, None, f"nix eval took over {timeout:.0f} s; not known")
     if process.returncode == 0:
         return Evaluation(attr, True, visible(stdout.strip()))
-    return Evaluation(attr, False, first_error(stderr))
+    error = first_error(stderr)
+    if UNFETCHED.search(error):
+        # The flake's inputs could not be had (no network, no cache): nothing is known yet
+        # about the package itself.
+        return Evaluation(attr, None, f"the flake's inputs could not be fetched: {error}")
+    return Evaluation(attr, False, error)

@@ -77,7 +77,7 @@ def flake_flags(target: Target, settings: BuildSettings) -> FlakeFlags:
     elif target.flavour is not None:
         flavour = target.flavour
         cuda = flavour.cuda
-        own_architectures = None
+        own_architectures = ";".join(flavour.cuda_architectures) or None
         cpu_flags = ()
         shared = flavour.shared
         defines = flavour.defines
@@ -97,8 +97,10 @@ def flake_flags(target: Target, settings: BuildSettings) -> FlakeFlags:
     elif shared is False:
         flags += ["-Donnxruntime_BUILD_SHARED_LIB:BOOL=FALSE", "-DBUILD_SHARED_LIBS:BOOL=FALSE"]
         flags.append("-Donnxruntime_ENABLE_LTO:BOOL=FALSE")
-    if cpu_flags:
+    if cpu_flags or target.flavour is not None:
         flags.append("-Donnxruntime_BUILD_UNIT_TESTS:BOOL=FALSE")
+    if target.flavour is not None and cuda:
+        flags.append("-Donnxruntime_USE_NCCL:BOOL=FALSE")
     if sets_level:
         flags += [
             "-DCMAKE_C_FLAGS_RELEASE:STRING=-DNDEBUG",

@@ -295,7 +295,7 @@ def start_targets(
 
 def start_sample(state: Path, force: bool = False) -> Started:
     """Build the bundled sample project through the `run` backend (no Nix, no GPU needed)."""
-    from workbench import sample_project
+    from workbench.samples import sample_project
     from workbench.supervision.launch import LaunchError, plan_run
 
     missing = sample_project.missing_tools()
