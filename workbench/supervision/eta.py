@@ -19,6 +19,17 @@ from workbench.supervision.history import EarlierRun
 # Extrapolating from the first per cent of a build is noise: configure steps, then fast files.
 _MIN_FRACTION = 0.05
 _MIN_ELAPSED_S = 10.0
+# A run this short that never showed work in progress had nothing to do ("ninja: no work to
+# do", everything in the Nix store): it says nothing about how long building takes.
+NO_OP_S = 5.0
+
+
+def did_work(run: EarlierRun) -> bool:
+    """Whether an earlier run built something: it took longer than a no-op could, or its
+    progress was seen below complete."""
+    if run.duration_s >= NO_OP_S:
+        return True
+    return any(fraction < 1.0 for _, fraction in run.curve) and run.duration_s >= 1.0
 
 
 @dataclass(frozen=True)
@@ -53,7 +64,8 @@ def _time_at(curve: Sequence[tuple[float, float]], fraction: float) -> float | N
 
 
 def estimate(elapsed_s: float, fraction: float | None, earlier: Sequence[EarlierRun]) -> Eta | None:
-    """The ETA now, or None when nothing supports one."""
+    """The ETA now, or None when nothing supports one (no-op runs do not count)."""
+    earlier = [run for run in earlier if did_work(run)]
     if earlier:
         left: list[float] = []
         for run in earlier:

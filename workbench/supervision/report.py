@@ -239,6 +239,12 @@ def markdown(builds: list[BuildFacts]) -> str:
         if len(builds) == 2:
             cells.append(row.change)
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    # The table cuts commands to keep its width; here they are whole and shell-quoted, to copy.
+    from workbench.supervision.launch import display
+
+    lines += ["", "Commands:", "", "```"]
+    lines += [f"{facts.label}: {display(facts.record.argv)}" for facts in builds]
+    lines += ["```"]
     for facts in builds:
         measured = facts.measured
         if measured is None:

@@ -14,6 +14,7 @@ values, so it is tested without a screen.
 
 from __future__ import annotations
 
+import shlex
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -206,7 +207,7 @@ class Poll:
 
 def head_lines(record: BuildRecord, now: float | None = None) -> tuple[str, str]:
     """The title line and the detail line (derivation and phase, or the current step)."""
-    command = " ".join(record.argv)
+    command = shlex.join(record.argv)  # whole and quoted: it can be copied into a shell
     title = (
         f"#{record.id} {record.name} · {record.state} · {duration(record.elapsed(now))}"
         f" · {record.backend}: {command}"
