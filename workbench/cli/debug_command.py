@@ -134,6 +134,7 @@ def _options(args: argparse.Namespace) -> Any:
         attach_timeout=args.attach_timeout,
         step_probe=0 if args.no_step else 40,
         debug_dirs=tuple(str(Path(directory).expanduser()) for directory in args.debug_dir),
+        wait_for_gdb_exit=False,
     )
 
 

@@ -16,6 +16,7 @@ import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,9 @@ from workbench.debugging.ptrace import check_ptrace, explain_attach_failure
 from workbench.debugging.symbols import SymbolStatus, check_symbols
 
 Progress = Callable[[str], None]
+MIN_PC_ROUNDS = 4
+MIN_WATCH_S = 0.05  # /proc's CPU time needs this much wall time to say "always running"
+PC_SAMPLE_BUDGET = 256  # thread-samples per capture: 16 rounds of 16 threads, 4 of 64
 
 # Innermost-first markers of a thread blocked in a futex, and what it waits for. The first
 # specific marker found in the top frames wins; a bare futex frame is the fallback.
@@ -104,6 +108,8 @@ class CaptureOptions:
     max_probed_threads: int = 8
     pc_rounds: int = 16
     max_symbolised: int = 256
+    # The CLI, about to print and exit, leaves a detached gdb to exit by itself.
+    wait_for_gdb_exit: bool = True
     debug_dirs: tuple[str, ...] = ()
     proc: Path = field(default=procfs.PROC)
 
@@ -253,14 +259,18 @@ def capture(
         # Reading the executable's symbols (the bulk of a static ORT binary's) needs no
         # ptrace: gdb does it now, while the threads are watched, not after the attach.
         setup.append(f"-file-exec-and-symbols {mi_quote(executable)}")
-    session.send(setup)
+    setup.append("-gdb-set print thread-events off")  # always one answer to wait for
+    loading = session.send(setup)
     pcs: PcSamples | None = None
     started = time.monotonic()
+    finished = False
     try:
         for index in range(options.samples):
             window = options.observe if index == 0 else options.interval
             if index == 0 and not was_stopped and options.pc_rounds > 0 and window > 0:
-                alive, pcs = _watch_and_sample(tracker, window, options)
+                alive, pcs = _watch_and_sample(
+                    tracker, window, options, partial(session.answered, loading)
+                )
             else:
                 alive = tracker.watch(window, options.poll_every)
             if not alive:
@@ -315,9 +325,11 @@ def capture(
             if sample is None:
                 break
             result.samples.append(sample)
+        finished = True
     finally:
         if session is not None:
-            session.close()
+            # After a clean detach nothing is left for gdb to undo: the CLI need not wait.
+            session.close(wait=options.wait_for_gdb_exit or not finished or result.exited)
         _restore_state(pid, was_stopped)
     # A last look without the debugger, so the last sample has activity after it too (with
     # one sample, the look before it and the program counters are the evidence).
@@ -358,24 +370,49 @@ def _symbols_json(status: SymbolStatus | None) -> dict[str, Any] | None:
 
 
 def _watch_and_sample(
-    tracker: ActivityTracker, window: float, options: CaptureOptions
+    tracker: ActivityTracker,
+    window: float,
+    options: CaptureOptions,
+    gdb_ready: Callable[[], bool],
 ) -> tuple[bool, PcSamples | None]:
-    """Watch /proc for `window` seconds and sample the running threads' program counters."""
+    """Watch /proc and sample the running threads' program counters until gdb is ready.
+
+    gdb starts and reads the executable's symbols meanwhile, so the watch costs nothing
+    while it lasts no longer than that: it ends once gdb has answered, at least
+    MIN_WATCH_S has passed and MIN_PC_ROUNDS rounds were taken; at the latest after
+    `window` seconds, or when gdb is ready after that (a huge binary's symbols).
+    """
     sampler: PcSampler | None = None
     rounds = 0
+    wanted = options.pc_rounds
+    began = time.monotonic()
 
     def sample() -> bool:
-        nonlocal sampler, rounds
+        nonlocal sampler, rounds, wanted
         if sampler is None:
             running = [tid for tid, (state, _) in tracker.last.items() if state == "R"]
             sampler = PcSampler(running)
-        rounds += 1
-        last = rounds >= options.pc_rounds
-        return sampler.sample(last=last) and not last
+            # A round stops every running thread once, and on a busy machine each stop waits
+            # for its thread to be scheduled: many threads get fewer rounds (their group
+            # still has many samples), and the window's end ends the sampling.
+            wanted = max(
+                MIN_PC_ROUNDS, min(options.pc_rounds, PC_SAMPLE_BUDGET // max(1, len(running)))
+            )
+        elapsed = time.monotonic() - began
+        done = elapsed >= MIN_WATCH_S and (
+            (rounds >= MIN_PC_ROUNDS and elapsed >= window) or gdb_ready()
+        )
+        if sampler.traced:
+            rounds += 1
+            if rounds >= wanted or (done and rounds >= MIN_PC_ROUNDS):
+                sampler.detach()  # a last read, then every thread is let go
+            else:
+                sampler.sample()
+        return not done or bool(sampler.traced)
 
     spacing = min(options.poll_every, window / max(1, options.pc_rounds))
     try:
-        alive = tracker.watch(window, spacing, between=sample)
+        alive = tracker.watch(0.0, spacing, between=sample)
     finally:
         if sampler is not None:
             sampler.detach()
@@ -735,12 +772,34 @@ def _symbolise(
 
 
 def pc_group_key(hits: tuple[PcHit, ...]) -> tuple[str, ...]:
-    """The code a thread ran in, as the sorted set of places its program counters hit."""
-    return tuple(sorted({hit.place() for hit in hits}))
+    """The code a thread ran in: the place its program counter was most often.
+
+    Threads in one loop with few samples each hit different subsets of its functions, but
+    most often the same one, so they land in one group (and one of them is stepped).
+    """
+    counts: dict[str, int] = {}
+    for hit in hits:
+        counts[hit.place()] = counts.get(hit.place(), 0) + 1
+    return (max(sorted(counts), key=lambda place: counts[place]),) if counts else ()
 
 
 def _pc_groups(pc_samples: dict[int, tuple[PcHit, ...]]) -> dict[int, tuple[str, ...]]:
-    return {tid: pc_group_key(hits) for tid, hits in pc_samples.items() if hits}
+    """Running threads by the code they run in; a group whose program counters already show
+    two or more functions jumping to each other (at the same, outermost stack level, the
+    stack depth steady) needs no stepping, and is marked SETTLED."""
+    from workbench.debugging.diagnosis import pc_evidence
+
+    groups = {tid: pc_group_key(hits) for tid, hits in pc_samples.items() if hits}
+    top_level: dict[tuple[str, ...], set[str]] = {}
+    for tid, key in groups.items():
+        evidence = pc_evidence(pc_samples[tid])
+        if evidence is not None and not evidence.moving and not evidence.unnamed:
+            top_level.setdefault(key, set()).update(evidence.top_level)
+    settled = {key for key, places in top_level.items() if len(places) >= 2}
+    return {tid: SETTLED if key in settled else key for tid, key in groups.items()}
+
+
+SETTLED = ("(settled by program counters)",)
 
 
 def _probe_steps(
@@ -777,6 +836,8 @@ def _probe_steps(
     seen_groups: set[tuple[str, ...]] = set()
     first, rest = [], []
     for gdb_id, tid in candidates:
+        if (groups or {}).get(tid) == SETTLED:
+            continue
         key = (groups or {}).get(tid, (str(tid),))
         (rest if key in seen_groups else first).append(gdb_id)
         seen_groups.add(key)

@@ -544,18 +544,30 @@ def _merge_by_code(
     same shape, is in it too: a thread pool spinning in one loop gets one verdict for all.
     """
     merged: list[Finding] = []
-    by_functions: dict[frozenset[str], Finding] = {}
+    by_loop: dict[object, Finding] = {}
+    names: dict[object, set[str]] = {}
     for finding in findings:
         if finding.kind != "call-cycle":
             merged.append(finding)
             continue
-        key = frozenset(finding.functions)
-        if key in by_functions:
-            by_functions[key].threads += finding.threads
+        # One loop, however each thread's evidence spelled it: the bridge pair, else the
+        # functions by their short names.
+        loop_id: object = (
+            (finding.bridge.host_method, finding.bridge.counterpart)
+            if finding.bridge
+            else frozenset(_short(name) for name in finding.functions)
+        )
+        names.setdefault(loop_id, set()).update(finding.functions)
+        for tid in finding.threads:
+            if tid in pcs:
+                names[loop_id].update(pcs[tid].places)
+        if loop_id in by_loop:
+            by_loop[loop_id].threads += finding.threads
         else:
-            by_functions[key] = finding
+            by_loop[loop_id] = finding
             merged.append(finding)
-    for key, finding in by_functions.items():
+    for loop_id, finding in by_loop.items():
+        key = frozenset(names[loop_id])
         members = set(finding.threads)
         shapes = {_shape(histories[tid][-1], key) for tid in members if tid in histories}
         for tid, evidence in pcs.items():
@@ -568,10 +580,14 @@ def _merge_by_code(
         if count > 1:
             finding.summary += f"; {count} threads are caught in this loop"
             stepped = sum(1 for tid in finding.threads if histories[tid][-1].trail)
+            how = (
+                f"{stepped} single-stepped, the others' program counters sampled"
+                if stepped
+                else "their program counters sampled"
+            )
             finding.evidence.append(
                 f"{count} threads run only in these functions, with the same stack beneath: "
-                f"{stepped} single-stepped, the others' program counters sampled "
-                f"({_thread_list(finding.threads, histories)})"
+                f"{how} ({_thread_list(finding.threads, histories)})"
             )
     return merged
 

@@ -246,6 +246,15 @@ class GdbSession:
                 f"{self._first_waiting(pending)!r}{self._stderr_tail()}"
             )
 
+    def answered(self, pending: dict[int, str]) -> bool:
+        """Whether gdb has answered every command in `pending` (from `send`); never waits."""
+        while not all(token in self._results for token in pending):
+            ready, _, _ = select.select(self._fds, [], [], 0)
+            if not ready:
+                return False
+            self._read(time.monotonic() + 1.0, pending)
+        return True
+
     def _first_waiting(self, pending: dict[int, str]) -> str:
         return next((cmd for token, cmd in pending.items() if token not in self._results), "")
 
@@ -291,12 +300,19 @@ class GdbSession:
         text = (self._stderr_text or "".join(self._console[-3:])).strip()
         return f": {text[-500:]}" if text else ""
 
-    def close(self, grace: float = 2.0) -> None:
+    def close(self, grace: float = 2.0, wait: bool = True) -> None:
         """Ask gdb to exit (it detaches from what it attached to); kill it if it will not.
 
         SIGTERM makes gdb quit and detach as well; SIGKILL is the last resort, after which
-        the caller must check that the target was not left stopped.
+        the caller must check that the target was not left stopped. wait=False, for a gdb
+        that has already detached, only asks: a CLI about to exit need not wait for it.
         """
+        if not wait and self._process.poll() is None:
+            with contextlib.suppress(OSError, ValueError):
+                assert self._process.stdin is not None
+                self._process.stdin.write(b"-gdb-exit\n")
+                self._process.stdin.close()  # end of input: gdb exits even if it missed it
+            return
         if self._process.poll() is None:
             with contextlib.suppress(OSError, ValueError):
                 assert self._process.stdin is not None

@@ -1,0 +1,167 @@
+"""Benchmark: `workbench bt PID` end to end against plain gdb's batch backtrace, same run.
+
+What a user waits for: from starting the command to the printed diagnosis. For 1, 8 and 64
+threads of two real programs built here with g++ (-O2 -g):
+  - "cycle": tests/debugging/fixtures' provider-bridge loop, every thread spinning in it
+    (the hang the workbench exists for: threads always running, so every stop costs);
+  - "waiting": tests/debugging/fixtures/many_threads.cc, every thread blocked a few frames deep;
+each process is timed, in alternation so that machine noise hits both alike, with
+  - `workbench bt PID` exactly as a user types it (the console script, default options: one
+    stack sample after the program-counter sampling of every running thread), checked to print
+    a diagnosis (for the cycle: "call cycle … HUNG");
+  - `gdb -batch -p PID -ex 'thread apply all bt'`, checked to show every thread.
+Prints JSON: per case the medians, their ratio (target <= 1.2) and every run.
+
+Python's bytecode cache is allowed (PYTHONDONTWRITEBYTECODE is dropped from the environment,
+as an installed package has its cache); the first, unmeasured run of each command warms it and
+the page cache for both.
+
+    python benchmarks/bt_end_to_end.py [--threads 1 8 64] [--repetitions 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "tests" / "debugging" / "fixtures"
+TARGET_RATIO = 1.2
+PROGRAMS = {
+    "cycle": ["bridge_provider.cc", "bridge_host.cc"],
+    "waiting": ["many_threads.cc"],
+}
+
+
+def build(directory: Path) -> dict[str, Path]:
+    binaries = {}
+    for name, sources in PROGRAMS.items():
+        binary = directory / name
+        subprocess.run(
+            ["g++", "-O2", "-g", "-pthread", f"-I{FIXTURES}"]
+            + [str(FIXTURES / source) for source in sources]
+            + ["-o", str(binary)],
+            check=True,
+        )
+        binaries[name] = binary
+    return binaries
+
+
+def workbench_argv() -> list[str]:
+    script = Path(sys.executable).parent / "workbench"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "workbench"]
+
+
+def environment() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def time_workbench(pid: int, kind: str, env: dict[str, str]) -> float:
+    begin = time.perf_counter()
+    done = subprocess.run(
+        [*workbench_argv(), "bt", str(pid)], capture_output=True, text=True, env=env, check=False
+    )
+    elapsed = time.perf_counter() - begin
+    if done.returncode != 0 or "Diagnosis:" not in done.stdout:
+        raise SystemExit(f"workbench bt failed ({done.returncode}): {done.stderr or done.stdout}")
+    if kind == "cycle" and "Diagnosis: call cycle (tail-calls) — HUNG" not in done.stdout:
+        raise SystemExit(f"workbench bt did not find the cycle:\n{done.stdout[:2000]}")
+    return elapsed
+
+
+def time_gdb(pid: int, threads: int, gdb: str) -> float:
+    begin = time.perf_counter()
+    done = subprocess.run(
+        [gdb, "-batch", "-p", str(pid), "-ex", "thread apply all bt"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    elapsed = time.perf_counter() - begin
+    seen = done.stdout.count("\nThread ") + done.stdout.startswith("Thread ")
+    if seen != threads + 1:
+        raise SystemExit(f"gdb -batch showed {seen} threads, expected {threads + 1}")
+    return elapsed
+
+
+def measure(binary: Path, kind: str, threads: int, repetitions: int, gdb: str) -> dict[str, object]:
+    env = environment()
+    program = subprocess.Popen(
+        [str(binary), str(threads)], stdout=subprocess.PIPE, start_new_session=True
+    )
+    try:
+        assert program.stdout is not None
+        program.stdout.readline()  # "ready"
+        time.sleep(0.5)  # every thread started and in its loop or wait
+        time_workbench(program.pid, kind, env)  # warm both caches, unmeasured
+        time_gdb(program.pid, threads, gdb)
+        workbench, batch = [], []
+        for repetition in range(repetitions):
+            if repetition % 2:
+                batch.append(time_gdb(program.pid, threads, gdb))
+                workbench.append(time_workbench(program.pid, kind, env))
+            else:
+                workbench.append(time_workbench(program.pid, kind, env))
+                batch.append(time_gdb(program.pid, threads, gdb))
+    finally:
+        os.killpg(program.pid, signal.SIGKILL)
+        program.wait()
+    median_workbench = statistics.median(workbench)
+    median_batch = statistics.median(batch)
+    return {
+        "program": kind,
+        "threads": threads + 1,
+        "workbench_bt_s": round(median_workbench, 3),
+        "gdb_batch_bt_s": round(median_batch, 3),
+        "ratio": round(median_workbench / median_batch, 3),
+        "within_target": median_workbench / median_batch <= TARGET_RATIO,
+        "workbench_runs_s": [round(value, 3) for value in workbench],
+        "gdb_batch_runs_s": [round(value, 3) for value in batch],
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 8, 64])
+    parser.add_argument("--programs", nargs="+", default=list(PROGRAMS), choices=list(PROGRAMS))
+    parser.add_argument("--repetitions", type=int, default=7)
+    args = parser.parse_args()
+    gdb = shutil.which("gdb")
+    if gdb is None or shutil.which("g++") is None:
+        raise SystemExit("needs gdb and g++")
+    cases = []
+    with tempfile.TemporaryDirectory(prefix="wb-bt-bench-") as temp:
+        binaries = build(Path(temp))
+        for kind in args.programs:
+            for threads in args.threads:
+                cases.append(measure(binaries[kind], kind, threads, args.repetitions, gdb))
+    print(
+        json.dumps(
+            {
+                "benchmark": "bt_end_to_end",
+                "command": "workbench bt PID",
+                "baseline": "gdb -batch -p PID -ex 'thread apply all bt'",
+                "target_ratio": TARGET_RATIO,
+                "cpus": os.cpu_count(),
+                "repetitions": args.repetitions,
+                "cases": cases,
+            },
+            indent=2,
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
