@@ -108,7 +108,9 @@ def register(subcommands: argparse._SubParsersAction) -> None:
     attach.set_defaults(handler=run_attach)
 
     logs = subcommands.add_parser("logs", help="a build's log")
-    logs.add_argument("id", type=int)
+    logs.add_argument(
+        "id", nargs="?", type=int, help="build id (default: the running one, else the latest)"
+    )
     logs.add_argument("-f", "--follow", action="store_true", help="keep printing until it ends")
     logs.add_argument(
         "--raw", action="store_true", help="the file as written (Nix's @nix JSON lines included)"
@@ -152,6 +154,12 @@ def _launch_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="start even while another build of this checkout runs (or, for `build`, a "
         "variant this host cannot build)",
+    )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="list each other build process on this host (else one line says how many)",
     )
     parser.add_argument(
         "-d",
@@ -313,6 +321,24 @@ def _launch(args: argparse.Namespace, history: Any, plan: Any, warnings: list[st
     return launch_and_follow(args, history, plan, warnings).code
 
 
+def say_notices(lines: list[str], verbose: bool) -> None:
+    """The launch's warnings, one line each; the indented details under one (the other build
+    processes, with PID and user) only with --verbose."""
+    groups: list[tuple[str, list[str]]] = []
+    for line in lines:
+        if line.startswith(" ") and groups:
+            groups[-1][1].append(line)
+        else:
+            groups.append((line, []))
+    for summary, details in groups:
+        if details and not verbose:
+            summary += " (--verbose lists them)"
+        _say(f"warning: {summary}")
+        if verbose:
+            for line in details:
+                print(line, file=sys.stderr, flush=True)
+
+
 @dataclass(frozen=True)
 class Followed:
     """How a launched build went, as far as the CLI saw it."""
@@ -342,8 +368,7 @@ def launch_and_follow(
 
     force = bool(getattr(args, "force", False))
     started = start(_state(args), history, plan, force, warnings)
-    for line in started.warnings:
-        _say(f"warning: {line}" if not line.startswith(" ") else line)
+    say_notices(started.warnings, bool(getattr(args, "verbose", False)))
     record, supervisor = started.record, started.supervisor
     _say(f"build #{record.id} ({record.name}): {display(record.argv)}")
     _say(f"in {record.cwd}; log {record.log_path}")
@@ -472,10 +497,25 @@ def run_attach(args: argparse.Namespace) -> int:
     return _follow(args, history, record.id)
 
 
+def _build_for_logs(history: Any, args: argparse.Namespace) -> Any:
+    """The build named, else the one running (as attach and stop choose), else the latest."""
+    from workbench.errors import WorkbenchError
+
+    if args.id is not None:
+        return history.get(args.id)
+    try:
+        return _one_running(history, None, "logs", args)
+    except WorkbenchError:
+        latest = history.builds(limit=1)
+        if not latest:
+            raise WorkbenchError(f"no builds yet in {history.path}") from None
+        return latest[0]
+
+
 def run_logs(args: argparse.Namespace) -> int:
     """`workbench logs ID [--follow] [--raw]`."""
     history = _history(args)
-    record = history.get(args.id)
+    record = _build_for_logs(history, args)
     path = Path(record.log_path)
     if args.raw and not args.follow:
         try:

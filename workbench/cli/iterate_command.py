@@ -102,6 +102,13 @@ def _options(parser: argparse.ArgumentParser, tail: bool = False) -> None:
     parser.add_argument(
         "--json", action="store_true", default=flag, help="print the summary as JSON"
     )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=flag,
+        help="list each other build process on this host (else one line says how many)",
+    )
     if tail:  # the global options, accepted after the command as everywhere else
         parser.add_argument("--config", metavar="DIR", default=argparse.SUPPRESS)
         parser.add_argument("--state-dir", metavar="DIR", default=argparse.SUPPRESS)
@@ -376,7 +383,8 @@ def _summary(document: dict[str, Any], smoke_result: Any) -> str:
     work = (
         "nothing to do"
         if ninja["edges"] == 0
-        else f"{len(compiled)} files compiled{f' ({shown})' if compiled else ''}, "
+        else f"{len(compiled)} {'file' if len(compiled) == 1 else 'files'} compiled"
+        f"{f' ({shown})' if compiled else ''}, "
         f"{len(ninja['linked'])} linked, {ninja['edges']} of {ninja['total']} edges"
     )
     lines.append(

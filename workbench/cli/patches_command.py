@@ -122,7 +122,13 @@ def _list(args: argparse.Namespace, config: Path, matrix) -> int:
         )
         return 0
     # Plain lines, not a table: readable at 80 columns however long a name or sentence is.
-    print(f"{series.path}: {len(series.patches)} patches, applied in this order")
+    count = f"{len(series.patches)} {'patch' if len(series.patches) == 1 else 'patches'}"
+    if args.target:
+        print(f"{series.path}: {len(patches)} of its {count} apply to {target}, in this order")
+        if not patches:
+            print(f"  none: no patch names {target}'s flavour or matches its name")
+    else:
+        print(f"{series.path}: {count}, applied in this order")
     width = max((len(p.name) for p in patches), default=0)
     group_width = max((len(p.group) for p in patches), default=0)
     for patch in patches:

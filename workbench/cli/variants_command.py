@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 
@@ -54,6 +55,10 @@ def run(args: argparse.Namespace) -> int:
     config, matrix = load_config(args)
     words = (args.match or "").lower().split()
     variants = [v for v in expand(matrix) if all(word in v.name for word in words)]
+    if words and not variants:
+        # Like grep: nothing matched is exit 1 and no tables (they would read as an answer).
+        print(f"workbench: no variant name contains all of: {' '.join(words)}", file=sys.stderr)
+        return 1
     if args.json:
         from workbench.patches.series import load_series
 
@@ -84,7 +89,9 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(highlight=False)
+    # Piped (not a terminal), Rich would wrap at 80 columns: a name must stay on its line.
+    piped = not sys.stdout.isatty()
+    console = Console(highlight=False, width=200 if piped else None, soft_wrap=piped)
     table = Table(
         title=f"ONNX Runtime {matrix.ort_version}: {len(variants)} variants",
         title_justify="left",
