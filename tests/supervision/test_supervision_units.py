@@ -133,7 +133,8 @@ def test_dry_run_prints_the_exact_command_and_starts_nothing(tmp_path: Path) -> 
     assert result.returncode == 0, result.stderr
     assert result.stdout == (
         "nix --extra-experimental-features 'nix-command flakes' build "
-        f"'.#{CPU_VARIANT}' -L --log-format internal-json --cores 3 --max-jobs 2\n"
+        f"'.#{CPU_VARIANT}' -L --log-format internal-json --cores 3 --max-jobs 2 "
+        f"--out-link result-{CPU_VARIANT}\n"
     )
     assert f"# in {REPO}" in result.stderr
     with History(tmp_path) as history:

@@ -290,7 +290,30 @@ def run_build(args: argparse.Namespace) -> int:
         )
         raise LaunchError(f"{plan.argv[0]}: command not found; {hint}")
     warnings = [choice.warning] if choice.warning and args.backend == "nix" else []
-    return _launch(args, history, plan, warnings)
+    followed = launch_and_follow(args, history, plan, warnings)
+    if followed.finished and followed.code == 0 and target.flavour is not None:
+        return _check_flavour_layout(Path(plan.cwd), target.flavour)
+    return followed.code
+
+
+def _check_flavour_layout(checkout: Path, flavour: Any) -> int:
+    """After a flavour builds: is every file its layout promises there? (exit 1 if not)."""
+    from workbench.artefacts.layout import check_layout
+    from workbench.artefacts.out_links import find_result
+    from workbench.logs.visible import visible
+
+    output = find_result(checkout, flavour.name)
+    if output is None:
+        _say(f"note: no result-{flavour.name} in {checkout}; its layout was not checked")
+        return 0
+    problems = check_layout(output, flavour)
+    for problem in problems:
+        _say(f"layout: {visible(problem)}")
+    if problems:
+        _say(f"error: {output} is not a whole {flavour.name} build ({len(problems)} problems)")
+        return 1
+    _say(f"layout: {flavour.name} has every promised file ({output} -> {output.resolve()})")
+    return 0
 
 
 def _say_evaluation(flake: Path, target: Any) -> int:

@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "workbench.cli.build_commands",
     "workbench.cli.patches_command",
     "workbench.cli.iterate_command",
+    "workbench.cli.artefact_command",
 )
 
 

@@ -275,6 +275,9 @@ def start_targets(
             argv = list(plan.argv)
             first = argv.index(f".#{targets[0].attr}")
             argv[first + 1 : first + 1] = [f".#{target.attr}" for target in targets[1:]]
+            # One out-link per target is what `nix build` cannot name: leave Nix's `result*`.
+            if "--out-link" in argv:
+                del argv[argv.index("--out-link") : argv.index("--out-link") + 2]
             plan = replace(
                 plan,
                 name=f"{len(targets)} targets",

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from workbench.artefacts.out_links import out_link_name
 from workbench.errors import WorkbenchError
 from workbench.supervision.history import NewBuild
 
@@ -125,8 +126,13 @@ def target_problems(target: Target) -> list[str]:
     return problems
 
 
-def nix_build_argv(attr: str, cores: int, max_jobs: int) -> list[str]:
+def nix_build_argv(
+    attr: str, cores: int, max_jobs: int, out_link: str | None = None
+) -> list[str]:
     """`nix build .#ATTR` with the log format the supervisor parses and the given parallelism.
+
+    `out_link` (result-NAME) is where the result goes, as `flox build NAME` leaves it, so the
+    rest of the loop (smoke, env, layout) finds a target's result whichever backend built it.
 
     `-L` must come before `--log-format internal-json`: Nix 2.8's `-L` resets the log format.
     `--cores` reaches the builder as NIX_BUILD_CORES (ninja's -j) and never changes the
@@ -148,6 +154,7 @@ def nix_build_argv(attr: str, cores: int, max_jobs: int) -> list[str]:
         str(cores),
         "--max-jobs",
         str(max_jobs),
+        *(["--out-link", _checked(out_link, "out-link")] if out_link else []),
     ]
 
 
@@ -309,7 +316,7 @@ def plan_build(
                 f"{directory}: no flake.nix there; pass the builder flake's directory with "
                 "--directory DIR"
             )
-        argv = nix_build_argv(target.attr, jobs, max_jobs)
+        argv = nix_build_argv(target.attr, jobs, max_jobs, out_link_name(target.name))
         patches = series_patches(directory, target)
         recorded = build_settings_record(settings, jobs, max_jobs, jobs_source, patches)
         count: int | None = jobs
