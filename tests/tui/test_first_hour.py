@@ -18,7 +18,7 @@ from recorded_host import recorded_doctor
 from textual.command import CommandPalette
 from textual.widgets import DataTable, Static
 from textual.widgets._footer import FooterKey
-from tui.driving import needs_cxx_tools, wait_until
+from tui.driving import needs_cxx_tools, open_screen, start, wait_until
 
 from workbench.tui.app import WorkbenchApp, make_app
 from workbench.tui.error_screen import ErrorScreen
@@ -489,3 +489,44 @@ def tmp_ninja_sleeper(directory: Path) -> subprocess.Popen:
     directory.mkdir(parents=True)
     (directory / "build.ninja").write_text("rule nap\n  command = sleep 120\nbuild x: nap\n")
     return subprocess.Popen(["ninja", "-C", str(directory)], stdout=subprocess.DEVNULL)
+
+
+# -- every process of the build ------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_shows_every_process_and_d_debugs_a_hung_test_binary(
+    tui, bench, tmp_path: Path, size: tuple[int, int]
+) -> None:
+    """A test program spinning under `workbench run` is no build tool: `a` lists it, `d`
+    opens the debug screen on it."""
+    from workbench.tui.build_screen import BuildScreen
+    from workbench.tui.debug_screen import DebugScreen
+    from workbench.tui.widgets.process_table import ProcessTable
+
+    spin = tmp_path / "spin_test.py"
+    spin.write_text("while True:\n    pass\n")
+    build_id = start(bench, "--name", "tests", "--", sys.executable, str(spin), cwd=tmp_path)
+    app = tui()
+    async with app.run_test(size=size) as pilot:
+        screen = await open_screen(app, pilot, build_id)
+        table = screen.query_one(ProcessTable)
+        await pilot.pause(2.5)  # a poll or two: the supervisor's view has no compiler in it
+        assert not any(row.file and row.file.endswith("spin_test.py") for row in table.rows_shown)
+        await pilot.press("a")
+        await wait_until(
+            pilot,
+            "the test program in the table",
+            lambda: any(r.file and r.file.endswith("spin_test.py") for r in table.rows_shown),
+            20,
+        )
+        row = next(r for r in table.rows_shown if r.file and r.file.endswith("spin_test.py"))
+        table.move_cursor(row=table.get_row_index(str(row.pid)))
+        table.focus()
+        await pilot.pause()
+        assert isinstance(app.screen, BuildScreen)
+        await pilot.press("d")
+        await wait_until(pilot, "the debug screen", lambda: isinstance(app.screen, DebugScreen))
+        assert app.screen.target_pid == row.pid
+        await pilot.pause(0.5)

@@ -36,6 +36,7 @@ from workbench.errors import WorkbenchError
 from workbench.logs.visible import visible
 from workbench.supervision.follow import duration, outcome_line, progress_text
 from workbench.supervision.history import BuildRecord, History, Sampled
+from workbench.tui.build_tree import TreeReader
 from workbench.tui.screen_commands import ScreenCommands
 from workbench.tui.widgets.key_footer import KeyFooter
 from workbench.tui.widgets.log_view import LogView
@@ -382,6 +383,14 @@ class BuildScreen(Screen[None]):
             tooltip="Jump to the first line of the log that reads like an error",
         ),
         Binding(
+            "a",
+            "all_processes",
+            "All processes",
+            id="build.all-processes",
+            tooltip="Every process of the build (a test binary, a script), not only compilers, "
+            "linkers and builders; d debugs any of them",
+        ),
+        Binding(
             "w",
             "notices",
             "Notices",
@@ -433,6 +442,8 @@ class BuildScreen(Screen[None]):
         self.state_directory = Path(state_directory)
         self.build_id = build_id
         self.notices = notices
+        self.show_all = False  # every process of the build, not only the build tools
+        self.process_tree = TreeReader()
         self.record: BuildRecord | None = None
         self.stall: Stall | None = None
         self.stopping = False
@@ -518,6 +529,11 @@ class BuildScreen(Screen[None]):
         except WorkbenchError as exc:
             self.post_message(self.Failed(str(exc)))
             return
+        if self.show_all:
+            self.post_message(
+                self.Polled(Poll(record, self.process_tree.rows(record.supervisor_pid), False))
+            )
+            return
         jobs = (record.live or {}).get("jobs") or []
         states = read_states(job["pid"] for job in jobs if isinstance(job.get("pid"), int))
         rows = tuple(ProcessRow.from_live(job, states.get(job.get("pid"))) for job in jobs)
@@ -565,7 +581,13 @@ class BuildScreen(Screen[None]):
         if poll.finished and table.sort_key == "cpu":
             table.sort_key, table.descending = "time", True
         table.show(poll.processes, flagged=stall.pid if stall else None)
-        what = "Jobs of this build, slowest first" if poll.finished else "Processes"
+        what = (
+            "Jobs of this build, slowest first"
+            if poll.finished
+            else "All processes (a: build tools only)"
+            if self.show_all
+            else "Processes"
+        )
         table.border_title = f"{what} · {len(poll.processes)} · sorted by {table.sort_label}"
         self._show_stall(stall)
         if poll.finished:
@@ -632,6 +654,8 @@ class BuildScreen(Screen[None]):
             if self.record is not None and not self.record.active:
                 return False
             return None if self.stopping else True
+        if action == "all_processes":
+            return self.record is None or self.record.active
         if action == "notices":
             return bool(self.notices)
         if action == "debug":
@@ -639,6 +663,14 @@ class BuildScreen(Screen[None]):
                 return False
             return True if self._debug_pid() is not None else None
         return True
+
+    def action_all_processes(self) -> None:
+        """Switch between the build tools (the supervisor's view) and every process."""
+        self.show_all = not self.show_all
+        self.notify(
+            "Every process of the build" if self.show_all else "Compilers, linkers and builders"
+        )
+        self._tick()
 
     def action_notices(self) -> None:
         """Every line the launch said about the host, in a dialog."""
