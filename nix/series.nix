@@ -221,7 +221,7 @@ in
     else
       throw (
         "workbench: patch ${patch.name} (file ${patch.file}, in ${label}) is missing: ${toString path} does not exist. "
-        + "Copy ${patch.file} from the onnxruntime-builder flake's patches/ directory into this repository's patches/, "
+        + "Import it with the others: `workbench patches import DIR --source ORT_SOURCE` (DIR such as your onnxruntime-builder checkout's patches/), "
         + "or disable it in ${label} (`workbench patches disable ${patch.name}`). "
         + "(In a git checkout, also `git add` it: a flake only sees tracked files.)"
       );

@@ -630,7 +630,7 @@ def test_a_missing_patch_file_throws_naming_the_series_the_patch_and_where_to_ge
         in result.stderr
     )
     assert f"{patches}/gamma-sm90.patch does not exist" in result.stderr
-    assert "onnxruntime-builder flake's patches/" in result.stderr
+    assert "workbench patches import DIR --source ORT_SOURCE" in result.stderr
     assert "workbench patches disable gamma-sm90" in result.stderr
     # Packages that do not select it never look for it.
     assert applied(tmp_path, "cuda-static", configs, patches) == SAMPLE_APPLIED["cuda-static"]

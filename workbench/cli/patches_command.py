@@ -73,6 +73,27 @@ def register(subcommands: argparse._SubParsersAction) -> None:
         help="variant names it applies to, '*' as wildcard (repeatable)",
     )
     new.add_argument("--disabled", action="store_true", help="add it switched off")
+    imported = actions.add_parser(
+        "import",
+        help="bring another checkout's patch files into the series, checked first",
+        description="Takes DIR's *.patch files (such as the builder flake's patches/): a file "
+        "the series already lists fills that entry, any other becomes a new entry for the "
+        "flavours given. Each is checked against the pinned ORT tree (--source) in series "
+        "order; the files and series entries are then written together, or nothing is (exit 1).",
+    )
+    imported.add_argument("directory", metavar="DIR", help="a folder of .patch files")
+    imported.add_argument(
+        "--source", required=True, metavar="DIR", help="the pinned ONNX Runtime source tree"
+    )
+    imported.add_argument(
+        "--flavour",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="flavour(s) new entries apply to (default: cuda-static)",
+    )
+    imported.add_argument("--group", default="local", help="new entries' group (local)")
+    imported.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(handler=run)
 
 
@@ -87,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
         "disable": _toggle,
         "check": _check,
         "new": _new,
+        "import": _import,
     }[args.patches_action]
     return handler(args, config, matrix)
 
@@ -205,3 +227,31 @@ def _new(args: argparse.Namespace, config: Path, matrix) -> int:
         f" ({'enabled' if patch.enabled else 'disabled'})"
     )
     return 0
+
+
+def _import(args: argparse.Namespace, config: Path, matrix) -> int:
+    from workbench.cli.common import print_json
+    from workbench.logs.visible import visible
+    from workbench.patches.importing import import_patches
+
+    result = import_patches(
+        config,
+        matrix,
+        Path(args.directory).expanduser(),
+        Path(args.source).expanduser(),
+        tuple(args.flavour) or ("cuda-static",),
+        args.group,
+    )
+    if args.json:
+        print_json(result.to_json())
+        return 0 if result.written else 1
+    width = max(len(p.name) for p in result.patches)
+    for patch in result.patches:
+        kind = "new entry" if patch.new_entry else "fills its entry"
+        detail = f": {visible(patch.detail)}" if patch.detail else ""
+        print(f"  {patch.name:<{width}}  {patch.status} ({kind}){detail}")
+    if result.written:
+        print(f"Imported {len(result.patches)} patches into the series.")
+        return 0
+    print("Nothing written: every patch must apply for any to be imported.")
+    return 1
