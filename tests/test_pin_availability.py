@@ -87,8 +87,14 @@ def test_doctor_says_per_target_whether_it_evaluates_at_the_pin() -> None:
     targets = {t["name"]: t for t in pin["targets"]}
     assert targets[CUDA12_4]["evaluates"] is False
     assert targets["onnxruntime-cuda-dyn"]["evaluates"] is True
+    # No GPU here: the CPU flavour to link; cuda-static is said to be experimental, and why.
+    assert document["linking"]["flavour"] == "cpu"
+    assert document["linking"]["experimental"][0]["flavour"] == "cuda-static"
     text = workbench("doctor").stdout
     assert "At the nixpkgs pin (ed142ab)" in text
+    assert (
+        "Linking ORT into a Rust or C++ program" in text and "cuda-static is experimental" in text
+    )
     assert "30 do not" in text
 
 

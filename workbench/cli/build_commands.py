@@ -244,6 +244,25 @@ def run_build(args: argparse.Namespace) -> int:
     directory, matrix = load_config(args)
     settings = load_settings(directory, matrix)
     target = resolve_target(args.variant or settings.linkage, matrix)
+    if target.flavour is not None and target.flavour.cuda and not settings.cuda_architectures:
+        from workbench.host.hardware import detect_gpus
+        from workbench.host.linking import fill_cuda_architectures
+
+        if args.dry_run:  # a dry run writes nothing: it says what the build would set
+            from workbench.host.linking import detected_architectures
+
+            found = detected_architectures(detect_gpus(matrix), matrix)
+            if found:
+                print(
+                    f"# a build sets cuda_architectures = {','.join(found)} (detected)",
+                    file=sys.stderr,
+                )
+        else:
+            settings, said = fill_cuda_architectures(
+                directory, matrix, settings, target.flavour, detect_gpus(matrix)
+            )
+            if said:
+                _say(f"note: {said}")
     problems = target_problems(target)
     if problems and not args.force:
         raise LaunchError("; ".join(problems) + " (--force builds it anyway)")

@@ -38,6 +38,10 @@ def run(args: argparse.Namespace) -> int:
 
     pin = pin_summary(matrix)
     document["nixpkgs_pin"] = pin
+    from workbench.host.linking import recommend_flavour
+
+    linking = recommend_flavour(matrix, bool(report.hardware.gpu.gpus))
+    document["linking"] = linking.to_json()
     if args.json:
         print_json(document)
         return 0
@@ -96,6 +100,12 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"  also: {item.variant.name}: {item.reasons[0]}")
     for note in report.selection.notes:
         console.print(f"  note: {note}")
+    heading("Linking ORT into a Rust or C++ program")
+    console.print(f"  [bold cyan]{linking.flavour.name}[/] (.#{linking.flavour.attr})")
+    for reason in linking.reasons:
+        console.print(f"    - {escape(reason)}")
+    for flavour, why in linking.experimental:
+        console.print(f"  {flavour.name} is experimental: {escape(why)}")
     heading(f"At the nixpkgs pin ({matrix.nixpkgs_rev[:7]})")
     targets = pin["targets"]
     console.print(

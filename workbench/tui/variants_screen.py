@@ -369,7 +369,13 @@ class VariantsScreen(Screen[None]):
                 "No variant runs on this host: " + "; ".join(report.selection.notes)
             )
             return
+        from workbench.host.linking import recommend_flavour
+
         self.recommended = {item.variant.name for item in report.selection.recommended}
+        # The flavour to link with (cuda-hybrid with a GPU) is starred too.
+        self.recommended.add(
+            recommend_flavour(self.matrix, bool(report.hardware.gpu.gpus)).flavour.name
+        )
         recommendation.update(f"★ {primary.variant.name}  ({'; '.join(primary.reasons[:2])})")
         self._fill()
         # After the layout that the new summary lines cause, so the row lands where it is drawn.
