@@ -8,8 +8,13 @@ from pathlib import Path
 
 import pytest
 
-# Flakes on, no sandbox (Debian's nix-bin has none), no binary cache (no network).
-NIX_CONFIG = "experimental-features = nix-command flakes\nsandbox = false\nsubstituters ="
+# Flakes on, no sandbox (Debian's nix-bin has none), no binary cache (no network), and no
+# build users: Debian's nix.conf names the `nixbld` group, which a fresh machine may not have
+# (Nix then refuses every build), and the tests run Nix as root or as themselves anyway.
+NIX_CONFIG = (
+    "experimental-features = nix-command flakes\nsandbox = false\nsubstituters =\n"
+    "build-users-group ="
+)
 
 needs_nix = [
     pytest.mark.nix,

@@ -16,6 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 from cxx_project import started
+from nix_testing import NIX_CONFIG
 
 from workbench.monitor import ProcessSample, Sampler
 from workbench.monitor.discovery import (
@@ -36,7 +37,6 @@ pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="single-user Nix and nix-daemon need root here"),
 ]
 
-NIX_CONFIG = "experimental-features = nix-command flakes\nsandbox = false\nsubstituters ="
 
 # The builder compiles a template-heavy unit with the machine's g++ (no nixpkgs here), so the
 # compiler runs a second or two: long enough to be sampled.

@@ -10,6 +10,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from nix_testing import NIX_CONFIG
 
 from workbench.progress import (
     NixMessage,
@@ -24,7 +25,6 @@ from workbench.progress import (
 
 FIXTURES = Path(__file__).parent / "fixtures"
 NIX_EXPRESSION = FIXTURES / "three-derivations.nix"
-NIX_CONFIG = "experimental-features = nix-command flakes\nsandbox = false\nsubstituters ="
 
 needs_nix = pytest.mark.skipif(
     shutil.which("nix-build") is None, reason="needs Debian's nix-bin (nix-build)"

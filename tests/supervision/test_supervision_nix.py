@@ -28,12 +28,12 @@ import psutil
 import pytest
 from conftest import needs_cxx_tools
 from monitor.cxx_project import write_project
+from nix_testing import NIX_CONFIG
 from supervised import Bench, build_id_from, ninja_steps
 
 from workbench.supervision.history import STOPPED, SUCCEEDED
 from workbench.supervision.launch import host_platform
 
-NIX_CONFIG = "experimental-features = nix-command flakes\nsandbox = false\nsubstituters ="
 DERIVATION = "standin-onnxruntime-cpu-fixture"
 _NIXBLD = re.compile(r"^nixbld\d*$")
 
@@ -210,7 +210,7 @@ def test_single_user_nix_build(bench: Bench, standin_flake: Path) -> None:
     # No NIX_REMOTE: root builds in-process. Debian's nix.conf names the nixbld group, which a
     # fresh machine may not have (the daemon tests create it): root's in-process build does
     # without build users, so this test must not depend on running after them.
-    bench.extra_env["NIX_CONFIG"] = NIX_CONFIG + "\nbuild-users-group ="
+    bench.extra_env["NIX_CONFIG"] = NIX_CONFIG
     result = bench.run("build", "cpu", "-C", str(standin_flake), "--jobs", "2", timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     build_id = build_id_from(result.stderr)
