@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import grp
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,43 @@ NIX_CONFIG = (
     "experimental-features = nix-command flakes\nsandbox = false\nsubstituters =\n"
     "build-users-group ="
 )
+
+# For the tests about Nix's build users (builders running as nixbld*): the group and users
+# ensure_build_users() makes where a fresh machine lacks them.
+NIX_CONFIG_BUILD_USERS = NIX_CONFIG + "\nbuild-users-group = nixbld"
+
+
+def ensure_build_users() -> None:
+    """Debian's nix-bin creates the nixbld group and users; create them if they are missing."""
+    try:
+        members = grp.getgrnam("nixbld").gr_mem
+    except KeyError:
+        subprocess.run(["groupadd", "--system", "nixbld"], check=True)
+        members = []
+    for n in range(1, 5):
+        name = f"nixbld{n}"
+        if name in members:
+            continue
+        exists = subprocess.run(["id", name], capture_output=True, check=False).returncode == 0
+        if not exists:
+            subprocess.run(
+                [
+                    "useradd",
+                    "--system",
+                    "--no-create-home",
+                    "--shell",
+                    "/usr/sbin/nologin",
+                    "--gid",
+                    "nixbld",
+                    "--groups",
+                    "nixbld",
+                    name,
+                ],
+                check=True,
+            )
+        else:
+            subprocess.run(["usermod", "-a", "-G", "nixbld", name], check=True)
+
 
 needs_nix = [
     pytest.mark.nix,

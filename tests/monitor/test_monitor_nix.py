@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 from cxx_project import started
-from nix_testing import NIX_CONFIG
+from nix_testing import NIX_CONFIG_BUILD_USERS, ensure_build_users
 
 from workbench.monitor import ProcessSample, Sampler
 from workbench.monitor.discovery import (
@@ -66,8 +66,9 @@ derivation {
 
 
 def _env(socket: Path | None) -> dict[str, str]:
+    ensure_build_users()  # these tests are about builders running as nixbld*
     env = dict(os.environ)
-    env["NIX_CONFIG"] = NIX_CONFIG
+    env["NIX_CONFIG"] = NIX_CONFIG_BUILD_USERS
     env.pop("NIX_REMOTE", None)
     if socket is not None:
         env["NIX_REMOTE"] = "daemon"

@@ -13,7 +13,6 @@ the machine's cmake, ninja and g++ by absolute path (`sandbox = false`). It is b
 from __future__ import annotations
 
 import contextlib
-import grp
 import json
 import os
 import re
@@ -28,9 +27,10 @@ import psutil
 import pytest
 from conftest import needs_cxx_tools
 from monitor.cxx_project import write_project
-from nix_testing import NIX_CONFIG
-from supervised import Bench, build_id_from, ninja_steps
+from nix_testing import NIX_CONFIG, ensure_build_users
+from supervised import REPO, Bench, build_id_from, ninja_steps
 
+from workbench.configs.matrix import load_matrix
 from workbench.supervision.history import STOPPED, SUCCEEDED
 from workbench.supervision.launch import host_platform
 
@@ -80,12 +80,26 @@ cp build/libfixture.a "$out/lib/"
 """
 
 
+def _cpu_layout_lines() -> str:
+    """Builder lines that lay out what the cpu flavour promises (configs/flavours.toml
+    `produces`), the fixture's archive standing in for each archive, so `workbench build`'s
+    layout check after the build sees a whole flavour."""
+    flavour = load_matrix(REPO / "configs").flavour("cpu")
+    lines = []
+    for pattern in flavour.produces:
+        path = pattern.replace("*", "fixture")
+        lines.append(f'mkdir -p "$out/{Path(path).parent}"')
+        source = "build/libfixture.a" if path.endswith(".a") else "/dev/null"
+        lines.append(f'cp {source} "$out/{path}"')
+    return "\n".join(lines) + "\n"
+
+
 @pytest.fixture
 def standin_flake(tmp_path: Path) -> Path:
     """The stand-in flake with the fixture project; `renew()` below forces a fresh build."""
     flake = tmp_path / "standin-flake"
     write_project(flake / "project")
-    (flake / "builder.sh").write_text(BUILDER)
+    (flake / "builder.sh").write_text(BUILDER + _cpu_layout_lines())
     (flake / "flake.nix").write_text(FLAKE.format(system=host_platform(), name=DERIVATION))
     renew(flake)
     return flake
@@ -96,42 +110,10 @@ def renew(flake: Path) -> None:
     (flake / "nonce").write_text(uuid.uuid4().hex)
 
 
-def _ensure_build_users() -> None:
-    """Debian's nix-bin creates the nixbld group and users; create them if they are missing."""
-    try:
-        members = grp.getgrnam("nixbld").gr_mem
-    except KeyError:
-        subprocess.run(["groupadd", "--system", "nixbld"], check=True)
-        members = []
-    for n in range(1, 5):
-        name = f"nixbld{n}"
-        if name in members:
-            continue
-        exists = subprocess.run(["id", name], capture_output=True, check=False).returncode == 0
-        if not exists:
-            subprocess.run(
-                [
-                    "useradd",
-                    "--system",
-                    "--no-create-home",
-                    "--shell",
-                    "/usr/sbin/nologin",
-                    "--gid",
-                    "nixbld",
-                    "--groups",
-                    "nixbld",
-                    name,
-                ],
-                check=True,
-            )
-        else:
-            subprocess.run(["usermod", "-a", "-G", "nixbld", name], check=True)
-
-
 @pytest.fixture
 def nix_daemon(tmp_path: Path) -> Iterator[dict[str, str]]:
     """A nix-daemon of our own: its own nix.conf and socket; yields the client's environment."""
-    _ensure_build_users()
+    ensure_build_users()
     conf = tmp_path / "nix-conf"
     conf.mkdir()
     (conf / "nix.conf").write_text(
