@@ -11,6 +11,8 @@ Tables:
   processes were seen), written when it ends.
 - `jobs`: every compile and link job the sampler saw (file, kind, tool, seconds, peak RSS).
 - `derivations`: every Nix derivation built, with start and end.
+- `edges`: every edge ninja ran, timed exactly from `.ninja_log` (epoch start and end), with the
+  executed edges it waited for (from the ninja graph) and its sampled peak RSS when seen.
 
 Writers are the supervisors (a few short transactions a second each) and the CLI (a row when a
 build is created, a state change when one is lost); readers never block them (WAL). Every
@@ -35,12 +37,16 @@ from workbench.errors import WorkbenchError
 from workbench.supervision import private_state
 
 DB_NAME = "history.sqlite3"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # Columns added after a table was first created: (table, column, declaration). A history of an
 # older schema gets them on opening (ALTER TABLE ... ADD COLUMN), so adding one is one line here.
 ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     # What outlived the build (daemons, orphans): [{"pid", "started", "name"}], for `stop`.
     ("builds", "outlived", "TEXT"),
+    # The build's .ninja_log, when one was found (its edges are in `edges`).
+    ("builds", "ninja_log", "TEXT"),
+    # What was built (build tree and targets): the ETA matches earlier runs by this, not by name.
+    ("builds", "work_key", "TEXT"),
 )
 
 STARTING = "starting"
@@ -134,6 +140,19 @@ CREATE TABLE IF NOT EXISTS jobs (
     started REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS jobs_build ON jobs(build_id, kind, peak_rss);
+CREATE TABLE IF NOT EXISTS edges (
+    build_id INTEGER NOT NULL REFERENCES builds(id) ON DELETE CASCADE,
+    output TEXT NOT NULL,
+    outputs TEXT,
+    started REAL NOT NULL,
+    ended REAL NOT NULL,
+    session INTEGER NOT NULL,
+    command_hash TEXT NOT NULL,
+    rule TEXT,
+    deps TEXT,
+    peak_rss INTEGER
+);
+CREATE INDEX IF NOT EXISTS edges_build ON edges(build_id);
 CREATE TABLE IF NOT EXISTS derivations (
     build_id INTEGER NOT NULL REFERENCES builds(id) ON DELETE CASCADE,
     drv_path TEXT NOT NULL,
@@ -341,6 +360,22 @@ class EarlierRun:
     duration_s: float
     curve: tuple[tuple[float, float], ...]
     """(seconds since start, fraction done so far) per sample, in time order; never falls."""
+
+
+@dataclass(frozen=True)
+class EdgeRow:
+    """One exact edge of a build as stored: epoch start and end, from `.ninja_log`."""
+
+    outputs: tuple[str, ...]
+    started: float
+    ended: float
+    session: int
+    command_hash: str
+    rule: str | None = None
+    deps: tuple[str, ...] | None = None
+    """The executed edges (first outputs) it waited for; None when the graph was not read."""
+    peak_rss: int | None = None
+    """Sampled: the most RSS its compiler held at a 1 Hz sample; None when never sampled."""
 
 
 @dataclass(frozen=True)
@@ -1001,6 +1036,76 @@ class History:
             peaks.append(JobMemoryPeak(build_id, ended, job[2], job[0], job[1], int(threads)))
         peaks.sort(key=lambda peak: -peak.peak_rss)
         return peaks
+
+    # -- exact edges (workbench.analysis) -------------------------------------------------------
+
+    def record_edges(
+        self, build_id: int, ninja_log: str | None, edges: Iterable[EdgeRow], work_key: str | None
+    ) -> None:
+        """Store a build's exact edges (replacing any stored before) and where they came from."""
+        with self._write() as db:
+            db.execute(
+                "UPDATE builds SET ninja_log = ?, work_key = ? WHERE id = ?",
+                (ninja_log, work_key, build_id),
+            )
+            db.execute("DELETE FROM edges WHERE build_id = ?", (build_id,))
+            db.executemany(
+                "INSERT INTO edges VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    (
+                        build_id,
+                        edge.outputs[0],
+                        _dumps(list(edge.outputs)) if len(edge.outputs) > 1 else None,
+                        edge.started,
+                        edge.ended,
+                        edge.session,
+                        edge.command_hash,
+                        edge.rule,
+                        None if edge.deps is None else _dumps(list(edge.deps)),
+                        edge.peak_rss,
+                    )
+                    for edge in edges
+                ),
+            )
+
+    def edges(self, build_id: int) -> list[EdgeRow]:
+        """A build's exact edges in start order (empty when no ninja log was found)."""
+        rows = self._db.execute(
+            "SELECT output, outputs, started, ended, session, command_hash, rule, deps, peak_rss "
+            "FROM edges WHERE build_id = ? ORDER BY started, ended",
+            (build_id,),
+        )
+        return [
+            EdgeRow(
+                outputs=tuple(_loads(outputs, [output])),
+                started=started,
+                ended=ended,
+                session=session,
+                command_hash=command_hash,
+                rule=rule,
+                deps=None if deps is None else tuple(_loads(deps, [])),
+                peak_rss=peak_rss,
+            )
+            for output, outputs, started, ended, session, command_hash, rule, deps, peak_rss in rows
+        ]
+
+    def edge_build_info(self, build_id: int) -> tuple[str | None, str | None]:
+        """(ninja_log, work_key) of a build."""
+        row = self._db.execute(
+            "SELECT ninja_log, work_key FROM builds WHERE id = ?", (build_id,)
+        ).fetchone()
+        return (row[0], row[1]) if row else (None, None)
+
+    def runs_of_work(self, work_key: str, before_id: int, limit: int = 10) -> list[int]:
+        """The latest successful builds that built the same tree and targets, newest first."""
+        return [
+            row[0]
+            for row in self._db.execute(
+                "SELECT id FROM builds WHERE work_key = ? AND id < ? AND state = ? "
+                "AND duration_s IS NOT NULL ORDER BY id DESC LIMIT ?",
+                (work_key, before_id, SUCCEEDED, limit),
+            )
+        ]
 
 
 def _user() -> str:

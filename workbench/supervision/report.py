@@ -3,6 +3,11 @@
 `workbench report A` lists what build A measured; `workbench report A B` puts two builds side by
 side (metric | build A | build B | change), as the seeds' report did by hand for -j1 against
 -j4. Markdown for people, JSON (raw numbers beside the text) for scripts.
+
+Where the build ran ninja, its edges come from `.ninja_log` and are exact (workbench.analysis):
+the slowest edges, the critical path, parallelism over time and where job slots were left idle,
+and between two builds the change per output (slower, faster, new, gone). Figures from the
+1 Hz sampler (peak RSS, CPU, processes) are marked "sampled".
 """
 
 from __future__ import annotations
@@ -12,8 +17,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from workbench.analysis.summary import (
+    EdgeAnalysis,
+    EdgeChange,
+    analyse,
+    compare,
+    sparkline,
+    usage_json,
+)
 from workbench.supervision.follow import duration, size
 from workbench.supervision.history import BuildRecord, History, Measured, Sampled
+
+_SPARK_COLUMNS = 60
 
 _KIND_LABELS = {"compiler": "C/C++ compile job", "cuda": "CUDA compile job", "linker": "link job"}
 
@@ -27,6 +42,9 @@ class BuildFacts:
     from_samples: bool = False
     """True when `measured` was rebuilt from the 1 Hz samples: the supervisor was lost
     before it wrote the final measurements (per-job figures are then missing)."""
+    edges: EdgeAnalysis | None = None
+    """Exact edges from the build's .ninja_log, when it had one."""
+    ninja_log: str | None = None
 
     @property
     def label(self) -> str:
@@ -50,10 +68,14 @@ def load(history: History, build_id: int, slowest: int = 10) -> BuildFacts:
     """A build's facts from the history (from its samples when its supervisor was lost)."""
     record = history.get(build_id)
     measured = history.measured(build_id, slowest)
+    edges = analyse(history.edges(build_id), record.jobs)
+    ninja_log = history.edge_build_info(build_id)[0]
     if measured is not None:
-        return BuildFacts(record, measured)
+        return BuildFacts(record, measured, edges=edges, ninja_log=ninja_log)
     rebuilt = from_samples(record, history.samples(build_id))
-    return BuildFacts(record, rebuilt, from_samples=rebuilt is not None)
+    return BuildFacts(
+        record, rebuilt, from_samples=rebuilt is not None, edges=edges, ninja_log=ninja_log
+    )
 
 
 def from_samples(record: BuildRecord, samples: list[Sampled]) -> Measured | None:
@@ -143,10 +165,19 @@ def _rows(builds: list[BuildFacts]) -> list[Row]:
     )
 
     def slowest(b: BuildFacts) -> Any:
+        if b.edges is not None:
+            edge = b.edges.slowest(1)[0]
+            return (edge.source or edge.output, edge.duration_s, "exact")
         if not b.measured or not b.measured.slowest:
             return None
         job = b.measured.slowest[0]
-        return (job.file or job.tool, job.seconds)
+        return (job.file or job.tool, job.seconds, "sampled")
+
+    def edge_figure(attribute: str) -> Callable[[BuildFacts], Any]:
+        return lambda b: getattr(b.edges.usage, attribute) if b.edges is not None else None
+
+    def critical_s(b: BuildFacts) -> Any:
+        return b.edges.critical.seconds if b.edges is not None and b.edges.critical else None
 
     rows = [
         spec("command", "Command", lambda b: list(b.record.argv), lambda v, b: _short(v), None),
@@ -204,11 +235,51 @@ def _rows(builds: list[BuildFacts]) -> list[Row]:
             "slowest_file",
             "Slowest file",
             slowest,
-            lambda v, b: f"{os.path.basename(v[0])} ({duration(v[1])})",
+            lambda v, b: f"{os.path.basename(v[0])} ({_exact(v[1])}, {v[2]})",
             None,
         ),
+        spec(
+            "edges",
+            "Edges run (exact, .ninja_log)",
+            lambda b: len(b.edges.edges) if b.edges is not None else None,
+            lambda v, b: str(v),
+            _count_change,
+        ),
+        spec(
+            "critical_path_s",
+            "Critical path",
+            critical_s,
+            lambda v, b: _exact(v),
+            _ratio_change,
+        ),
+        spec(
+            "mean_parallelism",
+            "Edges running at once (mean / most)",
+            edge_figure("mean_parallelism"),
+            lambda v, b: f"{v:.2f} / {b.edges.usage.most_parallel if b.edges else '?'}",
+            _percent_change,
+        ),
+        spec(
+            "too_few_jobs_s",
+            "Time edges waited for a job slot",
+            edge_figure("too_few_jobs_s"),
+            lambda v, b: _exact(v),
+            None,
+        ),
+        spec("tail_s", "Tail (fewer edges than jobs)", edge_figure("tail_s"), _tail_text, None),
     ]
     return rows
+
+
+def _exact(seconds: float) -> str:
+    return f"{seconds:.2f} s" if seconds < 60 else duration(seconds)
+
+
+def _tail_text(value: Any, build: BuildFacts) -> str:
+    usage = build.edges.usage if build.edges is not None else None
+    if usage is None or not usage.tail_edges:
+        return _exact(value)
+    return f"{_exact(value)} ({os.path.basename(usage.tail_edges[0].output)})"
 
 
 def _size(value: Any, _build: BuildFacts) -> str:
@@ -259,7 +330,9 @@ def markdown(builds: list[BuildFacts]) -> str:
             ]
         if facts.record.note:
             lines += ["", f"{facts.label}: {facts.record.note}"]
-        if measured.slowest:
+        if facts.edges is not None:
+            lines += _edge_sections(facts, facts.edges)
+        elif measured.slowest:
             lines += [
                 "",
                 f"Slowest compile jobs of {facts.label} (sampled once a second: a job's time is "
@@ -274,7 +347,146 @@ def markdown(builds: list[BuildFacts]) -> str:
                     f"| {_cell(job.file or '?')} | {job.tool} | {duration(job.seconds)} | "
                     f"{size(job.peak_rss)} |"
                 )
+    if len(builds) == 2 and builds[0].edges is not None and builds[1].edges is not None:
+        lines += _change_section(builds, compare(builds[0].edges, builds[1].edges))
     return "\n".join(lines) + "\n"
+
+
+def _edge_row(analysis: EdgeAnalysis, edge: Any) -> str:
+    peak = analysis.peak_rss.get(edge.output)
+    return (
+        f"| {_cell(edge.output)} | {_cell(edge.target or '-')} | {edge.kind} | "
+        f"{_exact(edge.duration_s)} | {size(peak) if peak else '-'} |"
+    )
+
+
+def _edge_sections(facts: BuildFacts, analysis: EdgeAnalysis) -> list[str]:
+    """Exact edges: parallelism over time, where slots went idle, critical path, slowest."""
+    from workbench.analysis.schedule import series
+
+    usage = analysis.usage
+    source = f" from {facts.ninja_log}" if facts.ninja_log else ""
+    lines = [
+        "",
+        f"Exact edges of {facts.label}{source}: {len(analysis.edges)} edges, "
+        f"{_exact(usage.edge_s)} of edge time in {_exact(usage.wall_s)} "
+        f"(mean {usage.mean_parallelism:.2f} running, most {usage.most_parallel}, "
+        f"{usage.jobs} jobs).",
+    ]
+    values = series(analysis.edges, _SPARK_COLUMNS)
+    if values:
+        step = usage.wall_s / len(values)
+        lines += [
+            "",
+            f"Edges running over time (one column per {step:.2f} s; full height = "
+            f"{usage.jobs} jobs):",
+            "",
+            "```",
+            sparkline(values, float(usage.jobs)),
+            "```",
+        ]
+    idle_share = 100.0 * usage.idle_slot_s / (usage.jobs * usage.wall_s) if usage.wall_s else 0.0
+    lines += [
+        "",
+        f"Job slots left idle: {_exact(usage.idle_slot_s)} slot-time ({idle_share:.0f}% of "
+        f"{usage.jobs} x {_exact(usage.wall_s)}):",
+    ]
+    if analysis.dependencies is None:
+        lines.append("- too few jobs: not known (the ninja graph could not be read)")
+    else:
+        advice = "; more jobs would help where cores and memory allow"
+        lines.append(
+            f"- too few jobs: for {_exact(usage.too_few_jobs_s)} an edge was ready and waited "
+            f"for a free slot ({_exact(usage.waited_edge_s)} waited in all)"
+            + (advice if usage.too_few_jobs_s > 0 else "")
+        )
+    tail = ", ".join(
+        f"{os.path.basename(edge.output)} {_exact(edge.duration_s)}"
+        for edge in usage.tail_edges[:3]
+    )
+    lines.append(
+        f"- the tail: the last {_exact(usage.tail_s)} ran fewer than {usage.jobs} edges "
+        f"({_exact(usage.tail_idle_slot_s)} slot-time idle)" + (f": {tail}" if tail else "")
+    )
+    lines.append(
+        f"- waiting for dependencies before the tail: {_exact(usage.dependency_idle_slot_s)} "
+        "slot-time (nothing was ready)"
+    )
+    critical = analysis.critical
+    if critical is not None and critical.edges:
+        share = 100.0 * critical.seconds / usage.wall_s if usage.wall_s else 0.0
+        lines += [
+            "",
+            f"Critical path of {facts.label}: {len(critical.edges)} edges, "
+            f"{_exact(critical.seconds)} ({share:.0f}% of the edges' wall time); no number of "
+            "jobs makes the build shorter than this chain:",
+            "",
+            "| Output | Target | Kind | Time | Peak RSS (sampled) |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        lines += [_edge_row(analysis, edge) for edge in critical.edges]
+    lines += [
+        "",
+        f"Slowest edges of {facts.label} (exact, from .ninja_log; peak RSS sampled at 1 Hz, "
+        "'-' where no sample saw the job):",
+        "",
+        "| Output | Target | Kind | Time | Peak RSS (sampled) |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    lines += [_edge_row(analysis, edge) for edge in analysis.slowest(10)]
+    return lines
+
+
+def _change_section(builds: list[BuildFacts], changes: list[EdgeChange]) -> list[str]:
+    counts: dict[str, int] = {}
+    for change in changes:
+        counts[change.status] = counts.get(change.status, 0) + 1
+    order = ("slower", "faster", "new", "gone", "same")
+    said = ", ".join(f"{counts[key]} {key}" for key in order if key in counts)
+    shown = [change for change in changes if change.status != "same"][:15]
+    lines = ["", f"Per output, {builds[0].label} -> {builds[1].label} (exact edges): {said}."]
+    if shown:
+        lines += ["", "| Output | Before | After | Change |", "| --- | --- | --- | --- |"]
+        for change in shown:
+            before = "-" if change.before_s is None else _exact(change.before_s)
+            after = "-" if change.after_s is None else _exact(change.after_s)
+            if change.status in ("new", "gone"):
+                delta = change.status
+            else:
+                delta = f"{change.change_s:+.2f} s ({change.status})"
+            lines.append(f"| {_cell(change.output)} | {before} | {after} | {delta} |")
+    return lines
+
+
+def _edges_json(facts: BuildFacts) -> dict[str, Any] | None:
+    analysis = facts.edges
+    if analysis is None:
+        return None
+
+    def edge(e: Any) -> dict[str, Any]:
+        return {
+            "output": e.output,
+            "outputs": list(e.outputs),
+            "target": e.target,
+            "source": e.source,
+            "kind": e.kind,
+            "rule": e.rule,
+            "start_s": e.start_s,
+            "end_s": e.end_s,
+            "seconds": e.duration_s,
+            "peak_rss_sampled": analysis.peak_rss.get(e.output),
+        }
+
+    critical = analysis.critical
+    return {
+        "ninja_log": facts.ninja_log,
+        "count": len(analysis.edges),
+        "usage": usage_json(analysis.usage),
+        "critical_path": None
+        if critical is None
+        else {"seconds": critical.seconds, "edges": [edge(e) for e in critical.edges]},
+        "slowest": [edge(e) for e in analysis.slowest(10)],
+    }
 
 
 def to_json(builds: list[BuildFacts]) -> dict[str, Any]:
@@ -288,9 +500,23 @@ def to_json(builds: list[BuildFacts]) -> dict[str, Any]:
                 "measurements_from": (
                     None if facts.measured is None else "samples" if facts.from_samples else "end"
                 ),
+                "edges": _edges_json(facts),
             }
             for facts in builds
         ],
+        "edge_changes": (
+            [
+                {
+                    "output": change.output,
+                    "before_s": change.before_s,
+                    "after_s": change.after_s,
+                    "status": change.status,
+                }
+                for change in compare(builds[0].edges, builds[1].edges)
+            ]
+            if len(builds) == 2 and builds[0].edges is not None and builds[1].edges is not None
+            else None
+        ),
         "table": [
             {
                 "key": row.key,

@@ -211,6 +211,8 @@ class Supervisor:
         self.outlived: list[tree.Member] = []
         self._flushed_lines = -1
         self._flushed_lost = 0
+        # Exact edges from the build's .ninja_log (workbench.analysis), when it has one.
+        self.edge_recorder: Any = None
 
     def _progress_json(self, progress: Progress, fraction: float | None) -> dict[str, Any]:
         loss = self.pipeline.loss if self.pipeline is not None else None
@@ -254,6 +256,7 @@ class Supervisor:
             or []
         )
         oom_before = _oom_kills()
+        self.edge_recorder = self._guarded("finding the ninja log", self._start_edges)
 
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         with contextlib.suppress(OSError):
@@ -413,6 +416,7 @@ class Supervisor:
                 self.sampler.add_derivations(names)
             sample = self.sampler.sample()
             self.last_sample = sample
+            self._guarded("reading the ninja log", lambda: self._follow_edges(sample))
             self.peaks.add(sample)
             self.census.add(sample)
             build = sample.build
@@ -643,6 +647,7 @@ class Supervisor:
             "recording measurements",
             lambda: self.history.record_measurements(self.record.id, measured, jobs, derivations),
         )
+        self._guarded("recording exact edges", lambda: self._record_edges(summary))
         fraction = eta.progress_fraction(progress)
         self._retried(
             "recording how the build ended",
@@ -659,6 +664,43 @@ class Supervisor:
             ),
         )
         self.say(f"build #{self.record.id}: {state} ({note or 'no note'})")
+
+    # -- exact edges (workbench.analysis) ---------------------------------------------------
+
+    def _start_edges(self) -> Any:
+        from workbench.analysis.recorder import EdgeRecorder
+
+        return EdgeRecorder(self.record.argv, Path(self.record.cwd))
+
+    def _follow_edges(self, sample: Sample) -> None:
+        if self.edge_recorder is None:
+            return
+        self.edge_recorder.observe((p.pid, p.started, p.tool) for p in sample.processes)
+        self.edge_recorder.poll()
+
+    def _record_edges(self, summary: Any) -> None:
+        if self.edge_recorder is None:
+            return
+        from workbench.analysis.recorder import SampledJob
+        from workbench.supervision.history import EdgeRow
+
+        jobs = [
+            SampledJob(job.file, job.started, job.seconds, job.peak_rss)
+            for job in summary.jobs
+            if job.kind in ("compiler", "cuda")
+        ]
+        stored = self.edge_recorder.finish(jobs)
+        for problem in self.edge_recorder.graph_problems():
+            self.say(f"no critical path: {problem}")
+        if not stored and self.edge_recorder.work_key is None:
+            return
+        log = self.edge_recorder.log_path
+        self.history.record_edges(
+            self.record.id,
+            str(log) if log is not None and stored else None,
+            [EdgeRow(**vars(edge)) for edge in stored],
+            self.edge_recorder.work_key,
+        )
 
     def _retried(self, what: str, action: Callable[[], Any]) -> Any:
         """`action`, tried again while the database cannot be written (disk full, I/O error)."""

@@ -1,0 +1,320 @@
+"""Follows a running build's `.ninja_log` and turns it into exact, stored edges.
+
+Where the log is:
+- the build's own command says (`ninja -C DIR`, `ninja` in the working directory, `cmake
+  --build DIR`): known before the build starts, so the entries already there are left out
+  exactly;
+- otherwise (a Nix builder in its temporary directory, ORT's build.sh, the iterate workspace's
+  driver): every `ninja` process the sampler sees is asked for its working directory and `-C`,
+  and the log there is followed from then on. Entries ninja wrote before it was found are taken
+  back when they fit the running ninja: the tail of the log whose end times rise and fit the
+  time since that ninja started.
+
+The ninja graph (`ninja -t graph`) is read as soon as a log is found (a Nix builder's directory
+is gone when the build ends) and again at the end when the directory is still there. The
+sampled compile jobs (1 Hz) add their peak RSS to the edges that compiled the same source at
+the same time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from workbench.analysis.edges import Edge, EdgeAssembler
+from workbench.analysis.graph import BuildGraph, GraphError, read_graph
+from workbench.analysis.ninja_log import LOG_NAME, NinjaLogReader, parse_line
+
+# ninja options that take a value (ninja --help): what is left are targets.
+_NINJA_VALUE_OPTIONS = frozenset(("-C", "-f", "-j", "-k", "-l", "-d", "-t", "-w"))
+
+
+@dataclass(frozen=True)
+class NinjaCommand:
+    """What a ninja command line builds: its directory and targets."""
+
+    directory: Path
+    targets: tuple[str, ...]
+
+
+def ninja_command(argv: Sequence[str], cwd: Path) -> NinjaCommand | None:
+    """The build tree and targets of `ninja ...` or `cmake --build DIR [--target T...]`."""
+    if not argv:
+        return None
+    start = 0
+    while start < len(argv) and (
+        os.path.basename(argv[start]) in ("env", "nice", "time", "ionice", "taskset", "stdbuf")
+        or "=" in argv[start]
+        or (start > 0 and argv[start].startswith("-"))
+    ):
+        start += 1
+    if start >= len(argv):
+        return None
+    program = os.path.basename(argv[start])
+    rest = list(argv[start + 1 :])
+    if program in ("ninja", "samu", "ninja-build"):
+        directory, targets, index = cwd, [], 0
+        while index < len(rest):
+            arg = rest[index]
+            if arg in _NINJA_VALUE_OPTIONS and index + 1 < len(rest):
+                if arg == "-C":
+                    directory = cwd / rest[index + 1]
+                if arg == "-t":
+                    return None  # a ninja tool, not a build
+                index += 2
+                continue
+            if arg.startswith("-C") and len(arg) > 2:
+                directory = cwd / arg[2:]
+            elif arg == "--":
+                targets += rest[index + 1 :]
+                break
+            elif not arg.startswith("-"):
+                targets.append(arg)
+            index += 1
+        return NinjaCommand(Path(os.path.normpath(directory)), tuple(targets))
+    if program == "cmake" and "--build" in rest:
+        at = rest.index("--build")
+        if at + 1 >= len(rest):
+            return None
+        directory = cwd / rest[at + 1]
+        targets: list[str] = []
+        for index, arg in enumerate(rest):
+            if arg in ("--target", "-t"):
+                targets += [t for t in rest[index + 1 :] if not t.startswith("-")][:1]
+        return NinjaCommand(Path(os.path.normpath(directory)), tuple(targets))
+    return None
+
+
+def work_key(command: NinjaCommand) -> str:
+    """Builds with the same key built the same things: same build tree, same targets."""
+    text = json.dumps([str(command.directory.resolve()), sorted(command.targets)])
+    return "ninja:" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class SampledJob:
+    """A compile job the sampler saw (from `monitor.JobRecord`): its source, when, its peak."""
+
+    file: str | None
+    started: float
+    seconds: float
+    peak_rss: int
+
+
+@dataclass(frozen=True)
+class StoredEdge:
+    """An edge as the history stores it (epoch times)."""
+
+    outputs: tuple[str, ...]
+    started: float
+    ended: float
+    session: int
+    command_hash: str
+    rule: str | None
+    deps: tuple[str, ...] | None
+    peak_rss: int | None
+
+
+@dataclass
+class _Followed:
+    reader: NinjaLogReader
+    directory: Path
+    targets: tuple[str, ...]
+    ninja_started: float | None
+    assembler: EdgeAssembler = field(default_factory=EdgeAssembler)
+    graph: BuildGraph | None = None
+    graph_error: str | None = None
+
+
+def _tail_of_this_run(path: Path, ninja_started: float, now: float) -> NinjaLogReader:
+    """A reader of a log found while its ninja ran: the entries it already wrote come back."""
+    reader = NinjaLogReader.at_build_start(path)
+    try:
+        modified = path.stat().st_mtime
+        data = path.read_bytes()
+    except OSError:
+        return reader
+    if modified < ninja_started:
+        return reader  # nothing written since this ninja started
+    lines = [line for line in data[: data.rfind(b"\n") + 1].split(b"\n")[1:] if line]
+    limit_ms = (now - ninja_started) * 1000.0 + 1000.0
+    taken: list[bytes] = []
+    last_end: int | None = None
+    for line in reversed(lines):
+        entry = parse_line(line)
+        if entry is None or entry.end_ms > limit_ms:
+            break
+        if last_end is not None and entry.end_ms > last_end:
+            break  # end times fall going back within one run; a rise is the run before
+        taken.append(line)
+        last_end = entry.end_ms
+    reader.take_back(taken)
+    return reader
+
+
+class EdgeRecorder:
+    """Finds the build's ninja logs and follows them; see the module docstring."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        cwd: Path,
+        clock: Callable[[], float] = time.time,
+        graph_reader: Callable[[Path, Sequence[str]], BuildGraph] = read_graph,
+    ) -> None:
+        self.clock = clock
+        self.started = clock()
+        self.read_graph = graph_reader
+        self.followed: dict[Path, _Followed] = {}
+        self._seen: set[tuple[int, float]] = set()
+        self.command = ninja_command(argv, Path(cwd))
+        if self.command is not None:
+            log = self.command.directory / LOG_NAME
+            self.followed[log] = _Followed(
+                NinjaLogReader.at_build_start(log),
+                self.command.directory,
+                self.command.targets,
+                None,
+            )
+
+    @property
+    def work_key(self) -> str | None:
+        """What the command builds, when its command line says (see `work_key`)."""
+        return work_key(self.command) if self.command is not None else None
+
+    @property
+    def log_path(self) -> Path | None:
+        """The first log followed that has entries (or the guessed one)."""
+        for path, followed in self.followed.items():
+            if followed.assembler.edges:
+                return path
+        return next(iter(self.followed), None)
+
+    def observe(self, processes: Iterable[tuple[int, float, str]]) -> None:
+        """The build's processes (pid, started epoch, tool): the logs of ninjas are followed."""
+        for pid, started, tool in processes:
+            if tool not in ("ninja", "samu") or (pid, started) in self._seen:
+                continue
+            self._seen.add((pid, started))
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                    argv = [
+                        arg.decode("utf-8", "surrogateescape")
+                        for arg in handle.read().split(b"\0")
+                        if arg
+                    ]
+                cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
+            except OSError:
+                continue
+            command = ninja_command(argv, cwd)
+            if command is None:
+                continue
+            log = command.directory / LOG_NAME
+            known = self.followed.get(log)
+            if known is not None:
+                if known.ninja_started is None or started < known.ninja_started:
+                    known.ninja_started = started
+                continue
+            reader = _tail_of_this_run(log, started, self.clock())
+            self.followed[log] = _Followed(reader, command.directory, command.targets, started)
+            self._read_graph(self.followed[log])
+
+    def _read_graph(self, followed: _Followed) -> None:
+        if not (followed.directory / "build.ninja").is_file():
+            return
+        try:
+            followed.graph = self.read_graph(followed.directory, followed.targets)
+            followed.graph_error = None
+        except GraphError as error:
+            followed.graph_error = str(error)
+
+    def poll(self) -> list[Edge]:
+        """Read what the logs gained; returns the edges completed since the last call."""
+        new: list[Edge] = []
+        for followed in self.followed.values():
+            new += followed.assembler.add(followed.reader.read_new())
+            if followed.graph is None and followed.assembler.edges and followed.graph_error is None:
+                self._read_graph(followed)
+        return new
+
+    def edges(self) -> list[Edge]:
+        """Every edge so far (relative times)."""
+        return [edge for followed in self.followed.values() for edge in followed.assembler.edges]
+
+    def finish(self, jobs: Sequence[SampledJob] = ()) -> list[StoredEdge]:
+        """The build ended: the last entries, the graph, the sampled peaks; epoch-timed edges."""
+        stored: list[StoredEdge] = []
+        for followed in self.followed.values():
+            followed.assembler.add(followed.reader.read_new())
+            followed.assembler.flush()
+            edges = followed.assembler.edges
+            if not edges:
+                continue
+            if followed.directory.is_dir():
+                self._read_graph(followed)  # the final manifest (CMake may have re-run)
+            graph = followed.graph
+            rules = {}
+            dependencies = None
+            if graph is not None:
+                rules = {edge.output: graph.rule_of(edge.output) for edge in edges}
+                dependencies = graph.executed_dependencies(edge.outputs for edge in edges)
+            origin = followed.ninja_started if followed.ninja_started is not None else self.started
+            peaks = match_peaks(edges, jobs, origin)
+            for edge in edges:
+                deps = None if dependencies is None else tuple(dependencies.get(edge.output, ()))
+                stored.append(
+                    StoredEdge(
+                        edge.outputs,
+                        origin + edge.start_s,
+                        origin + edge.end_s,
+                        edge.session,
+                        edge.command_hash,
+                        rules.get(edge.output),
+                        deps,
+                        peaks.get(edge.output),
+                    )
+                )
+        return stored
+
+    def graph_problems(self) -> list[str]:
+        """Why a graph could not be read, per log."""
+        return [f.graph_error for f in self.followed.values() if f.graph_error]
+
+
+def _same_source(job_file: str, source: str) -> bool:
+    job_file = job_file.replace("\\", "/")
+    return job_file == source or job_file.endswith("/" + source) or source.endswith("/" + job_file)
+
+
+def match_peaks(edges: Sequence[Edge], jobs: Sequence[SampledJob], origin: float) -> dict[str, int]:
+    """Peak RSS per edge output from the sampled jobs that compiled its source while it ran.
+
+    The same source compiled into several targets is several edges: the job whose start is
+    nearest the edge's (epoch) start is the one."""
+    peaks: dict[str, int] = {}
+    by_base: dict[str, list[SampledJob]] = {}
+    for job in jobs:
+        if job.file:
+            by_base.setdefault(os.path.basename(job.file), []).append(job)
+    for edge in edges:
+        source = edge.source
+        if source is None:
+            continue
+        candidates = [
+            job
+            for job in by_base.get(os.path.basename(source), ())
+            if _same_source(job.file or "", source)
+        ]
+        start = origin + edge.start_s
+        end = origin + edge.end_s
+        # A job belongs to an edge when it started inside it (1 s of slack for clocks).
+        near = [job for job in candidates if start - 1.0 <= job.started <= end + 1.0]
+        if near:
+            best = min(near, key=lambda job: abs(job.started - start))
+            peaks[edge.output] = best.peak_rss
+    return peaks
