@@ -1,14 +1,18 @@
-"""`workbench iterate VARIANT [--source DIR] [--jobs N] [--smoke -- CMD...]`: the fast loop.
+"""`workbench iterate TARGET [--jobs N] [--smoke -- CMD...] [--check]`: the fast loop.
 
-One cycle: the workspace's working copy made or brought in line with the patch series
-(workbench.iterate.session), cmake run only when the flake's flags changed, ninja under the
-supervisor exactly as `workbench run` starts and follows a build, then the smoke command
-(remembered in workspace.json) with a hang captured and diagnosed, and a summary: patches
-(re)applied, files compiled, build id, smoke result. `--json` prints the summary as one
-document (schema "workbench-iterate/1"; the build's log then goes to stderr).
+One cycle: the workspace's working copy brought in line with the patch series
+(workbench.iterate.session), then one supervised build: the build phase's tool (ninja) in the
+derivation's recorded environment, or, when the workspace is new or the derivation changed, the
+derivation's own phases first (workbench.iterate.phases: `nix print-dev-env`, unpackPhase,
+patchPhase, configurePhase only when its inputs changed, saying why); then the smoke command
+(remembered in workspace.json) with the libraries just linked on its library path, a hang
+captured and diagnosed, and a summary. `--json` prints the summary as one document (schema
+"workbench-iterate/2"; the build's log then goes to stderr). `--check` builds the target
+cleanly with Nix and says where the workspace disagrees (workbench.iterate.check).
 
-Exit status: the build's when it failed, else 3 when the smoke command hung, 1 when it failed,
-0; 2 for an error before the build (a patch that does not apply, an unknown variant, ...).
+Exit status: the build's when it failed, else 3 when the smoke command hung, 1 when it failed
+(or --check found a disagreement), 0; 2 for an error before the build (a patch that does not
+apply, an unknown variant, ...).
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ from typing import Any
 
 from workbench.cli.build_commands import _command, _positive, _say, _state
 
-SCHEMA = "workbench-iterate/1"
+SCHEMA = "workbench-iterate/2"
+CHECK_SCHEMA = "workbench-iterate-check/1"
 DEFAULT_SMOKE_TIMEOUT_S = 120.0
 
 
@@ -42,16 +47,19 @@ def register(subcommands: argparse._SubParsersAction) -> None:
     iterate = subcommands.add_parser(
         "iterate",
         help="patch, rebuild incrementally and smoke-test a variant in a workspace",
-        usage="workbench iterate VARIANT [--source DIR] [-j N] [--smoke-timeout S] "
-        "[--no-smoke] [--json] [--smoke -- CMD ARGS...]",
-        description="Keep a git working copy of the variant's source in the state directory "
-        "(workspaces/VARIANT/src; from --source DIR, or the flake's src on a Nix host) with "
-        "the enabled patches of patches/series.toml as one commit per patch, configure it "
-        "once with the flake's CMake flags, and build it with ninja under the supervisor. "
-        "Run it again after editing sources or a patch: only what changed is rebuilt (a "
-        "changed patch is re-applied, your uncommitted edits kept), then the smoke command "
-        "runs; a hang is captured and diagnosed.",
-        epilog="example: workbench iterate cuda-static --source ~/src/onnxruntime "
+        usage="workbench iterate VARIANT [-j N] [--flake DIR] [--refresh] [--check] "
+        "[--smoke-timeout S] [--no-smoke] [--json] [--smoke -- CMD ARGS...]",
+        description="Work in the flake package's own build environment (`nix develop "
+        ".#ATTR`): its unpackPhase, patchPhase and configurePhase run once into a workspace in "
+        "the state directory (workspaces/VARIANT/src, a git working copy: the upstream source, "
+        "nixpkgs' own patches as one commit, each enabled patch of patches/series.toml as its "
+        "own), under the supervisor. Run it again after editing sources or a patch: the build "
+        "phase's tool rebuilds only what changed in that recorded environment (a changed patch "
+        "is re-applied, your uncommitted edits kept; configure runs again only when its inputs "
+        "changed, and says why), then the smoke command runs with the libraries just linked; a "
+        "hang is captured and diagnosed. --check builds the target cleanly with Nix and says "
+        "where the workspace disagrees (flags, source, files produced).",
+        epilog="example: workbench iterate cuda-static "
         "--smoke -- ./onnxruntime_test_all --gtest_filter='*Static*'",
     )
     iterate.add_argument(
@@ -75,8 +83,27 @@ def _options(parser: argparse.ArgumentParser, tail: bool = False) -> None:
         "--source",
         metavar="DIR",
         default=default,
-        help="the ONNX Runtime source tree to copy into a new workspace (default: the "
-        "flake's src, fetched with Nix)",
+        help=argparse.SUPPRESS,  # gone: the source is the derivation's (a warning says so)
+    )
+    parser.add_argument(
+        "--flake",
+        metavar="DIR",
+        default=default,
+        help="the flake whose package the workspace is made from (default: the one beside "
+        "the configs)",
+    )
+    parser.add_argument(
+        "--refresh",
+        action="store_true",
+        default=flag,
+        help="record the derivation's environment again even if its flake looks unchanged",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        default=flag,
+        help="build the target cleanly with nix build and say where the workspace disagrees "
+        "with it (no cycle is run)",
     )
     parser.add_argument(
         "-j", "--jobs", type=_positive, metavar="N", default=default, help="ninja jobs"
@@ -182,6 +209,8 @@ def run_iterate(args: argparse.Namespace) -> int:
             args.variant,
             Path(args.source) if args.source else None,
             say,
+            flake_directory=Path(args.flake) if args.flake else None,
+            refresh=bool(args.refresh),
         )
     except LockBusy as busy:
         holder = busy.holder.get("build_id")
@@ -194,15 +223,13 @@ def run_iterate(args: argparse.Namespace) -> int:
         ) from None
     for warning in prepared.warnings:
         say(f"warning: {warning}")
+    if args.check:
+        return run_check(args, prepared)
     _say_patches(prepared)
-
-    if prepared.needs_configure:
-        say(f"configuring: {shlex.join(prepared.configure_argv)}")
-        session.configure(prepared, stream=sys.stderr)
-        configured = True
+    if prepared.fast:
+        say("environment and configure inputs unchanged: the build tool alone")
     else:
-        say("configure: the flake's flags are unchanged (cmake not run)")
-        configured = False
+        say("this cycle runs the derivation's phases first: " + "; ".join(prepared.due))
 
     from workbench.cli.build_commands import launch_and_follow
     from workbench.supervision.history import History
@@ -214,6 +241,7 @@ def run_iterate(args: argparse.Namespace) -> int:
     plan = session.plan(prepared, choice.jobs, choice.source)
     # The summary counts ninja's status lines, so they must have the default form.
     os.environ["NINJA_STATUS"] = ninja_output.NINJA_STATUS
+    cycle_began = time.time()
     started_at = time.monotonic()
     followed = launch_and_follow(
         args, history, plan, [], out=sys.stderr if args.json else sys.stdout, idle_s=0.05
@@ -227,10 +255,16 @@ def run_iterate(args: argparse.Namespace) -> int:
         )
         return followed.code
     ninja = ninja_output.parse_log(record.log_path)
+    from workbench.iterate.workspace import load_state
+
+    prepared.state = load_state(prepared.paths)  # the phases may have configured
+    configured_state = prepared.state.get("configured") or {}
+    configured = float(configured_state.get("at") or 0) >= cycle_began
+    reasons = list(configured_state.get("reasons") or []) if configured else []
 
     smoke_state = dict(prepared.state.get("smoke") or {})
     if new_smoke is not None:
-        smoke_state["argv"] = resolve_smoke_program(new_smoke, prepared.paths.build)
+        smoke_state["argv"] = resolve_smoke_program(new_smoke, prepared.build_dir)
     if args.smoke_timeout is not None:
         smoke_state["timeout_s"] = args.smoke_timeout
     prepared.state["smoke"] = smoke_state or None
@@ -249,10 +283,14 @@ def run_iterate(args: argparse.Namespace) -> int:
     else:
         from workbench.debugging import smoke
 
+        libraries = built_libraries(prepared.build_dir)
+        runtime = next((lib for lib in libraries if lib.name.startswith("libonnxruntime.so")), None)
+        if runtime is not None:  # the ort crate's way of finding the library (flavours.toml)
+            os.environ["ORT_DYLIB_PATH"] = str(runtime)
         smoke_result = smoke.smoke_command(
             smoke_state["argv"],
             timeout=float(smoke_state.get("timeout_s") or DEFAULT_SMOKE_TIMEOUT_S),
-            library_path=[str(prepared.paths.build)],
+            library_path=list(dict.fromkeys(str(lib.parent) for lib in libraries)),
             progress=None if args.json else (lambda message: say(f"smoke: {message}")),
         )
     smoke_s = time.monotonic() - smoke_began
@@ -272,7 +310,9 @@ def run_iterate(args: argparse.Namespace) -> int:
         "at": time.time(),
     }
     prepared.save()
-    document = _document(prepared, configured, record, ninja, smoke_result, smoke_note, timings)
+    document = _document(
+        prepared, configured, reasons, record, ninja, smoke_result, smoke_note, timings
+    )
     if args.json:
         from workbench.cli.common import print_json
 
@@ -284,6 +324,108 @@ def run_iterate(args: argparse.Namespace) -> int:
     if smoke_result is not None:
         return {"passed": 0, "hung": 3}.get(smoke_result.status, 1)
     return 0
+
+
+def built_libraries(build: Path) -> list[Path]:
+    """The shared libraries the build directory holds (the ones a consumer would load)."""
+    found = []
+    for directory, subdirectories, files in os.walk(build):
+        subdirectories[:] = [d for d in subdirectories if d != "CMakeFiles"]
+        for name in files:
+            path = Path(directory) / name
+            if ".so" in name and not path.is_symlink() and path.is_file():
+                found.append(path)
+    return sorted(found)
+
+
+def run_check(args: argparse.Namespace, prepared: Any) -> int:
+    """`workbench iterate TARGET --check`."""
+    import tempfile
+
+    from workbench.cli.build_commands import launch_and_follow
+    from workbench.iterate import check, dev_env
+    from workbench.supervision.history import History, NewBuild
+    from workbench.supervision.launch import eta_key
+
+    if not prepared.fast and not (prepared.paths.src / ".git").is_dir():
+        from workbench.errors import WorkbenchError
+
+        raise WorkbenchError(
+            f"there is no workspace for {prepared.target.name} yet: run `{_command(args)} "
+            f"iterate {args.variant}` first"
+        )
+    result = check.CheckResult()
+    root = prepared.paths.root
+    _say(f"check: the environment {prepared.flake}#{prepared.attr} has now")
+    now, script = dev_env.fresh(prepared.flake, prepared.attr, root)
+    check.compare_flags(result, prepared.state, now)
+    _say("check: the derivation's unpackPhase and patchPhase in a scratch directory")
+    with tempfile.TemporaryDirectory(prefix="workbench-check-") as scratch:
+        tree = check.patched_tree(script, Path(scratch))
+        check.compare_source(result, prepared.paths, tree)
+    result_link = root / "check" / "result"
+    result_link.parent.mkdir(exist_ok=True)
+    argv = [
+        *dev_env.nix("build", dev_env.installable(prepared.flake, prepared.attr)),
+        "-L",
+        "--log-format",
+        "internal-json",
+        "--out-link",
+        str(result_link),
+    ]
+    name = f"iterate {prepared.target.name} --check"
+    recorded = {"argv": argv, "iterate": prepared.target.name, "check": True}
+    plan = NewBuild(
+        name=name,
+        backend="run",
+        argv=tuple(argv),
+        cwd=str(root.resolve()),
+        checkout=str((root / "check").resolve()),
+        settings=recorded,
+        eta_key=eta_key("run", name, recorded),
+        nix=True,
+        target=prepared.target.attr,
+    )
+    history = History(_state(args))
+    _say("check: the clean nix build")
+    followed = launch_and_follow(args, history, plan, [], out=sys.stderr, idle_s=0.05)
+    if followed.code != 0 or not result_link.exists():
+        _say(f"check: the clean nix build failed (build #{followed.build_id})")
+        return followed.code or 1
+    ours = check.install_workspace(prepared.paths, prepared.state, args.jobs or 1)
+    check.compare_outputs(result, ours, result_link.resolve())
+    document = {
+        "schema": CHECK_SCHEMA,
+        "target": prepared.target.name,
+        "workspace": str(prepared.paths.src),
+        "nix_build": str(result_link.resolve()),
+        "nix_build_id": followed.build_id,
+        **result.to_json(),
+    }
+    if args.json:
+        from workbench.cli.common import print_json
+
+        print_json(document)
+    else:
+        print(render_check(document))
+    return 0 if result.agrees else 1
+
+
+def render_check(document: dict[str, Any]) -> str:
+    """--check in words: agrees or not, then each disagreement by area."""
+    from workbench.logs.visible import visible
+
+    lines = [
+        f"iterate {document['target']} --check: the workspace "
+        + ("AGREES with" if document["agrees"] else "DISAGREES with")
+        + f" nix build ({document['nix_build']})"
+    ]
+    for area in ("flags", "source", "files"):
+        found = [d["what"] for d in document["disagreements"] if d["area"] == area]
+        lines.append(f"  {area + ':':8} {'agree' if not found else f'{len(found)} differ'}")
+        lines += [f"    {visible(what)}" for what in found]
+    lines.append("  compared: " + "; ".join(document["checked"]))
+    return "\n".join(lines)
 
 
 def _say_patches(prepared: Any) -> None:
@@ -309,6 +451,7 @@ def _say_patches(prepared: Any) -> None:
 def _document(
     prepared: Any,
     configured: bool,
+    reasons: list[str],
     record: Any,
     ninja: Any,
     smoke_result: Any,
@@ -327,7 +470,12 @@ def _document(
         "workspace": {
             "root": str(prepared.paths.root),
             "src": str(prepared.paths.src),
-            "build": str(prepared.paths.build),
+            "build": str(prepared.build_dir),
+            "flake": str(prepared.flake),
+            "attr": prepared.attr,
+            "drv_path": prepared.state.get("drv_path"),
+            "environment": str(prepared.paths.root / "env.json"),
+            "pristine_commit": prepared.state.get("pristine_commit"),
             "state_file": str(prepared.paths.state_file),
             "source": prepared.state.get("source"),
             "upstream_commit": prepared.state.get("upstream_commit"),
@@ -336,9 +484,9 @@ def _document(
         },
         "patches": [patch.to_json() for patch in prepared.patches],
         "series_change": prepared.applied.to_json(),
+        "steps": prepared.due,
         "configured": configured,
-        "configure_argv": prepared.configure_argv,
-        "flags": prepared.flags.to_json(),
+        "configure_reasons": reasons,
         "warnings": prepared.warnings,
         "build": {
             "id": record.id,
@@ -377,7 +525,10 @@ def _summary(document: dict[str, Any], smoke_result: Any) -> str:
     lines.append(f"  patches:   {patches}")
     if document["workspace"]["edits"]:
         lines.append(f"  your edits (uncommitted): {', '.join(document['workspace']['edits'])}")
-    lines.append(f"  configure: {'ran (flags changed)' if document['configured'] else 'unchanged'}")
+    if document["configured"]:
+        lines.append(f"  configure: ran: {'; '.join(document['configure_reasons'])}")
+    else:
+        lines.append("  configure: not run (its inputs are unchanged)")
     compiled = ninja["sources"]
     shown = ", ".join(compiled[:8]) + (" ..." if len(compiled) > 8 else "")
     work = (

@@ -1,28 +1,32 @@
-"""One `workbench iterate` cycle, up to the build: workspace, series, configure, build plan.
+"""One `workbench iterate` cycle, up to the build: workspace, series, environment, build plan.
 
-    prepare()       the working copy made (or found) and its patch commits in line with the
-                    series; the checkout's build lock is held meanwhile, so a running build of
-                    the workspace is never changed under it
-    configure()     `cmake -G Ninja` with the flake's flags, only when they changed
-    plan()          the supervised `ninja -C build` (started by supervision.control.start)
+    prepare()   the working copy's patch commits in line with the series (when it exists), and
+                whether the recorded environment still is the derivation's: the flake's files
+                are fingerprinted, and only when they changed is Nix asked for the derivation
+                (a new one means the environment is recorded again); the workspace's build lock
+                is held meanwhile, so a running build of it is never changed under it
+    plan()      the supervised build: the build phase's tool (ninja -C BUILD -j N) in the
+                recorded environment when nothing else is due (the fast path), else
+                `python -m workbench.iterate.phases` (record the environment, unpack, patch,
+                configure, as far as needed, then the same build tool; iterate/phases.py)
 
-The CLI (workbench/cli/iterate_command.py) follows the build, runs the smoke command and prints
-the summary; nothing here prints.
+The flake is the only place that knows the build: nothing here computes a flag. The CLI
+(workbench/cli/iterate_command.py) follows the build, runs the smoke command and prints the
+summary; nothing here prints.
 """
 
 from __future__ import annotations
 
 import contextlib
 import shutil
-import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from workbench.errors import WorkbenchError
-from workbench.iterate import cmake_flags, source
+from workbench.iterate import dev_env, phases
 from workbench.iterate.workspace import (
     Applied,
     AppliedPatch,
@@ -30,7 +34,6 @@ from workbench.iterate.workspace import (
     WantedPatch,
     WorkspaceError,
     WorkspacePaths,
-    create,
     load_state,
     read_history,
     save_state,
@@ -41,17 +44,12 @@ from workbench.iterate.workspace import (
 from workbench.supervision.history import NewBuild
 
 Say = Callable[[str], None]
-TOOLS = {"git": "git", "cmake": "cmake", "ninja": "ninja-build"}
-CONFIGURE_LOG = "configure.log"
-
-
-class ConfigureError(WorkbenchError):
-    """cmake failed in the workspace; the message has its last lines and the whole log's path."""
+TOOLS = {"git": "git", "bash": "bash", "nix": "nix-bin"}
 
 
 @dataclass
 class Prepared:
-    """The workspace, ready to configure and build."""
+    """The workspace, ready for its supervised build."""
 
     target: Any
     """The supervision.launch.Target (variant or flavour)."""
@@ -60,22 +58,27 @@ class Prepared:
     applied: Applied
     patches: list[AppliedPatch]
     wanted: list[WantedPatch]
-    flags: cmake_flags.FlakeFlags
-    configure_argv: list[str]
     settings: Any
-    launcher: str | None = None
-    """ccache's path when compiles go through it."""
+    config_directory: Path
+    flake: Path
+    attr: str
+    """The flake attribute whose environment the workspace uses (a variant's `.cpp`)."""
+    due: list[str] = field(default_factory=list)
+    """Why this cycle goes through the phases (empty: the fast path, the build tool alone)."""
+    refresh: bool = False
+    """Record the environment again (the derivation changed, or none is recorded)."""
+    drv_path: str | None = None
+    fingerprint: str | None = None
     warnings: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
 
     @property
-    def needs_configure(self) -> bool:
-        configured = self.state.get("configured") or {}
-        return (
-            configured.get("argv") != self.configure_argv
-            or not (self.paths.build / "build.ninja").is_file()
-            or not (self.paths.build / "CMakeCache.txt").is_file()
-        )
+    def fast(self) -> bool:
+        return not self.due
+
+    @property
+    def build_dir(self) -> Path:
+        return Path(self.state.get("build_dir") or self.paths.build)
 
     def save(self) -> None:
         save_state(self.paths, self.state)
@@ -104,12 +107,13 @@ def prepare(
     name: str,
     source_directory: Path | None,
     say: Say,
+    flake_directory: Path | None = None,
+    refresh: bool = False,
 ) -> Prepared:
     """The workspace for `name` (a variant, a flavour or its flake attribute), up to date.
 
-    Unknown names fail with the nearest known ones. A new workspace copies `source_directory`,
-    or the flake's `src` on a Nix host. The series' enabled patches for the target are its
-    commits; a changed series is re-applied (workspace.update).
+    `source_directory` is not used any more: the source is the derivation's own (its
+    unpackPhase); giving one only adds a warning.
     """
     from workbench.configs.matrix import load_matrix
     from workbench.configs.settings import load_settings
@@ -119,77 +123,86 @@ def prepare(
     missing = missing_tools()
     if missing:
         raise WorkspaceError(
-            f"iterate needs {', '.join(missing)} (Debian: apt install {' '.join(missing)})"
+            f"iterate needs {', '.join(missing)} (Debian: apt install {' '.join(missing)}): the "
+            "workspace is made and built in the derivation's own environment (nix develop)"
         )
     timings: dict[str, float] = {}
     began = time.monotonic()
+    config_directory = config_directory.resolve()
     matrix = load_matrix(config_directory)
     settings = load_settings(config_directory, matrix)
     target = resolve_target(name, matrix)
     series = load_series(config_directory, matrix)
     wanted = wanted_patches(series, target.name)
-    flags = cmake_flags.flake_flags(target, settings)
-    launcher, ccache_warning = cmake_flags.ccache_launcher(settings.ccache)
+    flake = (flake_directory or default_flake_directory(config_directory)).resolve()
+    if not (flake / "flake.nix").is_file():
+        raise WorkspaceError(f"{flake}: no flake.nix there; iterate works in a flake's package")
+    attr = dev_env.develop_attr(target)
     paths = workspace_paths(state_directory, target.name)
+    warnings = []
+    if source_directory is not None:
+        warnings.append(
+            f"--source {source_directory} is not used: the workspace's source is what the "
+            f"derivation's unpackPhase gives (its src), so that it is nix build's source"
+        )
     timings["configs"] = time.monotonic() - began
 
     began = time.monotonic()
     with workspace_lock(state_directory, paths):
         state = load_state(paths)
-        if (paths.src / ".git").is_dir():
-            recorded = (state.get("source") or {}).get("path")
-            if source_directory is not None and recorded is not None:
-                wanted_source = str(source_directory.expanduser().resolve())
-                if wanted_source != recorded:
-                    raise WorkspaceError(
-                        f"the workspace {paths.src} was made from {recorded}, not "
-                        f"{wanted_source}; to start again from the new source, remove "
-                        f"{paths.root} (your uncommitted edits there go with it)"
-                    )
-            git = Git(paths.src)
-            upstream = state.get("upstream_commit") or _root_commit(git)
-            state["upstream_commit"] = upstream
-            applied = update(git, upstream, wanted, say)
+        made_from = (state.get("flake"), state.get("attr"))
+        if state and made_from != (str(flake), attr) and made_from != (None, None):
+            raise WorkspaceError(
+                f"the workspace {paths.root} was made from {made_from[0]}#{made_from[1]}, not "
+                f"{flake}#{attr}; to start again from this flake, remove {paths.root} (your "
+                "uncommitted edits there go with it)"
+            )
+        state.update({"target": target.name, "flake": str(flake), "attr": attr})
+        state["kind"] = "variant" if target.variant is not None else "flavour"
+        due: list[str] = []
+        applied = Applied()
+        if (paths.src / ".git").is_dir() and state.get("upstream_commit"):
+            applied = update(Git(paths.src), state["upstream_commit"], wanted, say)
         elif paths.src.exists():
             raise WorkspaceError(
-                f"{paths.src} exists but is not a git working copy; remove {paths.root} and "
-                "run iterate again"
+                f"{paths.src} exists but is not a working copy iterate made (no .git, or "
+                f"{paths.state_file} lost track of it); remove {paths.root} and run iterate again"
             )
         else:
-            tree = (
-                source.from_directory(source_directory)
-                if source_directory is not None
-                else source.from_flake(
-                    default_flake_directory(config_directory), source.source_attr(target), say
+            due.append("the workspace is made (unpackPhase, patchPhase, configurePhase)")
+        fingerprint = dev_env.flake_fingerprint(flake)
+        drv: str | None = None
+        if refresh:
+            due.append("--refresh: the environment is recorded again")
+        elif not (paths.root / dev_env.ENV_JSON).is_file():
+            refresh = True
+            if paths.src.exists():
+                due.append("no recorded environment")
+        elif fingerprint != state.get("flake_fingerprint"):
+            drv = dev_env.drv_path(flake, attr)
+            if drv != state.get("drv_path"):
+                refresh = True
+                due.append(
+                    f"the derivation changed ({_short_drv(state.get('drv_path'))} -> "
+                    f"{_short_drv(drv)}): its environment is recorded again"
                 )
-            )
-            state = {
-                "target": target.name,
-                "attr": target.attr,
-                "kind": "variant" if target.variant is not None else "flavour",
-                "source": tree.to_json(),
-                "created": time.time(),
-            }
-            say(f"making the workspace {paths.src} from {tree.description}")
-            try:
-                upstream, applied = create(
-                    paths,
-                    lambda into: source.copy_source(tree, into),
-                    tree.description,
-                    wanted,
-                    say,
-                )
-            except Exception:
-                if (paths.src / ".git").is_dir():  # made, but a patch did not apply
-                    state["upstream_commit"] = _root_commit(Git(paths.src))
-                    save_state(paths, state)
-                raise
-            state["upstream_commit"] = upstream
-        patches = read_history(Git(paths.src), state["upstream_commit"]).patches
+            else:
+                state["flake_fingerprint"] = fingerprint
+        build_dir = Path(state.get("build_dir") or paths.build)
+        if paths.src.exists() and not any(
+            (build_dir / file).is_file() for file in ("build.ninja", "Makefile")
+        ):
+            due.append("the build directory has no build files (configure)")
+        if refresh and not any("recorded" in reason or "made" in reason for reason in due):
+            due.append("the environment is recorded")
+        patches = (
+            read_history(Git(paths.src), state["upstream_commit"]).patches
+            if (paths.src / ".git").is_dir() and state.get("upstream_commit")
+            else []
+        )
         state["patches"] = [patch.to_json() for patch in patches]
         save_state(paths, state)
     timings["workspace"] = time.monotonic() - began
-    warnings = [ccache_warning] if ccache_warning else []
     return Prepared(
         target=target,
         paths=paths,
@@ -197,67 +210,26 @@ def prepare(
         applied=applied,
         patches=patches,
         wanted=wanted,
-        flags=flags,
-        configure_argv=cmake_flags.configure_argv(flags, paths.src, paths.build, launcher),
         settings=settings,
-        launcher=launcher,
+        config_directory=config_directory,
+        flake=flake,
+        attr=attr,
+        due=due,
+        refresh=refresh,
+        drv_path=drv,
+        fingerprint=fingerprint,
         warnings=warnings,
         timings=timings,
     )
 
 
-def _root_commit(git: Git) -> str:
-    roots = git.text("rev-list", "--max-parents=0", "HEAD").split()
-    if not roots:
-        raise WorkspaceError(f"{git.tree} has no commits; remove {git.tree.parent} and start again")
-    return roots[-1]
-
-
-def configure(prepared: Prepared, stream: IO[str] | None = None) -> bool:
-    """Run cmake when the flags (or the build directory) changed; whether it ran.
-
-    Its output goes to build/configure.log and, line by line, to `stream`.
-    """
-    if not prepared.needs_configure:
-        return False
-    began = time.monotonic()
-    build = prepared.paths.build
-    build.mkdir(parents=True, exist_ok=True)
-    log_path = build / CONFIGURE_LOG
-    tail: list[str] = []
-    with open(log_path, "w", encoding="utf-8") as log:
-        process = subprocess.Popen(
-            prepared.configure_argv,
-            cwd=build,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            errors="replace",
-        )
-        assert process.stdout is not None
-        for line in process.stdout:
-            log.write(line)
-            tail = [*tail[-19:], line.rstrip("\n")]
-            if stream is not None:
-                stream.write(line)
-                stream.flush()
-        status = process.wait()
-    if status != 0:
-        raise ConfigureError(
-            f"cmake failed in {build} (exit {status}); last lines:\n"
-            + "\n".join(tail)
-            + f"\nwhole output: {log_path}"
-        )
-    prepared.state["configured"] = {"argv": prepared.configure_argv, "at": time.time()}
-    prepared.save()
-    prepared.timings["configure"] = time.monotonic() - began
-    return True
+def _short_drv(path: str | None) -> str:
+    return Path(path).name[:12] if path else "none"
 
 
 @dataclass(frozen=True)
 class JobsChoice:
-    """The ninja jobs of an iterate build, where they came from, and any warning about them."""
+    """The jobs of an iterate build, where they came from, and any warning about them."""
 
     jobs: int
     source: str
@@ -281,21 +253,48 @@ def choose_jobs(history: Any, prepared: Prepared, explicit: int | None = None) -
 
 
 def plan(prepared: Prepared, jobs: int, jobs_source: str) -> NewBuild:
-    """The supervised `ninja -C BUILD -j N`, named "iterate TARGET" in the history."""
+    """The supervised build of this cycle, named "iterate TARGET" in the history."""
     from workbench.supervision.launch import eta_key
 
-    build = prepared.paths.build.resolve()
-    argv = ("ninja", "-C", str(build), "-j", str(jobs))
+    root = prepared.paths.root.resolve()
+    build = prepared.build_dir
+    if prepared.fast:
+        argv = phases.in_env_argv(root, phases.build_tool_argv(build, jobs))
+        cwd = build
+    else:
+        argv = [
+            sys.executable,
+            "-m",
+            "workbench.iterate.phases",
+            str(root),
+            "--flake",
+            str(prepared.flake),
+            "--attr",
+            prepared.attr,
+            "--config",
+            str(prepared.config_directory),
+            "--target",
+            prepared.target.name,
+            "--jobs",
+            str(jobs),
+        ]
+        if prepared.refresh:
+            argv.append("--refresh")
+        if prepared.drv_path:
+            argv += ["--drv-path", prepared.drv_path]
+        if prepared.fingerprint:
+            argv += ["--fingerprint", prepared.fingerprint]
+        cwd = root
     name = f"iterate {prepared.target.name}"
     recorded = {
         "argv": list(argv),
-        "cwd": str(build),
+        "cwd": str(cwd),
         "iterate": prepared.target.name,
+        "flake": str(prepared.flake),
+        "attr": prepared.attr,
         "jobs": jobs,
         "jobs_source": jobs_source,
-        "cmake_flags": list(prepared.flags.cmake_flags),
-        "compile_flags": list(prepared.flags.compile_flags),
-        "ccache": prepared.launcher is not None,
+        "steps": prepared.due,
         "patches": [patch.name for patch in prepared.patches],
         # A first build and an incremental one take very different times: their ETAs must
         # come from earlier builds of the same kind.
@@ -305,12 +304,16 @@ def plan(prepared: Prepared, jobs: int, jobs_source: str) -> NewBuild:
     return NewBuild(
         name=name,
         backend="run",
-        argv=argv,
-        cwd=str(build),
+        argv=tuple(argv),
+        cwd=str(cwd),
         checkout=str(prepared.paths.src.resolve()),
         settings=recorded,
-        eta_key=eta_key("run", name, {k: v for k, v in recorded.items() if k != "jobs"}),
-        nix=False,
+        eta_key=eta_key(
+            "run",
+            name,
+            {k: v for k, v in recorded.items() if k not in ("jobs", "argv", "steps", "patches")},
+        ),
+        nix=not prepared.fast,
         variant=variant.name if variant is not None else None,
         target=prepared.target.attr,
         jobs=jobs,

@@ -2,8 +2,11 @@
 
 Layout, under the state directory:
 
-    workspaces/<TARGET>/src             git working copy: "upstream source", then the series
-    workspaces/<TARGET>/build           the CMake + ninja build directory
+    workspaces/<TARGET>/src             git working copy: "upstream source", nixpkgs' own
+                                        patches, then the series
+    workspaces/<TARGET>/src/build       the build directory configurePhase made (the cmake
+                                        hook's default; workspace.json has the real one)
+    workspaces/<TARGET>/env*            the derivation's environment (iterate/dev_env.py)
     workspaces/<TARGET>/workspace.json  what the workspace was made from and configured with
 
 Each patch commit's message is the patch's name and `fixes` sentence, then trailers:
@@ -87,7 +90,8 @@ class WorkspacePaths:
 
     @property
     def build(self) -> Path:
-        return self.root / "build"
+        """The cmake hook's default build directory; workspace.json's build_dir is the real one."""
+        return self.src / "build"
 
     @property
     def state_file(self) -> Path:
@@ -434,12 +438,15 @@ def create(
     upstream_note: str,
     wanted: list[WantedPatch],
     say: Say,
+    own_patches: Callable[[Git], str] | None = None,
 ) -> tuple[str, Applied]:
     """Make the working copy: the copied source as "upstream source", then the patch commits.
 
-    `copy(directory)` fills the new directory with the pristine tree. The copy is made beside
-    `src` and renamed into place once committed, so an interrupted copy leaves no half
-    workspace. Returns (upstream commit, what was applied). A patch that does not apply stops
+    `copy(directory)` fills the new directory with the pristine tree. `own_patches(git)`, when
+    given, adds the derivation's own patches as one commit and returns it: the series starts
+    there. The copy is made beside `src` and renamed into place once committed, so an
+    interrupted copy leaves no half workspace. Returns (the commit the series starts from, what
+    was applied). A patch that does not apply stops
     the series there: the working copy keeps the patches before it (nothing half-applied) and
     PatchDoesNotApply says which and why.
     """
@@ -457,6 +464,8 @@ def create(
             f"{UPSTREAM_SUBJECT}\n\nThe pristine source, before any patch of the series.\n\n"
             f"{TRAILER_UPSTREAM}: {upstream_note}\n"
         )
+        if own_patches is not None:
+            upstream = own_patches(git)
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise

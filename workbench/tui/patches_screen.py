@@ -293,9 +293,8 @@ class PatchesScreen(Screen[None]):
             prepared = session.prepare(
                 self.config_directory, self.state_directory, self.target, source, say
             )
-            if prepared.needs_configure:
-                say("configuring the workspace (cmake, once)")
-                session.configure(prepared, stream=None)
+            if not prepared.fast:  # the phases run inside the supervised build
+                say("first the derivation's phases: " + "; ".join(prepared.due))
             with History(self.state_directory) as history:
                 choice = session.choose_jobs(history, prepared)
                 return control.start(

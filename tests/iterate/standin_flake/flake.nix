@@ -1,0 +1,76 @@
+# STAND-IN for the builder flake's onnxruntime-cpu (nixpkgs' onnxruntime with the flake's
+# overrides): see README.md beside this file for what each piece stands for and why.
+{
+  description = "workbench iterate tests: a stand-in onnxruntime-cpu built by real Nix";
+
+  outputs = { self }:
+    let
+      system = "x86_64-linux";
+      # What nix/config.nix and nix/patches.nix read in the real flake.
+      settings = builtins.fromTOML (builtins.readFile ./configs/settings.toml);
+      series = builtins.fromTOML (builtins.readFile ./patches/series.toml);
+      forCpu = p: p.enabled && builtins.elem "cpu" p.flavours;
+      seriesPatches = map (p: ./patches + "/${p.file}") (builtins.filter forCpu series.patches);
+      levels = builtins.filter (f: builtins.match "-O.*" f != null) settings.optimization_flags;
+
+      # Host tools stand in for nixpkgs' coreutils, bash, g++, cmake and ninja (no sandbox).
+      hostPath = "/usr/bin:/bin";
+      plain = name: script: derivation {
+        inherit name system;
+        builder = "/bin/bash";
+        PATH = hostPath;
+        args = [ "-c" script ];
+      };
+      stdenv = plain "standin-stdenv" ''
+        mkdir -p $out
+        cp ${./standin-stdenv-setup.sh} $out/setup
+      '';
+      ccWrapper = plain "standin-cc-wrapper" ''
+        mkdir -p $out/bin $out/nix-support
+        sed 's|@real@|/usr/bin/gcc|' ${./standin-cc-wrapper.sh} > $out/bin/cc
+        sed 's|@real@|/usr/bin/g++|' ${./standin-cc-wrapper.sh} > $out/bin/c++
+        chmod +x $out/bin/cc $out/bin/c++
+        cp ${./standin-cc-setup-hook.sh} $out/nix-support/setup-hook
+      '';
+      tool = name: hook: plain "standin-${name}" ''
+        mkdir -p $out/bin $out/nix-support
+        ln -s /usr/bin/${name} $out/bin/${name}
+        cp ${hook} $out/nix-support/setup-hook
+      '';
+      cmake = tool "cmake" ./standin-cmake-setup-hook.sh;
+      ninja = tool "ninja" ./standin-ninja-setup-hook.sh;
+      # A dependency from another derivation, as abseil or protobuf are for the real package.
+      dep = plain "standin-dep-1.0" ''
+        mkdir -p $out/include
+        echo '#define STANDIN_DEP_VALUE 7' > $out/include/standin_dep.h
+      '';
+
+      package = derivation {
+        name = "onnxruntime-standin-1.23.2";
+        inherit system stdenv;
+        builder = "/bin/bash";
+        args = [ "-c" "source $stdenv/setup; genericBuild" ];
+        outputs = [ "out" ];
+        src = ./source;
+        nativeBuildInputs = [ ccWrapper cmake ninja ];
+        buildInputs = [ dep ];
+        # nixpkgs' own patches first, then the series (nix/overrides.nix appends it).
+        patches = [ ./nixpkgs-own.patch ] ++ seriesPatches;
+        postPatch = ''
+          sed -i 's/add_library(fixture STATIC/add_library(fixture SHARED/' CMakeLists.txt
+          echo 'install(TARGETS fixture fixture_main)' >> CMakeLists.txt
+        '';
+        cmakeFlags = [
+          "-DFIXTURE_STANDIN:BOOL=ON"
+          "-Donnxruntime_NVCC_THREADS=${toString settings.nvcc_threads}"
+        ] ++ (if levels != [ ] then [ "-DCMAKE_CXX_FLAGS_RELEASE=-DNDEBUG" ] else [ ]);
+        CXXFLAGS = builtins.concatStringsSep " " settings.optimization_flags;
+      };
+    in
+    {
+      packages.${system} = {
+        onnxruntime-cpu = package;
+        standin-dep = dep;
+      };
+    };
+}

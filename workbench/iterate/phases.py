@@ -1,0 +1,258 @@
+"""The derivation's phases in the workspace: the supervised program of a slow iterate cycle.
+
+`python -m workbench.iterate.phases ROOT --flake DIR --attr ATTR --config DIR --target NAME
+--jobs N [--refresh]` runs under the supervisor (so its output is the build's log, with
+progress, and the history has it) and does, as far as needed:
+
+1. record the environment (dev_env.record: `nix print-dev-env`, building the inputs);
+2. make the working copy, when there is none: `unpackPhase` in ROOT/unpack, the tree committed
+   as "upstream source"; `patchPhase` with nixpkgs' own patches (the derivation's `patches`
+   that are not files of the series) and its `postPatch`, committed as one commit; then one
+   commit per series patch (workspace.create);
+3. configure, when what configure depends on changed (dev_env.configure_inputs), from a fresh
+   cache (CMake keeps a value it read once, such as CXXFLAGS, for ever), saying why;
+4. exec the build tool of the build phase (ninja, else make) in the recorded environment.
+
+Every phase runs in bash after sourcing env.sh, exactly as in `nix develop`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import WorkbenchError
+from workbench.iterate import dev_env
+from workbench.iterate.workspace import (
+    TRAILER_UPSTREAM,
+    Git,
+    WorkspacePaths,
+    create,
+    load_state,
+    save_state,
+    sha256_of,
+)
+
+# Each phase: env.sh sourced (as nix develop does), its temporary NIX_BUILD_TOP removed at exit.
+PRELUDE = (
+    'source "$1" || exit 1; '
+    'trap \'case "$NIX_BUILD_TOP" in */nix-shell.*) rm -rf -- "$NIX_BUILD_TOP";; esac\' EXIT; '
+    "set -e; "
+)
+UNPACK = PRELUDE + 'cd "$2"; runPhase unpackPhase; printf "%s" "$sourceRoot" > "$3"'
+PATCH = PRELUDE + 'cd "$2"; patches="$3"; runPhase patchPhase'
+PATCH_AS_IS = PRELUDE + 'cd "$2"; runPhase patchPhase'
+CONFIGURE = PRELUDE + 'cd "$2"; runPhase configurePhase; pwd > "$3"'
+# The build tool in the recorded environment: only the exported variables, no functions.
+RUN_IN_ENV = 'source "$1" || exit 1; shift; exec "$@"'
+NIXPKGS_SUBJECT = "nixpkgs: the derivation's own patches and postPatch"
+
+
+class PhaseError(WorkbenchError):
+    """A phase of the derivation failed in the workspace; its output is in the build log."""
+
+
+def in_env_argv(root: Path, argv: list[str]) -> list[str]:
+    """`argv` run in the recorded environment (env-build.sh sourced first)."""
+    return [
+        "bash",
+        "--norc",
+        "--noprofile",
+        "-c",
+        RUN_IN_ENV,
+        "workbench-iterate-env",
+        str(root / dev_env.BUILD_ENV),
+        *argv,
+    ]
+
+
+def build_tool_argv(build: Path, jobs: int, *targets: str) -> list[str]:
+    """The build phase's tool, incremental: ninja when CMake generated for it, else make."""
+    tool = "ninja" if (build / "build.ninja").is_file() else "make"
+    return [tool, "-C", str(build), "-j", str(jobs), *targets]
+
+
+def run_phase(script: str, *args: str) -> None:
+    """One phase script in bash (args: env.sh, the directory, then its own)."""
+    name = script.split("runPhase ", 1)[1].split(";", 1)[0]
+    print(f"workbench iterate: {name} in {args[1]}", flush=True)
+    done = subprocess.run(["bash", "--norc", "--noprofile", "-c", script, "bash", *args])
+    if done.returncode != 0:
+        raise PhaseError(f"{name} failed (exit {done.returncode}); its output is above")
+
+
+def series_checksums(config_directory: Path) -> set[str]:
+    """sha256 of every patch file of the series directory: how a series patch is told from
+    nixpkgs' own in the derivation's `patches`."""
+    from workbench.paths import patches_dir
+
+    directory = patches_dir(config_directory)
+    return {sha256_of(path) for path in directory.glob("*") if path.is_file()}
+
+
+def own_patches(env: dev_env.DevEnv, series: set[str]) -> list[str]:
+    """The derivation's patches that are not series patches, in order."""
+    own = []
+    for patch in env.words("patches"):
+        path = Path(patch)
+        if path.is_file() and sha256_of(path) in series:
+            continue
+        own.append(patch)
+    return own
+
+
+def make_source(
+    paths: WorkspacePaths, env: dev_env.DevEnv, config_directory: Path, wanted: list[Any]
+) -> tuple[str, str, Any]:
+    """The working copy: unpackPhase, nixpkgs' patches as one commit, the series' commits.
+    Returns (pristine commit, the commit the series starts from, what was applied)."""
+    root = paths.root
+    own = own_patches(env, series_checksums(config_directory))
+    pristine: dict[str, str] = {}
+
+    def unpack(into: Path) -> int:
+        unpack_directory = root / "unpack"
+        shutil.rmtree(unpack_directory, ignore_errors=True)
+        unpack_directory.mkdir()
+        record = root / "unpack.sourceRoot"
+        run_phase(UNPACK, str(root / dev_env.ENV_SCRIPT), str(unpack_directory), str(record))
+        source_root = record.read_text().strip()
+        unpacked = (unpack_directory / source_root).resolve()
+        if not source_root or not unpacked.is_dir() or unpack_directory not in unpacked.parents:
+            raise PhaseError(f"unpackPhase left sourceRoot {source_root!r}, not a directory")
+        unpacked.rename(into)
+        shutil.rmtree(unpack_directory, ignore_errors=True)
+        record.unlink()
+        pristine["source_root"] = source_root
+        return sum(len(files) for _, _, files in os.walk(into))
+
+    def nixpkgs_commit(git: Git) -> str:
+        pristine["commit"] = git.head()
+        run_phase(PATCH, str(root / dev_env.ENV_SCRIPT), str(git.tree), " ".join(own))
+        git.run("add", "-A", "--force", ".")
+        names = "\n".join(f"  {Path(patch).name}" for patch in own) or "  (none)"
+        return git.commit(
+            f"{NIXPKGS_SUBJECT}\n\nApplied by the derivation's patchPhase, before the series:\n"
+            f"{names}\n\n{TRAILER_UPSTREAM}: nixpkgs patchPhase\n"
+        )
+
+    src = env.value("src") or "(the derivation's src)"
+    base, applied = create(paths, unpack, f"unpackPhase of {src}", wanted, print, nixpkgs_commit)
+    return pristine.get("commit", ""), base, applied
+
+
+def configure(paths: WorkspacePaths, state: dict[str, Any], env: dev_env.DevEnv) -> Path:
+    """configurePhase from a fresh cache; the build directory it left."""
+    src = paths.src
+    previous = state.get("build_dir")
+    if previous:
+        cache = Path(previous) / "CMakeCache.txt"
+        if cache.is_file():
+            cache.unlink()  # a value CMake read once (CXXFLAGS) must not outlive its source
+    record = paths.root / "configure.pwd"
+    run_phase(CONFIGURE, str(paths.root / dev_env.ENV_SCRIPT), str(src), str(record))
+    build = Path(record.read_text().strip())
+    record.unlink()
+    _exclude(src, build)
+    return build
+
+
+def _exclude(src: Path, build: Path) -> None:
+    """The build directory (inside the source, as the cmake hook makes it) is no change to
+    the source: git leaves it out."""
+    try:
+        relative = build.resolve().relative_to(src.resolve())
+    except ValueError:
+        return
+    exclude = src / ".git" / "info" / "exclude"
+    exclude.parent.mkdir(parents=True, exist_ok=True)
+    line = f"/{relative.as_posix()}/"
+    lines = exclude.read_text().splitlines() if exclude.is_file() else []
+    if line not in lines:
+        exclude.write_text("\n".join([*lines, line]) + "\n")
+
+
+def run(args: argparse.Namespace) -> list[str]:
+    """Steps 1-3; the build tool's argv (step 4) is returned for the caller to exec."""
+    from workbench.configs.matrix import load_matrix
+    from workbench.patches.series import load_series
+    from workbench.iterate.workspace import wanted_patches
+
+    root = Path(args.root)
+    paths = WorkspacePaths(root)
+    state = load_state(paths)
+    flake = Path(args.flake)
+    env_json = root / dev_env.ENV_JSON
+    if args.refresh or not env_json.is_file():
+        print(f"workbench iterate: recording the environment of {flake}#{args.attr}", flush=True)
+        env = dev_env.record(root, flake, args.attr)
+        state["drv_path"] = args.drv_path or dev_env.drv_path(flake, args.attr)
+        state["flake_fingerprint"] = args.fingerprint or state.get("flake_fingerprint")
+        state["env_recorded"] = time.time()
+        save_state(paths, state)
+    else:
+        env = dev_env.load(env_json)
+    if not (paths.src / ".git").is_dir():
+        config = Path(args.config)
+        series = load_series(config, load_matrix(config))
+        wanted = wanted_patches(series, args.target)
+        pristine, base, applied = make_source(paths, env, config, wanted)
+        state["pristine_commit"] = pristine
+        state["upstream_commit"] = base
+        state["created"] = time.time()
+        save_state(paths, state)
+    inputs = env.configure_inputs()
+    configured = state.get("configured") or {}
+    reasons = []
+    build_dir = state.get("build_dir")
+    if not configured:
+        reasons.append("the workspace is new")
+    elif not build_dir or not any(
+        (Path(build_dir) / name).is_file() for name in ("build.ninja", "Makefile")
+    ):
+        reasons.append("the build directory has no build files")
+    else:
+        reasons += dev_env.changed_inputs(configured.get("inputs") or {}, inputs)
+    if reasons:
+        print("workbench iterate: configuring, because " + "; ".join(reasons), flush=True)
+        build = configure(paths, state, env)
+        state["build_dir"] = str(build)
+        state["configured"] = {"at": time.time(), "reasons": reasons, "inputs": inputs}
+        save_state(paths, state)
+    else:
+        print("workbench iterate: configure inputs unchanged (configure not run)", flush=True)
+    return in_env_argv(root, build_tool_argv(Path(state["build_dir"]), args.jobs))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m workbench.iterate.phases")
+    parser.add_argument("root")
+    parser.add_argument("--flake", required=True)
+    parser.add_argument("--attr", required=True)
+    parser.add_argument("--config", required=True)
+    parser.add_argument("--target", required=True)
+    parser.add_argument("--jobs", type=int, required=True)
+    parser.add_argument("--refresh", action="store_true")
+    parser.add_argument("--drv-path")
+    parser.add_argument("--fingerprint")
+    args = parser.parse_args(argv)
+    try:
+        build = run(args)
+    except WorkbenchError as exc:
+        print(f"workbench: error: {exc}", file=sys.stderr, flush=True)
+        return 2
+    print(f"workbench iterate: building: {' '.join(build[7:])}", flush=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execvp(build[0], build)
+    return 0  # pragma: no cover - exec does not return
+
+
+if __name__ == "__main__":
+    sys.exit(main())
