@@ -1,10 +1,10 @@
-"""Fixtures of the iterate tests: the fixture source tree, its patch series, the real CLI.
+"""Fixtures of the iterate tests: the stand-in flake's repository, a state directory, the CLI.
 
-The source is tests/patch_fixture.py's: the sample project with 36 translation units (one
-heavy) and a series in patches/ beside the `config_copy` configs (tune-light-3 and tune-light-7
-enabled for the cpu flavour and every variant; three broken patches disabled). The tests run
-the real `workbench` CLI (tests/supervision/supervised.py's Bench: every process it starts is
-killed at the end), which runs real git, cmake, ninja and g++ under the real supervisor.
+tests/iterate/standin_repo.py copies the stand-in flake (a STAND-IN for the builder flake's
+onnxruntime-cpu, built by real Nix) beside configs/, the fixture series and the fixture source.
+The tests run the real `workbench` CLI (tests/supervision/supervised.py's Bench: every process
+it starts is killed at the end), which runs real Nix, bash, git, cmake, ninja and g++ under the
+real supervisor.
 """
 
 from __future__ import annotations
@@ -14,23 +14,17 @@ from pathlib import Path
 
 import pytest
 from iterate_loop import Loop
-from patch_fixture import write_fixture_series, write_fixture_source
+from nix_testing import nix_env
+from standin_repo import write_standin_repo
 from supervision.supervised import Bench
-
-from workbench.configs.matrix import load_matrix
-from workbench.configs.settings import set_setting
 
 
 @pytest.fixture
-def loop(tmp_path: Path, config_copy: Path) -> Iterator[Loop]:
-    """The fixture source and series, a state directory, and the CLI; -O0 for quick builds."""
-    source = tmp_path / "source"
-    write_fixture_source(source)
-    series = write_fixture_series(config_copy, source)
-    # The tests count what is rebuilt, not how fast: no optimisation makes each compile quick.
-    set_setting(config_copy, load_matrix(config_copy), "optimization_flags", "-O0")
-    bench = Bench(tmp_path / "state")
+def loop(tmp_path: Path) -> Iterator[Loop]:
+    """The stand-in repository (16 units, -O0 for quick builds), a state directory, the CLI."""
+    repo = write_standin_repo(tmp_path / "repo")
+    bench = Bench(tmp_path / "state", env=nix_env(tmp_path))
     try:
-        yield Loop(config_copy, source, series, bench)
+        yield Loop(repo.configs, repo.source, repo.series, bench, repo=repo.root)
     finally:
         bench.cleanup()

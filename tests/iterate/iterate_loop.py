@@ -13,8 +13,8 @@ from patch_fixture import FixtureSeries
 from supervision.supervised import Bench
 
 needs_tools = pytest.mark.skipif(
-    any(shutil.which(tool) is None for tool in ("git", "cmake", "ninja", "g++")),
-    reason="needs git, cmake, ninja and g++ (scripts/test.sh installs them)",
+    any(shutil.which(tool) is None for tool in ("git", "cmake", "ninja", "g++", "nix", "nm")),
+    reason="needs git, cmake, ninja, g++, nix and nm (scripts/test.sh installs them)",
 )
 
 
@@ -26,6 +26,8 @@ class Loop:
     source: Path
     series: FixtureSeries
     bench: Bench
+    repo: Path | None = None
+    """The stand-in flake's directory (configs/ and patches/ are in it)."""
     target: str = "cpu"
 
     @property
@@ -42,16 +44,14 @@ class Loop:
 
     @property
     def build(self) -> Path:
-        return self.workspace / "build"
+        return self.src / "build"
 
     def iterate(
-        self, *extra: str, source: bool = True, target: str | None = None, timeout: float = 240
+        self, *extra: str, target: str | None = None, timeout: float = 240, json: bool = True
     ) -> subprocess.CompletedProcess[str]:
-        """`workbench iterate TARGET --json ...` to its end."""
-        argv = ["--config", str(self.configs), "iterate", target or self.target, "--json"]
-        if source:
-            argv += ["--source", str(self.source)]
-        return self.bench.run(*argv, *extra, timeout=timeout)
+        """`workbench iterate TARGET --json -j 2 ...` to its end."""
+        argv = ["--config", str(self.configs), "iterate", target or self.target, "-j", "2"]
+        return self.bench.run(*argv, *(["--json"] if json else []), *extra, timeout=timeout)
 
     def iterate_json(self, *extra: str, **options) -> dict:
         result = self.iterate(*extra, **options)

@@ -257,7 +257,8 @@ def run_iterate(args: argparse.Namespace) -> int:
     ninja = ninja_output.parse_log(record.log_path)
     from workbench.iterate.workspace import load_state
 
-    prepared.state = load_state(prepared.paths)  # the phases may have configured
+    prepared.state = load_state(prepared.paths)  # the phases may have made or configured it
+    _reread_patches(prepared)
     configured_state = prepared.state.get("configured") or {}
     configured = float(configured_state.get("at") or 0) >= cycle_began
     reasons = list(configured_state.get("reasons") or []) if configured else []
@@ -324,6 +325,21 @@ def run_iterate(args: argparse.Namespace) -> int:
     if smoke_result is not None:
         return {"passed": 0, "hung": 3}.get(smoke_result.status, 1)
     return 0
+
+
+def _reread_patches(prepared: Any) -> None:
+    """The patch commits as they are after the build (the phases make a new workspace's)."""
+    from workbench.iterate.workspace import Git, read_history
+
+    upstream = prepared.state.get("upstream_commit")
+    if not upstream or not (prepared.paths.src / ".git").is_dir():
+        return
+    prepared.patches = read_history(Git(prepared.paths.src), upstream).patches
+    if not (prepared.paths.src / ".git").is_dir() or not prepared.due:
+        return
+    if any("workspace is made" in step for step in prepared.due):
+        prepared.applied.created = True
+        prepared.applied.applied = [patch.name for patch in prepared.patches]
 
 
 def built_libraries(build: Path) -> list[Path]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,9 +117,10 @@ def patched_tree(env_script: str, scratch: Path) -> Path:
     unpack = scratch / "unpack"
     unpack.mkdir()
     record = scratch / "sourceRoot"
-    phases.run_phase(phases.UNPACK, str(script_path), str(unpack), str(record))
+    # Their output goes to stderr: stdout is the check's result.
+    phases.run_phase(phases.UNPACK, str(script_path), str(unpack), str(record), out=sys.stderr)
     tree = unpack / record.read_text().strip()
-    phases.run_phase(phases.PATCH_AS_IS, str(script_path), str(tree))
+    phases.run_phase(phases.PATCH_AS_IS, str(script_path), str(tree), out=sys.stderr)
     return tree
 
 
@@ -150,9 +152,8 @@ def compare_source(result: CheckResult, paths: WorkspacePaths, tree: Path) -> No
 
 def install_workspace(paths: WorkspacePaths, state: dict[str, object], jobs: int) -> Path:
     """The build tool's install target into the workspace's $out (its recorded prefix)."""
-    prefix = dev_env.load(paths.root / dev_env.ENV_JSON).value("out") or ""
-    out = Path(str(prefix))
-    if out.is_dir() and paths.root.resolve() in out.resolve().parents:
+    out = dev_env.output_directory(paths.root)
+    if out.is_dir():
         shutil.rmtree(out)
     build = Path(str(state.get("build_dir")))
     argv = phases.in_env_argv(paths.root, phases.build_tool_argv(build, jobs, "install"))

@@ -186,11 +186,21 @@ class DevEnv:
             if entry.get("type") == "exported" and name not in IGNORED
         }
 
+    def output_names(self) -> list[str]:
+        return self.words("outputs") or ["out"]
+
     def configure_inputs(self) -> dict[str, str]:
-        """What configure depends on: name (functions as `name()`) -> its value as text."""
+        """What configure depends on: name (functions as `name()`) -> its value as text.
+
+        The outputs (and `prefix`, made from `out`) are left out: in the JSON they are the
+        `-env` derivation's store paths, new with every change, while the phases see them
+        rewritten to ROOT/outputs/NAME (nix develop's rewriting), which never changes."""
         inputs: dict[str, str] = {}
+        outputs = {*self.output_names(), "prefix"}
         for name, entry in self.variables.items():
             if name in IGNORED or name in BASH_OWN or name in NOT_CONFIGURE_INPUTS:
+                continue
+            if name in outputs:
                 continue
             value = entry.get("value")
             inputs[name] = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
@@ -238,7 +248,7 @@ def record(root: Path, flake: Path, attr: str) -> DevEnv:
     if script.returncode != 0:
         raise DevEnvError(f"`nix print-dev-env ./{PROFILE}` failed in {root}")
     _write(root / ENV_SCRIPT, script.stdout.decode("utf-8", "surrogateescape"))
-    write_build_env(env, root / BUILD_ENV)
+    write_build_env(env, root / BUILD_ENV, root)
     return env
 
 
@@ -263,11 +273,22 @@ def fresh(flake: Path, attr: str, cwd: Path) -> tuple[DevEnv, str]:
     )
 
 
-def write_build_env(env: DevEnv, path: Path) -> None:
-    """env-build.sh: `export NAME='value'` for each exported variable; the derivation's PATH
-    first, then the caller's, as nix develop does."""
+def output_directory(root: Path, name: str = "out") -> Path:
+    """Where an output goes in the workspace: nix develop rewrites each output to
+    $PWD/outputs/NAME (Nix 2.8, src/nix/develop.cc), and the environment is recorded in ROOT."""
+    return root / "outputs" / name
+
+
+def write_build_env(env: DevEnv, path: Path, root: Path) -> None:
+    """env-build.sh: `export NAME='value'` for each exported variable, the outputs rewritten as
+    nix develop rewrites them; the derivation's PATH first, then the caller's, as nix develop
+    does."""
     lines = ["# The derivation's exported variables (workbench iterate, from env.json)."]
-    for name, value in sorted(env.exported().items()):
+    exported = env.exported()
+    for output in env.output_names():
+        if output in exported:
+            exported[output] = str(output_directory(root, output))
+    for name, value in sorted(exported.items()):
         if not name.isidentifier() or not name.isascii():
             continue
         if name == "PATH":

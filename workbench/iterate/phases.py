@@ -25,7 +25,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from workbench.errors import WorkbenchError
 from workbench.iterate import dev_env
@@ -78,11 +78,17 @@ def build_tool_argv(build: Path, jobs: int, *targets: str) -> list[str]:
     return [tool, "-C", str(build), "-j", str(jobs), *targets]
 
 
-def run_phase(script: str, *args: str) -> None:
-    """One phase script in bash (args: env.sh, the directory, then its own)."""
+def run_phase(script: str, *args: str, out: IO[str] | None = None) -> None:
+    """One phase script in bash (args: env.sh, the directory, then its own); its output goes
+    to `out` (this process's stdout by default: the build log under the supervisor)."""
     name = script.split("runPhase ", 1)[1].split(";", 1)[0]
-    print(f"workbench iterate: {name} in {args[1]}", flush=True)
-    done = subprocess.run(["bash", "--norc", "--noprofile", "-c", script, "bash", *args])
+    stream = out or sys.stdout
+    print(f"workbench iterate: {name} in {args[1]}", file=stream, flush=True)
+    done = subprocess.run(
+        ["bash", "--norc", "--noprofile", "-c", script, "bash", *args],
+        stdout=stream if out is not None else None,
+        stderr=subprocess.STDOUT if out is not None else None,
+    )
     if done.returncode != 0:
         raise PhaseError(f"{name} failed (exit {done.returncode}); its output is above")
 
