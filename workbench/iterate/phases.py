@@ -187,8 +187,8 @@ def _exclude(src: Path, build: Path) -> None:
 def run(args: argparse.Namespace) -> list[str]:
     """Steps 1-3; the build tool's argv (step 4) is returned for the caller to exec."""
     from workbench.configs.matrix import load_matrix
-    from workbench.patches.series import load_series
     from workbench.iterate.workspace import wanted_patches
+    from workbench.patches.series import load_series
 
     root = Path(args.root)
     paths = WorkspacePaths(root)
@@ -208,7 +208,7 @@ def run(args: argparse.Namespace) -> list[str]:
         config = Path(args.config)
         series = load_series(config, load_matrix(config))
         wanted = wanted_patches(series, args.target)
-        pristine, base, applied = make_source(paths, env, config, wanted)
+        pristine, base, _ = make_source(paths, env, config, wanted)
         state["pristine_commit"] = pristine
         state["upstream_commit"] = base
         state["created"] = time.time()
