@@ -280,8 +280,7 @@ rec {
     let
       cpp = variantCpp spec;
       pythonOrt = (need spec.pythonPackages).onnxruntime.override { onnxruntime = cpp; };
-    in
-    pythonOrt.overrideAttrs (old: {
+      package = pythonOrt.overrideAttrs (old: {
       pname = spec.name;
       # nixpkgs imports onnxruntime after the build (pythonImportsCheck): that runs the
       # variant's ISA code on the build machine, which may not have it.
@@ -304,6 +303,14 @@ rec {
         broken = spec.caveat != null;
       };
     });
+    in
+    # The variant's Python with it installed (`nix build .#NAME.environment`): what
+    # `workbench smoke NAME` runs, as a Flox environment's bin/python would be. Beside the
+    # package rather than in its passthru, so the package never refers to itself.
+    package
+    // {
+      environment = (need spec.pythonPackages).python.withPackages (_: [ package ]);
+    };
 
   # A linkage flavour of the builder flake: C/C++ libraries, no Python. Its patches are the
   # series entries whose `flavours` list names it.

@@ -49,7 +49,7 @@ def test_onnx_test_model_overrides_the_builtin_model(tmp_path: Path, monkeypatch
 
 def test_variant_smoke_uses_the_flox_result_link(tmp_path: Path, monkeypatch, capsys) -> None:
     _needs_onnxruntime()
-    variant = "onnxruntime-python311-cpu-avx2"
+    variant = "onnxruntime-python313-cpu-avx2"
     # `flox build` leaves result-NAME as a link to the whole output (a store path), never a
     # link to the interpreter alone. Linking the directory keeps pyvenv.cfg beside bin/, so
     # the interpreter started through it is still this virtual environment's (with the
@@ -59,14 +59,18 @@ def test_variant_smoke_uses_the_flox_result_link(tmp_path: Path, monkeypatch, ca
         pytest.skip(f"{sys.prefix} has no bin/python, the interpreter a Flox output provides")
     monkeypatch.chdir(tmp_path)
     assert main(["smoke", variant]) == 0
-    assert "PASSED" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "PASSED" in out
+    # It says which build it smoked (this one was not made by the workbench).
+    assert f"smoking result-{variant} -> {Path(sys.prefix).resolve()}" in out
 
 
 def test_missing_variant_says_how_to_build_it(tmp_path: Path, monkeypatch, capsys) -> None:
     monkeypatch.chdir(tmp_path)
     assert main(["smoke", "onnxruntime-python313-cuda12_9-sm90-avx512"]) == 2
     err = capsys.readouterr().err
-    assert "flox build onnxruntime-python313-cuda12_9-sm90-avx512" in err
+    assert "no result-onnxruntime-python313-cuda12_9-sm90-avx512 here" in err
+    assert "`workbench build onnxruntime-python313-cuda12_9-sm90-avx512`" in err
     assert main(["smoke", "../../etc/passwd"]) == 2
 
 

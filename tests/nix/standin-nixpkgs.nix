@@ -98,14 +98,19 @@ let
     let
       attrs = foldl' (acc: layer: acc // layer acc) (base args) layers;
     in
+    let
+      # A real derivation that `nix build` builds here: it records what it was given and lays
+      # out the files the workbench looks for afterwards (a flavour's promised layout). Its out
+      # path hashes every attribute, so asking for it forces them all, and make-derivation's
+      # checks with them.
+      built = standinDerivation (attrs.name or "${attrs.pname}-${attrs.version}") attrs;
+    in
     (attrs.passthru or { })
     // attrs
     // {
-      # A real derivation's out path hashes every attribute, so asking for it (nix eval
-      # .#pkg.outPath, nix build) forces them all, and make-derivation's checks with them.
-      outPath = builtins.deepSeq (describe attrs) (
-        builtins.seq (derive attrs) (storePath (attrs.name or "${attrs.pname}-${attrs.version}"))
-      );
+      inherit (built) type drvPath outputName;
+      outputs = [ "out" ];
+      outPath = builtins.deepSeq (describe attrs) (builtins.seq (derive attrs) built.outPath);
       standinRecord = {
         inherit standin importArgs;
         overrideArgs = describe args;
@@ -115,6 +120,55 @@ let
       };
       override = more: overridable standin base (args // more) layers;
       overrideAttrs = layer: overridable standin base args (layers ++ [ layer ]);
+    };
+
+  # What `nix build` of a stand-in package really builds: no ORT (it cannot be built here), but
+  # its record as nix-support/workbench-standin.json, a flavour's promised files (each glob with
+  # its `*` as "standin", so the workbench's layout check finds them) and, for a Python
+  # environment, bin/python running the Python on the build's PATH.
+  standinDerivation =
+    name: attrs:
+    derivation {
+      inherit name system;
+      builder = "/bin/sh";
+      PATH = "/usr/local/bin:/usr/bin:/bin";
+      record = builtins.toJSON (describe attrs);
+      produces = builtins.concatStringsSep " " (
+        map (builtins.replaceStrings [ "*" ] [ "standin" ]) (attrs.passthru.workbench.produces or [ ])
+      );
+      pythonEnvironment = if attrs.standinPythonEnvironment or false then "1" else "";
+      args = [
+        "-c"
+        ''
+          set -e
+          mkdir -p "$out/nix-support"
+          printf '%s' "$record" > "$out/nix-support/workbench-standin.json"
+          for path in $produces; do
+            mkdir -p "$out/$(dirname "$path")"
+            echo "stand-in $path" > "$out/$path"
+          done
+          if [ -n "$pythonEnvironment" ]; then
+            mkdir -p "$out/bin"
+            printf '#!/bin/sh\nexec python3 "$@"\n' > "$out/bin/python"
+            chmod +x "$out/bin/python"
+          fi
+        ''
+      ];
+    };
+
+  # python.withPackages: an environment whose bin/python imports the packages chosen.
+  pythonWithPackages =
+    label: set: choose:
+    let
+      chosen = choose set;
+      built = standinDerivation "${label}-env" {
+        standinPythonEnvironment = true;
+        packages = chosen;
+      };
+    in
+    recordedCall "${label}.withPackages" "${label}-env" chosen
+    // {
+      inherit (built) type drvPath outPath outputName;
     };
 
   # The parts of nixpkgs' onnxruntime package.nix that nix/overrides.nix touches.
@@ -292,7 +346,9 @@ let
       set = {
         standinSet = attr;
         pythonVersion = version;
-        python = leaf "python${version}";
+        python = leaf "python${version}" // {
+          withPackages = pythonWithPackages "python${version}" set;
+        };
         # As in nixpkgs' python-packages.nix: the module wraps the C++ package built with
         # this Python.
         onnxruntime = overridable "${attr}.onnxruntime" (args: {
@@ -454,7 +510,7 @@ let
     python313Packages = pythonSet "python313Packages" "3.13";
     python3Packages = pkgs.python313Packages;
     python3 = leaf "python3" // {
-      withPackages = choose: recordedCall "python3.withPackages" "python3-env" (choose pkgs.python3Packages);
+      withPackages = pythonWithPackages "python3" pkgs.python3Packages;
     };
 
     ninja = leaf "ninja";
@@ -463,6 +519,14 @@ let
     gdb = leaf "gdb";
     ccache = leaf "ccache";
     ruff = leaf "ruff";
+
+    # callPackage as Flox calls a .flox/pkgs file: its arguments, by name, from this set.
+    callPackage =
+      fn: overrides:
+      let
+        f = if builtins.isFunction fn then fn else import fn;
+      in
+      f (builtins.intersectAttrs (builtins.functionArgs f) pkgs // overrides);
 
     mkShell = args: recordedCall "mkShell" "shell" args;
     writeShellApplication = args: recordedCall "writeShellApplication" args.name args;

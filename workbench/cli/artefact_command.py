@@ -51,10 +51,10 @@ def _built(args: argparse.Namespace) -> tuple[Any, Path]:
         output = Path(args.result).expanduser()
     else:
         checkout = default_flake_directory(directory)
-        found = find_result(checkout, flavour.name, flavour.attr)
+        found = find_result(checkout, flavour.attr, flavour.name)
         if found is None:
             raise WorkbenchError(
-                f"no result-{flavour.name} (or result) in {checkout}: build it first "
+                f"no result-{flavour.attr} (or result) in {checkout}: build it first "
                 f"(`workbench build {flavour.name}`), or name it with --result PATH"
             )
         output = found

@@ -70,7 +70,8 @@ def register(subcommands: argparse._SubParsersAction) -> None:
         "--backend",
         choices=("nix", "flox"),
         default="nix",
-        help="nix (default) or flox (`flox build NAME`; jobs come from the package itself)",
+        help="nix (default) or flox (`flox build NAME`; it takes no job count, so the jobs "
+        "reach the Nix it runs as NIX_CONFIG cores/max-jobs)",
     )
     build.add_argument(
         "-C",
@@ -266,11 +267,6 @@ def run_build(args: argparse.Namespace) -> int:
     problems = target_problems(target)
     if problems and not args.force:
         raise LaunchError("; ".join(problems) + " (--force builds it anyway)")
-    if args.backend == "flox" and (args.jobs or args.max_jobs):
-        raise LaunchError(
-            "--jobs and --max-jobs are for the nix backend: `flox build` takes the package's "
-            "own settings"
-        )
     flake = Path(args.directory).expanduser() if args.directory else None
     flake = flake or default_flake_directory(directory)
     history = _history(args)
@@ -284,15 +280,20 @@ def run_build(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(display(plan.argv))
         print(f"# in {plan.cwd}", file=sys.stderr)
-        if args.backend == "nix":
+        print(
+            f"# {choice.jobs} jobs from {choice.source}; {job_memory.gb:.2f} GB per job "
+            f"({job_memory.source})",
+            file=sys.stderr,
+        )
+        for reason in choice.reasons:
+            print(f"#   {reason}", file=sys.stderr)
+        if args.backend == "flox":
             print(
-                f"# {choice.jobs} jobs from {choice.source}; {job_memory.gb:.2f} GB per job "
-                f"({job_memory.source})",
+                "# flox build takes no job count: they reach the Nix it runs as NIX_CONFIG "
+                "(cores, max-jobs)",
                 file=sys.stderr,
             )
-            for reason in choice.reasons:
-                print(f"#   {reason}", file=sys.stderr)
-        if choice.warning and args.backend == "nix":
+        if choice.warning:
             _say(f"warning: {choice.warning}")
         if note:
             print(f"# {note}", file=sys.stderr)
@@ -301,14 +302,15 @@ def run_build(args: argparse.Namespace) -> int:
         _say(f"note: {note}")
     for problem in problems:
         _say(f"warning: {problem} (starting anyway: --force)")
-    if shutil.which(plan.argv[0]) is None:
+    program = plan.argv[2] if plan.argv[0] == "env" else plan.argv[0]  # flox's NIX_CONFIG
+    if shutil.which(program) is None:
         hint = (
             "install Nix (Debian: apt install nix-bin) or use --backend flox"
             if args.backend == "nix"
             else "install Flox (https://flox.dev) or use --backend nix"
         )
-        raise LaunchError(f"{plan.argv[0]}: command not found; {hint}")
-    warnings = [choice.warning] if choice.warning and args.backend == "nix" else []
+        raise LaunchError(f"{program}: command not found; {hint}")
+    warnings = [choice.warning] if choice.warning else []
     followed = launch_and_follow(args, history, plan, warnings)
     if followed.finished and followed.code == 0 and target.flavour is not None:
         return _check_flavour_layout(Path(plan.cwd), target.flavour)
@@ -321,7 +323,7 @@ def _check_flavour_layout(checkout: Path, flavour: Any) -> int:
     from workbench.artefacts.out_links import find_result
     from workbench.logs.visible import visible
 
-    output = find_result(checkout, flavour.name)
+    output = find_result(checkout, flavour.attr, flavour.name)
     if output is None:
         _say(f"note: no result-{flavour.name} in {checkout}; its layout was not checked")
         return 0

@@ -313,7 +313,11 @@ def run_smoke(args: argparse.Namespace) -> int:
             raise WorkbenchError(f"unexpected {' '.join(target)!r} after --python PATH")
         result = smoke.smoke_python(args.python, **common)
     elif len(target) == 1:
-        result = smoke.smoke_python(smoke.variant_python(target[0]), **common)
+        resolved, cuda = _built_variant(args, target[0])
+        if not args.json:
+            print(resolved.said)
+        result = smoke.smoke_python(resolved.python, **common)
+        _require_providers(result, cuda)
     else:
         raise WorkbenchError("workbench smoke: give a VARIANT, --python PATH, or -- CMD [ARGS...]")
     if args.json:
@@ -321,3 +325,35 @@ def run_smoke(args: argparse.Namespace) -> int:
     else:
         print(smoke.render_text(result))
     return {"passed": 0, "hung": 3}.get(result.status, 1)
+
+
+def _built_variant(args: argparse.Namespace, name: str) -> tuple[Any, bool]:
+    """The interpreter of the variant built in the checkout (either backend), and whether it is
+    a CUDA variant (which must run on the CUDA provider)."""
+    from workbench.artefacts.smoke_target import resolve
+    from workbench.cli.common import load_config
+    from workbench.configs.variants import parse
+    from workbench.paths import state_dir
+    from workbench.supervision.history import History, database_path
+    from workbench.supervision.launch import default_flake_directory
+
+    directory, matrix = load_config(args)
+    variant = parse(name, matrix)
+    checkout = default_flake_directory(directory)
+    state = state_dir(getattr(args, "state_dir", None))
+    if database_path(state).is_file():
+        with History(state) as history:
+            return resolve(variant.name, checkout, history), variant.is_gpu
+    return resolve(variant.name, checkout), variant.is_gpu
+
+
+def _require_providers(result: Any, cuda: bool) -> None:
+    """A CUDA variant whose CUDA provider is missing or fails has failed, not passed."""
+    from workbench.artefacts.smoke_target import require_providers
+
+    if result.status != "passed":
+        return
+    why = require_providers(result.check, cuda)
+    if why:
+        result.status = "failed"
+        result.message = why

@@ -25,6 +25,8 @@ COMMAND_MODULES = (
     "workbench.cli.patches_command",
     "workbench.cli.iterate_command",
     "workbench.cli.artefact_command",
+    "workbench.cli.trace_command",
+    "workbench.cli.flox_command",
 )
 
 

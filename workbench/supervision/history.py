@@ -47,6 +47,9 @@ ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("builds", "ninja_log", "TEXT"),
     # What was built (build tree and targets): the ETA matches earlier runs by this, not by name.
     ("builds", "work_key", "TEXT"),
+    # What a successful Nix/Flox build produced: out-links, store paths, NAR and closure sizes,
+    # CUDA architectures inside (workbench.artefacts.sizes).
+    ("builds", "artefacts", "TEXT"),
 )
 
 STARTING = "starting"
@@ -853,6 +856,18 @@ class History:
                     build_id,
                 ),
             )
+
+    def record_artefacts(self, build_id: int, artefacts: dict[str, Any]) -> None:
+        """What the build produced (workbench.artefacts.sizes.Artefacts.to_json())."""
+        with self._write() as db:
+            db.execute(
+                "UPDATE builds SET artefacts = ? WHERE id = ?", (_dumps(artefacts), build_id)
+            )
+
+    def artefacts(self, build_id: int) -> dict[str, Any] | None:
+        """The recorded artefacts of a build, or None (not a Nix build, failed, or older)."""
+        row = self._db.execute("SELECT artefacts FROM builds WHERE id = ?", (build_id,)).fetchone()
+        return _loads(row[0], None) if row else None
 
     def mark_lost(self, build_id: int, note: str, now: float | None = None) -> bool:
         """Mark a build whose supervisor vanished; False if it ended meanwhile (nothing done)."""

@@ -158,14 +158,32 @@ def nix_build_argv(
     ]
 
 
-def flox_build_argv(name: str) -> list[str]:
-    """`flox build NAME`: a package of the Flox environment in the build directory."""
-    return ["flox", "build", _checked(name, "Flox package name")]
+def flox_build_argv(name: str, cores: int | None = None, max_jobs: int | None = None) -> list[str]:
+    """`flox build NAME`: a Nix-expression package of the Flox environment (.flox/pkgs).
+
+    `flox build` takes no job count, but the Nix it runs reads NIX_CONFIG: the jobs reach the
+    build as `cores` (NIX_BUILD_CORES, ninja's -j) and `max-jobs` that way, appended to any
+    NIX_CONFIG the user has."""
+    argv = ["flox", "build", _checked(name, "Flox package name")]
+    if cores is None and max_jobs is None:
+        return argv
+    settings = [os.environ.get("NIX_CONFIG", "").strip()]
+    settings += [f"cores = {cores}"] if cores is not None else []
+    settings += [f"max-jobs = {max_jobs}"] if max_jobs is not None else []
+    return ["env", "NIX_CONFIG=" + "\n".join(line for line in settings if line), *argv]
+
+
+def _shell_word(word: str) -> str:
+    # A newline inside quotes would break the command over lines: bash's $'...' keeps it one.
+    if "\n" not in word:
+        return shlex.quote(word)
+    escaped = word.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n")
+    return f"$'{escaped}'"
 
 
 def display(argv: Sequence[str]) -> str:
-    """argv as a command a person can paste into a shell (quoted where needed)."""
-    return shlex.join(argv)
+    """argv as a command a person can paste into a shell (quoted where needed, one line)."""
+    return " ".join(_shell_word(word) for word in argv)
 
 
 def find_checkout(directory: Path) -> Path:
@@ -316,22 +334,21 @@ def plan_build(
                 f"{directory}: no flake.nix there; pass the builder flake's directory with "
                 "--directory DIR"
             )
-        argv = nix_build_argv(target.attr, jobs, max_jobs, out_link_name(target.name))
+        argv = nix_build_argv(target.attr, jobs, max_jobs, out_link_name(target.attr))
         patches = series_patches(directory, target)
         recorded = build_settings_record(settings, jobs, max_jobs, jobs_source, patches)
         count: int | None = jobs
     elif backend == "flox":
-        if target.variant is None:
+        package = directory / ".flox" / "pkgs" / f"{target.attr}.nix"
+        if not package.is_file():
             raise LaunchError(
-                f"{target.name} is a linkage flavour of the Nix flake; the Flox environment "
-                "builds variants by name (`workbench variants --names`); use --backend nix"
+                f"{package}: no such Flox package; `workbench flox sync` writes .flox/ from "
+                "configs/ (then `git add .flox`: Flox sees tracked files only)"
             )
-        argv = flox_build_argv(target.name)
-        recorded = {
-            "nvcc_threads": settings.nvcc_threads,
-            "cuda_architectures": list(settings.cuda_architectures),
-        }
-        count = None
+        argv = flox_build_argv(target.attr, jobs, max_jobs)
+        patches = series_patches(directory, target)
+        recorded = build_settings_record(settings, jobs, max_jobs, jobs_source, patches)
+        count = jobs
     else:
         raise LaunchError(f"unknown backend {backend!r}; backends: {', '.join(BACKENDS)}")
     resolved = directory.resolve()

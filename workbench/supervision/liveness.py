@@ -57,6 +57,14 @@ def leftover_processes(record: BuildRecord) -> list[tree.Member]:
     if record.host not in (None, socket.gethostname()):
         return []  # another host's PIDs mean nothing here
     found = tree.collect(root, record.pgid, recorded_outlived(record), marker=record.log_path)
+    # A process older than the build is not of it: its group or session id can be a reused PID
+    # of a long-ended build (found by pgid), and ending it would end a stranger's process.
+    if record.started is not None:
+        found = {
+            pid: member
+            for pid, member in found.items()
+            if member.started >= record.started - 2.0
+        }
     return list(found.values())
 
 

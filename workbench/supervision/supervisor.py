@@ -648,6 +648,8 @@ class Supervisor:
             lambda: self.history.record_measurements(self.record.id, measured, jobs, derivations),
         )
         self._guarded("recording exact edges", lambda: self._record_edges(summary))
+        if state == SUCCEEDED and self.record.backend in ("nix", "flox"):
+            self._guarded("recording what the build produced", self._record_artefacts)
         fraction = eta.progress_fraction(progress)
         self._retried(
             "recording how the build ended",
@@ -664,6 +666,20 @@ class Supervisor:
             ),
         )
         self.say(f"build #{self.record.id}: {state} ({note or 'no note'})")
+
+    def _record_artefacts(self) -> None:
+        """The result's store paths and sizes (nix path-info), for history, report and TUI."""
+        from workbench.artefacts.sizes import collect
+
+        target = self.record.target
+        if not target or " " in target:  # several targets: Nix's own result* links
+            return
+        asked = tuple(self.record.settings.get("cuda_architectures") or ())
+        found = collect(Path(self.record.cwd), target, asked)
+        if found is not None:
+            self.history.record_artefacts(self.record.id, found.to_json())
+            for warning in found.warnings:
+                self.say(f"build #{self.record.id}: {warning}")
 
     # -- exact edges (workbench.analysis) ---------------------------------------------------
 

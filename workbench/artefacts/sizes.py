@@ -1,0 +1,201 @@
+"""What a successful Nix or Flox build produced: its out-links, their store paths, NAR and
+closure sizes (`nix path-info --json -S`), and the CUDA architectures inside (cuobjdump).
+
+The nixpkgs CUDA roadmap seed is about exactly these numbers (closure and NAR sizes that per-
+architecture builds exist to shrink); the supervisor records them after a build, and history,
+report and the TUI show and compare them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workbench.artefacts.out_links import out_link_name
+
+NIX_FLAGS = ["--extra-experimental-features", "nix-command flakes"]
+TIMEOUT_S = 60.0
+# cuobjdump's listing lines: "ELF file    1: name.sm_90.cubin", "PTX file    1: name.sm_90.ptx"
+_ARCH = re.compile(r"\.sm_(\d+[a-z]?)\.(cubin|ptx)\b")
+
+
+@dataclass(frozen=True)
+class Output:
+    """One output a build left: its out-link, store path and sizes in bytes."""
+
+    link: str
+    path: str
+    nar_size: int | None
+    closure_size: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "link": self.link,
+            "path": self.path,
+            "nar_size": self.nar_size,
+            "closure_size": self.closure_size,
+        }
+
+
+@dataclass(frozen=True)
+class Artefacts:
+    """Everything recorded about a build's result."""
+
+    outputs: tuple[Output, ...]
+    sass: tuple[str, ...] = ()  # CUDA architectures with machine code (cubin) inside
+    ptx: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = field(default=())
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "outputs": [o.to_json() for o in self.outputs],
+            "sass": list(self.sass),
+            "ptx": list(self.ptx),
+            "warnings": list(self.warnings),
+        }
+
+    @property
+    def nar_size(self) -> int | None:
+        sizes = [o.nar_size for o in self.outputs if o.nar_size is not None]
+        return sum(sizes) if sizes else None
+
+    @property
+    def closure_size(self) -> int | None:
+        sizes = [o.closure_size for o in self.outputs if o.closure_size is not None]
+        return max(sizes) if sizes else None
+
+
+def from_json(data: dict[str, Any] | None) -> Artefacts | None:
+    """The recorded form back (history's `artefacts` column)."""
+    if not data:
+        return None
+    outputs = tuple(
+        Output(o["link"], o["path"], o.get("nar_size"), o.get("closure_size"))
+        for o in data.get("outputs", [])
+    )
+    return Artefacts(
+        outputs,
+        tuple(data.get("sass", [])),
+        tuple(data.get("ptx", [])),
+        tuple(data.get("warnings", [])),
+    )
+
+
+def out_links(directory: Path, target: str) -> list[Path]:
+    """result-TARGET and its other outputs' links (result-TARGET-dev, ...) in `directory`."""
+    base = out_link_name(target)
+    links = [directory / base] if (directory / base).is_symlink() else []
+    links += sorted(
+        p for p in directory.glob(f"{base}-*") if p.is_symlink() and not p.name.endswith("-env")
+    )
+    return links
+
+
+def _run(argv: list[str], timeout: float = TIMEOUT_S) -> tuple[int, str]:
+    """Run a probe in its own process group, ended whole on timeout."""
+    try:
+        process = subprocess.Popen(
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+        )
+    except FileNotFoundError:
+        return 127, ""
+    try:
+        stdout, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        return 124, ""
+    return process.returncode, stdout
+
+
+def path_sizes(paths: list[str], nix: str = "nix") -> dict[str, tuple[int | None, int | None]]:
+    """Store path -> (NAR size, closure size), from `nix path-info --json -S`."""
+    if not paths:
+        return {}
+    code, stdout = _run([nix, *NIX_FLAGS, "path-info", "--json", "-S", *paths])
+    if code != 0:
+        return {}
+    try:
+        document = json.loads(stdout)
+    except json.JSONDecodeError:
+        return {}
+    # Nix 2.8 prints a list of objects with "path"; newer Nix an object keyed by path.
+    items = (
+        document.items()
+        if isinstance(document, dict)
+        else ((entry.get("path"), entry) for entry in document if isinstance(entry, dict))
+    )
+    sizes: dict[str, tuple[int | None, int | None]] = {}
+    for path, entry in items:
+        if isinstance(path, str) and isinstance(entry, dict):
+            nar, closure = entry.get("narSize"), entry.get("closureSize")
+            sizes[path] = (
+                nar if isinstance(nar, int) else None,
+                closure if isinstance(closure, int) else None,
+            )
+    return sizes
+
+
+def cuda_architectures_inside(output: Path, cuobjdump: str = "cuobjdump") -> tuple[set, set]:
+    """(SASS, PTX) architectures in the output's libraries; empty sets without cuobjdump."""
+    if shutil.which(cuobjdump) is None:
+        return set(), set()
+    sass: set[str] = set()
+    ptx: set[str] = set()
+    for library in list(output.rglob("*.so*")) + list(output.rglob("*.a")):
+        if not library.is_file() or library.is_symlink():
+            continue
+        for flag, found in (("--list-elf", sass), ("--list-ptx", ptx)):
+            code, stdout = _run([cuobjdump, flag, str(library)])
+            if code == 0:
+                found.update(match.group(1) for match in _ARCH.finditer(stdout))
+    return sass, ptx
+
+
+def collect(directory: Path, target: str, asked: tuple[str, ...] = ()) -> Artefacts | None:
+    """The result of building `target` in `directory`: its outputs' sizes and, where the
+    output holds CUDA code, its architectures, with a warning when they are not `asked`."""
+    links = out_links(directory, target)
+    if not links:
+        return None
+    resolved = {str(link): os.path.realpath(link) for link in links}
+    sizes = path_sizes(sorted(set(resolved.values())))
+    outputs = tuple(
+        Output(Path(link).name, path, *sizes.get(path, (None, None)))
+        for link, path in resolved.items()
+    )
+    sass, ptx = cuda_architectures_inside(Path(resolved[str(links[0])]))
+    warnings = []
+    if asked and (sass or ptx):
+        inside = sass | ptx
+        missing = [arch for arch in asked if arch not in inside]
+        extra = sorted(inside - set(asked))
+        if missing:
+            warnings.append(f"asked for {', '.join(missing)} but the libraries hold no code for it")
+        if extra:
+            warnings.append(f"the libraries also hold code for {', '.join(extra)}, not asked for")
+    return Artefacts(outputs, tuple(sorted(sass)), tuple(sorted(ptx)), tuple(warnings))
+
+
+def human_bytes(size: int | None) -> str:
+    """1536 -> "1.5 KiB"; None -> "-"."""
+    if size is None:
+        return "-"
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"

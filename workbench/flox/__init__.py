@@ -1,0 +1,1 @@
+"""The Flox environment of the repository, generated from the one matrix."""
