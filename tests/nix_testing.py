@@ -200,3 +200,38 @@ def repo_copy(
     for name, file in (SAMPLE_FILES if files is None else files).items():
         (patches / file).write_text(patch_text(name))
     return configs, patches
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def flake_on_the_standin(tmp_path: Path, with_static_patches: bool = False) -> Path:
+    """A copy of the checkout whose flake takes the stand-in nixpkgs as its nixpkgs input (a
+    path flake: tmp_path/standin holds it as default.nix), with .flox/ and the real configs."""
+    standin = tmp_path / "standin"
+    standin.mkdir(parents=True)
+    shutil.copy(REPO / "tests" / "nix" / "standin-nixpkgs.nix", standin / "default.nix")
+    (standin / "flake.nix").write_text("{ outputs = _: { }; }\n")
+    repo = tmp_path / "repo"
+    repo.mkdir(parents=True)
+    for name in ("pyproject.toml", "README.md", ".gitignore"):
+        shutil.copy(REPO / name, repo / name)
+    for name in ("nix", "configs", "patches", "workbench", ".flox"):
+        shutil.copytree(
+            REPO / name, repo / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+        )
+    flake = (REPO / "flake.nix").read_text()
+    pinned = 'inputs.nixpkgs.url = "github:NixOS/nixpkgs/'
+    assert pinned in flake
+    flake = flake.replace(
+        flake[flake.index(pinned) : flake.index("\n", flake.index(pinned))],
+        f'inputs.nixpkgs.url = "path:{standin}";',
+    )
+    (repo / "flake.nix").write_text(flake)
+    if with_static_patches:
+        series = (REPO / "patches" / "series.toml").read_text()
+        for line in series.splitlines():
+            if line.startswith("file = "):
+                name = line.split('"')[1]
+                (repo / "patches" / name).write_text(patch_text(name.removesuffix(".patch")))
+    return repo

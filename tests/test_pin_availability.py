@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from nix_testing import NIX_CONFIG, needs_nix, patch_text
+from nix_testing import NIX_CONFIG, flake_on_the_standin, needs_nix
 
 from workbench.configs.availability import of_variant, unavailable_names
 from workbench.configs.matrix import Matrix
@@ -98,37 +98,6 @@ def test_doctor_says_per_target_whether_it_evaluates_at_the_pin() -> None:
     assert "30 do not" in text
 
 
-def _flake_on_the_standin(tmp_path: Path, with_static_patches: bool) -> Path:
-    """A copy of the checkout whose flake takes the stand-in as nixpkgs (a path flake)."""
-    standin = tmp_path / "standin"
-    standin.mkdir(parents=True)
-    shutil.copy(REPO / "tests" / "nix" / "standin-nixpkgs.nix", standin / "default.nix")
-    (standin / "flake.nix").write_text("{ outputs = _: { }; }\n")
-    repo = tmp_path / "repo"
-    repo.mkdir(parents=True)
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(REPO / name, repo / name)
-    for name in ("nix", "configs", "patches", "workbench"):
-        shutil.copytree(
-            REPO / name, repo / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
-        )
-    flake = (REPO / "flake.nix").read_text()
-    pinned = 'inputs.nixpkgs.url = "github:NixOS/nixpkgs/'
-    assert pinned in flake
-    flake = flake.replace(
-        flake[flake.index(pinned) : flake.index("\n", flake.index(pinned))],
-        f'inputs.nixpkgs.url = "path:{standin}";',
-    )
-    (repo / "flake.nix").write_text(flake)
-    if with_static_patches:
-        series = (REPO / "patches" / "series.toml").read_text()
-        for line in series.splitlines():
-            if line.startswith("file = "):
-                name = line.split('"')[1]
-                (repo / "patches" / name).write_text(patch_text(name.removesuffix(".patch")))
-    return repo
-
-
 def _nix_env(tmp_path: Path) -> dict[str, str]:
     return {"NIX_CONFIG": NIX_CONFIG, "XDG_CACHE_HOME": str(tmp_path / "cache")}
 
@@ -137,7 +106,7 @@ def _nix_env(tmp_path: Path) -> dict[str, str]:
 @needs_nix_command
 @pytest.mark.parametrize("target", ["onnxruntime-python313-cpu-avx2", CUDA12_9, "cuda-dyn"])
 def test_dry_run_asks_nix_and_says_it_evaluates(tmp_path, target) -> None:
-    repo = _flake_on_the_standin(tmp_path, with_static_patches=False)
+    repo = flake_on_the_standin(tmp_path, with_static_patches=False)
     result = workbench("build", target, "--dry-run", cwd=repo, env=_nix_env(tmp_path))
     assert result.returncode == 0, result.stderr
     assert "# evaluates at the pin: yes" in result.stderr
@@ -150,7 +119,7 @@ def test_dry_run_asks_nix_and_says_it_evaluates(tmp_path, target) -> None:
 def test_dry_run_names_nixs_first_error_when_the_target_does_not_evaluate(tmp_path) -> None:
     # The static flavour's patch files are not in the repository: Nix's evaluation fails, and the
     # dry run says so in one line with Nix's own reason, before anything is built.
-    repo = _flake_on_the_standin(tmp_path, with_static_patches=False)
+    repo = flake_on_the_standin(tmp_path, with_static_patches=False)
     result = workbench("build", "cuda-static", "--dry-run", cwd=repo, env=_nix_env(tmp_path))
     assert result.returncode == 1
     said = [line for line in result.stderr.splitlines() if line.startswith("workbench:")]
@@ -158,7 +127,7 @@ def test_dry_run_names_nixs_first_error_when_the_target_does_not_evaluate(tmp_pa
     assert "onnxruntime does not evaluate at the pin" in said[0]
     assert "static-init-bridge" in said[0] and "is missing" in said[0]
     # With the files, it evaluates.
-    repo = _flake_on_the_standin(tmp_path / "with", with_static_patches=True)
+    repo = flake_on_the_standin(tmp_path / "with", with_static_patches=True)
     result = workbench("build", "cuda-static", "--dry-run", cwd=repo, env=_nix_env(tmp_path))
     assert result.returncode == 0, result.stderr
     assert "# evaluates at the pin: yes (onnxruntime)" in result.stderr

@@ -685,16 +685,22 @@ def run_history(args: argparse.Namespace) -> int:
         for record in records:
             measured = history.measured(record.id)
             documents.append(
-                {**record.to_json(), "measurements": measured.to_json() if measured else None}
+                {
+                    **record.to_json(),
+                    "measurements": measured.to_json() if measured else None,
+                    "artefacts": history.artefacts(record.id),
+                }
             )
         print_json({"builds": documents, "history": str(history.path)})
         return 0
     if not records:
         print(f"no builds yet in {history.path}")
         return 0
+    from workbench.artefacts.sizes import from_json, human_bytes
+
     print(
         f"{'id':>4}  {'state':9}  {'name':32}  {'jobs':>4}  {'time':>8}  {'CPU':>5}  "
-        f"{'peak RSS':>9}  {'most':>4}  note"
+        f"{'peak RSS':>9}  {'most':>4}  {'closure':>9}  note"
     )
     for record in records:
         measured = history.measured(record.id, slowest=0)
@@ -702,10 +708,12 @@ def run_history(args: argparse.Namespace) -> int:
         peak = size(measured.peak_rss) if measured else "-"
         most = str(measured.most_jobs) if measured else "-"
         name, note = visible(record.name), visible(record.note or "")
+        produced = from_json(history.artefacts(record.id))
+        closure = human_bytes(produced.closure_size) if produced else "-"
         print(
             f"{record.id:>4}  {record.state:9}  {name[:32]:32}  "
             f"{record.jobs if record.jobs else '-':>4}  {duration(record.elapsed()):>8}  "
-            f"{cpu:>5}  {peak:>9}  {most:>4}  {note[:70]}"
+            f"{cpu:>5}  {peak:>9}  {most:>4}  {closure:>9}  {note[:70]}"
         )
         lost = loss_text(record)
         if lost:

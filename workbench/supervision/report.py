@@ -25,6 +25,7 @@ from workbench.analysis.summary import (
     sparkline,
     usage_json,
 )
+from workbench.artefacts.sizes import from_json, human_bytes
 from workbench.supervision.follow import duration, size
 from workbench.supervision.history import BuildRecord, History, Measured, Sampled
 
@@ -45,6 +46,8 @@ class BuildFacts:
     edges: EdgeAnalysis | None = None
     """Exact edges from the build's .ninja_log, when it had one."""
     ninja_log: str | None = None
+    artefacts: dict[str, Any] | None = None
+    """What a successful Nix/Flox build produced: outputs with NAR and closure sizes."""
 
     @property
     def label(self) -> str:
@@ -70,11 +73,17 @@ def load(history: History, build_id: int, slowest: int = 10) -> BuildFacts:
     measured = history.measured(build_id, slowest)
     edges = analyse(history.edges(build_id), record.jobs)
     ninja_log = history.edge_build_info(build_id)[0]
+    artefacts = history.artefacts(build_id)
     if measured is not None:
-        return BuildFacts(record, measured, edges=edges, ninja_log=ninja_log)
+        return BuildFacts(record, measured, edges=edges, ninja_log=ninja_log, artefacts=artefacts)
     rebuilt = from_samples(record, history.samples(build_id))
     return BuildFacts(
-        record, rebuilt, from_samples=rebuilt is not None, edges=edges, ninja_log=ninja_log
+        record,
+        rebuilt,
+        from_samples=rebuilt is not None,
+        edges=edges,
+        ninja_log=ninja_log,
+        artefacts=artefacts,
     )
 
 
@@ -179,6 +188,13 @@ def _rows(builds: list[BuildFacts]) -> list[Row]:
     def critical_s(b: BuildFacts) -> Any:
         return b.edges.critical.seconds if b.edges is not None and b.edges.critical else None
 
+    def produced(attribute: str) -> Callable[[BuildFacts], Any]:
+        def value(b: BuildFacts) -> Any:
+            found = from_json(b.artefacts)
+            return getattr(found, attribute) if found is not None else None
+
+        return value
+
     rows = [
         spec("command", "Command", lambda b: list(b.record.argv), lambda v, b: _short(v), None),
         spec("jobs", "Jobs (-j / --cores)", lambda b: b.record.jobs, lambda v, b: str(v), None),
@@ -188,6 +204,20 @@ def _rows(builds: list[BuildFacts]) -> list[Row]:
             "Build time",
             lambda b: b.record.duration_s,
             lambda v, b: duration(v),
+            _ratio_change,
+        ),
+        spec(
+            "nar_size",
+            "Output size (NAR)",
+            produced("nar_size"),
+            lambda v, b: human_bytes(v),
+            _ratio_change,
+        ),
+        spec(
+            "closure_size",
+            "Closure size",
+            produced("closure_size"),
+            lambda v, b: human_bytes(v),
             _ratio_change,
         ),
         spec(
@@ -501,6 +531,7 @@ def to_json(builds: list[BuildFacts]) -> dict[str, Any]:
                     None if facts.measured is None else "samples" if facts.from_samples else "end"
                 ),
                 "edges": _edges_json(facts),
+                "artefacts": facts.artefacts,
             }
             for facts in builds
         ],
