@@ -131,6 +131,9 @@ def test_a_daemon_that_outlives_the_build_is_listed_and_stopped(
 
     stop = bench.run("stop", str(build_id), "--grace", "2", timeout=60)
     assert stop.returncode == 0, stop.stderr
+    # It lists what it ends, and never says "nothing to stop" while it ends something.
+    assert f"1 of its processes outlived it: sleep ({daemon}); ending them" in stop.stderr
+    assert "nothing to stop" not in stop.stderr
     assert not _alive(daemon)
     record = bench.record(build_id)
     assert record.outlived == () and "still run" not in (record.note or "")

@@ -591,6 +591,8 @@ def run_logs(args: argparse.Namespace) -> int:
 
 def run_stop(args: argparse.Namespace) -> int:
     """`workbench stop [ID]`."""
+    from workbench.logs.visible import visible
+    from workbench.supervision import liveness
     from workbench.supervision.control import stop
     from workbench.supervision.follow import outcome_line
 
@@ -607,8 +609,19 @@ def run_stop(args: argparse.Namespace) -> int:
                 "the build and kill its builders"
             )
     was_active = record.active
+    # What outlived an ended build (daemons, orphans): listed before they are ended, so the
+    # user sees what `stop` acts on.
+    leftovers = [] if was_active else liveness.leftover_processes(record)
+    if leftovers:
+        listing = ", ".join(f"{visible(m.name)} ({m.pid})" for m in leftovers[:10])
+        more = f" and {len(leftovers) - 10} more" if len(leftovers) > 10 else ""
+        _say(
+            f"build #{record.id} has ended, but {len(leftovers)} of its processes outlived it: "
+            f"{listing}{more}; ending them (TERM, then KILL after {args.grace:g} s)"
+        )
     record, survivors = stop(history, record, args.grace)
-    _say(outcome_line(record) + ("" if was_active or survivors else "; nothing to stop"))
+    nothing = not was_active and not leftovers and not survivors
+    _say(outcome_line(record) + ("; nothing to stop" if nothing else ""))
     return _report_survivors(record.id, survivors)
 
 
