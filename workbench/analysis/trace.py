@@ -10,13 +10,19 @@ document linked from https://perfetto.dev/docs/getting-started/other-formats.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
+import json
+import os
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from workbench.analysis import schedule
 from workbench.analysis.edges import Edge
+from workbench.errors import WorkbenchError
 
 _PID = 1
 _COUNTERS_PID = 1
@@ -144,3 +150,24 @@ def chrome_trace(
         )
     events.sort(key=lambda event: (event["ph"] != "M", event.get("ts", 0)))
     return {"traceEvents": events, "displayTimeUnit": "ms"}
+
+
+def write_trace(path: Path, document: dict[str, Any]) -> None:
+    """Write the trace atomically (a temporary file renamed over), private to its owner."""
+    directory = path.parent if str(path.parent) else Path(".")
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
+    except OSError as exc:
+        raise WorkbenchError(
+            f"{directory}: cannot write the trace there ({exc.strerror})"
+        ) from None
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            json.dump(document, stream)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise WorkbenchError(f"{path}: cannot write the trace ({exc.strerror})") from None

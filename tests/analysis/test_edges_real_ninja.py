@@ -1,0 +1,311 @@
+"""Exact edges from real ninja builds: the log read incrementally, edges, graph, critical path,
+slot usage and the Chrome trace, checked against `.ninja_log` and against a build whose longest
+chain is known by construction."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from workbench.analysis import schedule
+from workbench.analysis.edges import assemble, kind_of, source_of, target_of
+from workbench.analysis.graph import read_graph
+from workbench.analysis.ninja_log import NinjaLogError, NinjaLogReader, read_all
+from workbench.analysis.recorder import EdgeRecorder, ninja_command
+from workbench.analysis.summary import analyse, compare
+from workbench.analysis.trace import chrome_trace, slots
+
+pytestmark = pytest.mark.skipif(shutil.which("ninja") is None, reason="needs ninja")
+
+# A manifest whose longest chain is known: chain_1 -> chain_2 -> chain_3 (0.6 s each, 1.8 s)
+# beats wide_* (0.9 s each, no dependencies) and short_1 -> short_2 (0.3 s each); `final`
+# (two outputs) waits for all of them through a phony target.
+MANIFEST = """
+rule wait
+  command = sleep $seconds && touch $out
+build chain_1: wait
+  seconds = 0.6
+build chain_2: wait chain_1
+  seconds = 0.6
+build chain_3: wait chain_2
+  seconds = 0.6
+build wide_1: wait
+  seconds = 0.9
+build wide_2: wait
+  seconds = 0.9
+build short_1: wait
+  seconds = 0.3
+build short_2: wait short_1
+  seconds = 0.3
+build middle: phony chain_3 wide_1 wide_2 short_2
+build final final.extra: wait middle
+  seconds = 0.1
+default final
+"""
+
+
+def _ninja(directory: Path, *args: str) -> None:
+    result = subprocess.run(
+        ["ninja", "-C", str(directory), *args], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _project(tmp_path: Path) -> Path:
+    directory = tmp_path / "chain"
+    directory.mkdir()
+    (directory / "build.ninja").write_text(MANIFEST)
+    return directory
+
+
+def test_edges_match_the_ninja_log_line_by_line(tmp_path: Path) -> None:
+    directory = _project(tmp_path)
+    _ninja(directory, "-j3")
+    lines = (directory / ".ninja_log").read_text().splitlines()
+    assert lines[0].startswith("# ninja log v")
+    entries = read_all(directory / ".ninja_log")
+    assert len(entries) == len(lines) - 1 == 9
+    for entry, line in zip(entries, lines[1:], strict=True):
+        start, end, mtime, output, command_hash = line.split("\t")
+        assert (entry.start_ms, entry.end_ms, entry.output) == (int(start), int(end), output)
+        assert (entry.mtime, entry.command_hash) == (int(mtime), command_hash)
+    edges = assemble(entries)
+    # final and final.extra are one edge: one command, two outputs.
+    assert len(edges) == 8
+    final = next(edge for edge in edges if edge.output == "final")
+    assert final.outputs == ("final", "final.extra")
+    for edge in edges:
+        entry = next(e for e in entries if e.output == edge.output)
+        assert edge.duration_s == pytest.approx((entry.end_ms - entry.start_ms) / 1000)
+
+
+def test_critical_path_is_the_longest_chain_by_construction(tmp_path: Path) -> None:
+    directory = _project(tmp_path)
+    _ninja(directory, "-j3")
+    edges = assemble(read_all(directory / ".ninja_log"))
+    graph = read_graph(directory)
+    assert graph.rule_of("chain_2") == "wait"
+    dependencies = graph.executed_dependencies(edge.outputs for edge in edges)
+    # The phony `middle` is looked through: final waits for the four edges behind it.
+    assert dependencies["final"] == ["chain_3", "short_2", "wide_1", "wide_2"]
+    assert dependencies["chain_1"] == []
+    path = schedule.critical_path(edges, dependencies)
+    assert [edge.output for edge in path.edges] == ["chain_1", "chain_2", "chain_3", "final"]
+    assert path.seconds == pytest.approx(sum(e.duration_s for e in path.edges))
+    assert 1.9 <= path.seconds < 3.0  # 3 x 0.6 s + 0.1 s, plus process start-up
+
+
+def test_too_few_jobs_and_the_tail_are_measured(tmp_path: Path) -> None:
+    directory = _project(tmp_path)
+    _ninja(directory, "-j1")
+    edges = assemble(read_all(directory / ".ninja_log"))
+    dependencies = read_graph(directory).executed_dependencies(e.outputs for e in edges)
+    usage = schedule.usage(edges, dependencies, jobs=1)
+    # At -j1 ready edges wait nearly the whole build, and no slot is ever idle.
+    assert usage.most_parallel == 1
+    assert usage.too_few_jobs_s > 0.5 * usage.wall_s
+    assert usage.idle_slot_s < 0.2
+    # At -j8 nothing waits; the chain runs alone at the end: the tail.
+    (directory / ".ninja_log").unlink()
+    for name in ("chain_1", "chain_2", "chain_3", "wide_1", "wide_2", "short_1", "short_2"):
+        (directory / name).unlink()
+    _ninja(directory, "-j8")
+    edges = assemble(read_all(directory / ".ninja_log"))
+    dependencies = read_graph(directory).executed_dependencies(e.outputs for e in edges)
+    wide = schedule.usage(edges, dependencies, jobs=8)
+    assert wide.too_few_jobs_s == 0.0
+    assert wide.most_parallel == 4
+    assert wide.tail_s == pytest.approx(wide.wall_s)  # never were all 8 slots busy
+    assert wide.tail_edges[0].output in ("wide_1", "wide_2", "chain_1", "chain_2", "chain_3")
+
+
+def test_reader_returns_only_new_entries_while_ninja_appends(tmp_path: Path) -> None:
+    directory = _project(tmp_path)
+    _ninja(directory, "-j3")
+    reader = NinjaLogReader.at_build_start(directory / ".ninja_log")
+    assert reader.read_new() == []
+    (directory / "chain_2").unlink()
+    _ninja(directory, "-j3")  # rebuilds chain_2, chain_3 and final
+    new = reader.read_new()
+    assert [entry.output for entry in new] == ["chain_2", "chain_3", "final", "final.extra"]
+    assert reader.read_new() == []
+    # A line half written is left for the next read.
+    with open(directory / ".ninja_log", "ab") as log:
+        log.write(b"0\t5\t1\tpartial")
+    assert reader.read_new() == []
+    with open(directory / ".ninja_log", "ab") as log:
+        log.write(b"\tabc\n")
+    assert [entry.output for entry in reader.read_new()] == ["partial"]
+
+
+def test_recompacted_log_repeats_nothing(tmp_path: Path) -> None:
+    directory = _project(tmp_path)
+    _ninja(directory, "-j3")
+    reader = NinjaLogReader.at_build_start(directory / ".ninja_log")
+    (directory / "short_1").unlink()
+    _ninja(directory, "-j3")
+    first = reader.read_new()
+    assert {entry.output for entry in first} == {"short_1", "short_2", "final", "final.extra"}
+    _ninja(directory, "-t", "recompact")  # a new file renamed over the old one
+    assert reader.read_new() == []
+    (directory / "wide_1").unlink()
+    _ninja(directory, "-j3")
+    assert {entry.output for entry in reader.read_new()} == {"wide_1", "final", "final.extra"}
+
+
+def test_not_a_ninja_log_is_refused(tmp_path: Path) -> None:
+    log = tmp_path / ".ninja_log"
+    log.write_text("hello\n1\t2\t3\tx\th\n")
+    with pytest.raises(NinjaLogError, match="not a ninja log"):
+        read_all(log)
+    log.write_text("# ninja log v4\n")
+    with pytest.raises(NinjaLogError, match="older than v5"):
+        read_all(log)
+    for version in (5, 6, 7):
+        log.write_text(f"# ninja log v{version}\n10\t20\t3\tobj/a.cc.o\t00ff\nbroken\n")
+        reader = NinjaLogReader.whole(log)
+        assert [e.output for e in reader.read_new()] == ["obj/a.cc.o"]
+        assert reader.malformed == 1 and reader.version == version
+
+
+def test_sessions_of_several_ninja_runs_are_laid_end_to_end(tmp_path: Path) -> None:
+    directory = _project(tmp_path)
+    reader = NinjaLogReader.at_build_start(directory / ".ninja_log")
+    _ninja(directory, "-j3", "chain_3")
+    _ninja(directory, "-j3")
+    edges = assemble(reader.read_new())
+    sessions = {edge.output: edge.session for edge in edges}
+    assert sessions["chain_1"] == 0 and sessions["final"] == 1
+    first_end = max(edge.end_s for edge in edges if edge.session == 0)
+    assert all(edge.start_s >= first_end for edge in edges if edge.session == 1)
+
+
+def test_recorder_follows_a_ninja_it_finds_late(tmp_path: Path) -> None:
+    """A log found through a running ninja (as for a Nix builder): what it wrote before it was
+    found comes back, what earlier builds wrote does not."""
+    directory = _project(tmp_path)
+    _ninja(directory, "-j3")
+    for name in ("chain_1", "wide_1"):
+        (directory / name).unlink()
+    process = subprocess.Popen(
+        ["ninja", "-j3"], cwd=directory, stdout=subprocess.DEVNULL, start_new_session=True
+    )
+    try:
+        import psutil
+
+        started = psutil.Process(process.pid).create_time()
+        recorder = EdgeRecorder(["sh", "build.sh"], tmp_path)  # the command names no tree
+        assert recorder.work_key is None and not recorder.followed
+        import time
+
+        time.sleep(1.0)  # wide_1 (0.9 s) is in the log before the recorder looks
+        recorder.observe([(process.pid, started, "ninja")])
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    stored = recorder.finish()
+    outputs = sorted(edge.outputs[0] for edge in stored)
+    assert outputs == ["chain_1", "chain_2", "chain_3", "final", "wide_1"]
+    assert all(edge.deps is not None for edge in stored)
+    final = next(edge for edge in stored if edge.outputs[0] == "final")
+    assert abs(final.started - (started + 1.8)) < 1.5  # epoch times from ninja's start
+
+
+def test_ninja_command_lines() -> None:
+    here = Path("/src")
+    assert ninja_command(["ninja", "-C", "build", "-j8", "all"], here).directory == Path(
+        "/src/build"
+    )
+    assert ninja_command(["ninja", "-Cout", "a", "b"], here).targets == ("a", "b")
+    assert ninja_command(["cmake", "--build", "b", "--target", "t"], here).targets == ("t",)
+    assert ninja_command(["ninja", "-t", "graph"], here) is None
+    assert ninja_command(["make", "-j8"], here) is None
+
+
+def test_names_of_edges() -> None:
+    output = "CMakeFiles/onnxruntime_providers.dir/core/providers/cpu/conv.cc.o"
+    assert target_of(output) == "onnxruntime_providers"
+    assert source_of(output) == "core/providers/cpu/conv.cc"
+    assert kind_of(output) == "compile"
+    assert kind_of("CMakeFiles/k.dir/kernels_1.cu.o") == "cuda"
+    assert kind_of("libonnxruntime.so.1.23.2") == "link"
+    assert kind_of("x.o", "CUDA_COMPILER__k_Release") == "cuda"
+    assert kind_of("gen/schema.h", "CUSTOM_COMMAND") == "other"
+
+
+def test_same_source_in_five_targets_is_five_edges(tmp_path: Path) -> None:
+    log = tmp_path / ".ninja_log"
+    rows = [
+        f"{i * 10}\t{i * 10 + 5 + i}\t1\tCMakeFiles/t{i}.dir/common/util.cc.o\th{i}"
+        for i in range(5)
+    ]
+    log.write_text("# ninja log v6\n" + "\n".join(rows) + "\n")
+    edges = assemble(read_all(log))
+    assert [edge.target for edge in edges] == ["t0", "t1", "t2", "t3", "t4"]
+    assert {edge.source for edge in edges} == {"common/util.cc"}
+    assert [round(edge.duration_s, 3) for edge in edges] == [0.005, 0.006, 0.007, 0.008, 0.009]
+
+
+def test_chrome_trace_follows_the_trace_event_format(tmp_path: Path) -> None:
+    directory = _project(tmp_path)
+    _ninja(directory, "-j3")
+    edges = assemble(read_all(directory / ".ninja_log"))
+    document = json.loads(json.dumps(chrome_trace("build #1", edges)))
+    assert document["displayTimeUnit"] in ("ms", "ns")
+    events = document["traceEvents"]
+    complete = [event for event in events if event["ph"] == "X"]
+    assert len(complete) == len(edges)
+    for event in events:
+        assert event["ph"] in ("X", "C", "M")
+        assert isinstance(event["name"], str) and isinstance(event["pid"], int)
+        assert isinstance(event["tid"], int)
+        if event["ph"] != "M":
+            assert isinstance(event["ts"], int) and event["ts"] >= 0
+        if event["ph"] == "X":
+            assert isinstance(event["dur"], int) and event["dur"] >= 0
+        if event["ph"] == "C":
+            assert all(isinstance(v, (int, float)) for v in event["args"].values())
+    # No two edges overlap on one job slot, and there are as many slots as edges ran at once.
+    by_slot: dict[int, list[tuple[int, int]]] = {}
+    for event in complete:
+        by_slot.setdefault(event["tid"], []).append((event["ts"], event["ts"] + event["dur"]))
+    for spans in by_slot.values():
+        spans.sort()
+        assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
+    assert len(by_slot) == max(slots(edges)) + 1 == schedule.usage(edges, None, 3).most_parallel
+
+
+def test_compare_names_slower_faster_new_and_gone(tmp_path: Path) -> None:
+    directory = _project(tmp_path)
+    _ninja(directory, "-j3")
+    before = analyse(_rows(assemble(read_all(directory / ".ninja_log"))), 3)
+    (directory / "build.ninja").write_text(
+        MANIFEST.replace("seconds = 0.9", "seconds = 1.5")
+        .replace("build short_1", "build s_1")
+        .replace("short_1", "s_1")
+    )
+    reader = NinjaLogReader.at_build_start(directory / ".ninja_log")
+    for name in ("chain_1", "wide_1", "wide_2", "short_1"):
+        (directory / name).unlink(missing_ok=True)
+    _ninja(directory, "-j3")
+    after = analyse(_rows(assemble(reader.read_new())), 3)
+    assert before is not None and after is not None
+    changes = {change.output: change.status for change in compare(before, after)}
+    assert changes["wide_1"] == "slower" and changes["wide_2"] == "slower"
+    assert changes["s_1"] == "new" and changes["short_1"] == "gone"
+
+
+def _rows(edges):  # edges as the history stores them (epoch times, no graph)
+    from workbench.supervision.history import EdgeRow
+
+    return [
+        EdgeRow(e.outputs, 1000.0 + e.start_s, 1000.0 + e.end_s, e.session, e.command_hash)
+        for e in edges
+    ]
