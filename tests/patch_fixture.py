@@ -140,3 +140,18 @@ def copy_tree(source: Path, destination: Path) -> Path:
     """A plain copy of a source tree (for tests that must compare it afterwards)."""
     shutil.copytree(source, destination)
     return destination
+
+
+def run_workbench(config: Path, *args: str, columns: int = 80) -> subprocess.CompletedProcess[str]:
+    """`python -m workbench --config CONFIG ARGS...` as a user runs it, from the repository."""
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "workbench", "--config", str(config), *args],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parent.parent,
+        env={**os.environ, "COLUMNS": str(columns)},
+        timeout=60,
+        check=False,
+    )

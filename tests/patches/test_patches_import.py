@@ -4,14 +4,12 @@ against the source tree first, files and entries written together or not at all.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from patch_fixture import diff_of, edited, write_fixture_source
+from patch_fixture import diff_of, edited, run_workbench, write_fixture_source
 
 from workbench.configs.matrix import load_matrix
 from workbench.patches.series import load_series
@@ -20,15 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def workbench(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "workbench", "--config", str(config), *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, "COLUMNS": "100"},
-        timeout=60,
-        check=False,
-    )
+    return run_workbench(config, *args, columns=100)
 
 
 @pytest.fixture
