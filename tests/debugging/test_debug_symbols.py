@@ -117,7 +117,7 @@ def test_separate_debug_files_give_back_the_names(start, shapes, monkeypatch) ->
         captured = capture(program.pid, CaptureOptions(debug_dirs=dirs, **FAST))
         diagnosis = diagnose(captured)
         assert diagnosis.kind == "call-cycle" and diagnosis.hung is True, shape
-        assert LOOP <= set(diagnosis.primary.functions), shape
+        assert set(diagnosis.primary.functions) >= LOOP, shape
         assert captured.symbols["level"] == "separate"
         assert any("debug info read from" in note for note in captured.notes)
         program.process.kill()

@@ -266,7 +266,16 @@ def run_debug_bt(args: argparse.Namespace) -> int:
                 f"{args.after:g} s: it did not hang"
             )
             if args.json:
-                print(json.dumps({"schema": "workbench-bt/1", "program": info, "message": message}))
+                print(
+                    json.dumps(
+                        {
+                            "schema": "workbench-bt/1",
+                            "program": info,
+                            "exited": True,
+                            "message": message,
+                        }
+                    )
+                )
             else:
                 print(message)
                 tail = info["output_tail"]

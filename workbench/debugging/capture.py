@@ -48,7 +48,8 @@ from workbench.debugging.ptrace import check_ptrace, explain_attach_failure
 from workbench.debugging.symbols import SymbolStatus, check_symbols
 
 Progress = Callable[[str], None]
-MIN_PC_ROUNDS = 4
+MIN_PC_ROUNDS = 4  # for many threads; few threads get at least FEW_THREADS_PC_ROUNDS
+FEW_THREADS_PC_ROUNDS = 10
 MIN_WATCH_S = 0.05  # /proc's CPU time needs this much wall time to say "always running"
 PC_SAMPLE_BUDGET = 256  # thread-samples per capture: 16 rounds of 16 threads, 4 of 64
 
@@ -384,11 +385,11 @@ def _watch_and_sample(
     """
     sampler: PcSampler | None = None
     rounds = 0
-    wanted = options.pc_rounds
+    wanted = least = options.pc_rounds
     began = time.monotonic()
 
     def sample() -> bool:
-        nonlocal sampler, rounds, wanted
+        nonlocal sampler, rounds, wanted, least
         if sampler is None:
             running = [tid for tid, (state, _) in tracker.last.items() if state == "R"]
             sampler = PcSampler(running)
@@ -398,13 +399,12 @@ def _watch_and_sample(
             wanted = max(
                 MIN_PC_ROUNDS, min(options.pc_rounds, PC_SAMPLE_BUDGET // max(1, len(running)))
             )
+            least = min(wanted, FEW_THREADS_PC_ROUNDS)
         elapsed = time.monotonic() - began
-        done = elapsed >= MIN_WATCH_S and (
-            (rounds >= MIN_PC_ROUNDS and elapsed >= window) or gdb_ready()
-        )
+        done = elapsed >= MIN_WATCH_S and ((rounds >= least and elapsed >= window) or gdb_ready())
         if sampler.traced:
             rounds += 1
-            if rounds >= wanted or (done and rounds >= MIN_PC_ROUNDS):
+            if rounds >= wanted or (done and rounds >= least):
                 sampler.detach()  # a last read, then every thread is let go
             else:
                 sampler.sample()

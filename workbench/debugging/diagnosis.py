@@ -62,6 +62,7 @@ class PcEvidence:
 
     hits: int
     places: Counter[str]
+    samples: tuple[PcHit, ...]
     addresses: int
     top_level: frozenset[str]
     spread: int
@@ -91,6 +92,7 @@ def pc_evidence(hits: tuple[PcHit, ...]) -> PcEvidence | None:
     return PcEvidence(
         hits=len(hits),
         places=Counter(hit.place() for hit in hits),
+        samples=hits,
         addresses=len({hit.address for hit in hits}),
         top_level=frozenset(hit.place() for hit in hits if hit.sp == outermost),
         spread=outermost - innermost,
@@ -349,6 +351,26 @@ def _recursion(tid: int, history: list[ThreadStack]) -> Finding | None:
     )
 
 
+def _sampled_stub_callers(pc: PcEvidence | None) -> set[str]:
+    """Functions whose program counters sat just above Provider_GetHost's on the stack: its
+    caller, a bridge stub (the samples never catch the host method's single jump)."""
+    if pc is None:
+        return set()
+    host_sps = [
+        hit.sp for hit in pc.samples if hit.function and bridge_names.is_get_host(hit.function)
+    ]
+    if not host_sps:
+        return set()
+    inner = min(host_sps)
+    return {
+        hit.function
+        for hit in pc.samples
+        if hit.function
+        and not bridge_names.is_get_host(hit.function)
+        and inner < hit.sp <= inner + 64
+    }
+
+
 def _common_base(stacks: list[list[str]]) -> int:
     """How many outermost frames all stacks share."""
     shortest = min(len(stack) for stack in stacks)
@@ -447,7 +469,7 @@ def _tail_call_loop(
         sampled = [name for name, _ in pc.places.most_common()]
     if not loop and sampled:
         loop = sampled
-    stub_callers = _stub_callers(history)
+    stub_callers = _stub_callers(history) | _sampled_stub_callers(pc)
     seen = (
         {name for top in tops for name in top}
         | {name for trail in trails for name in trail}
@@ -521,7 +543,11 @@ def _tail_call_loop(
     return Finding(
         kind="call-cycle",
         summary=summary,
-        hung=True if len(history) >= 2 or loop or sampled else None,
+        # A bridge loop in a thread that is always running, whose program counters never
+        # left the bridge's functions, is hung even when one sample caught one function.
+        hung=True
+        if len(history) >= 2 or loop or sampled or (bridge and pc is not None and not pc.moving)
+        else None,
         functions=functions,
         threads=[tid],
         evidence=evidence,
@@ -553,7 +579,7 @@ def _merge_by_code(
         # One loop, however each thread's evidence spelled it: the bridge pair, else the
         # functions by their short names.
         loop_id: object = (
-            (finding.bridge.host_method, finding.bridge.counterpart)
+            finding.bridge.host_method
             if finding.bridge
             else frozenset(_short(name) for name in finding.functions)
         )
@@ -563,6 +589,8 @@ def _merge_by_code(
                 names[loop_id].update(pcs[tid].places)
         if loop_id in by_loop:
             by_loop[loop_id].threads += finding.threads
+            if finding.hung:  # one thread's proof of the loop holds for the loop
+                by_loop[loop_id].hung = True
         else:
             by_loop[loop_id] = finding
             merged.append(finding)
