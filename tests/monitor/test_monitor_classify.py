@@ -77,7 +77,8 @@ CASES = [
         "as",
         "CMakeFiles/x.dir/src/a.cc",
     ),
-    ("ccache", "ccache /usr/bin/g++ -c a.cc -o a.o", K.COMPILER, "ccache", "a.cc"),
+    # A compiler cache is classified as the compiler it runs.
+    ("ccache", "ccache /usr/bin/g++ -c a.cc -o a.o", K.COMPILER, "g++", "a.cc"),
     (
         "nvcc",
         (

@@ -4,7 +4,10 @@ Pure functions of a process's name (its `comm`, at most 15 characters) and its c
 they are tested without processes. The tool is found in this order: the script an interpreter
 runs (nixpkgs' cc-wrapper `g++` is a bash script), the program of argv[0], then `comm`.
 Compiler names come with target prefixes and version suffixes ("x86_64-unknown-linux-gnu-g++",
-"g++-12", "clang++-17"): both are taken off before the lookup.
+"g++-12", "clang++-17"): both are taken off before the lookup, and so is the "-real" of a
+wrapped compiler's real binary ("g++-real"). A compiler cache or distributor in front of a
+compiler (`ccache g++ -c a.cc`, sccache, distcc, icecc) is classified as what it runs. nvcc's
+host compile reads a temporary `tmpxft_…_conv.cudafe1.cpp`: it is named after its `.cu`.
 """
 
 from __future__ import annotations
@@ -80,6 +83,8 @@ _TOOLS: dict[str, ProcessKind] = {
 }
 
 _INTERPRETERS = frozenset(("sh", "bash", "dash", "zsh", "env", "perl"))
+# Programs that run the compiler named by their first argument: they are what they wrap.
+_COMPILER_WRAPPERS = frozenset(("ccache", "sccache", "distcc", "icecc", "buildcache"))
 _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?[dmu]?$")
 _VERSION_SUFFIX = re.compile(r"-\d+(\.\d+)*$")
 
@@ -197,6 +202,11 @@ def tool_name(program: str) -> str | None:
     base = os.path.basename(program)
     if base in _TOOLS:
         return base
+    if base.endswith("-real") and len(base) > 5:
+        # A wrapper's real binary: nixpkgs' and Debian's wrappers exec "g++-real" and friends.
+        base = base[:-5]
+        if base in _TOOLS:
+            return base
     if _PYTHON.match(base):
         return base
     trimmed = _VERSION_SUFFIX.sub("", base)
@@ -249,6 +259,14 @@ def _find_tool(name: str, cmdline: Sequence[str]) -> tuple[str | None, int]:
                 break
             if _PYTHON.match(first):
                 return first, 0
+        if first in _COMPILER_WRAPPERS:
+            # "ccache g++ -c a.cc": the compiler it runs is the tool (its file follows it).
+            for index in range(1, min(len(cmdline), 3)):
+                wrapped = tool_name(cmdline[index])
+                if wrapped is not None:
+                    return wrapped, index
+                if not cmdline[index].startswith("-"):
+                    break
         tool = tool_name(cmdline[0])
         if tool is not None:
             return tool, 0
@@ -359,7 +377,8 @@ def compiled_file(tool: str, args: Sequence[str]) -> str | None:
     inputs = _inputs(args)
     sources = [path for path in inputs if _is_source(path)]
     if sources:
-        return sources[-1]
+        # nvcc's host compile: cc1plus/g++ on its tmpxft_..._conv.cudafe1.cpp, named as the .cu
+        return _from_nvcc_temp(sources[-1:]) or sources[-1]
     temp = _from_nvcc_temp(args)
     if temp is not None:
         return temp
