@@ -213,6 +213,7 @@ class Supervisor:
         self._flushed_lost = 0
         # Exact edges from the build's .ninja_log (workbench.analysis), when it has one.
         self.edge_recorder: Any = None
+        self.cgroup_oom: Any = None
 
     def _progress_json(self, progress: Progress, fraction: float | None) -> dict[str, Any]:
         loss = self.pipeline.loss if self.pipeline is not None else None
@@ -257,6 +258,7 @@ class Supervisor:
         )
         oom_before = _oom_kills()
         self.edge_recorder = self._guarded("finding the ninja log", self._start_edges)
+        self.cgroup_oom = self._guarded("reading the memory cgroup", self._cgroup_oom_before)
 
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         with contextlib.suppress(OSError):
@@ -606,7 +608,11 @@ class Supervisor:
         oom_after = _oom_kills()
         progress = self.tracker.snapshot()
         state, note = self._outcome(exit_status, signum, summary, pipeline, progress)
-        if oom_before is not None and oom_after is not None and oom_after > oom_before:
+        said = self._guarded("naming the OOM kill", lambda: self._cgroup_oom_note(summary))
+        if said:
+            # The cgroup counted kills: the OOM is a fact, said with its numbers.
+            note = said + (f"; {note}" if note else "")
+        elif oom_before is not None and oom_after is not None and oom_after > oom_before:
             note = (note + "; " if note else "") + (
                 f"the cgroup's OOM killer killed {oom_after - oom_before} process(es) meanwhile"
             )
@@ -693,6 +699,30 @@ class Supervisor:
             return
         self.edge_recorder.observe((p.pid, p.started, p.tool) for p in sample.processes)
         self.edge_recorder.poll()
+
+    def _cgroup_oom_before(self) -> Any:
+        from workbench.analysis import oom
+
+        cgroup = oom.limiting_cgroup()  # the build inherits this process's cgroups
+        return None if cgroup is None else (cgroup, oom.oom_kills(cgroup))
+
+    def _cgroup_oom_note(self, summary: Any) -> str | None:
+        if not self.cgroup_oom or self.cgroup_oom[1] is None:
+            return None
+        from workbench.analysis import oom
+
+        cgroup, before = self.cgroup_oom
+        after = oom.oom_kills(cgroup)
+        if after is None or after <= before:
+            return None
+        compiling = [job for job in summary.last_jobs if job.kind in ("compiler", "cuda")]
+        files = [job.file or job.tool for job in compiling]
+        peak = max(
+            [job.peak_rss for job in compiling] or [max(summary.peak_job_rss.values(), default=0)]
+        )
+        # The jobs that ran together before the kills began, not the survivors at the end.
+        jobs = max(len(compiling), summary.most_jobs, 1)
+        return oom.oom_note(after - before, files, jobs, peak, cgroup)
 
     def _record_edges(self, summary: Any) -> None:
         if self.edge_recorder is None:

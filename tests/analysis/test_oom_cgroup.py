@@ -1,0 +1,187 @@
+"""A memory-bound build, proven in a real memory cgroup (issue 16, item 6).
+
+Four units each take a known ~0.35 GB in cc1plus (a 1.2M-element initialiser of distinct
+numbers; measured with GNU time: ~0.3 KB per element). Inside a cgroup limited to 1.0 GB,
+`-j4` (4 x 0.35 GB > 1.0 GB) is killed by the kernel's OOM killer: the supervisor names it with
+the numbers read from the build's own cgroup. `ninja_jobs = "auto"` then sizes the jobs from the
+largest unit that run measured and the cgroup's limit, and that build completes in the same
+cgroup.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from supervision.supervised import Bench
+
+from workbench.analysis import oom
+
+V1_MEMORY = Path("/sys/fs/cgroup/memory")
+LIMIT = 1_000_000_000
+UNITS = 4
+ELEMENTS = 1_200_000
+
+
+def _cgroup_or_skip() -> Path:
+    if os.geteuid() != 0:
+        pytest.skip("making a memory cgroup needs root (the suite runs as root in CI)")
+    if not (V1_MEMORY / "memory.limit_in_bytes").exists():
+        pytest.skip("no cgroup v1 memory hierarchy at /sys/fs/cgroup/memory to make a limit in")
+    group = V1_MEMORY / f"workbench-test-{uuid.uuid4().hex[:12]}"
+    try:
+        group.mkdir()
+        (group / "memory.limit_in_bytes").write_text(str(LIMIT))
+    except OSError as exc:
+        pytest.skip(f"cannot make a memory cgroup here ({exc.strerror})")
+    return group
+
+
+@pytest.fixture
+def cgroup() -> Iterator[Path]:
+    group = _cgroup_or_skip()
+    try:
+        yield group
+    finally:
+        for _ in range(50):  # the group can go once its last process has exited
+            try:
+                group.rmdir()
+                break
+            except OSError:
+                import time
+
+                time.sleep(0.2)
+
+
+@pytest.fixture
+def memory_project(tmp_path: Path) -> Path:
+    source = tmp_path / "src"
+    source.mkdir()
+    names = []
+    for unit in range(UNITS):
+        numbers = ",".join(str((i * 7919 + unit) % 1000003) for i in range(ELEMENTS))
+        (source / f"table_{unit}.cc").write_text(
+            f"long table_{unit}[] = {{{numbers}}};\nlong get_{unit}(int i) "
+            f"{{ return table_{unit}[i]; }}\n"
+        )
+        names.append(f"table_{unit}.cc")
+    (source / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\nproject(memory CXX)\n"
+        f"add_library(tables STATIC {' '.join(names)})\n"
+    )
+    build = tmp_path / "build"
+    result = subprocess.run(
+        ["cmake", "-S", str(source), "-B", str(build), "-G", "Ninja"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return build
+
+
+def _in(group: Path):
+    def enter() -> None:
+        (group / "cgroup.procs").write_text(str(os.getpid()))
+
+    return enter
+
+
+def _run_in(bench: Bench, group: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    process = bench.start(*args, preexec_fn=_in(group))
+    out, err = process.communicate(timeout=600)
+    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    any(shutil.which(tool) is None for tool in ("cmake", "ninja", "g++")),
+    reason="needs cmake, ninja and g++",
+)
+def test_oom_is_named_and_auto_jobs_fit_and_complete(
+    tmp_path: Path, cgroup: Path, memory_project: Path
+) -> None:
+    bench = Bench(tmp_path / "state")
+    try:
+        killed = _run_in(
+            bench,
+            cgroup,
+            "run",
+            "--name",
+            "memfixture",
+            "--",
+            "ninja",
+            "-C",
+            str(memory_project),
+            f"-j{UNITS}",
+        )
+        assert killed.returncode != 0, killed.stderr
+        first = bench.record(bench.latest_id())
+        assert first.state in ("failed", "killed")
+        note = first.note or ""
+        assert "killed (OOM) while compiling table_" in note, note
+        assert f"{LIMIT / 1024**3:.2f} GB limit of memory cgroup {cgroup}" in note, note
+        assert " jobs x " in note and "GB peak" in note
+        assert int((cgroup / "memory.failcnt").read_text()) > 0
+
+        # "auto" with what that run measured and the limit of the cgroup the build runs in.
+        probe = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import sys; from pathlib import Path\n"
+                "from workbench.configs.matrix import load_matrix\n"
+                "from workbench.configs.settings import load_settings\n"
+                "from workbench.supervision.history import History\n"
+                "from workbench.supervision.tuning import choose_jobs_for\n"
+                "configs = Path(sys.argv[1])\n"
+                "settings = load_settings(configs, load_matrix(configs))\n"
+                "assert settings.ninja_jobs == 'auto'\n"
+                "choice = choose_jobs_for(History(Path(sys.argv[2])), settings, 'memfixture',"
+                " False, None)\n"
+                "print(choice.jobs, choice.job_memory.gb, choice.job_memory.source)",
+                str(Path(__file__).resolve().parents[2] / "configs"),
+                str(bench.state),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            preexec_fn=_in(cgroup),
+            check=False,
+        )
+        assert probe.returncode == 0, probe.stderr
+        jobs_text, per_job_gb, source = probe.stdout.strip().split(" ", 2)
+        jobs = int(jobs_text)
+        assert source.startswith("measured: build #")
+        assert 0.2 <= float(per_job_gb) <= 0.6  # the largest unit, ~0.35 GB
+        assert 1 <= jobs < UNITS
+        assert jobs * float(per_job_gb) * 1024**3 <= LIMIT
+
+        done = _run_in(
+            bench,
+            cgroup,
+            "run",
+            "--name",
+            "memfixture",
+            "--",
+            "ninja",
+            "-C",
+            str(memory_project),
+            f"-j{jobs}",
+        )
+        assert done.returncode == 0, done.stderr
+        second = bench.record(bench.latest_id())
+        assert second.state == "succeeded"
+        limiting = oom.limiting_cgroup()
+        assert limiting is None or str(cgroup) not in limiting.directory  # the test is outside
+        print(f"OOM run: {note}")
+        print(f"auto: {jobs} jobs x {float(per_job_gb):.2f} GiB ({source}); completed")
+    finally:
+        bench.cleanup()
