@@ -9,7 +9,7 @@ as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
 missing=()
 for pair in nix-instantiate:nix-bin gdb:gdb ninja:ninja-build g++:g++ cmake:cmake tmux:tmux \
-            make:make git:git; do
+            make:make git:git ssh:openssh-client /usr/sbin/sshd:openssh-server; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")
 done
 python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)

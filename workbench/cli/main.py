@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "workbench.cli.artefact_command",
     "workbench.cli.trace_command",
     "workbench.cli.flox_command",
+    "workbench.cli.hosts_command",
 )
 
 

@@ -1,0 +1,1 @@
+"""Build hosts: configs/hosts.toml, SSH to them, and what each is doing."""
