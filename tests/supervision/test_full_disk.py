@@ -119,7 +119,7 @@ def test_a_build_that_fills_the_state_disk_ends_with_its_own_exit_code(
         assert os.statvfs(small_state).f_bavail == 0, "the tmpfs never filled up"
         filler.unlink()
         (signals / "go").touch()
-        out, err = cli.communicate(timeout=120)
+        _, err = cli.communicate(timeout=120)
         assert cli.returncode == 7, err  # its own exit code, not SIGPIPE's 141
         build_id = build_id_from(err)
         record = bench.record(build_id)
