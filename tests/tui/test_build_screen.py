@@ -258,7 +258,7 @@ async def test_a_nix_build_log_reads_as_text_on_the_build_screen(tui, bench: Ben
             )
         )
         log_path = Path(record.log_path)
-        log_path.parent.mkdir(parents=True)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
         log_path.write_bytes(NIX_LOG.read_bytes())
         now = time.time()
         history.mark_running(record.id, 1, 1, now - 5)
@@ -370,7 +370,7 @@ async def test_layout_fits_small_and_large_terminals(tui, bench: Bench, size) ->
         record = history.create(
             NewBuild("fixture", "run", ("true",), "/tmp", "/tmp", {}, "k", False)
         )
-        Path(record.log_path).parent.mkdir(parents=True)
+        Path(record.log_path).parent.mkdir(parents=True, exist_ok=True)
         Path(record.log_path).write_text("[1/1] Linking fixture\n")
         history.finish(record.id, SUCCEEDED, time.time(), 1.0, 0, None, None, 1, {})
     app = tui()
@@ -404,7 +404,7 @@ async def test_a_stalled_build_is_flagged_and_d_debugs_its_process(
         record = history.create(
             NewBuild("fixture", "run", ("ninja",), "/tmp", "/tmp", {}, "stall-test", False)
         )
-        Path(record.log_path).parent.mkdir(parents=True)
+        Path(record.log_path).parent.mkdir(parents=True, exist_ok=True)
         Path(record.log_path).write_text("[3/12] Building CXX object heavy.cc.o\n")
         # This test process plays the supervisor (alive, as liveness checks) and the compiler.
         history.set_supervisor(record.id, me.pid, me.create_time())

@@ -463,7 +463,11 @@ async def test_host_notices_are_one_line_with_details_on_w_and_q_says_the_build_
             await pilot.press("w")
             await pilot.pause()
             assert isinstance(app.screen, NoticesScreen)
-            assert any(f"pid {other.pid}" in item for item in app.screen.notices)
+            details = [item for item in app.screen.notices if item.startswith("  pid ")]
+            # Ours among them, unless a busy shared host has more than the list's first eight.
+            assert details and (
+                any(f"pid {other.pid} " in item for item in details) or len(details) >= 8
+            )
             await pilot.press("escape")
             await pilot.pause()
             asked: dict[str, object] = {}

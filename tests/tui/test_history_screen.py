@@ -56,7 +56,7 @@ async def test_history_lists_reports_and_compares_real_builds(
         await wait_until(pilot, "the report", lambda: isinstance(app.screen, ReportScreen), 20)
         text = report_text(app)
         assert f"| Metric | #{second} fixture (j1) |" in text and "Build time" in text
-        assert "Slowest compile jobs" in text
+        assert "Slowest compile jobs" in text or "Slowest edges" in text
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen is screen

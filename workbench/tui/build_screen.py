@@ -353,6 +353,21 @@ class BuildScreen(Screen[None]):
             tooltip="Stop the build and every process of it (asks first), as `workbench stop`",
         ),
         Binding(
+            "d",
+            "debug",
+            "Debug",
+            id="build.debug",
+            tooltip="Capture the highlighted (or stalled) process's stacks and diagnose a hang",
+        ),
+        Binding(
+            "a",
+            "all_processes",
+            "All",
+            id="build.all-processes",
+            tooltip="Every process of the build (a test binary, a script), not only compilers, "
+            "linkers and builders; d debugs any of them",
+        ),
+        Binding(
             "escape,l",
             "leave",
             "Leave",
@@ -362,7 +377,7 @@ class BuildScreen(Screen[None]):
         Binding(
             "p",
             "switch_pane",
-            "Table/Log",
+            "Log",
             id="build.pane",
             tooltip="Switch between the process table and the log (move focus when both show)",
         ),
@@ -378,17 +393,9 @@ class BuildScreen(Screen[None]):
         Binding(
             "e",
             "first_error",
-            "First error",
+            "Error",
             id="build.first-error",
             tooltip="Jump to the first line of the log that reads like an error",
-        ),
-        Binding(
-            "a",
-            "all_processes",
-            "All processes",
-            id="build.all-processes",
-            tooltip="Every process of the build (a test binary, a script), not only compilers, "
-            "linkers and builders; d debugs any of them",
         ),
         Binding(
             "w",
@@ -396,13 +403,6 @@ class BuildScreen(Screen[None]):
             "Notices",
             id="build.notices",
             tooltip="What the launch said about this host: other builds running, memory",
-        ),
-        Binding(
-            "d",
-            "debug",
-            "Debug",
-            id="build.debug",
-            tooltip="Capture the highlighted (or stalled) process's stacks and diagnose a hang",
         ),
     ]
 
@@ -586,7 +586,7 @@ class BuildScreen(Screen[None]):
             if poll.finished
             else "All processes (a: build tools only)"
             if self.show_all
-            else "Processes"
+            else "Build tools (a: every process)"
         )
         table.border_title = f"{what} · {len(poll.processes)} · sorted by {table.sort_label}"
         self._show_stall(stall)

@@ -7,15 +7,12 @@ from dataclasses import dataclass
 
 from rich.table import Table
 from rich.text import Text
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.dom import DOMNode
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
-
-# Keys Textual adds to every app that are worth naming (the palette); the rest is noise here.
-_EXTRA = (("ctrl+p", "Command palette: every action of this screen, searchable"),)
 
 
 @dataclass(frozen=True)
@@ -32,8 +29,27 @@ def key_help_bindings(screen: Screen) -> list[tuple[str, str, str, str, DOMNode]
     """(keys shown, name, what it does, action, node) of each action `screen` answers to now by
     a key: its own first, then the app's; keys of one action together ("escape l")."""
     app = screen.app
-    active = list(screen.active_bindings.items())
-    active.sort(key=lambda item: item[1].node is app)  # the screen's keys first
+    # Textual's own keys (tab, copy, ctrl+q) are listed only for an action of ours (quit).
+    textual_own = {(b.key, b.action) for b in (*App.BINDINGS, *Screen.BINDINGS)}
+    ours = {
+        found.binding.action
+        for found in screen.active_bindings.values()
+        if (found.binding.key, found.binding.action) not in textual_own
+    }
+    # The app's own actions count even where a text field hides their key (q in a form).
+    ours |= {b.action for b in type(app).BINDINGS if isinstance(b, Binding)}
+    active = [
+        (key, found)
+        for key, found in screen.active_bindings.items()
+        if found.binding.action in ours
+    ]
+    # The screen's keys first; of one action, ours before Textual's (their tooltips say more).
+    active.sort(
+        key=lambda item: (
+            item[1].node is app,
+            (item[1].binding.key, item[1].binding.action) in textual_own,
+        )
+    )
     keys: dict[tuple[str, int], list[str]] = {}
     for key, found in active:
         keys.setdefault((found.binding.action, id(found.node)), []).append(key)
@@ -63,7 +79,7 @@ def key_help(screen: Screen) -> list[KeyHelp]:
         KeyHelp(keys, name, text, enabled.get((action, id(node)), True))
         for keys, name, text, action, node in key_help_bindings(screen)
     ]
-    return rows + [KeyHelp(key, "Palette", text, True) for key, text in _EXTRA]
+    return rows
 
 
 class HelpScreen(ModalScreen[None]):
@@ -82,7 +98,8 @@ class HelpScreen(ModalScreen[None]):
 
     def __init__(self, below: Screen) -> None:
         super().__init__()
-        self.title_text = f"Keys: {below.sub_title or type(below).__name__}"
+        name = below.sub_title or type(below).__name__.removesuffix("Screen").lower()
+        self.title_text = f"Keys: {name}"
         self.rows = key_help(below)
 
     def compose(self) -> ComposeResult:
