@@ -1,0 +1,51 @@
+"""A supervised build stores its exact edges; report and trace use them (real CLI, real ninja)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from analysis.test_edges_real_ninja import MANIFEST
+from supervision.supervised import Bench
+
+pytestmark = pytest.mark.skipif(shutil.which("ninja") is None, reason="needs ninja")
+
+
+def test_run_report_and_trace_use_exact_edges(tmp_path: Path) -> None:
+    directory = tmp_path / "chain"
+    directory.mkdir()
+    (directory / "build.ninja").write_text(MANIFEST)
+    bench = Bench(tmp_path / "state")
+    try:
+        built = bench.run("run", "--", "ninja", "-C", str(directory), "-j3", cwd=tmp_path)
+        assert built.returncode == 0, built.stderr
+        build_id = bench.latest_id()
+        report = bench.json("report", str(build_id), "--format", "json")
+        edges = report["builds"][0]["edges"]
+        assert edges["ninja_log"] == str(directory / ".ninja_log")
+        assert edges["count"] == 8
+        chain = [edge["output"] for edge in edges["critical_path"]["edges"]]
+        assert chain == ["chain_1", "chain_2", "chain_3", "final"]
+        logged = (directory / ".ninja_log").read_text().splitlines()[1:]
+        exact = {line.split("\t")[3]: line.split("\t") for line in logged}
+        for edge in edges["slowest"]:
+            start, end = int(exact[edge["output"]][0]), int(exact[edge["output"]][1])
+            assert edge["seconds"] == pytest.approx((end - start) / 1000, abs=1e-6)
+        text = bench.run("report", str(build_id), cwd=tmp_path).stdout
+        assert "Critical path of" in text and "| chain_2 |" in text
+        # A second, incremental build: per-output change, and the first build's edges stay.
+        (directory / "wide_1").unlink()
+        assert bench.run("run", "--", "ninja", "-C", str(directory), cwd=tmp_path).returncode == 0
+        both = bench.json("report", str(build_id), str(build_id + 1), "--format", "json")
+        statuses = {c["output"]: c["status"] for c in both["edge_changes"]}
+        assert statuses["chain_1"] == "gone" and "wide_1" in statuses
+        trace = tmp_path / "t.json"
+        done = bench.run("trace", str(build_id), "-o", str(trace), cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        document = json.loads(trace.read_text())
+        assert sum(1 for e in document["traceEvents"] if e["ph"] == "X") == 8
+        assert trace.stat().st_mode & 0o077 == 0
+    finally:
+        bench.cleanup()
