@@ -20,10 +20,15 @@ from supervision.supervised import Bench
 
 
 @pytest.fixture
-def loop(tmp_path: Path) -> Iterator[Loop]:
+def loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Loop]:
     """The stand-in repository (16 units, -O0 for quick builds), a state directory, the CLI."""
     repo = write_standin_repo(tmp_path / "repo")
-    bench = Bench(tmp_path / "state", env=nix_env(tmp_path))
+    environment = nix_env(tmp_path)
+    # Nix's configuration here too: tests call session.prepare in-process, which may ask Nix
+    # for the derivation.
+    for name in ("NIX_CONFIG", "XDG_CACHE_HOME"):
+        monkeypatch.setenv(name, environment[name])
+    bench = Bench(tmp_path / "state", env=environment)
     try:
         yield Loop(repo.configs, repo.source, repo.series, bench, repo=repo.root)
     finally:

@@ -12,6 +12,8 @@ import pytest
 from patch_fixture import FixtureSeries
 from supervision.supervised import Bench
 
+from workbench.iterate import session
+
 needs_tools = pytest.mark.skipif(
     any(shutil.which(tool) is None for tool in ("git", "cmake", "ninja", "g++", "nix", "nm")),
     reason="needs git, cmake, ninja, g++, nix and nm (scripts/test.sh installs them)",
@@ -58,10 +60,29 @@ class Loop:
         assert result.returncode == 0, result.stderr[-4000:]
         return json.loads(result.stdout)
 
+    def prepare(self, **options) -> session.Prepared:
+        """session.prepare in this process, as a cycle's first step (no build)."""
+        return session.prepare(self.configs, self.state, self.target, None, _quiet, **options)
+
+    def make_workspace(self) -> None:
+        """The workspace as a first iterate leaves it, without its build: the derivation's
+        phases (`python -m workbench.iterate.phases ... --no-build`, the program a first
+        cycle runs under the supervisor) run to configure, then stop."""
+        argv = list(session.plan(self.prepare(), 2, "--jobs").argv)
+        assert argv[1:3] == ["-m", "workbench.iterate.phases"], argv
+        done = subprocess.run(
+            [*argv, "--no-build"], env=self.bench.env(), capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
     def git(self, *args: str) -> str:
         return subprocess.run(
             ["git", *args], cwd=self.src, capture_output=True, text=True, check=True
         ).stdout
+
+
+def _quiet(_: str) -> None:
+    pass
 
 
 def stamps(tree: Path) -> dict[str, tuple[int, bytes]]:

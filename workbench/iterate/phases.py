@@ -33,6 +33,7 @@ from workbench.iterate.workspace import (
     TRAILER_UPSTREAM,
     Git,
     WorkspacePaths,
+    apply_series,
     create,
     load_state,
     save_state,
@@ -114,10 +115,11 @@ def own_patches(env: dev_env.DevEnv, series: set[str]) -> list[str]:
 
 
 def make_source(
-    paths: WorkspacePaths, env: dev_env.DevEnv, config_directory: Path, wanted: list[Any]
-) -> tuple[str, str, Any]:
-    """The working copy: unpackPhase, nixpkgs' patches as one commit, the series' commits.
-    Returns (pristine commit, the commit the series starts from, what was applied)."""
+    paths: WorkspacePaths, env: dev_env.DevEnv, config_directory: Path
+) -> tuple[str, str]:
+    """The working copy: unpackPhase, then nixpkgs' patches as one commit (the series comes
+    after, `workspace.apply_series`). Returns (pristine commit, the commit the series starts
+    from)."""
     root = paths.root
     own = own_patches(env, series_checksums(config_directory))
     pristine: dict[str, str] = {}
@@ -149,8 +151,8 @@ def make_source(
         )
 
     src = env.value("src") or "(the derivation's src)"
-    base, applied = create(paths, unpack, f"unpackPhase of {src}", wanted, print, nixpkgs_commit)
-    return pristine.get("commit", ""), base, applied
+    base = create(paths, unpack, f"unpackPhase of {src}", print, nixpkgs_commit)
+    return pristine.get("commit", ""), base
 
 
 def configure(paths: WorkspacePaths, state: dict[str, Any], env: dev_env.DevEnv) -> Path:
@@ -208,11 +210,14 @@ def run(args: argparse.Namespace) -> list[str]:
         config = Path(args.config)
         series = load_series(config, load_matrix(config))
         wanted = wanted_patches(series, args.target)
-        pristine, base, _ = make_source(paths, env, config, wanted)
+        pristine, base = make_source(paths, env, config)
         state["pristine_commit"] = pristine
         state["upstream_commit"] = base
         state["created"] = time.time()
+        # Recorded before the series: a patch that does not apply leaves a working copy that
+        # the next cycle goes on from (workspace.update), not one iterate disowns.
         save_state(paths, state)
+        apply_series(Git(paths.src), wanted)
     inputs = env.configure_inputs()
     configured = state.get("configured") or {}
     reasons = []
@@ -247,12 +252,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--refresh", action="store_true")
     parser.add_argument("--drv-path")
     parser.add_argument("--fingerprint")
+    parser.add_argument(
+        "--no-build",
+        action="store_true",
+        help="stop before the build tool: the workspace made and configured, nothing built",
+    )
     args = parser.parse_args(argv)
     try:
         build = run(args)
     except WorkbenchError as exc:
         print(f"workbench: error: {exc}", file=sys.stderr, flush=True)
         return 2
+    if args.no_build:
+        print(f"workbench iterate: not building (--no-build): {' '.join(build[7:])}", flush=True)
+        return 0
     print(f"workbench iterate: building: {' '.join(build[7:])}", flush=True)
     sys.stdout.flush()
     sys.stderr.flush()

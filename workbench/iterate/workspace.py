@@ -436,19 +436,19 @@ def create(
     paths: WorkspacePaths,
     copy: Callable[[Path], int],
     upstream_note: str,
-    wanted: list[WantedPatch],
     say: Say,
     own_patches: Callable[[Git], str] | None = None,
-) -> tuple[str, Applied]:
-    """Make the working copy: the copied source as "upstream source", then the patch commits.
+) -> str:
+    """Make the working copy: the copied source as "upstream source" (and, when `own_patches`
+    is given, the derivation's own patches as one commit on it); the commit the series starts
+    from.
 
-    `copy(directory)` fills the new directory with the pristine tree. `own_patches(git)`, when
-    given, adds the derivation's own patches as one commit and returns it: the series starts
-    there. The copy is made beside `src` and renamed into place once committed, so an
-    interrupted copy leaves no half workspace. Returns (the commit the series starts from, what
-    was applied). A patch that does not apply stops
-    the series there: the working copy keeps the patches before it (nothing half-applied) and
-    PatchDoesNotApply says which and why.
+    `copy(directory)` fills the new directory with the pristine tree. `own_patches(git)` adds
+    the derivation's own patches as one commit and returns it. The copy is made beside `src`
+    and renamed into place once committed, so an interrupted copy leaves no half workspace.
+    The series is applied afterwards (`apply_series`), once the caller has recorded this
+    commit: a series patch that does not apply then leaves a working copy iterate can go on
+    from.
     """
     partial = paths.partial
     if partial.exists():
@@ -470,7 +470,16 @@ def create(
         shutil.rmtree(partial, ignore_errors=True)
         raise
     partial.rename(paths.src)
-    git = Git(paths.src)
+    return upstream
+
+
+def apply_series(git: Git, wanted: list[WantedPatch]) -> Applied:
+    """The series on a new working copy, one commit per patch, in order.
+
+    A patch that does not apply stops the series there: the working copy keeps the patches
+    before it (nothing half-applied) and PatchDoesNotApply says which and why; the next cycle
+    goes on from there (`update`).
+    """
     result = Applied(created=True)
     for index, patch in enumerate(wanted):
         try:
@@ -480,12 +489,13 @@ def create(
             raise PatchDoesNotApply(
                 patch,
                 failure.explanation,
-                f"The workspace {paths.src} holds the upstream source and the {index} patches "
-                f"before it ({before}); nothing of {patch.name} is applied. Fix "
-                f"{patch.path} (or disable it) and run iterate again.",
+                f"The workspace {git.tree} holds the derivation's patched source and the "
+                f"{index} series patches before it ({before}); nothing of {patch.name} is "
+                f"applied. Fix {patch.path} (or disable it: `workbench patches disable "
+                f"{patch.name}`) and run iterate again: it goes on from there.",
             ) from None
         result.applied.append(patch.name)
-    return upstream, result
+    return result
 
 
 def update(git: Git, upstream: str, wanted: list[WantedPatch], say: Say) -> Applied:
