@@ -57,10 +57,16 @@ def register(subcommands: argparse._SubParsersAction) -> None:
     )
     build.add_argument(
         "variant",
-        nargs="?",
+        nargs="*",
         metavar="VARIANT",
         help="a variant name (`workbench variants --names`), or a flavour: cpu, cuda-dyn, "
-        "cuda-static or its flake attribute; default: settings.toml's linkage",
+        "cuda-static or its flake attribute; default: settings.toml's linkage. Several (or "
+        "--match): one matrix build over the hosts of configs/hosts.toml",
+    )
+    build.add_argument(
+        "--match",
+        metavar="WORDS",
+        help="a matrix build of every variant whose name contains every word",
     )
     build.add_argument("-j", "--jobs", type=_positive, metavar="N", help="compile jobs (--cores)")
     build.add_argument(
@@ -242,6 +248,11 @@ def run_build(args: argparse.Namespace) -> int:
     )
     from workbench.supervision.tuning import choose_jobs_for
 
+    if len(args.variant) > 1 or args.match:  # several targets: one build over the hosts
+        from workbench.cli.hosts_command import run_matrix_build
+
+        return run_matrix_build(args)
+    args.variant = args.variant[0] if args.variant else None
     directory, matrix = load_config(args)
     settings = load_settings(directory, matrix)
     target = resolve_target(args.variant or settings.linkage, matrix)

@@ -81,3 +81,104 @@ def run(args: argparse.Namespace) -> int:
             print(f"no build hosts in {config.path}: builds stay on this machine")
     failing = [s for s in statuses if s.name != "local" and not s.ready]
     return 1 if failing else 0
+
+
+def run_matrix_build(args: argparse.Namespace) -> int:
+    """`workbench build A B C` / `--match WORDS`: one supervised nix build over the hosts."""
+    import dataclasses
+    import sys
+    from pathlib import Path
+
+    from workbench.cli.build_commands import _history, _state, launch_and_follow
+    from workbench.cli.common import load_config
+    from workbench.configs.settings import load_settings
+    from workbench.hosts.config import load_hosts
+    from workbench.hosts.matrix_build import evaluate_targets, plan_matrix_build, select_targets
+    from workbench.hosts.probe import probe_hosts
+    from workbench.hosts.ssh import prepare_ssh
+    from workbench.supervision.launch import (
+        LaunchError,
+        build_settings_record,
+        default_flake_directory,
+        display,
+    )
+    from workbench.supervision.tuning import choose_jobs_for
+
+    if args.backend != "nix":
+        raise LaunchError("a matrix build runs on Nix's remote builders: --backend nix only")
+    directory, matrix = load_config(args)
+    settings = load_settings(directory, matrix)
+    config = load_hosts(directory)
+    targets = select_targets(list(args.variant), args.match, matrix)
+    flake = Path(args.directory).expanduser() if args.directory else None
+    flake = flake or default_flake_directory(directory)
+    ssh = prepare_ssh(config.hosts, _state(args)) if config.hosts else None
+    if ssh is not None and config.enabled_hosts:
+        # A host that cannot build is said in one line before the build, and left out.
+        ready = set()
+        for status in probe_hosts(ssh, config.enabled_hosts):
+            if status.ready:
+                ready.add(status.name)
+            else:
+                print(f"workbench: host {status.name}: {status.problem}; left out", file=sys.stderr)
+        config = dataclasses.replace(
+            config,
+            hosts=tuple(h for h in config.hosts if h.name in ready or not h.enabled),
+        )
+        if not config.local_builds and not config.enabled_hosts:
+            raise LaunchError(
+                "no build host can build and local_builds = false: nothing would build "
+                f"(fix the hosts above, or set local_builds = true in {config.path})"
+            )
+    evaluated = evaluate_targets(flake, targets)
+    for target in evaluated:
+        if target.in_store:
+            print(
+                f"workbench: {target.target.name}: in the store already ({target.out}); "
+                "not built again",
+                file=sys.stderr,
+            )
+    history = _history(args)
+    cuda = any(t.cuda for t in targets)
+    choice = choose_jobs_for(history, settings, targets[0].name, cuda, args.jobs)
+    max_jobs = args.max_jobs or settings.max_jobs
+    record = build_settings_record(settings, choice.jobs, max_jobs, choice.source, [])
+    if all(t.in_store for t in evaluated):
+        print(f"all {len(evaluated)} targets are in the store already: nothing to build")
+        return 0
+    plan = plan_matrix_build(
+        evaluated, config, ssh, flake, record, choice.jobs, max_jobs, args.force
+    )
+    if args.dry_run:
+        print(display(plan.argv))
+        print(f"# in {plan.cwd}", file=sys.stderr)
+        return 0
+    followed = launch_and_follow(args, history, plan, [choice.warning] if choice.warning else [])
+    if not followed.finished:
+        return followed.code
+    _print_target_rows(_state(args), followed.build_id)
+    return followed.code
+
+
+def _print_target_rows(state_directory, build_id: int) -> None:
+    """Work out, store and print the per-target rows of an ended matrix build."""
+    from workbench.hosts.target_history import record_rows, work_out_rows
+    from workbench.logs.visible import visible
+    from workbench.supervision.history import History
+
+    with History(state_directory) as history:
+        record = history.get(build_id)
+        rows = work_out_rows(history, record)
+    record_rows(state_directory, build_id, rows)
+    print(f"build #{build_id}: {len(rows)} targets")
+    for row in rows:
+        seconds = (
+            f"{row.ended - row.started:.1f}s" if row.started is not None and row.ended else "-"
+        )
+        size = f"{row.nar_size} B" if row.nar_size is not None else "-"
+        where = row.host or "-"
+        tried = f" (tried {row.tried_on} first)" if row.tried_on else ""
+        error = f"  {visible(row.first_error)}" if row.first_error else ""
+        print(
+            f"  {row.outcome:<9} {row.name:<44} {where:<10} {seconds:>7} {size:>10}{tried}{error}"
+        )

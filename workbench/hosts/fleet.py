@@ -1,0 +1,225 @@
+"""Which host builds what, from Nix's internal-json log: the per-host view and the matrix.
+
+Nix names the host of every build in activity 105 (Build) `[drvPath, host, round, nrRounds]`:
+"" on this machine, the builder's store URI on a remote one. A remote nix-daemon forwards its
+own log over the connection, so the same derivation then starts again with host "" under a
+new activity id: that nested start is the remote's report of the same build, not a second
+build here, and its log lines belong to the remote attempt.
+
+Faults, as Nix 2.8 reports them: a host that drops mid-build ends its builds with
+`unexpected end-of-file` and then `builder for 'X.drv' failed`; a host that cannot be reached
+says `cannot build on 'URI': ...` and Nix builds that derivation elsewhere (another host or
+here: a retry, visible as a second attempt on another host).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from workbench.progress.nix_log import (
+    ACT_BUILD,
+    LVL_ERROR,
+    RES_BUILD_LOG_LINE,
+    NixMessage,
+    NixResult,
+    NixStart,
+    NixStop,
+    derivation_name,
+    parse_nix_line,
+    strip_ansi,
+)
+
+LOCAL = "local"
+_FAILED_BUILDER = re.compile(r"builder for '(/[^']+\.drv)' failed(.*)")
+_CANNOT_BUILD_ON = re.compile(r"cannot build on '([^']+)': (.*)")
+_LOST_CONNECTION = ("unexpected end-of-file", "connection reset", "broken pipe")
+_ERRORISH = re.compile(r"\berror\b|\bfailed\b|\bfatal\b", re.IGNORECASE)
+
+
+@dataclass
+class Attempt:
+    """One try of one derivation on one host."""
+
+    drv: str
+    host: str
+    started: float | None
+    ended: float | None = None
+    outcome: str = "building"  # building, built, failed
+    first_error: str = ""
+    log_lines: int = 0
+    last_line: str = ""
+
+
+@dataclass
+class Fleet:
+    """The state of a matrix build, fed the build's log line by line (live or afterwards)."""
+
+    host_names: dict[str, str]  # store URI (as Nix prints it) -> host name
+    clock: Callable[[], float | None] = time.time
+    attempts: list[Attempt] = field(default_factory=list)
+    gone: dict[str, str] = field(default_factory=dict)  # host name -> why
+    _by_activity: dict[int, Attempt] = field(default_factory=dict)
+    _failed: dict[str, str] = field(default_factory=dict)  # drv -> the failure message
+
+    def host_of(self, uri: str) -> str:
+        """The host name for a store URI in Nix's log ("" is this machine)."""
+        if not uri:
+            return LOCAL
+        if uri in self.host_names:
+            return self.host_names[uri]
+        for known, name in self.host_names.items():
+            # Nix prints the URI with or without its ?query depending on the message.
+            if uri.split("?")[0] == known.split("?")[0]:
+                return name
+        return uri
+
+    def feed(self, line: str) -> None:
+        """One line of the build's log (anything not `@nix` is ignored)."""
+        event = parse_nix_line(line)
+        if isinstance(event, NixStart) and event.type == ACT_BUILD and event.fields:
+            self._started(event)
+        elif isinstance(event, NixStop):
+            attempt = self._by_activity.pop(event.id, None)
+            if attempt is not None and attempt.outcome == "building" and attempt.ended is None:
+                self._end(attempt, "built")
+        elif isinstance(event, NixResult) and event.type == RES_BUILD_LOG_LINE:
+            attempt = self._by_activity.get(event.id)
+            if attempt is not None and event.fields and isinstance(event.fields[0], str):
+                text = strip_ansi(event.fields[0]).strip()
+                attempt.log_lines += 1
+                if text:
+                    attempt.last_line = text
+                if text and not attempt.first_error and _ERRORISH.search(text):
+                    attempt.first_error = text
+        elif isinstance(event, NixMessage) and event.level <= LVL_ERROR + 1:
+            self._message(event.text)
+
+    def _started(self, event: NixStart) -> None:
+        drv = str(event.fields[0])
+        host = self.host_of(str(event.fields[1]) if len(event.fields) > 1 else "")
+        if host == LOCAL:
+            remote = next(
+                (a for a in self.attempts if a.drv == drv and a.host != LOCAL and a.ended is None),
+                None,
+            )
+            if remote is not None:  # the remote daemon's own report of the same build
+                self._by_activity[event.id] = remote
+                return
+        attempt = Attempt(drv=drv, host=host, started=self.clock())
+        self.attempts.append(attempt)
+        self._by_activity[event.id] = attempt
+
+    def _message(self, text: str) -> None:
+        text = strip_ansi(text)
+        first = text.splitlines()[0] if text else ""
+        cannot = _CANNOT_BUILD_ON.search(first)
+        if cannot:
+            host = self.host_of(cannot.group(1))
+            reason = cannot.group(2).replace("error: ", "").strip()
+            self.gone[host] = f"cannot build there: {reason}"
+            return
+        lowered = first.lower()
+        if any(mark in lowered for mark in _LOST_CONNECTION):
+            for attempt in self.attempts:
+                if attempt.ended is None and attempt.host != LOCAL:
+                    self.gone.setdefault(attempt.host, f"connection lost ({first.strip()})")
+                    attempt.first_error = attempt.first_error or "connection to the host lost"
+            return
+        failed = _FAILED_BUILDER.search(first)
+        if failed:
+            drv = failed.group(1)
+            self._failed[drv] = first.removeprefix("error: ").strip()
+            for attempt in reversed(self.attempts):
+                if attempt.drv == drv:
+                    self._end(attempt, "failed")
+                    if not attempt.first_error:
+                        attempt.first_error = attempt.last_line or self._failed[drv]
+                    break
+
+    def _end(self, attempt: Attempt, outcome: str) -> None:
+        attempt.outcome = outcome
+        attempt.ended = attempt.ended if attempt.ended is not None else self.clock()
+
+    # -- views ---------------------------------------------------------------------------
+
+    def building_now(self) -> dict[str, list[Attempt]]:
+        """host name -> its derivations building now."""
+        found: dict[str, list[Attempt]] = {}
+        for attempt in self.attempts:
+            if attempt.outcome == "building":
+                found.setdefault(attempt.host, []).append(attempt)
+        return found
+
+    def latest(self, drv: str) -> Attempt | None:
+        """The last attempt of a derivation, if it started."""
+        return next((a for a in reversed(self.attempts) if a.drv == drv), None)
+
+    def tries(self, drv: str) -> list[Attempt]:
+        return [a for a in self.attempts if a.drv == drv]
+
+
+@dataclass(frozen=True)
+class TargetState:
+    """One row of the matrix view."""
+
+    name: str
+    state: str  # done, in store, building, failed, waiting
+    host: str  # where it builds or was built ("" when waiting)
+    first_error: str
+    retried_from: tuple[str, ...]  # hosts tried before, when Nix built it elsewhere
+    started: float | None
+    ended: float | None
+
+
+def target_states(fleet: Fleet, targets: list[dict]) -> list[TargetState]:
+    """Every target × state, from the fleet and the targets recorded at launch."""
+    rows = []
+    for target in targets:
+        if target.get("in_store"):
+            rows.append(TargetState(target["name"], "in store", "", "", (), None, None))
+            continue
+        tries = fleet.tries(target.get("drv", ""))
+        if not tries:
+            rows.append(TargetState(target["name"], "waiting", "", "", (), None, None))
+            continue
+        last = tries[-1]
+        state = {"building": "building", "built": "done", "failed": "failed"}[last.outcome]
+        earlier = tuple(a.host for a in tries[:-1])
+        rows.append(
+            TargetState(
+                target["name"],
+                state,
+                last.host,
+                last.first_error,
+                earlier,
+                last.started,
+                last.ended,
+            )
+        )
+    return rows
+
+
+def fleet_lines(fleet: Fleet, hosts: list[str], targets: list[dict]) -> list[str]:
+    """The per-host view and the matrix as plain text lines (for `attach` and the CLI)."""
+    lines = []
+    now = fleet.building_now()
+    for host in hosts:
+        building = now.get(host, [])
+        if host in fleet.gone:
+            state = f"GONE: {fleet.gone[host]}"
+        else:
+            state = f"{len(building)} building" if building else "idle"
+        names = ", ".join(derivation_name(a.drv) for a in building)
+        lines.append(
+            f"{host:<14} {state}{': ' + names if names and host not in fleet.gone else ''}"
+        )
+    lines.append("")
+    for row in target_states(fleet, targets):
+        where = f" on {row.host}" if row.host else ""
+        retried = f" (after {', '.join(row.retried_from)})" if row.retried_from else ""
+        error = f": {row.first_error}" if row.state == "failed" and row.first_error else ""
+        lines.append(f"  {row.state:<9} {row.name}{where}{retried}{error}")
+    return lines

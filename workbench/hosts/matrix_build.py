@@ -1,0 +1,199 @@
+"""A matrix build: several targets as ONE `nix build --keep-going`, spread by Nix's own scheduler
+over this machine and the hosts of hosts.toml (`--builders`); resumable (what is in the store
+already is not built again); one history row per target afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from workbench.errors import WorkbenchError
+from workbench.hosts.config import HostsConfig
+from workbench.hosts.ssh import SshSetup
+from workbench.supervision.history import NewBuild
+from workbench.supervision.launch import (
+    NIX_FEATURES,
+    LaunchError,
+    Target,
+    check_name,
+    eta_key,
+    find_checkout,
+    resolve_target,
+)
+
+if TYPE_CHECKING:
+    from workbench.configs.matrix import Matrix
+
+EVALUATE_TIMEOUT_S = 600
+
+
+@dataclass(frozen=True)
+class MatrixTarget:
+    """A target with what Nix says it is: its derivation and output, and whether it is built."""
+
+    target: Target
+    drv: str
+    out: str
+    in_store: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.target.name,
+            "attr": self.target.attr,
+            "drv": self.drv,
+            "out": self.out,
+            "in_store": self.in_store,
+        }
+
+
+def select_targets(names: list[str], match: str | None, matrix: Matrix) -> list[Target]:
+    """The targets named, plus the variants whose names contain every word of `match`."""
+    chosen = list(names)
+    if match is not None:
+        from workbench.configs.variants import expand
+
+        words = match.lower().split()
+        matched = [v.name for v in expand(matrix) if all(word in v.name for word in words)]
+        if not matched:
+            raise LaunchError(
+                f"--match {match!r}: no variant's name contains every word "
+                "(`workbench variants --names` lists them)"
+            )
+        chosen += matched
+    targets = [resolve_target(name, matrix) for name in dict.fromkeys(chosen)]
+    return list({t.attr: t for t in targets}.values())
+
+
+def builders_spec(config: HostsConfig) -> str:
+    """`--builders` for Nix: one machine per enabled host, as in /etc/nix/machines."""
+    machines = []
+    for host in config.enabled_hosts:
+        key = str(Path(host.ssh_key).expanduser()) if host.ssh_key else "-"
+        fields = [
+            host.store_uri,
+            ",".join(host.systems),
+            key,
+            str(host.max_jobs),
+            str(host.speed_factor),
+            ",".join(host.features) or "-",
+            ",".join(host.mandatory_features) or "-",
+            "-",  # the host key: in the generated ssh config (HostKeyAlias), not here
+        ]
+        machines.append(" ".join(fields))
+    return " ; ".join(machines)
+
+
+def _nix(argv: list[str], cwd: Path, timeout_s: float) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(
+            ["nix", "--extra-experimental-features", NIX_FEATURES, *argv],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout_s,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except FileNotFoundError:
+        raise LaunchError("nix: command not found; install Nix (Debian: nix-bin)") from None
+    except subprocess.TimeoutExpired:
+        raise LaunchError(f"nix {argv[0]}: no answer within {timeout_s:g} s") from None
+
+
+def evaluate_targets(flake: Path, targets: list[Target]) -> list[MatrixTarget]:
+    """Each target's derivation and output (one `nix eval`), and which outputs are valid
+    in this store already (one `nix-store --check-validity`): those are not built again."""
+    apply = "d: { drv = d.drvPath; out = d.outPath; }"
+    found = []
+    for target in targets:
+        done = _nix(
+            ["eval", "--json", f".#{target.attr}", "--apply", apply], flake, EVALUATE_TIMEOUT_S
+        )
+        if done.returncode != 0:
+            said = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "no message"
+            raise LaunchError(f"{target.name}: does not evaluate in {flake}: {said}")
+        paths = json.loads(done.stdout)
+        found.append((target, str(paths["drv"]), str(paths["out"])))
+    invalid: set[str] = set()
+    if found:
+        check = subprocess.run(
+            ["nix-store", "--check-validity", "--print-invalid", *(out for _, _, out in found)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        invalid = set(check.stdout.split())
+    return [MatrixTarget(t, drv, out, out not in invalid) for t, drv, out in found]
+
+
+def matrix_argv(
+    attrs: list[str], cores: int, max_jobs: int, builders: str, ssh: SshSetup | None
+) -> list[str]:
+    """The one `nix build` of a matrix: every target, --keep-going, Nix's own scheduler."""
+    argv = [
+        "nix",
+        "--extra-experimental-features",
+        NIX_FEATURES,
+        "build",
+        *(f".#{attr}" for attr in attrs),
+        "-L",
+        "--log-format",
+        "internal-json",
+        "--keep-going",
+        "--no-link",
+        "--cores",
+        str(cores),
+        "--max-jobs",
+        str(max_jobs),
+    ]
+    if builders:
+        argv += ["--builders", builders]
+    # The supervisor runs argv as given: the ssh config reaches Nix (and its build hook)
+    # through the environment, like flox's NIX_CONFIG.
+    return ["env", f"NIX_SSHOPTS={ssh.nix_sshopts()}", *argv] if ssh else argv
+
+
+def plan_matrix_build(
+    targets: list[MatrixTarget],
+    config: HostsConfig,
+    ssh: SshSetup | None,
+    flake: Path,
+    settings_record: dict[str, Any],
+    cores: int,
+    max_jobs: int,
+    forced: bool = False,
+) -> NewBuild:
+    """The supervised build of the targets not in the store yet."""
+    pending = [t for t in targets if not t.in_store]
+    if not pending:
+        raise WorkbenchError("every target is in the store already: nothing to build")
+    local_jobs = max_jobs if config.local_builds else 0
+    argv = matrix_argv(
+        [t.target.attr for t in pending], cores, local_jobs, builders_spec(config), ssh
+    )
+    recorded = dict(settings_record)
+    recorded["matrix"] = {
+        "targets": [t.to_json() for t in targets],
+        "hosts": {host.store_uri: host.name for host in config.enabled_hosts},
+        "local_builds": config.local_builds,
+    }
+    name = check_name(f"matrix-{len(targets)}")
+    resolved = flake.resolve()
+    return NewBuild(
+        name=name,
+        backend="nix",
+        argv=tuple(argv),
+        cwd=str(resolved),
+        checkout=str(find_checkout(resolved)),
+        settings=recorded,
+        eta_key=eta_key("nix", ",".join(sorted(t.target.attr for t in targets)), recorded),
+        nix=True,
+        jobs=cores,
+        forced=forced,
+    )

@@ -1,0 +1,174 @@
+"""One history row per target of a matrix build: host, outcome, times, sizes, first error.
+
+The rows live in the build history's database (table `build_targets`, created on first use
+beside the `builds` row of the build as a whole). They are worked out from what is never lost:
+the build's log as the supervisor wrote it (hosts, failures, retries) and the supervisor's
+`derivations` rows (times); so they can be written whenever the build has ended: by the
+command that followed it, or later by `workbench hosts watch ID`.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from workbench.hosts.fleet import Fleet, target_states
+from workbench.supervision.history import BuildRecord, History, database_path
+
+_TABLE = """
+CREATE TABLE IF NOT EXISTS build_targets (
+    build_id INTEGER NOT NULL REFERENCES builds(id) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    attr TEXT NOT NULL,
+    drv_path TEXT,
+    out_path TEXT,
+    host TEXT,
+    outcome TEXT NOT NULL,
+    tried_on TEXT,
+    started REAL,
+    ended REAL,
+    nar_size INTEGER,
+    closure_size INTEGER,
+    first_error TEXT,
+    PRIMARY KEY (build_id, name)
+)
+"""
+
+
+@dataclass(frozen=True)
+class TargetRow:
+    """One target of one matrix build, as the history keeps it."""
+
+    name: str
+    attr: str
+    drv_path: str
+    out_path: str
+    host: str
+    outcome: str  # built, failed, in store (skipped: resume), not built (the build ended first)
+    tried_on: str  # hosts tried before the one that built it, comma-separated
+    started: float | None
+    ended: float | None
+    nar_size: int | None
+    closure_size: int | None
+    first_error: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def matrix_of(record: BuildRecord) -> dict[str, Any] | None:
+    """What a matrix build recorded at launch (targets, hosts), else None."""
+    matrix = record.settings.get("matrix") if isinstance(record.settings, dict) else None
+    return matrix if isinstance(matrix, dict) else None
+
+
+def fleet_from_log(log_path: Path, hosts: dict[str, str]) -> Fleet:
+    """The fleet's state from a build's whole log (no clock: times come from the history)."""
+    fleet = Fleet(host_names=hosts, clock=lambda: None)
+    try:
+        with open(log_path, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                fleet.feed(line.rstrip("\n"))
+    except FileNotFoundError:
+        pass
+    return fleet
+
+
+def work_out_rows(history: History, record: BuildRecord) -> list[TargetRow]:
+    """The per-target rows of an ended matrix build."""
+    from workbench.artefacts.sizes import path_sizes
+
+    matrix = matrix_of(record)
+    if matrix is None:
+        return []
+    targets = matrix.get("targets", [])
+    fleet = fleet_from_log(Path(record.log_path), matrix.get("hosts", {}))
+    times = {
+        path: (started, ended) for path, _, started, ended, _ in history.derivations(record.id)
+    }
+    states = target_states(fleet, targets)
+    outcomes = {"done": "built", "in store": "in store", "failed": "failed"}
+    built_outs = [
+        t["out"] for t, s in zip(targets, states, strict=True) if s.state in ("done", "in store")
+    ]
+    sizes = path_sizes(built_outs) if built_outs else {}
+    rows = []
+    for target, state in zip(targets, states, strict=True):
+        started, ended = times.get(target.get("drv", ""), (state.started, state.ended))
+        nar, closure = sizes.get(target.get("out", ""), (None, None))
+        rows.append(
+            TargetRow(
+                name=target["name"],
+                attr=target["attr"],
+                drv_path=target.get("drv", ""),
+                out_path=target.get("out", ""),
+                host=state.host,
+                outcome=outcomes.get(state.state, "not built"),
+                tried_on=",".join(state.retried_from),
+                started=started,
+                ended=ended,
+                nar_size=nar,
+                closure_size=closure,
+                first_error=state.first_error,
+            )
+        )
+    return rows
+
+
+def _connect(state_directory: Path) -> sqlite3.Connection:
+    connection = sqlite3.connect(database_path(state_directory), timeout=10)
+    connection.execute(_TABLE)
+    return connection
+
+
+def record_rows(state_directory: Path, build_id: int, rows: list[TargetRow]) -> None:
+    """Store (or replace) the rows of one build, in one transaction."""
+    connection = _connect(state_directory)
+    try:
+        with connection:
+            connection.execute("DELETE FROM build_targets WHERE build_id = ?", (build_id,))
+            connection.executemany(
+                "INSERT INTO build_targets VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        build_id,
+                        r.name,
+                        r.attr,
+                        r.drv_path,
+                        r.out_path,
+                        r.host,
+                        r.outcome,
+                        r.tried_on,
+                        r.started,
+                        r.ended,
+                        r.nar_size,
+                        r.closure_size,
+                        r.first_error,
+                    )
+                    for r in rows
+                ],
+            )
+    finally:
+        connection.close()
+
+
+def stored_rows(state_directory: Path, build_id: int) -> list[TargetRow]:
+    """The rows stored for a build (empty if none yet)."""
+    connection = _connect(state_directory)
+    try:
+        found = connection.execute(
+            "SELECT name, attr, drv_path, out_path, host, outcome, tried_on, started, ended, "
+            "nar_size, closure_size, first_error FROM build_targets WHERE build_id = ? "
+            "ORDER BY rowid",
+            (build_id,),
+        ).fetchall()
+    finally:
+        connection.close()
+    return [TargetRow(*row) for row in found]
+
+
+def rows_as_json(rows: list[TargetRow]) -> str:
+    return json.dumps([row.to_json() for row in rows], sort_keys=True)
