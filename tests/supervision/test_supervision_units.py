@@ -139,9 +139,14 @@ def test_dry_run_prints_the_exact_command_and_starts_nothing(tmp_path: Path) -> 
     assert f"# in {REPO}" in result.stderr
     with History(tmp_path) as history:
         assert history.builds() == []
-    flox = _cli("build", CPU_VARIANT, "--backend", "flox", "--dry-run", state=tmp_path)
+    flox = _cli(
+        "build", CPU_VARIANT, "--backend", "flox", "--jobs", "3", "--dry-run", state=tmp_path
+    )
     assert flox.returncode == 0, flox.stderr
-    assert flox.stdout == f"flox build {CPU_VARIANT}\n"
+    # flox build takes no job count: they reach the Nix it runs through NIX_CONFIG.
+    assert flox.stdout.endswith(f"cores = 3\\nmax-jobs = 1' flox build {CPU_VARIANT}\n")
+    assert flox.stdout.startswith("env $'NIX_CONFIG=")
+    assert "flox build takes no job count" in flox.stderr
 
 
 def test_unknown_variant_gets_suggestions_and_exit_2(tmp_path: Path) -> None:
