@@ -13,6 +13,15 @@ def register(subcommands: argparse._SubParsersAction) -> None:
         "connection each; a host that cannot build (bad key, no Nix, unreachable) is one line "
         "saying why. Exit 1 when an enabled host cannot build.",
     )
+    parser.add_argument(
+        "action",
+        nargs="?",
+        choices=("list", "watch"),
+        default="list",
+        help="list (default): probe the hosts; watch [ID]: a matrix build per host, live",
+    )
+    parser.add_argument("id", nargs="?", type=int, help="build id for watch (default: latest)")
+    parser.add_argument("--once", action="store_true", help="watch: print the view once")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(handler=run)
 
@@ -22,6 +31,8 @@ def _gigabytes(value: int | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.action == "watch":
+        return run_watch(args)
     from workbench.cli.common import print_json
     from workbench.hosts.config import load_hosts
     from workbench.hosts.probe import local_status, probe_hosts
@@ -182,3 +193,67 @@ def _print_target_rows(state_directory, build_id: int) -> None:
         print(
             f"  {row.outcome:<9} {row.name:<44} {where:<10} {seconds:>7} {size:>10}{tried}{error}"
         )
+
+
+WATCH_INTERVAL_S = 1.0
+
+
+def run_watch(args: argparse.Namespace) -> int:
+    """`workbench hosts watch [ID]`: what each host builds now and the matrix, until the end."""
+    import time
+
+    from workbench.cli.build_commands import _state
+    from workbench.errors import WorkbenchError
+    from workbench.hosts.fleet import LOCAL, Fleet, fleet_lines
+    from workbench.hosts.target_history import matrix_of
+    from workbench.logs.visible import visible
+    from workbench.supervision.history import History
+
+    state = _state(args)
+    with History(state) as history:
+        record = _matrix_build(history, args.id)
+    matrix = matrix_of(record) or {}
+    if not matrix:
+        raise WorkbenchError(f"build #{record.id} is not a matrix build (workbench build A B ...)")
+    host_names = matrix.get("hosts", {})
+    hosts = ([LOCAL] if matrix.get("local_builds", True) else []) + list(host_names.values())
+    fleet = Fleet(host_names=host_names)
+    offset = 0
+    pending = b""
+    while True:
+        with History(state) as history:
+            record = history.get(record.id)
+        try:
+            with open(record.log_path, "rb") as handle:
+                handle.seek(offset)
+                chunk = handle.read()
+        except FileNotFoundError:
+            chunk = b""
+        offset += len(chunk)
+        *lines, pending = (pending + chunk).split(b"\n")
+        for line in lines:
+            fleet.feed(line.decode("utf-8", "replace"))
+        view = fleet_lines(fleet, hosts, matrix.get("targets", []))
+        print(f"build #{record.id} ({record.name}): {record.state}")
+        for line in view:
+            print(visible(line))
+        if args.once or not record.active:
+            break
+        print("", flush=True)
+        time.sleep(WATCH_INTERVAL_S)
+    if not record.active:
+        _print_target_rows(state, record.id)
+    return 0
+
+
+def _matrix_build(history, build_id: int | None):
+    """The build named, else the latest matrix build."""
+    from workbench.errors import WorkbenchError
+    from workbench.hosts.target_history import matrix_of
+
+    if build_id is not None:
+        return history.get(build_id)
+    for record in history.builds(limit=50):
+        if matrix_of(record) is not None:
+            return record
+    raise WorkbenchError("no matrix build in the history yet (workbench build A B ... starts one)")

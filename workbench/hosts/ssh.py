@@ -24,8 +24,8 @@ from workbench.supervision.private_state import (
 
 CONNECT_TIMEOUT_S = 5
 CONTROL_PERSIST_S = 120
-# A unix socket path is at most 108 bytes; %C is 40 hex characters.
-_SOCKET_ROOM = 100 - 41
+# A unix socket path is at most 108 bytes; a host name at most 40 characters (+ ssh's suffix).
+_SOCKET_ROOM = 100 - 62
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,9 @@ class SshSetup:
             "-o",
             "ControlMaster=auto",
             "-o",
-            f"ControlPath={self.control_directory}/%C",
+            # Per host name, not ssh's %C: two hosts.toml entries for one address (another
+            # key, another user) must not share a connection.
+            f"ControlPath={self.control_directory}/{host.name}",
             "-o",
             f"ControlPersist={CONTROL_PERSIST_S}",
             host.alias,

@@ -1,0 +1,183 @@
+"""A matrix build across this machine and a loopback "remote" host, with real Nix over real SSH:
+Nix's own scheduler sends stand-in derivations to both, the failing one does not stop the
+others (--keep-going), the history keeps a row per target, a second run takes only what is
+not in the store, and a host killed mid-build is shown as gone without losing local history.
+
+The targets are stand-ins for ONNX Runtime variants (nixpkgs cannot exist here): a flake whose
+packages are named like the matrix's CPU variants, each `derivation { builder = "/bin/sh"; }`
+that sleeps and writes its output; the bf16 one fails as a compile error would.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from conftest import LoopbackHost, nix_env_for_hosts
+from nix_testing import needs_nix
+
+pytestmark = [pytest.mark.slow, *needs_nix]
+
+TARGETS = [
+    "onnxruntime-python313-cpu-avx2",
+    "onnxruntime-python313-cpu-avx512",
+    "onnxruntime-python313-cpu-avx512bf16",
+    "onnxruntime-python313-cpu-avx512vnni",
+]
+FAILING = "onnxruntime-python313-cpu-avx512bf16"
+FIRST_ERROR = "error: bf16_kernels.cc:12: no such intrinsic"
+
+
+def standin_variant_flake(directory: Path, seconds: int) -> Path:
+    """A flake with stand-in packages named like four CPU variants (one fails)."""
+    stamp = uuid.uuid4().hex  # fresh derivations: nothing of an earlier run is in the store
+    directory.mkdir()
+    packages = "\n".join(
+        f'      {name} = ok "{name.rsplit("-", 1)[1]}";' for name in TARGETS if name != FAILING
+    )
+    (directory / "flake.nix").write_text(
+        f"""{{
+  outputs = {{ self }}: let
+    mk = name: script: derivation {{
+      inherit name; system = "x86_64-linux"; builder = "/bin/sh"; args = [ "-c" script ];
+      stamp = "{stamp}";
+    }};
+    ok = n: mk n "echo compiling ${{n}}; /bin/sleep {seconds}; echo ${{n}} > $out";
+  in {{
+    packages.x86_64-linux = {{
+{packages}
+      {FAILING} = mk "bf16" "echo compiling bf16; echo '{FIRST_ERROR}' >&2; exit 1";
+    }};
+  }};
+}}
+"""
+    )
+    return directory
+
+
+def _workbench(config: Path, state: Path, tmp_path: Path, *args: str, timeout: float = 120):
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "workbench",
+            "--config",
+            str(config),
+            "--state-dir",
+            str(state),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        env=nix_env_for_hosts(tmp_path),
+    )
+
+
+def _rows(state: Path, build_id: int) -> dict[str, tuple]:
+    with sqlite3.connect(state / "history.sqlite3") as db:
+        found = db.execute(
+            "SELECT name, host, outcome, tried_on, started, ended, nar_size, first_error "
+            "FROM build_targets WHERE build_id = ?",
+            (build_id,),
+        ).fetchall()
+    return {row[0]: row[1:] for row in found}
+
+
+def _build_ids(state: Path) -> list[int]:
+    with sqlite3.connect(state / "history.sqlite3") as db:
+        return [row[0] for row in db.execute("SELECT id FROM builds ORDER BY id")]
+
+
+def test_a_matrix_spreads_over_both_hosts_keeps_going_and_resumes(
+    hosts_config: Path, loopback_host: LoopbackHost, tmp_path: Path
+) -> None:
+    flake = standin_variant_flake(tmp_path / "flake", seconds=3)
+    state = tmp_path / "state"
+    first = _workbench(
+        hosts_config, state, tmp_path, "build", "--match", "cpu avx", "-C", str(flake)
+    )
+    assert first.returncode == 1, first.stderr  # the failing target fails the build ...
+    build_id = _build_ids(state)[-1]
+    rows = _rows(state, build_id)
+    assert set(rows) == set(TARGETS)
+    # ... and nothing else: every other target was built, on one host or the other.
+    for name in TARGETS:
+        host, outcome, _, started, ended, nar, error = rows[name]
+        if name == FAILING:
+            assert outcome == "failed" and error == FIRST_ERROR
+            continue
+        assert outcome == "built" and host in ("local", "remote")
+        assert started is not None and ended >= started and nar > 0
+    hosts = {rows[name][0] for name in TARGETS}
+    assert hosts == {"local", "remote"}, rows  # Nix used both (remote 1 job, local 1 job)
+    # What the remote built was built in the remote's own store, then copied here.
+    remote_built = [n for n in TARGETS if rows[n][0] == "remote"]
+    store = loopback_host.remote_store_root / "nix" / "store"
+    assert any(p.name.endswith(remote_built[0].rsplit("-", 1)[1]) for p in store.iterdir())
+    assert "left out" not in first.stderr
+
+    again = _workbench(
+        hosts_config, state, tmp_path, "build", "--match", "cpu avx", "-C", str(flake)
+    )
+    assert again.returncode == 1
+    assert again.stderr.count("in the store already") == 3
+    second = _rows(state, _build_ids(state)[-1])
+    assert {n for n, row in second.items() if row[1] == "in store"} == set(TARGETS) - {FAILING}
+    assert second[FAILING][1] == "failed"
+    # The one nix build of the resumed run names only the target not in the store.
+    with sqlite3.connect(state / "history.sqlite3") as db:
+        argv = db.execute("SELECT argv FROM builds ORDER BY id DESC LIMIT 1").fetchone()[0]
+    assert FAILING in argv and "cpu-avx2" not in argv
+
+
+def test_a_host_killed_mid_build_is_gone_and_nothing_local_is_lost(
+    hosts_config: Path, loopback_host: LoopbackHost, tmp_path: Path
+) -> None:
+    flake = standin_variant_flake(tmp_path / "flake", seconds=6)
+    state = tmp_path / "state"
+    started = _workbench(
+        hosts_config, state, tmp_path, "build", "--match", "cpu avx", "-C", str(flake), "-d"
+    )
+    assert started.returncode == 0, started.stderr
+    build_id = _build_ids(state)[-1]
+    deadline = time.monotonic() + 40
+    view = ""
+    while time.monotonic() < deadline:
+        view = _workbench(
+            hosts_config, state, tmp_path, "hosts", "watch", str(build_id), "--once"
+        ).stdout
+        if "on remote" in view and "building" in view:
+            break
+        time.sleep(0.3)
+    assert "remote         1 building" in view, view  # the per-host view, mid-build
+    loopback_host.kill()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with sqlite3.connect(state / "history.sqlite3") as db:
+            state_now = db.execute("SELECT state FROM builds WHERE id = ?", (build_id,)).fetchone()
+        if state_now[0] not in ("starting", "running", "stopping"):
+            break
+        time.sleep(0.5)
+    else:
+        pytest.fail("the build did not end within 60 s of its host dropping")
+    after = _workbench(hosts_config, state, tmp_path, "hosts", "watch", str(build_id), "--once")
+    assert after.returncode == 0, after.stderr
+    assert "remote         GONE" in after.stdout, after.stdout
+    rows = _rows(state, build_id)
+    assert set(rows) == set(TARGETS)
+    on_remote_when_killed = [n for n, row in rows.items() if row[0] == "remote"]
+    assert on_remote_when_killed, rows
+    for name in on_remote_when_killed:
+        assert rows[name][1] == "failed" and "connection" in rows[name][6], rows[name]
+    # Every other target was built here, the ones Nix could not send any more included.
+    for name in set(TARGETS) - set(on_remote_when_killed) - {FAILING}:
+        assert rows[name][:2] == ("local", "built"), rows
+    log = state / "builds" / str(build_id) / "build.log"
+    assert "unexpected end-of-file" in log.read_text()
