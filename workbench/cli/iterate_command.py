@@ -477,6 +477,9 @@ def _document(
     from workbench.iterate.workspace import Git
     from workbench.supervision.follow import exit_code
 
+    # A first cycle whose phases failed before unpackPhase (Nix could not evaluate or build the
+    # environment) leaves no working copy: nothing to say about its git state.
+    made = (prepared.paths.src / ".git").is_dir()
     git = Git(prepared.paths.src)
     return {
         "schema": SCHEMA,
@@ -495,8 +498,8 @@ def _document(
             "state_file": str(prepared.paths.state_file),
             "source": prepared.state.get("source"),
             "upstream_commit": prepared.state.get("upstream_commit"),
-            "head": git.head(),
-            "edits": git.dirty_files(),
+            "head": git.head() if made else None,
+            "edits": git.dirty_files() if made else [],
         },
         "patches": [patch.to_json() for patch in prepared.patches],
         "series_change": prepared.applied.to_json(),
@@ -536,6 +539,8 @@ def _summary(document: dict[str, Any], smoke_result: Any) -> str:
             f"{', '.join(change['reverted']) or 'nothing'}, applied "
             f"{', '.join(change['applied']) or 'nothing'}"
         )
+    elif document["workspace"]["head"] is None:
+        patches = "no working copy yet: the derivation's phases failed before making it"
     else:
         patches = f"unchanged ({', '.join(names) or 'none'})"
     lines.append(f"  patches:   {patches}")
@@ -543,6 +548,8 @@ def _summary(document: dict[str, Any], smoke_result: Any) -> str:
         lines.append(f"  your edits (uncommitted): {', '.join(document['workspace']['edits'])}")
     if document["configured"]:
         lines.append(f"  configure: ran: {'; '.join(document['configure_reasons'])}")
+    elif build["state"] != "succeeded":
+        lines.append("  configure: not run this cycle")
     else:
         lines.append("  configure: not run (its inputs are unchanged)")
     compiled = ninja["sources"]
