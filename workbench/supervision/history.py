@@ -649,7 +649,9 @@ class History:
             # NORMAL is safe with WAL: a power cut may lose the last transactions, never corrupt.
             self._db.execute("PRAGMA synchronous = NORMAL")
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            if version == SCHEMA_VERSION:
+            # A column added to ADDED_COLUMNS reaches a history of this schema version too
+            # (it costs one PRAGMA per table here): no version bump is needed for one.
+            if version == SCHEMA_VERSION and not self._missing_columns():
                 return
             if version > SCHEMA_VERSION:
                 raise HistoryError(
@@ -670,6 +672,14 @@ class History:
             raise
         if mode.lower() != "wal":
             raise HistoryError(f"{self.path}: SQLite refused WAL mode (got {mode!r})")
+
+    def _missing_columns(self) -> list[tuple[str, str, str]]:
+        missing = []
+        for table, column, declaration in ADDED_COLUMNS:
+            present = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
+            if present and column not in present:
+                missing.append((table, column, declaration))
+        return missing
 
     # -- builds -------------------------------------------------------------------------------
 
