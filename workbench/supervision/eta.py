@@ -1,20 +1,35 @@
-"""How long a running build still needs, from earlier builds of the same target and settings.
+"""How long a running build still needs: learned from exact edges, else from earlier progress.
 
-Earlier builds with the same ETA key (same variant or command, same jobs and settings) recorded
-their progress fraction once a second. At fraction f now, an earlier build still needed its
-duration minus the time it reached f; the median over the latest few is the estimate. Without
-earlier builds, the time so far is extrapolated from the fraction, once there is enough of it.
+Two ways, the better one that applies:
+
+- learned (`workbench.analysis.eta_model`): when the build runs ninja, earlier runs that built
+  the same tree and targets (`work_key`, whatever the builds were called or their -j) left
+  every edge's exact time. The running build's finished edges, weighted by those times, say how
+  far it is; the earlier runs say what was left from there, and this build's own pace against
+  theirs scales it (a loaded host, fewer jobs). Full and incremental builds are told apart by
+  the edges ninja says it will run and never stand in for each other. The references are read
+  once, when the work is known (at start, or when the sampler finds the build's ninja); each
+  tick then costs O(new edges + references).
+- by progress (the first ETA): earlier builds with the same ETA key (same name, command and
+  settings) recorded their progress fraction once a second. At fraction f now, an earlier build
+  still needed its duration minus the time it reached f; the median over the latest few is the
+  estimate. Without earlier builds, the time so far is extrapolated from the fraction.
+
+Every estimate carries a range (`low_s`-`high_s`): the spread of the earlier runs it rests on,
+widened more the less of the build is done.
 """
 
 from __future__ import annotations
 
 import bisect
 import statistics
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
+from workbench.analysis import eta_model
 from workbench.progress import Progress
-from workbench.supervision.history import EarlierRun
+from workbench.supervision.history import EarlierRun, History
 
 # Extrapolating from the first per cent of a build is noise: configure steps, then fast files.
 _MIN_FRACTION = 0.05
@@ -22,6 +37,9 @@ _MIN_ELAPSED_S = 10.0
 # A run this short that never showed work in progress had nothing to do ("ninja: no work to
 # do", everything in the Nix store): it says nothing about how long building takes.
 NO_OP_S = 5.0
+# Earlier runs of the same work read at start: enough that full builds survive a streak of
+# incremental ones, few enough that reading their edges stays well under a second.
+REFERENCE_RUNS = 20
 
 
 def did_work(run: EarlierRun) -> bool:
@@ -34,10 +52,24 @@ def did_work(run: EarlierRun) -> bool:
 
 @dataclass(frozen=True)
 class Eta:
-    """Seconds left and what the figure rests on."""
+    """Seconds left, the range they are likely in, and what the figure rests on."""
 
     remaining_s: float
     basis: str
+    low_s: float | None = None
+    high_s: float | None = None
+
+    def to_live(self) -> dict[str, Any]:
+        """The live view's ETA fields (`eta_s`, `eta_low_s`, `eta_high_s`, `eta_basis`)."""
+        return {
+            "eta_s": round(self.remaining_s, 1),
+            "eta_low_s": None if self.low_s is None else round(self.low_s, 1),
+            "eta_high_s": None if self.high_s is None else round(self.high_s, 1),
+            "eta_basis": self.basis,
+        }
+
+
+NO_ETA: dict[str, Any] = {"eta_s": None, "eta_low_s": None, "eta_high_s": None, "eta_basis": None}
 
 
 def progress_fraction(progress: Progress) -> float | None:
@@ -64,8 +96,10 @@ def _time_at(curve: Sequence[tuple[float, float]], fraction: float) -> float | N
 
 
 def estimate(elapsed_s: float, fraction: float | None, earlier: Sequence[EarlierRun]) -> Eta | None:
-    """The ETA now, or None when nothing supports one (no-op runs do not count)."""
+    """The ETA by progress (the first method), or None when nothing supports one (no-op runs do
+    not count)."""
     earlier = [run for run in earlier if did_work(run)]
+    share = fraction or 0.0
     if earlier:
         left: list[float] = []
         for run in earlier:
@@ -75,7 +109,177 @@ def estimate(elapsed_s: float, fraction: float | None, earlier: Sequence[Earlier
             left.append(max(0.0, run.duration_s - (reached if reached is not None else elapsed_s)))
         ids = ", ".join(f"#{run.build_id}" for run in earlier)
         how = "at this progress" if fraction is not None else "by elapsed time"
-        return Eta(statistics.median(left), f"earlier builds {ids} ({how})")
+        width = eta_model.band(share)
+        return Eta(
+            statistics.median(left),
+            f"earlier builds {ids} ({how})",
+            min(left) * (1.0 - width),
+            max(left) * (1.0 + width),
+        )
     if fraction is not None and fraction >= _MIN_FRACTION and elapsed_s >= _MIN_ELAPSED_S:
-        return Eta(elapsed_s * (1.0 - fraction) / fraction, "extrapolated from progress so far")
+        remaining = elapsed_s * (1.0 - fraction) / fraction
+        width = 2 * eta_model.band(share)
+        return Eta(
+            remaining,
+            "extrapolated from progress so far",
+            remaining * max(0.0, 1.0 - width),
+            remaining * (1.0 + width),
+        )
     return None
+
+
+# -- learned from exact edges ----------------------------------------------------------------
+
+
+def references(
+    history: History, work_key: str, before_id: int, limit: int = REFERENCE_RUNS
+) -> list[eta_model.ReferenceRun]:
+    """The latest successful runs of the same work that ran edges, newest first."""
+    found: list[eta_model.ReferenceRun] = []
+    for build_id in history.runs_of_work(work_key, before_id, limit):
+        record = history.get(build_id)
+        if record.started is None or record.duration_s is None:
+            continue
+        reference = eta_model.reference_run(
+            build_id,
+            record.started,
+            record.duration_s,
+            ((edge.outputs[0], edge.started, edge.ended) for edge in history.edges(build_id)),
+        )
+        if reference is not None:
+            found.append(reference)
+    return found
+
+
+def work_key_of(recorder: Any) -> str | None:
+    """What an `EdgeRecorder`'s build builds: its command's tree and targets, else those of the
+    first ninja the sampler found (`python -m ... build` that execs ninja, a build script)."""
+    from workbench.analysis.recorder import NinjaCommand, work_key
+
+    if recorder is None:
+        return None
+    if recorder.work_key is not None:
+        return recorder.work_key
+    for followed in recorder.followed.values():
+        return work_key(NinjaCommand(followed.directory, followed.targets))
+    return None
+
+
+def edge_origin(recorder: Any) -> float | None:
+    """The epoch an `EdgeRecorder`'s edge times count from: its first log's ninja start, else
+    the recorder's own start (a ninja named by the command line)."""
+    for followed in recorder.followed.values():
+        return followed.ninja_started if followed.ninja_started is not None else recorder.started
+    return None
+
+
+def ninja_counts(progress: Progress) -> tuple[int, int] | None:
+    """(edges done, edges ninja will run) of a plain ninja build; None otherwise (a Nix build's
+    counts are one derivation's)."""
+    step = progress.step
+    if progress.nix or step is None or step.tool != "ninja" or step.total <= 0:
+        return None
+    return step.done, step.total
+
+
+@dataclass
+class LiveEta:
+    """A running build's ETA, once a second: learned when its work has earlier runs with edges,
+    by progress otherwise. Nothing here reads the history but `learn` (once per work)."""
+
+    history: History | None
+    build_id: int
+    earlier: list[EarlierRun] = field(default_factory=list)
+    work_key: str | None = None
+    pace: eta_model.EdgePace | None = None
+
+    def learn(self, work_key: str | None) -> None:
+        """Read the earlier runs of `work_key` (once; a later call with the same key is free)."""
+        if work_key is None or work_key == self.work_key:
+            return
+        self.work_key = work_key
+        found = references(self.history, work_key, self.build_id) if self.history else []
+        self.pace = eta_model.EdgePace(found)
+
+    def add_edges(self, edges: Iterable[Any], offset_s: float = 0.0) -> None:
+        """Edges the build finished (`analysis.edges.Edge`s from the recorder's poll, timed from
+        the recorder's origin, `offset_s` after the build's start)."""
+        if self.pace is not None:
+            self.pace.add((edge.output, edge.duration_s, edge.end_s + offset_s) for edge in edges)
+
+    def estimate(self, elapsed_s: float, progress: Progress) -> Eta | None:
+        """The ETA now."""
+        return self.estimate_at(elapsed_s, progress_fraction(progress), ninja_counts(progress))
+
+    def estimate_at(
+        self, elapsed_s: float, fraction: float | None, counts: tuple[int, int] | None
+    ) -> Eta | None:
+        """The ETA from plain values: the progress fraction and ninja's (done, total)."""
+        if self.pace is not None and self.pace.references:
+            if counts is None:
+                return None  # full or incremental is not known until ninja says its total
+            learned = self.pace.estimate(elapsed_s, counts[1], counts[0])
+            if learned is None:
+                return None  # earlier runs exist, none of this kind: not by name either
+            return Eta(learned.remaining_s, learned.basis, learned.low_s, learned.high_s)
+        by_progress = estimate(elapsed_s, fraction, self.earlier)
+        if by_progress is None and self.pace is not None and counts is not None:
+            # A first run of this work: only its own edges so far.
+            learned = eta_model.extrapolate(elapsed_s, counts[1], counts[0])
+            if learned is not None:
+                return Eta(learned.remaining_s, learned.basis, learned.low_s, learned.high_s)
+        return by_progress
+
+
+@dataclass
+class Replay:
+    """A finished build's progress played again: what each ETA would have said at any moment
+    of it, from what the history held before it (for tests and benchmarks/eta_accuracy.py)."""
+
+    build_id: int
+    duration_s: float
+    edges: list[tuple[float, str, float]]
+    """(end, output, seconds) of every edge, seconds from the build's start, by end."""
+    edge_total: int | None
+    fractions: list[tuple[float, float]]
+    """(seconds from start, progress fraction) of each 1 Hz sample."""
+    live: LiveEta
+
+    @classmethod
+    def of(cls, history: History, build_id: int) -> Replay:
+        """Load build `build_id` and the earlier runs each method would have read."""
+        record = history.get(build_id)
+        if record.started is None or record.duration_s is None:
+            raise ValueError(f"build #{build_id} has not finished")
+        start = record.started
+        edges = sorted(
+            (edge.ended - start, edge.outputs[0], edge.ended - edge.started)
+            for edge in history.edges(build_id)
+        )
+        step = (record.progress or {}).get("step") or {}
+        total = step.get("total") if step.get("tool") == "ninja" else None
+        fractions = [
+            (sample.t - start, sample.fraction)
+            for sample in history.samples(build_id)
+            if sample.fraction is not None
+        ]
+        live = LiveEta(history, build_id, history.earlier_runs(record.eta_key, build_id))
+        live.learn(history.edge_build_info(build_id)[1])
+        return cls(build_id, record.duration_s, edges, total, fractions, live)
+
+    def by_progress(self, elapsed_s: float) -> Eta | None:
+        """The first method's ETA (earlier builds with the same ETA key) at `elapsed_s`."""
+        return estimate(elapsed_s, self._fraction_at(elapsed_s), self.live.earlier)
+
+    def learned(self, elapsed_s: float) -> Eta | None:
+        """What the supervisor's ETA now says at `elapsed_s`."""
+        done = [(output, seconds, end) for end, output, seconds in self.edges if end <= elapsed_s]
+        if self.live.pace is not None:
+            self.live.pace = eta_model.EdgePace(self.live.pace.references)
+            self.live.pace.add(done)
+        counts = None if self.edge_total is None else (len(done), self.edge_total)
+        return self.live.estimate_at(elapsed_s, self._fraction_at(elapsed_s), counts)
+
+    def _fraction_at(self, elapsed_s: float) -> float | None:
+        index = bisect.bisect_right(self.fractions, (elapsed_s, 2.0))
+        return self.fractions[index - 1][1] if index else None

@@ -108,6 +108,16 @@ def duration(seconds: float | None) -> str:
     return f"{hours}h{minutes:02d}m"
 
 
+def eta_text(live: dict[str, Any]) -> str | None:
+    """ "ETA 1m05s (50s-1m30s)": the live view's ETA with the range it is likely in; None when
+    the supervisor has none."""
+    if live.get("eta_s") is None:
+        return None
+    low, high = live.get("eta_low_s"), live.get("eta_high_s")
+    spread = f" ({duration(low)}–{duration(high)})" if low is not None and high is not None else ""
+    return f"ETA {duration(live['eta_s'])}{spread}"
+
+
 def size(value: float | None) -> str:
     """Bytes as MB below 1 GB, else GB."""
     if value is None:
@@ -155,7 +165,7 @@ def status_line(record: BuildRecord, now: float | None = None) -> str:
     if progress:
         parts.append(progress)
     if live.get("eta_s") is not None:
-        parts.append(f"ETA {duration(live['eta_s'])}")
+        parts.append(eta_text(live) or "")
     if live:
         parts.append(f"CPU {live.get('cpu_cores', 0):.1f}/{live.get('cpus', 0)} cores")
         parts.append(

@@ -191,6 +191,7 @@ class Supervisor:
         self.sampler: Sampler | None = None
         self.last_sample: Sample | None = None
         self.earlier: list[EarlierRun] = []
+        self.eta = eta.LiveEta(history, record.id)
         self.process: subprocess.Popen[bytes] | None = None
         self.root: tree.Member | None = None
         self.pgid: int | None = None
@@ -256,8 +257,13 @@ class Supervisor:
             )
             or []
         )
+        self.eta.earlier = self.earlier
         oom_before = _oom_kills()
         self.edge_recorder = self._guarded("finding the ninja log", self._start_edges)
+        self._guarded(
+            "reading earlier runs' edges",
+            lambda: self.eta.learn(eta.work_key_of(self.edge_recorder)),
+        )
         self.cgroup_oom = self._guarded("reading the memory cgroup", self._cgroup_oom_before)
 
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
@@ -435,7 +441,7 @@ class Supervisor:
                 link_jobs=build.link_jobs,
                 fraction=fraction,
             )
-            live = self._live(sample, fraction)
+            live = self._live(sample, progress)
         self.history.update_live(
             self.record.id,
             self.tracker.lines,
@@ -446,14 +452,16 @@ class Supervisor:
         self._flushed_lines = self.tracker.lines
         self._flushed_lost = self._lost_bytes()
 
-    def _live(self, sample: Sample, fraction: float | None) -> dict[str, Any]:
+    def _live(self, sample: Sample, progress: Progress) -> dict[str, Any]:
         build = sample.build
         jobs = [
             p for p in sample.processes if p.kind in ("compiler", "cuda", "linker") or p.derivation
         ]
         jobs.sort(key=lambda p: (-p.cpu_percent, -p.rss))
         elapsed = time.monotonic() - self.started_mono
-        estimate = eta.estimate(elapsed, fraction, self.earlier)
+        estimate = self._guarded(
+            "estimating the time left", lambda: self.eta.estimate(elapsed, progress)
+        )
         return {
             "t": build.t,
             "cpus": build.cpus,
@@ -466,8 +474,7 @@ class Supervisor:
             "compile_jobs": build.compile_jobs,
             "cuda_jobs": build.cuda_jobs,
             "link_jobs": build.link_jobs,
-            "eta_s": None if estimate is None else round(estimate.remaining_s, 1),
-            "eta_basis": None if estimate is None else estimate.basis,
+            **(eta.NO_ETA if estimate is None else estimate.to_live()),
             "jobs": [
                 {
                     "pid": p.pid,
@@ -698,7 +705,11 @@ class Supervisor:
         if self.edge_recorder is None:
             return
         self.edge_recorder.observe((p.pid, p.started, p.tool) for p in sample.processes)
-        self.edge_recorder.poll()
+        new = self.edge_recorder.poll()
+        # The ETA learns from the work's earlier runs once the build's ninja is known.
+        self.eta.learn(eta.work_key_of(self.edge_recorder))
+        origin = eta.edge_origin(self.edge_recorder)
+        self.eta.add_edges(new, 0.0 if origin is None else origin - self.started_wall)
 
     def _cgroup_oom_before(self) -> Any:
         from workbench.analysis import oom
@@ -738,14 +749,15 @@ class Supervisor:
         stored = self.edge_recorder.finish(jobs)
         for problem in self.edge_recorder.graph_problems():
             self.say(f"no critical path: {problem}")
-        if not stored and self.edge_recorder.work_key is None:
+        work_key = eta.work_key_of(self.edge_recorder)  # a found ninja's too: the ETA's key
+        if not stored and work_key is None:
             return
         log = self.edge_recorder.log_path
         self.history.record_edges(
             self.record.id,
             str(log) if log is not None and stored else None,
             [EdgeRow(**vars(edge)) for edge in stored],
-            self.edge_recorder.work_key,
+            work_key,
         )
 
     def _retried(self, what: str, action: Callable[[], Any]) -> Any:

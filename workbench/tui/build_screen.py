@@ -34,7 +34,7 @@ from textual.widgets import Button, Header, Input, ProgressBar, Static
 
 from workbench.errors import WorkbenchError
 from workbench.logs.visible import visible
-from workbench.supervision.follow import duration, outcome_line, progress_text
+from workbench.supervision.follow import duration, eta_text, outcome_line, progress_text
 from workbench.supervision.history import BuildRecord, History, Sampled
 from workbench.tui.build_tree import TreeReader
 from workbench.tui.screen_commands import ScreenCommands
@@ -235,16 +235,16 @@ def head_lines(record: BuildRecord, now: float | None = None) -> tuple[str, str]
 
 
 def progress_line(record: BuildRecord, basis: bool = True) -> str:
-    """ "ninja 12/40 (30%) · ETA 1m05s (earlier builds #2)" and the like (`basis`: the part in
-    brackets, what the ETA rests on)."""
+    """ "ninja 12/40 (30%) · ETA 1m05s (50s–1m30s) (earlier builds #2)" and the like: the ETA
+    with its likely range (`basis`: the last brackets, what the ETA rests on)."""
     progress = record.progress or {}
     live = record.live or {}
     parts = [progress_text(progress) or "no progress reported yet"]
     if record.active:
-        eta = live.get("eta_s")
+        eta = eta_text(live)
         if eta is not None:
             said = live.get("eta_basis") if basis else None
-            parts.append(f"ETA {duration(eta)}" + (f" ({said})" if said else ""))
+            parts.append(eta + (f" ({said})" if said else ""))
         else:
             parts.append("ETA: not known yet")
     return " · ".join(parts)
