@@ -1,0 +1,201 @@
+"""How right the ETA is, on recorded runs: the first method (by progress) against the learned one.
+
+The sample project (`workbench.samples.sample_project`, generated with more units so a build has
+a few dozen edges) is built several times through the real CLI and supervisor into a private
+state directory, as a user would (`workbench run --name sample-project -- python -m
+workbench.samples.sample_project build DIR --jobs N`): full builds with different -j (a
+`ninja -t clean` between), one of them on a slowed host (the whole `workbench run` pinned to
+one core with `taskset`, beside busy-looping processes pinned there too: the command line stays
+the same, so the first method matches it as it would on a loaded host), then incremental
+rebuilds of one touched source, then a full build with no name.
+
+Every run is then played again from the history (`eta.Replay`): what each method would have
+said at 25, 50 and 75% of the run's real duration, from what the history held before it,
+against the time really left. Error = (estimate - truth) / truth; "none" when the method gave
+no ETA. Both methods are measured in the same run on the same recordings.
+
+    python benchmarks/eta_accuracy.py [--units 24] [--hogs 2] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from workbench.samples import sample_project
+from workbench.supervision import eta
+from workbench.supervision.history import History
+
+CHECKPOINTS = (0.25, 0.5, 0.75)
+
+
+def workbench(state: Path, *args: str, prefix: tuple[str, ...] = ()) -> None:
+    argv = [*prefix, sys.executable, "-m", "workbench", "--state-dir", str(state), *args]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{argv} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+
+
+def build(
+    state: Path, directory: Path, jobs: int, name: str | None, prefix: tuple[str, ...] = ()
+) -> None:
+    naming = ("--name", name) if name else ()
+    command = sample_project.build_argv(directory, jobs)
+    workbench(state, "run", *naming, "--", *command, prefix=prefix)
+
+
+def clean(directory: Path) -> None:
+    subprocess.run(
+        ["ninja", "-C", str(directory / "build"), "-t", "clean"], check=True, capture_output=True
+    )
+
+
+def touch(path: Path) -> None:
+    path.write_text(path.read_text() + "\n// touched\n")
+    later = time.time() + 2  # newer than ninja's log, whatever the file system's resolution
+    os.utime(path, (later, later))
+
+
+def record_runs(state: Path, directory: Path, units: int, hogs: int) -> list[dict[str, Any]]:
+    """Build the plan; returns what each run was (in history order)."""
+    heavy = tuple(range(0, units, 5))
+    sample_project.write_project(directory / "src", units=units, heavy=heavy)
+    subprocess.run(
+        sample_project.configure_argv(directory / "src", directory / "build"),
+        check=True,
+        capture_output=True,
+    )
+    plan: list[dict[str, Any]] = []
+
+    def full(jobs: int, name: str | None = "sample-project", slowed: bool = False) -> None:
+        clean(directory)
+        prefix = ("taskset", "-c", "0") if slowed else ()
+        started: list[subprocess.Popen[bytes]] = []
+        try:
+            if slowed:
+                for _ in range(hogs):
+                    started.append(
+                        subprocess.Popen(
+                            ["taskset", "-c", "0", sys.executable, "-c", "while True: pass"]
+                        )
+                    )
+            build(state, directory, jobs, name, prefix)
+        finally:
+            for hog in started:  # ours, by PID
+                hog.kill()
+                hog.wait()
+        plan.append({"kind": "full", "jobs": jobs, "slowed": slowed, "named": name is not None})
+
+    def incremental(jobs: int, source: str) -> None:
+        touch(directory / "src" / source)
+        build(state, directory, jobs, "sample-project")
+        plan.append({"kind": "incremental", "jobs": jobs, "slowed": False, "named": True})
+
+    full(2)
+    full(2)
+    full(1)
+    full(2, slowed=True)
+    incremental(2, "heavy_5.cc")
+    incremental(2, "heavy_10.cc")
+    incremental(2, "heavy_0.cc")
+    full(2)
+    full(3, name=None)
+    return plan
+
+
+def score(history: History, build_id: int) -> dict[str, Any]:
+    replay = eta.Replay.of(history, build_id)
+    scored: dict[str, Any] = {"duration_s": round(replay.duration_s, 2)}
+    for method in ("by_progress", "learned"):
+        errors: dict[str, Any] = {}
+        inside = 0
+        for share in CHECKPOINTS:
+            at = share * replay.duration_s
+            truth = replay.duration_s - at
+            estimate = getattr(replay, method)(at)
+            if estimate is None:
+                errors[f"{share:.0%}"] = None
+                continue
+            errors[f"{share:.0%}"] = round((estimate.remaining_s - truth) / truth, 3)
+            if estimate.low_s is not None and estimate.low_s <= truth <= (estimate.high_s or 0):
+                inside += 1
+        scored[method] = {"errors": errors, "truth_inside_range": inside}
+        if method == "learned":
+            final = replay.learned(0.5 * replay.duration_s)
+            scored["learned_basis"] = final.basis if final else None
+    return scored
+
+
+def summary(runs: list[dict[str, Any]], method: str) -> dict[str, Any]:
+    table: dict[str, Any] = {}
+    for share in CHECKPOINTS:
+        key = f"{share:.0%}"
+        errors = [run[method]["errors"][key] for run in runs]
+        given = [abs(error) for error in errors if error is not None]
+        table[key] = {
+            "median_abs_error": round(statistics.median(given), 3) if given else None,
+            "max_abs_error": round(max(given), 3) if given else None,
+            "estimates": len(given),
+            "none": len(errors) - len(given),
+        }
+    table["truth_inside_range"] = sum(run[method]["truth_inside_range"] for run in runs)
+    table["checkpoints"] = len(runs) * len(CHECKPOINTS)
+    return table
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--units", type=int, default=24, help="translation units (every 5th heavy)")
+    parser.add_argument("--hogs", type=int, default=2, help="busy loops beside the slowed run")
+    parser.add_argument("--keep", type=Path, help="record into this directory and keep it")
+    args = parser.parse_args()
+    missing = sample_project.missing_tools() + [t for t in ("taskset",) if not shutil.which(t)]
+    if missing:
+        raise SystemExit(f"eta_accuracy: missing {', '.join(missing)}")
+    work = args.keep or Path(tempfile.mkdtemp(prefix="eta-accuracy-"))
+    try:
+        state = work / "state"
+        began = time.monotonic()
+        plan = record_runs(state, work / "sample", args.units, args.hogs)
+        recorded_s = time.monotonic() - began
+        runs: list[dict[str, Any]] = []
+        with History(state) as history:
+            ids = sorted(record.id for record in history.builds(limit=len(plan)))
+            for build_id, what in zip(ids, plan, strict=True):
+                if build_id == ids[0]:
+                    continue  # nothing earlier to learn from: both methods only extrapolate
+                runs.append({"build": build_id, **what, **score(history, build_id)})
+        print(
+            json.dumps(
+                {
+                    "benchmark": "eta_accuracy",
+                    "command": "python benchmarks/eta_accuracy.py "
+                    f"--units {args.units} --hogs {args.hogs}",
+                    "host_cpus": os.cpu_count(),
+                    "load_average_at_end": os.getloadavg(),
+                    "recording_s": round(recorded_s, 1),
+                    "error": "(estimate - truth) / truth of the time left, at a share of the "
+                    "run's real duration",
+                    "baseline_by_progress": summary(runs, "by_progress"),
+                    "learned": summary(runs, "learned"),
+                    "runs": runs,
+                },
+                indent=2,
+            )
+        )
+    finally:
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
