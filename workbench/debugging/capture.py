@@ -330,7 +330,10 @@ def capture(
     finally:
         if session is not None:
             # After a clean detach nothing is left for gdb to undo: the CLI need not wait.
-            session.close(wait=options.wait_for_gdb_exit or not finished or result.exited)
+            # A process found stopped is stopped again only once gdb has fully let it go.
+            session.close(
+                wait=options.wait_for_gdb_exit or not finished or result.exited or was_stopped
+            )
         _restore_state(pid, was_stopped)
     # A last look without the debugger, so the last sample has activity after it too (with
     # one sample, the look before it and the program counters are the evidence).
@@ -386,10 +389,11 @@ def _watch_and_sample(
     sampler: PcSampler | None = None
     rounds = 0
     wanted = least = options.pc_rounds
+    let_go = False
     began = time.monotonic()
 
     def sample() -> bool:
-        nonlocal sampler, rounds, wanted, least
+        nonlocal sampler, rounds, wanted, least, let_go
         if sampler is None:
             running = [tid for tid, (state, _) in tracker.last.items() if state == "R"]
             sampler = PcSampler(running)
@@ -402,13 +406,14 @@ def _watch_and_sample(
             least = min(wanted, FEW_THREADS_PC_ROUNDS)
         elapsed = time.monotonic() - began
         done = elapsed >= MIN_WATCH_S and ((rounds >= least and elapsed >= window) or gdb_ready())
-        if sampler.traced:
+        if sampler.traced and not let_go:
             rounds += 1
             if rounds >= wanted or (done and rounds >= least):
                 sampler.detach()  # a last read, then every thread is let go
+                let_go = True
             else:
                 sampler.sample()
-        return not done or bool(sampler.traced)
+        return not done or (bool(sampler.traced) and not let_go)
 
     spacing = min(options.poll_every, window / max(1, options.pc_rounds))
     try:

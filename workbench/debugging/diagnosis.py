@@ -595,13 +595,25 @@ def _merge_by_code(
             by_loop[loop_id] = finding
             merged.append(finding)
     for loop_id, finding in by_loop.items():
-        key = frozenset(names[loop_id])
+        # Short names: gdb's frames and the loop's evidence spell namespaces differently.
+        key = frozenset(_short(name) for name in names[loop_id])
         members = set(finding.threads)
         shapes = {_shape(histories[tid][-1], key) for tid in members if tid in histories}
         for tid, evidence in pcs.items():
             if tid in explained or tid not in histories or evidence.unnamed:
                 continue
-            if set(evidence.places) <= key and _shape(histories[tid][-1], key) in shapes:
+            # Samples in the C library (a thread just out of clone3) say nothing either way.
+            own = {
+                _short(hit.place())
+                for hit in evidence.samples
+                if not (hit.library and SYSTEM_LIBRARY.search(hit.library))
+            }
+            if not own:
+                # Never scheduled while sampled (many threads, few cores): its stack, read by
+                # gdb, is what shows where it runs.
+                top = histories[tid][-1].functions()[:1]
+                own = {_short(name) for name in top}
+            if own and own <= key and _shape(histories[tid][-1], key) in shapes:
                 finding.threads.append(tid)
                 explained.add(tid)
         count = len(finding.threads)
@@ -622,7 +634,7 @@ def _merge_by_code(
 
 def _shape(thread: ThreadStack, loop: frozenset[str]) -> tuple[str, ...]:
     """A stack with its loop frames on top removed: the part threads of one loop share."""
-    names = thread.functions()
+    names = [_short(name) for name in thread.functions()]
     count = 0
     while count < len(names) and names[count] in loop:
         count += 1

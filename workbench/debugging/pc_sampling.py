@@ -36,6 +36,7 @@ STOP_SIGNALS = {signal.SIGSTOP, signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU}
 # x86_64's user_regs_struct (rip, rsp) and aarch64's user_pt_regs (pc, sp).
 REGISTER_SLOTS = {"x86_64": (16, 19), "aarch64": (32, 31)}
 WAIT_LIMIT_S = 0.5
+LAST_WAIT_LIMIT_S = 10.0  # detaching needs the stop: worth waiting for on a loaded machine
 
 
 class _Iovec(ctypes.Structure):
@@ -70,6 +71,7 @@ class PcSampler:
         slots = REGISTER_SLOTS.get(os.uname().machine)
         self._slots = slots
         self._traced: list[int] = []
+        self._pending: set[int] = set()
         if self._ptrace is None or slots is None:
             self.samples.problem = f"no ptrace register layout for {os.uname().machine}"
             return
@@ -96,13 +98,24 @@ class PcSampler:
 
         False when no thread is left to sample (they exited, or the process stopped).
         """
-        stopped = [tid for tid in self._traced if self._call(PTRACE_INTERRUPT, tid, 0, 0) == 0]
-        gone = set(self._traced) - set(stopped)
+        stopped = []
+        gone: set[int] = set()
+        for tid in self._traced:
+            # A thread still owing the stop of an earlier round is not interrupted again.
+            if tid in self._pending or self._call(PTRACE_INTERRUPT, tid, 0, 0) == 0:
+                stopped.append(tid)
+            else:
+                gone.add(tid)  # ESRCH: it exited
+        limit = LAST_WAIT_LIMIT_S if last else WAIT_LIMIT_S
         for tid in stopped:
-            status = self._wait_stop(tid)
+            status = self._wait_stop(tid, limit)
             if status is None:
-                gone.add(tid)
+                # Not scheduled yet (many threads, few cores): still traced, its stop comes
+                # later. Dropping it here would leave it traced for good (and its process
+                # unreapable once killed).
+                self._pending.add(tid)
                 continue
+            self._pending.discard(tid)
             if os.WIFEXITED(status) or os.WIFSIGNALED(status):
                 gone.add(tid)
                 continue
@@ -119,16 +132,14 @@ class PcSampler:
             else:  # a signal was being delivered: pass it on untouched
                 inject = stop_signal
             request = PTRACE_DETACH if last else PTRACE_CONT
-            if self._call(request, tid, 0, inject) != 0:
+            if self._call(request, tid, 0, inject) != 0 or last:
                 gone.add(tid)
         self._traced = [tid for tid in self._traced if tid not in gone]
-        if last:
-            self._traced = []
         self.samples.rounds += 1
-        return bool(self._traced)
+        return bool(self._traced) and not last
 
-    def _wait_stop(self, tid: int) -> int | None:
-        deadline = time.monotonic() + WAIT_LIMIT_S
+    def _wait_stop(self, tid: int, limit: float) -> int | None:
+        deadline = time.monotonic() + limit
         while True:
             try:
                 found, status = os.waitpid(tid, os.WNOHANG | WALL)
@@ -150,8 +161,16 @@ class PcSampler:
         self.samples.by_thread.setdefault(tid, []).append(pair)
 
     def detach(self) -> None:
-        """Let every thread still traced go: interrupt, wait, detach."""
+        """Let every thread still traced go: interrupt, wait, detach.
+
+        A thread that does not stop even then stays traced until this process exits (the
+        kernel detaches it then); it is not forgotten silently.
+        """
         if self._traced:
             with contextlib.suppress(OSError):
                 self.sample(last=True)
-        self._traced = []
+        if self._traced and self.samples.problem is None:
+            self.samples.problem = (
+                f"{len(self._traced)} thread(s) did not stop to be let go within "
+                f"{LAST_WAIT_LIMIT_S:g} s"
+            )
