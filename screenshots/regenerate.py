@@ -43,6 +43,7 @@ SCREENS: dict[str, tuple[str, ...]] = {
     "build": ("h", "enter"),
     "report": ("h", "r"),
     "compare": ("h", "space", "down", "space", "c"),
+    "help": ("question_mark",),
 }
 # A fixed place for the screenshots' real builds, so their command lines read the same each time.
 STATE = Path(tempfile.gettempdir()) / "workbench-screenshots"
@@ -115,6 +116,11 @@ async def capture(name: str, size: tuple[int, int], state: Path) -> Path:
                     break
                 await pilot.pause(0.05)
             await settle(app, pilot)
+        from textual.widgets import Input
+
+        for field in app.screen.query(Input):
+            field.cursor_blink = False  # a focused field's cursor drawn steadily, not half-way
+        await pilot.pause()
         path = HERE / f"{name}-{size[0]}x{size[1]}.svg"
         path.write_text(app.export_screenshot(title=f"workbench: {name}"))
     return path

@@ -122,9 +122,23 @@ def test_variants_screen(snap_compare, state: Path, size) -> None:
     assert snap_compare(app_for(state), terminal_size=size, run_before=pressing())
 
 
+async def steady_cursor(pilot: Pilot) -> None:
+    """The focused field's cursor stops blinking: a snapshot must not catch it half-way."""
+    for field in pilot.app.screen.query(Input):
+        field.cursor_blink = False
+
+
 @pytest.mark.parametrize("size", SIZES)
 def test_settings_screen(snap_compare, state: Path, size) -> None:
-    assert snap_compare(app_for(state), terminal_size=size, run_before=pressing("s"))
+    """The settings form, its first field focused as it opens."""
+    run_before = pressing("s", then=steady_cursor)
+    assert snap_compare(app_for(state), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_help_screen(snap_compare, state: Path, size) -> None:
+    """`?` over the first screen: its keys and the app's, from their bindings."""
+    assert snap_compare(app_for(state), terminal_size=size, run_before=pressing("question_mark"))
 
 
 @pytest.mark.parametrize("size", SIZES)

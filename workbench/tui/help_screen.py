@@ -30,7 +30,12 @@ def key_help_bindings(screen: Screen) -> list[tuple[str, str, str, str, DOMNode]
     a key: its own first, then the app's; keys of one action together ("escape l")."""
     app = screen.app
     # Textual's own keys (tab, copy, ctrl+q) are listed only for an action of ours (quit).
-    textual_own = {(b.key, b.action) for b in (*App.BINDINGS, *Screen.BINDINGS)}
+    textual_own = {
+        (key.strip(), b.action)
+        for b in (*App.BINDINGS, *Screen.BINDINGS)
+        if isinstance(b, Binding)
+        for key in b.key.split(",")
+    }
     ours = {
         found.binding.action
         for found in screen.active_bindings.values()
