@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -111,3 +112,63 @@ def test_this_machine(matrix: Matrix) -> None:
         assert cpu.model != "unknown"
     memory = detect_memory()
     assert 0 < memory.available <= memory.total
+
+
+# --- nvidia-smi output validated field by field (stand-in fixtures, one per shape) ----------
+
+
+def test_garbage_output_is_reported_never_a_gpu(matrix: Matrix, nvidia_smi) -> None:
+    report = detect_gpus(matrix, nvidia_smi("garbage.toml"))
+    assert report.gpus == () and report.status == "error"
+    assert "does not parse, so no GPU is assumed" in report.message
+    raw = " ".join(report.unparsed)
+    assert "Segmentation fault??" in raw and "sm bar" in raw
+    assert "is not a GPU name" in raw and "field(s) where 3 were asked" in raw
+    assert "\\x1b[31m" in raw  # a coloured name is shown escaped, and refused
+
+
+def test_a_capability_like_9x_is_one_unparsed_line(matrix: Matrix, nvidia_smi) -> None:
+    report = detect_gpus(matrix, nvidia_smi("capability-9x.toml"))
+    assert report.status == "found"
+    assert [(gpu.index, gpu.name) for gpu in report.gpus] == [(0, "NVIDIA A100-SXM4-80GB")]
+    (line,) = report.unparsed
+    assert "compute capability '9.x' is not MAJOR.MINOR" in line and "H100" in line
+    assert any("does not parse" in warning for warning in report.warnings)
+
+
+def test_no_devices_were_found_is_no_gpu(matrix: Matrix, nvidia_smi) -> None:
+    report = detect_gpus(matrix, nvidia_smi("no-devices.toml"))
+    assert report.status == "no-gpu"
+    assert report.message == "no NVIDIA GPU: nvidia-smi says 'No devices were found'"
+
+
+def test_a_given_nvidia_smi_that_is_missing_is_named(matrix: Matrix, tmp_path: Path) -> None:
+    report = detect_gpus(matrix, str(tmp_path / "missing" / "nvidia-smi"))
+    assert report.status == "error"
+    assert report.message == f"nvidia-smi {tmp_path}/missing/nvidia-smi does not exist"
+    script = tmp_path / "nvidia-smi"
+    script.write_text("#!/bin/sh\n")
+    report = detect_gpus(matrix, str(script))
+    assert report.message.endswith("is not executable")
+
+
+@pytest.mark.slow
+def test_a_hanging_nvidia_smi_is_ended_with_its_whole_group(
+    matrix: Matrix, nvidia_smi, monkeypatch, tmp_path: Path
+) -> None:
+    from workbench.host import hardware
+
+    child_pid = tmp_path / "child.pid"
+    monkeypatch.setenv("STANDIN_NVIDIA_SMI_CHILD_PID", str(child_pid))
+    monkeypatch.setattr(hardware, "NVIDIA_SMI_TIMEOUT_S", 1.5)
+    report = detect_gpus(matrix, nvidia_smi("hangs-with-child.toml"))
+    assert report.status == "error" and "did not answer within 1.5 s" in report.message
+    child = int(child_pid.read_text())
+    # The stand-in's own child (its process group) is gone too, not left sleeping.
+    deadline = time.monotonic() + 5
+    while Path(f"/proc/{child}").exists():
+        state = Path(f"/proc/{child}/stat").read_text().rpartition(")")[2].split()[0]
+        if state == "Z":
+            break
+        assert time.monotonic() < deadline, "the child outlived the timeout"
+        time.sleep(0.05)

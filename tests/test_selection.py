@@ -116,3 +116,23 @@ def test_driver_floors_are_the_corrected_ones(matrix: Matrix) -> None:
     assert floors["12.4"] == "550.54.14"
     usable = {t.version: t.usable for t in toolkit_support("575.51.02", matrix)}
     assert usable["12.8"] and not usable["12.9"]
+
+
+def test_mixed_gpus_get_one_build_for_all_and_a_variant_each(matrix: Matrix, nvidia_smi) -> None:
+    gpus = detect_gpus(matrix, nvidia_smi("a100-and-rtx4090.toml"))
+    selection = select(host(matrix, gpus), matrix)
+    mixed = selection.mixed
+    assert mixed is not None
+    assert mixed.architectures == ("80", "89")
+    assert mixed.command == "workbench config set cuda_architectures 80,89"
+    assert mixed.variant.name == "onnxruntime-python313-cuda12_9-sm80-avx512"
+    assert dict(mixed.per_gpu) == {
+        "NVIDIA A100-SXM4-80GB": "onnxruntime-python313-cuda12_9-sm80-avx512",
+        "NVIDIA GeForce RTX 4090": "onnxruntime-python313-cuda12_9-sm89-avx512",
+    }
+    text = " ".join(mixed.lines())
+    assert "no single variant name covers them all" in text
+    assert "CMAKE_CUDA_ARCHITECTURES=80;89" in text
+    # One architecture, however many GPUs: no guidance needed.
+    same = detect_gpus(matrix, nvidia_smi("h100-new-driver.toml"))
+    assert select(host(matrix, same), matrix).mixed is None

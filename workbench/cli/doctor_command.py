@@ -63,15 +63,16 @@ def run(args: argparse.Namespace) -> int:
             console.print(f"  [yellow]missing[/] {tool.name:6}")
     heading("GPUs")
     gpu = report.hardware.gpu
-    console.print(f"  {gpu.message}")
+    console.print(f"  {escape(gpu.message)}")
     for device in document["gpus"]["devices"]:
         console.print(
-            f"  #{device['index']} {device['name']}: compute capability "
+            f"  #{device['index']} {escape(device['name'])}: compute capability "
             f"{device['compute_capability'] or '?'} ({device['sm'] or 'unknown SM'}, from "
             f"{device['capability_source']}), driver {gpu.driver_version or '?'}"
         )
     for warning in gpu.warnings:
-        console.print(f"  [yellow]warning[/]: {warning}")
+        # nvidia-smi's own text (garbage included) is data, never Rich markup.
+        console.print(f"  [yellow]warning[/]: {escape(warning)}")
     if report.selection.toolkits:
         usable = [t.version for t in report.selection.toolkits if t.usable]
         console.print(f"  CUDA toolkits this driver runs: {', '.join(usable) or 'none'}")
@@ -98,8 +99,12 @@ def run(args: argparse.Namespace) -> int:
             console.print(f"    - {reason}")
     for item in report.selection.alternatives:
         console.print(f"  also: {item.variant.name}: {item.reasons[0]}")
+    if report.selection.mixed is not None:
+        console.print("  [bold]mixed GPUs[/]:")
+        for line in report.selection.mixed.lines():
+            console.print(f"    - {escape(line)}")
     for note in report.selection.notes:
-        console.print(f"  note: {note}")
+        console.print(f"  note: {escape(note)}")
     heading("Linking ORT into a Rust or C++ program")
     console.print(f"  [bold cyan]{linking.flavour.name}[/] (.#{linking.flavour.attr})")
     for reason in linking.reasons:

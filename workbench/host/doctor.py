@@ -240,6 +240,7 @@ def report_to_json(report: DoctorReport) -> dict[str, Any]:
             "message": hardware.gpu.message,
             "driver_version": hardware.gpu.driver_version,
             "warnings": list(hardware.gpu.warnings),
+            "unparsed": list(hardware.gpu.unparsed),
             "devices": [
                 {
                     "index": gpu.index,
@@ -268,6 +269,7 @@ def report_to_json(report: DoctorReport) -> dict[str, Any]:
         "recommended": [recommendation(r) for r in report.selection.recommended],
         "alternatives": [recommendation(r) for r in report.selection.alternatives],
         "notes": list(report.selection.notes),
+        "mixed_gpus": _mixed_json(report.selection.mixed),
         "parallelism": {
             "ninja_jobs": report.parallelism.jobs,
             "nvcc_threads": report.parallelism.nvcc_threads,
@@ -276,4 +278,17 @@ def report_to_json(report: DoctorReport) -> dict[str, Any]:
             "limited_by": report.parallelism.limited_by,
             "reasons": list(report.parallelism.reasons),
         },
+    }
+
+
+def _mixed_json(mixed: Any) -> dict[str, Any] | None:
+    """GPUs of several architectures: the one build for all, and the per-GPU variants."""
+    if mixed is None:
+        return None
+    return {
+        "cuda_architectures": list(mixed.architectures),
+        "variant": mixed.variant.name,
+        "command": mixed.command,
+        "per_gpu": [{"gpu": gpu, "variant": variant} for gpu, variant in mixed.per_gpu],
+        "guidance": list(mixed.lines()),
     }

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import math
 import os
 import platform
 import re
 import shutil
+import signal
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -34,13 +36,18 @@ class Gpu:
 
 @dataclass(frozen=True)
 class GpuReport:
-    """The GPUs found, or why none were; the driver version when known."""
+    """The GPUs found, or why none were; the driver version when known.
+
+    unparsed holds nvidia-smi's lines that did not validate, raw: they are reported, never
+    turned into GPUs.
+    """
 
     gpus: tuple[Gpu, ...]
     driver_version: str | None
     status: str  # "found", "no-nvidia-smi", "driver-unavailable", "no-gpu", "error"
     message: str
     warnings: tuple[str, ...] = ()
+    unparsed: tuple[str, ...] = ()
 
     @property
     def found(self) -> bool:
@@ -78,13 +85,24 @@ class Hardware:
 
 
 def _run(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    """Run nvidia-smi in its own process group; past the timeout the whole group is killed
+    (a wedged driver can leave nvidia-smi, or what it started, blocked for good)."""
+    process = subprocess.Popen(
         list(argv),
-        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=NVIDIA_SMI_TIMEOUT_S,
-        check=False,
+        start_new_session=True,
     )
+    try:
+        stdout, stderr = process.communicate(timeout=NVIDIA_SMI_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        raise
+    return subprocess.CompletedProcess(list(argv), process.returncode, stdout, stderr)
 
 
 def capability_from_name(name: str, matrix: Matrix) -> str | None:
@@ -100,31 +118,74 @@ def capability_from_name(name: str, matrix: Matrix) -> str | None:
     return None
 
 
-def _clean(value: str) -> str | None:
-    value = value.strip()
-    return None if not value or value.startswith("[") or value == "N/A" else value
+# What each field of a real answer looks like. A name is a product name (letters, digits and
+# a little punctuation), never an error message; capabilities are "9.0"; drivers "580.95.05".
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9 ._()/+-]{0,95}$")
+_NOT_A_NAME = re.compile(r"(?i)error|fault|fail|not found|unknown|unable|\?")
+_CAPABILITY = re.compile(r"^\d{1,2}\.\d{1,2}$")
+_DRIVER = re.compile(r"^\d{2,4}\.\d{1,3}(\.\d{1,3})?$")
+_ABSENT = ("N/A", "[N/A]", "[Not Supported]", "[Unknown Error]")
+NO_DEVICES = "No devices were found"
 
 
-def parse_nvidia_smi_csv(text: str, with_capability: bool, matrix: Matrix) -> list[Gpu]:
-    """GPUs from `nvidia-smi --query-gpu=... --format=csv,noheader` output."""
-    gpus = []
-    rows = [row for row in csv.reader(text.splitlines(), skipinitialspace=True) if row]
-    for index, row in enumerate(rows):
-        name = row[0].strip()
-        capability = _clean(row[1]) if with_capability and len(row) > 2 else None
+def _field_problem(field_name: str, value: str) -> str | None:
+    if field_name == "name":
+        if not _NAME.match(value) or _NOT_A_NAME.search(value):
+            return f"name {value!r} is not a GPU name"
+    elif field_name == "compute_cap":
+        if value not in _ABSENT and not _CAPABILITY.match(value):
+            return f"compute capability {value!r} is not MAJOR.MINOR"
+    elif field_name == "driver_version" and not _DRIVER.match(value):
+        return f"driver version {value!r} is not a version number"
+    return None
+
+
+def parse_nvidia_smi_csv(
+    text: str, with_capability: bool, matrix: Matrix
+) -> tuple[list[Gpu], list[str], list[str]]:
+    """GPUs from `nvidia-smi --query-gpu=... --format=csv,noheader` output, field by field.
+
+    Returns the GPUs, the drivers they report, and every line that did not validate as
+    "why: raw line" (garbage, a crash message, a capability like "9.x"): those never
+    become GPUs.
+    """
+    fields = (
+        ["name", "compute_cap", "driver_version"]
+        if with_capability
+        else [
+            "name",
+            "driver_version",
+        ]
+    )
+    gpus: list[Gpu] = []
+    drivers: list[str] = []
+    unparsed: list[str] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        row = next(csv.reader([line], skipinitialspace=True), [])
+        values = [value.strip() for value in row]
+        if len(values) != len(fields):
+            unparsed.append(f"{len(values)} field(s) where {len(fields)} were asked: {line!r}")
+            continue
+        problems = [
+            problem
+            for name, value in zip(fields, values, strict=True)
+            if (problem := _field_problem(name, value))
+        ]
+        if problems:
+            unparsed.append(f"{'; '.join(problems)}: {line!r}")
+            continue
+        record = dict(zip(fields, values, strict=True))
+        capability = record.get("compute_cap")
+        capability = None if capability in _ABSENT else capability
         source = "nvidia-smi" if capability else "unknown"
         if capability is None:
-            capability = capability_from_name(name, matrix)
+            capability = capability_from_name(record["name"], matrix)
             source = "GPU name table" if capability else "unknown"
-        gpus.append(Gpu(index, name, capability, source))
-    return gpus
-
-
-def _driver_from_rows(text: str) -> str | None:
-    for row in csv.reader(text.splitlines(), skipinitialspace=True):
-        if row:
-            return _clean(row[-1])
-    return None
+        gpus.append(Gpu(len(gpus), record["name"], capability, source))
+        drivers.append(record["driver_version"])
+    return gpus, drivers, unparsed
 
 
 def kernel_driver_version(path: Path = Path("/proc/driver/nvidia/version")) -> str | None:
@@ -146,6 +207,9 @@ def detect_gpus(
     """Ask nvidia-smi for the GPUs; fall back to the name table when compute_cap is missing."""
     executable = shutil.which(nvidia_smi)
     if executable is None:
+        if os.sep in nvidia_smi:  # a path the user gave (--nvidia-smi): say what is wrong
+            why = "is not executable" if os.path.exists(nvidia_smi) else "does not exist"
+            return GpuReport((), None, "error", f"nvidia-smi {nvidia_smi} {why}")
         return GpuReport((), None, "no-nvidia-smi", "no NVIDIA GPU: nvidia-smi not found on PATH")
     base = [executable, "--format=csv,noheader"]
     try:
@@ -157,11 +221,18 @@ def detect_gpus(
             with_capability = False
     except subprocess.TimeoutExpired:
         return GpuReport(
-            (), None, "error", f"nvidia-smi did not answer within {NVIDIA_SMI_TIMEOUT_S} s"
+            (),
+            None,
+            "error",
+            f"nvidia-smi did not answer within {NVIDIA_SMI_TIMEOUT_S} s (a hung driver?); it "
+            "and everything it started were killed",
         )
     except OSError as exc:
         return GpuReport((), None, "error", f"nvidia-smi could not run: {exc.strerror}")
     output = (result.stdout + result.stderr).strip()
+    if NO_DEVICES in output:
+        # What nvidia-smi says (exit 6) with the driver loaded and no GPU visible: no GPU.
+        return GpuReport((), None, "no-gpu", f"no NVIDIA GPU: nvidia-smi says {NO_DEVICES!r}")
     if result.returncode != 0:
         first_line = output.splitlines()[0] if output else f"exit status {result.returncode}"
         if "couldn't communicate with the NVIDIA driver" in output or "driver" in output.lower():
@@ -169,11 +240,23 @@ def detect_gpus(
                 (), None, "driver-unavailable", f"no usable NVIDIA GPU: nvidia-smi: {first_line}"
             )
         return GpuReport((), None, "error", f"nvidia-smi failed: {first_line}")
-    gpus = parse_nvidia_smi_csv(result.stdout, with_capability, matrix)
+    gpus, drivers, unparsed = parse_nvidia_smi_csv(result.stdout, with_capability, matrix)
+    unreadable = tuple(
+        f"nvidia-smi printed a line that does not parse ({item})" for item in unparsed
+    )
     if not gpus:
+        if unparsed:
+            return GpuReport(
+                (),
+                None,
+                "error",
+                f"nvidia-smi's answer does not parse, so no GPU is assumed: {unparsed[0]}",
+                unreadable,
+                tuple(unparsed),
+            )
         return GpuReport((), None, "no-gpu", "no NVIDIA GPU: nvidia-smi lists none")
-    warnings = []
-    smi_driver = _driver_from_rows(result.stdout)
+    warnings = list(unreadable)
+    smi_driver = drivers[0] if drivers else None
     driver = smi_driver
     kernel = kernel_driver_version(proc_driver_version)
     if kernel and smi_driver and kernel != smi_driver:
@@ -192,7 +275,12 @@ def detect_gpus(
             warnings.append(f"compute capability of {gpu.name!r} is unknown")
     names = ", ".join(gpu.name for gpu in gpus)
     return GpuReport(
-        tuple(gpus), driver, "found", f"{len(gpus)} NVIDIA GPU(s): {names}", tuple(warnings)
+        tuple(gpus),
+        driver,
+        "found",
+        f"{len(gpus)} NVIDIA GPU(s): {names}",
+        tuple(warnings),
+        tuple(unparsed),
     )
 
 

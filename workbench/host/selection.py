@@ -28,13 +28,46 @@ class Recommendation:
 
 
 @dataclass(frozen=True)
+class MixedGpus:
+    """Guidance for a host with GPUs of different architectures.
+
+    No variant name covers two SMs, so the one build for all of them is `variant` with the
+    `cuda_architectures` setting naming every architecture; `per_gpu` is the variant each
+    GPU would get if they want one build each.
+    """
+
+    architectures: tuple[str, ...]  # CMAKE_CUDA_ARCHITECTURES form: ("80", "89")
+    variant: Variant
+    command: str
+    per_gpu: tuple[tuple[str, str], ...]  # (GPU name, variant name)
+
+    def lines(self) -> tuple[str, ...]:
+        """What to tell the user, one line each."""
+        arches = ",".join(self.architectures)
+        return (
+            f"GPUs of {len(self.architectures)} architectures ({arches}): no single variant "
+            "name covers them all",
+            f"one build for all of them: `{self.command}`, then build {self.variant.name} "
+            f"(CMAKE_CUDA_ARCHITECTURES={';'.join(self.architectures)}; one binary, longer "
+            "compile, each architecture's code in it)",
+            "or one build per GPU: "
+            + "; ".join(f"{gpu}: {variant}" for gpu, variant in self.per_gpu),
+        )
+
+
+@dataclass(frozen=True)
 class Selection:
-    """The guide's answer: recommended variants (first is the main one) and alternatives."""
+    """The guide's answer: recommended variants (first is the main one) and alternatives.
+
+    mixed is set when the GPUs need different architectures: the single recommendation that
+    covers them all.
+    """
 
     recommended: tuple[Recommendation, ...]
     alternatives: tuple[Recommendation, ...]
     toolkits: tuple[ToolkitSupport, ...]
     notes: tuple[str, ...]
+    mixed: MixedGpus | None = None
 
     @property
     def primary(self) -> Recommendation | None:
@@ -152,6 +185,7 @@ def select(hardware: Hardware, matrix: Matrix) -> Selection:
     recommended: list[Recommendation] = []
     gpu_reasons: list[str] = []
     seen_sms: set[str] = set()
+    per_gpu: list[tuple[str, Variant]] = []
     for gpu in hardware.gpu.gpus:
         if gpu.compute_capability is None:
             gpu_reasons.append(f"{gpu.name}: compute capability unknown, no GPU variant chosen")
@@ -161,6 +195,7 @@ def select(hardware: Hardware, matrix: Matrix) -> Selection:
             gpu_reasons.append(f"{gpu.name}: {sm_reason}")
             continue
         if sm.name in seen_sms:
+            per_gpu += [(gpu.name, r.variant) for r in recommended if r.variant.sm == sm][:1]
             continue
         seen_sms.add(sm.name)
         toolkit, toolkit_reason = _newest_toolkit(sm, driver, matrix)
@@ -174,6 +209,7 @@ def select(hardware: Hardware, matrix: Matrix) -> Selection:
                 f"not for this CPU's {isa.label}"
             )
             continue
+        per_gpu.append((gpu.name, variants[name]))
         recommended.append(
             Recommendation(
                 variants[name],
@@ -205,4 +241,31 @@ def select(hardware: Hardware, matrix: Matrix) -> Selection:
             alternatives.append(
                 Recommendation(variants[name], (f"also runs here; for {other_isa.use}",))
             )
-    return Selection(tuple(recommended), tuple(alternatives), toolkits, tuple(notes))
+    return Selection(
+        tuple(recommended),
+        tuple(alternatives),
+        toolkits,
+        tuple(notes),
+        _mixed(recommended, per_gpu),
+    )
+
+
+def _mixed(
+    recommended: list[Recommendation], per_gpu: list[tuple[str, Variant]]
+) -> MixedGpus | None:
+    """One build covering every GPU's architecture, when the GPUs differ."""
+    gpu_variants = [r.variant for r in recommended if r.variant.sm is not None]
+    sms = {variant.sm.name: variant.sm for variant in gpu_variants if variant.sm}
+    if len(sms) < 2:
+        return None
+    # The newest toolkit among them targets every one of the older architectures too.
+    base = max(gpu_variants, key=lambda v: version_key(v.toolkit.version if v.toolkit else "0"))
+    arches = tuple(
+        sm.cmake_arch for sm in sorted(sms.values(), key=lambda s: version_key(s.capability))
+    )
+    return MixedGpus(
+        architectures=arches,
+        variant=base,
+        command=f"workbench config set cuda_architectures {','.join(arches)}",
+        per_gpu=tuple((gpu, variant.name) for gpu, variant in per_gpu),
+    )
