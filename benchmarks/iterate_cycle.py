@@ -19,14 +19,26 @@ command's own `--json` timings: interpreter start and argument parsing (wall min
 command's total), configs, workspace (git, the flake's fingerprint), supervisor start and end,
 the build as the supervisor measured it, and the rest (summary, JSON).
 
+CPU: this process is the child subreaper of everything it starts, so the supervisor (which
+outlives the CLI by a moment) and the build it reaps are counted too: cpu overhead = a cycle's
+CPU seconds (all its processes) - bare ninja's. On a shared machine, other load stretches wall
+times a lot and CPU times little: read the CPU figure beside the load averages.
+
+--versus DIR: another checkout of the workbench (e.g. `git worktree add /tmp/before HEAD~3`)
+whose `workbench iterate` runs in the same workspace, interleaved with this checkout's cycles
+and bare ninja: a before/after comparison under the same load.
+
 Run: python benchmarks/iterate_cycle.py [--units 36] [--cycles 7] [--jobs 2] [--keep DIR]
+                                        [--versus DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -55,17 +67,52 @@ def _env(root: Path) -> dict[str, str]:
     return env
 
 
-def _iterate(root: Path, configs: Path, state: Path, jobs: int) -> tuple[float, dict]:
+def _become_subreaper() -> None:
+    """Orphans of what this process starts (the supervisor, once the CLI has exited) become
+    its children, so that their CPU time reaches RUSAGE_CHILDREN when they are reaped."""
+    PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise SystemExit(f"prctl(PR_SET_CHILD_SUBREAPER): {os.strerror(ctypes.get_errno())}")
+
+
+def _reap_all(timeout_s: float = 60.0) -> None:
+    """Wait for every orphan re-parented here (a supervisor writing its build's last row)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            time.sleep(0.01)
+    raise SystemExit(f"processes left running {timeout_s:.0f} s after a cycle")
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _iterate(
+    root: Path, configs: Path, state: Path, jobs: int, tree: Path = REPO
+) -> tuple[float, float, dict]:
+    """One `workbench iterate` of the checkout `tree`: (wall until it exits, CPU seconds of
+    all its processes, its JSON). `-m workbench` from `tree` runs that checkout's package, and
+    the supervisor it starts runs from there too (control.spawn_supervisor)."""
     argv = [sys.executable, "-m", "workbench", "--config", str(configs), "--state-dir"]
     argv += [str(state), "iterate", "cpu", "--json", "--no-smoke", "-j", str(jobs)]
+    cpu_before = _children_cpu()
     began = time.monotonic()
     done = subprocess.run(
-        argv, cwd=REPO, env=_env(root), capture_output=True, text=True, check=False
+        argv, cwd=tree, env=_env(root), capture_output=True, text=True, check=False
     )
     wall = time.monotonic() - began
+    _reap_all()
+    cpu = _children_cpu() - cpu_before
     if done.returncode != 0:
         raise SystemExit(f"workbench iterate failed ({done.returncode}):\n{done.stderr[-4000:]}")
-    return wall, json.loads(done.stdout)
+    return wall, cpu, json.loads(done.stdout)
 
 
 def _edit(path: Path, counter: int) -> None:
@@ -100,27 +147,44 @@ def _breakdown(wall: float, document: dict) -> dict[str, float]:
     }
 
 
-def run(units: int, cycles: int, jobs: int, optimization: str, keep: Path | None) -> dict:
+def _unit(workspace: Path, units: int, counter: int) -> Path:
+    return workspace / f"light_{2 + (counter % (units - 2))}.cc"
+
+
+def run(
+    units: int,
+    cycles: int,
+    jobs: int,
+    optimization: str,
+    keep: Path | None,
+    versus: Path | None = None,
+) -> dict:
+    _become_subreaper()
     load_before = os.getloadavg()
     root = Path(tempfile.mkdtemp(prefix="workbench-iterate-bench-"))
     try:
         repo = write_standin_repo(root / "repo", units=units, optimization=optimization)
         state = root / "state"
-        full_wall, full = _iterate(root, repo.configs, state, jobs)
+        full_wall, _, full = _iterate(root, repo.configs, state, jobs)
         assert len(full["ninja"]["sources"]) == units + 1, full["ninja"]
         workspace = Path(full["workspace"]["src"])
         build = Path(full["workspace"]["build"])
         recorded = _recorded_env(Path(full["workspace"]["root"]))
 
-        measured, bare = [], []
-        for cycle in range(cycles):
-            unit = workspace / f"light_{2 + (cycle % (units - 2))}.cc"
-            _edit(unit, cycle)
-            wall, document = _iterate(root, repo.configs, state, jobs)
+        def cycle_of(tree: Path, counter: int) -> tuple[float, float, dict]:
+            unit = _unit(workspace, units, counter)
+            _edit(unit, counter)
+            wall, cpu, document = _iterate(root, repo.configs, state, jobs, tree)
             assert document["ninja"]["sources"] == [unit.name], document["ninja"]
             assert document["steps"] == [], document["steps"]  # the fast path
-            measured.append((wall, document))
-            _edit(workspace / f"light_{2 + ((cycle + 7) % (units - 2))}.cc", 100 + cycle)
+            return wall, cpu, document
+
+        measured, bare, other = [], [], []
+        for cycle in range(cycles):
+            # Each kind of run edits its own unit: every one compiles one file and links.
+            measured.append(cycle_of(REPO, cycle))
+            _edit(_unit(workspace, units, cycle + 7), 100 + cycle)
+            cpu_before = _children_cpu()
             began = time.monotonic()
             subprocess.run(
                 ["ninja", "-C", str(build), "-j", str(jobs)],
@@ -128,12 +192,30 @@ def run(units: int, cycles: int, jobs: int, optimization: str, keep: Path | None
                 capture_output=True,
                 check=True,
             )
-            bare.append(time.monotonic() - began)
-        walls = [wall for wall, _ in measured]
+            bare.append((time.monotonic() - began, _children_cpu() - cpu_before))
+            if versus is not None:
+                other.append(cycle_of(versus, cycle + 3)[:2])
+        walls = [wall for wall, _, _ in measured]
         median = statistics.median(walls)
-        bare_median = statistics.median(bare)
-        middle = min(measured, key=lambda pair: abs(pair[0] - median))
+        bare_median = statistics.median(wall for wall, _ in bare)
+        cpu_median = statistics.median(cpu for _, cpu, _ in measured)
+        bare_cpu_median = statistics.median(cpu for _, cpu in bare)
+        middle = min(measured, key=lambda run: abs(run[0] - median))
         overhead = median - bare_median
+        compared = {}
+        if versus is not None:
+            other_median = statistics.median(wall for wall, _ in other)
+            other_cpu = statistics.median(cpu for _, cpu in other)
+            compared = {
+                "versus": {
+                    "checkout": str(versus),
+                    "cycle_s": round(other_median, 3),
+                    "cycles_s": [round(wall, 3) for wall, _ in other],
+                    "overhead_s": round(other_median - bare_median, 3),
+                    "cycle_cpu_s": round(other_cpu, 3),
+                    "overhead_cpu_s": round(other_cpu - bare_cpu_median, 3),
+                }
+            }
         return {
             "fixture": {
                 "flake": "tests/iterate/standin_flake (stand-in onnxruntime-cpu, real Nix)",
@@ -153,14 +235,18 @@ def run(units: int, cycles: int, jobs: int, optimization: str, keep: Path | None
             "clean_build_breakdown": _breakdown(full_wall, full),
             "cycle_s": round(median, 3),
             "cycles_s": [round(wall, 3) for wall in walls],
-            "cycle_breakdown": _breakdown(*middle),
-            "cycle_compiled": middle[1]["ninja"]["sources"],
+            "cycle_breakdown": _breakdown(middle[0], middle[2]),
+            "cycle_compiled": middle[2]["ninja"]["sources"],
             "baseline_bare_ninja_one_file_s": round(bare_median, 3),
-            "baseline_bare_ninja_runs_s": [round(value, 3) for value in bare],
+            "baseline_bare_ninja_runs_s": [round(wall, 3) for wall, _ in bare],
             "overhead_s": round(overhead, 3),
             "target_overhead_s": TARGET_OVERHEAD_S,
             "met": overhead <= TARGET_OVERHEAD_S,
+            "cycle_cpu_s": round(cpu_median, 3),
+            "baseline_bare_ninja_cpu_s": round(bare_cpu_median, 3),
+            "overhead_cpu_s": round(cpu_median - bare_cpu_median, 3),
             "cycle_to_clean_build_ratio": round(median / full_wall, 4),
+            **compared,
         }
     finally:
         if keep:
@@ -175,7 +261,15 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=2, help="ninja jobs, for both")
     parser.add_argument("--optimization", default="-O2", help="settings' optimization_flags")
     parser.add_argument("--keep", type=Path, help="copy the workspace and state here")
+    parser.add_argument(
+        "--versus",
+        type=Path,
+        metavar="DIR",
+        help="another workbench checkout, timed in the same workspace, interleaved",
+    )
     args = parser.parse_args()
+    if args.versus is not None and not (args.versus / "workbench" / "cli" / "main.py").is_file():
+        parser.error(f"--versus {args.versus}: not a checkout of the workbench")
     if args.units < 16:
         parser.error("the fixture series needs at least 16 translation units")
     tools = ("git", "cmake", "ninja", "g++", "nix", "bash")
@@ -183,7 +277,14 @@ def main() -> int:
     if missing:
         print(json.dumps({"skipped": f"missing {', '.join(missing)}"}))
         return 1
-    result = run(args.units, max(1, args.cycles), args.jobs, args.optimization, args.keep)
+    result = run(
+        args.units,
+        max(1, args.cycles),
+        args.jobs,
+        args.optimization,
+        args.keep,
+        args.versus.resolve() if args.versus else None,
+    )
     print(json.dumps(result, indent=2))
     return 0
 

@@ -24,7 +24,10 @@ from workbench.iterate import dev_env
 from workbench.iterate.session import prepare
 from workbench.iterate.workspace import (
     AppliedPatch,
+    Git,
+    GitError,
     WantedPatch,
+    WorkingCopy,
     WorkspaceError,
     first_difference,
 )
@@ -244,3 +247,28 @@ def test_unknown_names_and_a_stray_command_are_explained(loop: Loop) -> None:
     result = loop.iterate("./x")
     assert result.returncode == 2 and "put --smoke before it" in result.stderr
     assert result.stderr.count("workbench: error:") == 1
+
+
+@needs_tools
+def test_one_git_status_says_head_and_the_changed_files(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    git = Git(tree)
+    with pytest.raises(GitError, match="git status"):
+        git.read_status(git.start_status())  # not a working copy
+    git.run("init", "-q")
+    assert git.read_status(git.start_status()) == WorkingCopy(None, [])  # before a commit
+    for name in ("a.cc", "b.cc", "c.cc", "d e.cc"):
+        (tree / name).write_text(f"int {name[0]};\n")
+    git.run("add", "-A")
+    head = git.commit("first")
+    (tree / "a.cc").write_text("int a2;\n")  # changed, not staged
+    (tree / "b.cc").write_text("int b2;\n")
+    git.run("add", "b.cc")  # changed and staged
+    git.run("mv", "c.cc", "moved.cc")  # renamed: both names
+    (tree / "d e.cc").write_text("int d2;\n")  # a space in the name
+    (tree / "new.cc").write_text("int n;\n")  # untracked: not an edit
+    found = git.read_status(git.start_status())
+    assert found.head == head
+    assert found.edits == git.dirty_files()
+    assert sorted(found.edits) == ["a.cc", "b.cc", "c.cc", "d e.cc", "moved.cc"]

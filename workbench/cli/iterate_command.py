@@ -193,7 +193,7 @@ def resolve_smoke_program(argv: list[str], build: Path) -> list[str]:
 def run_iterate(args: argparse.Namespace) -> int:
     """`workbench iterate`."""
     from workbench.iterate import ninja_output, session
-    from workbench.iterate.workspace import WorkspaceError
+    from workbench.iterate.workspace import Git, WorkspaceError
     from workbench.paths import config_dir
     from workbench.supervision.lock import LockBusy
 
@@ -241,6 +241,10 @@ def run_iterate(args: argparse.Namespace) -> int:
     plan = session.plan(prepared, choice.jobs, choice.source)
     # The summary counts ninja's status lines, so they must have the default form.
     os.environ["NINJA_STATUS"] = ninja_output.NINJA_STATUS
+    # On the fast path the build tool alone runs: git's view of the working copy is what it
+    # is now, so it is read while the build runs (the phases change it: read after those).
+    git = Git(prepared.paths.src)
+    status = git.start_status() if prepared.fast else None
     cycle_began = time.time()
     started_at = time.monotonic()
     followed = launch_and_follow(
@@ -248,6 +252,10 @@ def run_iterate(args: argparse.Namespace) -> int:
     )
     followed_s = time.monotonic() - started_at
     record = history.get(followed.build_id)
+    if status is None and (prepared.paths.src / ".git").is_dir():
+        status = git.start_status()
+    # None: the phases failed before making the working copy.
+    working_copy = git.read_status(status) if status is not None else None
     if not followed.finished:
         say(
             f"the build goes on without this terminal; the smoke test and the summary are "
@@ -301,7 +309,6 @@ def run_iterate(args: argparse.Namespace) -> int:
         "build_s": round(record.duration_s or 0.0, 3),
         "launch_and_follow_s": round(followed_s, 3),
         "smoke_s": round(smoke_s, 3),
-        "total_s": round(time.monotonic() - began, 3),
     }
     prepared.state["last"] = {
         "build_id": record.id,
@@ -312,8 +319,10 @@ def run_iterate(args: argparse.Namespace) -> int:
     }
     prepared.save()
     document = _document(
-        prepared, configured, reasons, record, ninja, smoke_result, smoke_note, timings
+        prepared, working_copy, configured, reasons, record, ninja, smoke_result, smoke_note
     )
+    timings["total_s"] = round(time.monotonic() - began, 3)
+    document["timings"] = timings
     if args.json:
         from workbench.cli.common import print_json
 
@@ -332,8 +341,8 @@ def _reread_patches(prepared: Any) -> None:
     from workbench.iterate.workspace import Git, read_history
 
     upstream = prepared.state.get("upstream_commit")
-    if not upstream or not (prepared.paths.src / ".git").is_dir():
-        return
+    if prepared.fast or not upstream or not (prepared.paths.src / ".git").is_dir():
+        return  # the build tool alone changes no commit
     prepared.patches = read_history(Git(prepared.paths.src), upstream).patches
     if not (prepared.paths.src / ".git").is_dir() or not prepared.due:
         return
@@ -466,21 +475,18 @@ def _say_patches(prepared: Any) -> None:
 
 def _document(
     prepared: Any,
+    working_copy: Any,
     configured: bool,
     reasons: list[str],
     record: Any,
     ninja: Any,
     smoke_result: Any,
     smoke_note: str,
-    timings: dict[str, float],
 ) -> dict[str, Any]:
-    from workbench.iterate.workspace import Git
+    """The cycle's summary as data; `working_copy` is None when the phases failed before
+    making it (Nix could not evaluate or build the environment)."""
     from workbench.supervision.follow import exit_code
 
-    # A first cycle whose phases failed before unpackPhase (Nix could not evaluate or build the
-    # environment) leaves no working copy: nothing to say about its git state.
-    made = (prepared.paths.src / ".git").is_dir()
-    git = Git(prepared.paths.src)
     return {
         "schema": SCHEMA,
         "target": prepared.target.name,
@@ -498,8 +504,8 @@ def _document(
             "state_file": str(prepared.paths.state_file),
             "source": prepared.state.get("source"),
             "upstream_commit": prepared.state.get("upstream_commit"),
-            "head": git.head() if made else None,
-            "edits": git.dirty_files() if made else [],
+            "head": working_copy.head if working_copy else None,
+            "edits": working_copy.edits if working_copy else [],
         },
         "patches": [patch.to_json() for patch in prepared.patches],
         "series_change": prepared.applied.to_json(),
@@ -519,7 +525,7 @@ def _document(
         "ninja": ninja.to_json(),
         "smoke": smoke_result.to_json() if smoke_result is not None else None,
         "smoke_note": smoke_note,
-        "timings": timings,
+        "timings": {},
     }
 
 

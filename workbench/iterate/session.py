@@ -150,6 +150,7 @@ def prepare(
     began = time.monotonic()
     with workspace_lock(state_directory, paths):
         state = load_state(paths)
+        loaded = dict(state)
         made_from = (state.get("flake"), state.get("attr"))
         if state and made_from != (str(flake), attr) and made_from != (None, None):
             raise WorkspaceError(
@@ -161,8 +162,16 @@ def prepare(
         state["kind"] = "variant" if target.variant is not None else "flavour"
         due: list[str] = []
         applied = Applied()
+        patches: list[AppliedPatch] = []
         if (paths.src / ".git").is_dir() and state.get("upstream_commit"):
-            applied = update(Git(paths.src), state["upstream_commit"], wanted, say)
+            git = Git(paths.src)
+            history = read_history(git, state["upstream_commit"])
+            applied = update(git, state["upstream_commit"], wanted, say, history)
+            patches = (
+                history.patches
+                if applied.replaced_from is None
+                else read_history(git, state["upstream_commit"]).patches
+            )
         elif paths.src.exists():
             raise WorkspaceError(
                 f"{paths.src} exists but is not a working copy iterate made (no .git, or "
@@ -195,13 +204,9 @@ def prepare(
             due.append("the build directory has no build files (configure)")
         if refresh and not any("recorded" in reason or "made" in reason for reason in due):
             due.append("the environment is recorded")
-        patches = (
-            read_history(Git(paths.src), state["upstream_commit"]).patches
-            if (paths.src / ".git").is_dir() and state.get("upstream_commit")
-            else []
-        )
         state["patches"] = [patch.to_json() for patch in patches]
-        save_state(paths, state)
+        if state != loaded:
+            save_state(paths, state)  # an unchanged workspace.json is not written each cycle
     timings["workspace"] = time.monotonic() - began
     return Prepared(
         target=target,

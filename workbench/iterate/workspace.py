@@ -67,6 +67,8 @@ GIT_OPTIONS = (
     "-c",
     "advice.detachedHead=false",
 )
+# HEAD and the changed tracked files in one call, NUL-separated (`parse_status` reads it).
+STATUS_V2 = ("status", "--porcelain=v2", "-z", "--branch", "--untracked-files=no")
 Say = Callable[[str], None]
 
 
@@ -194,6 +196,25 @@ class Git:
                 index += 1
         return names
 
+    def start_status(self) -> subprocess.Popen[bytes]:
+        """`git status` started now and read later (`read_status`), so that it runs while
+        something else does (a cycle's build)."""
+        return subprocess.Popen(
+            ["git", *GIT_OPTIONS, *STATUS_V2],
+            cwd=self.tree,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+
+    def read_status(self, started: subprocess.Popen[bytes]) -> WorkingCopy:
+        """HEAD and the dirty tracked files, from `start_status`."""
+        out, err = started.communicate()
+        if started.returncode != 0:
+            said = err.decode("utf-8", "replace").strip()
+            raise GitError(f"`git status` failed in {self.tree}: {said}")
+        return parse_status(out.decode("utf-8", "surrogateescape"))
+
     def changed_between(self, old: str, new: str) -> list[str]:
         out = self.text("diff", "--name-only", "-z", "--no-renames", old, new)
         return [name for name in out.split("\0") if name]
@@ -201,6 +222,43 @@ class Git:
     def commit(self, message: str) -> str:
         self.run("commit", "-q", "--no-verify", "--allow-empty", "-F", "-", stdin=message.encode())
         return self.head()
+
+
+@dataclass(frozen=True)
+class WorkingCopy:
+    """What `git status` says of a working copy: its HEAD and the tracked files it changed."""
+
+    head: str | None
+    edits: list[str]
+
+
+# Fields before the path in each kind of `git status --porcelain=v2` entry: ordinary (1),
+# renamed or copied (2, its original path follows as the next entry) and unmerged (u).
+_V2_FIELDS = {"1": 8, "2": 9, "u": 10}
+
+
+def parse_status(out: str) -> WorkingCopy:
+    """`git status --porcelain=v2 -z --branch` read: HEAD (None before the first commit) and
+    the changed tracked files, a rename's both names, in git's order."""
+    head: str | None = None
+    edits: list[str] = []
+    entries = out.split("\0")
+    index = 0
+    while index < len(entries):
+        entry = entries[index]
+        index += 1
+        if entry.startswith("# branch.oid "):
+            oid = entry.split(" ", 2)[2]
+            head = None if oid == "(initial)" else oid
+            continue
+        fields = _V2_FIELDS.get(entry[:1])
+        if fields is None:
+            continue
+        edits.append(entry.split(" ", fields)[fields])
+        if entry[0] == "2":
+            edits.append(entries[index])
+            index += 1
+    return WorkingCopy(head, edits)
 
 
 # -- patches -----------------------------------------------------------------------------------
@@ -498,14 +556,21 @@ def apply_series(git: Git, wanted: list[WantedPatch]) -> Applied:
     return result
 
 
-def update(git: Git, upstream: str, wanted: list[WantedPatch], say: Say) -> Applied:
+def update(
+    git: Git,
+    upstream: str,
+    wanted: list[WantedPatch],
+    say: Say,
+    history: PatchCommits | None = None,
+) -> Applied:
     """Bring the patch commits in line with the series; the user's edits stay uncommitted.
 
     Nothing happens when every patch commit is the wanted patch (same name and file sha256).
     Otherwise the commits from the first difference on are replaced (see the module's
     docstring). On failure the working copy is as it was: HEAD, edits, and modification times.
+    `history` is `read_history(git, upstream)` when the caller has read it already.
     """
-    history = read_history(git, upstream)
+    history = history or read_history(git, upstream)
     index = first_difference(history.patches, wanted)
     if index is None:
         return Applied()
