@@ -51,7 +51,8 @@ Progress = Callable[[str], None]
 MIN_PC_ROUNDS = 4  # for many threads; few threads get at least FEW_THREADS_PC_ROUNDS
 FEW_THREADS_PC_ROUNDS = 10
 MIN_WATCH_S = 0.05  # /proc's CPU time needs this much wall time to say "always running"
-PC_SAMPLE_BUDGET = 256  # thread-samples per capture: 16 rounds of 16 threads, 4 of 64
+MIN_PC_ROUNDS_MANY = 2  # 32 threads and more: each round waits for every one to be scheduled
+PC_SAMPLE_BUDGET = 128  # thread-samples per capture: 16 rounds of 8 threads, 2 of 64
 
 # Innermost-first markers of a thread blocked in a futex, and what it waits for. The first
 # specific marker found in the top frames wins; a bare futex frame is the fallback.
@@ -400,9 +401,8 @@ def _watch_and_sample(
             # A round stops every running thread once, and on a busy machine each stop waits
             # for its thread to be scheduled: many threads get fewer rounds (their group
             # still has many samples), and the window's end ends the sampling.
-            wanted = max(
-                MIN_PC_ROUNDS, min(options.pc_rounds, PC_SAMPLE_BUDGET // max(1, len(running)))
-            )
+            floor = MIN_PC_ROUNDS_MANY if len(running) >= 32 else MIN_PC_ROUNDS
+            wanted = max(floor, min(options.pc_rounds, PC_SAMPLE_BUDGET // max(1, len(running))))
             least = min(wanted, FEW_THREADS_PC_ROUNDS)
         elapsed = time.monotonic() - began
         done = elapsed >= MIN_WATCH_S and ((rounds >= least and elapsed >= window) or gdb_ready())

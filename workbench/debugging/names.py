@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
+
+# The same few names come back for every thread and sample (64 threads in one loop): the
+# pure functions below are cached.
+_CACHE = 4096
 
 _TRAILING_QUALIFIERS = re.compile(r"(\s*(const|volatile|&&|&|noexcept))+$")
 _OPENERS = {"(": ")", "<": ">", "[": "]"}
@@ -24,6 +29,7 @@ def _matching_open(text: str, close_index: int) -> int:
     return -1
 
 
+@lru_cache(maxsize=_CACHE)
 def strip_signature(name: str) -> str:
     """`ns::C::f<int>(int) const` → `ns::C::f<int>`; a minimal symbol's return type goes too.
 
@@ -65,6 +71,11 @@ def _starts_name(text: str) -> bool:
 
 def split_scope(name: str) -> list[str]:
     """`a::B<c::d>::f` → ["a", "B<c::d>", "f"]: splits on `::` outside template brackets."""
+    return list(_split_scope(name))
+
+
+@lru_cache(maxsize=_CACHE)
+def _split_scope(name: str) -> tuple[str, ...]:
     parts: list[str] = []
     depth = 0
     current = ""
@@ -83,15 +94,17 @@ def split_scope(name: str) -> list[str]:
         current += char
         index += 1
     parts.append(current)
-    return parts
+    return tuple(parts)
 
 
+@lru_cache(maxsize=_CACHE)
 def short_name(name: str) -> str:
     """The name without namespaces: class and method (`DataTypeImpl::GetType<float>`)."""
     parts = split_scope(name)
     return "::".join(parts[-2:]) if len(parts) >= 2 else name
 
 
+@lru_cache(maxsize=_CACHE)
 def flatten_template(member: str) -> str:
     """`GetType<float>` → `GetType_float`; `GetType<std::string>` → `GetType_string`.
 
@@ -125,6 +138,7 @@ def _split_arguments(text: str) -> list[str]:
     return parts
 
 
+@lru_cache(maxsize=_CACHE)
 def display_name(name: str, limit: int = 32) -> str:
     """short_name with long template argument lists shown as `<…>`, for one-line output."""
     text = short_name(name)
