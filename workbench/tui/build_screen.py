@@ -204,6 +204,23 @@ class Poll:
     processes: tuple[ProcessRow, ...]
     finished: bool
     stall: Stall | None = None
+    artefacts: dict[str, Any] | None = None  # what a finished Nix/Flox build produced
+
+
+def sizes_text(artefacts: dict[str, Any] | None) -> str:
+    """ "result-NAME: NAR 312.0 MiB, closure 1.2 GiB" for what a finished build produced."""
+    from workbench.artefacts.sizes import from_json, human_bytes
+
+    produced = from_json(artefacts)
+    if produced is None or not produced.outputs:
+        return ""
+    text = (
+        f"{produced.outputs[0].link}: NAR {human_bytes(produced.nar_size)}, "
+        f"closure {human_bytes(produced.closure_size)}"
+    )
+    if produced.sass:
+        text += f", SASS {' '.join(produced.sass)}"
+    return text
 
 
 def head_lines(record: BuildRecord, now: float | None = None) -> tuple[str, str]:
@@ -404,6 +421,14 @@ class BuildScreen(Screen[None]):
             id="build.notices",
             tooltip="What the launch said about this host: other builds running, memory",
         ),
+        Binding(
+            "k",
+            "smoke",
+            "Smoke",
+            id="build.smoke",
+            tooltip="Run the built variant's smoke check (import onnxruntime, a tiny model on "
+            "every provider), as `workbench smoke NAME`",
+        ),
     ]
 
     class Loaded(Message):
@@ -429,6 +454,14 @@ class BuildScreen(Screen[None]):
             super().__init__()
             self.text = text
 
+    class SmokeDone(Message):
+        """The smoke run of the built variant ended: its one-line verdict."""
+
+        def __init__(self, text: str, ok: bool) -> None:
+            super().__init__()
+            self.text = text
+            self.ok = ok
+
     class Stopped(Message):
         """The stop asked for ended: what to tell the user."""
 
@@ -448,6 +481,8 @@ class BuildScreen(Screen[None]):
         self.stall: Stall | None = None
         self.stopping = False
         self.pane = "processes"  # which pane a short terminal shows
+        self.artefacts: dict[str, Any] | None = None
+        self.smoking = False
         self.polls = 0
         self.watch: StallWatch | None = None
         self._polling = False
@@ -464,6 +499,7 @@ class BuildScreen(Screen[None]):
             yield ProgressBar(total=None, show_eta=False, id="build-bar")
             yield Static("", id="build-progress-text")
         yield Static(notice_line(self.notices), id="build-notice")
+        yield Static("", id="build-smoke", classes="-empty")
         yield Static("", id="build-stall")
         with Horizontal(id="build-graphs"):
             yield TimeGraph("CPU", percent, 100.0, id="build-cpu")
@@ -524,7 +560,8 @@ class BuildScreen(Screen[None]):
                 if not record.active:
                     jobs = history.jobs(self.build_id)[:FINISHED_JOBS_SHOWN]
                     rows = tuple(ProcessRow.from_job(job) for job in jobs)
-                    self.post_message(self.Polled(Poll(record, rows, True)))
+                    produced = history.artefacts(self.build_id)
+                    self.post_message(self.Polled(Poll(record, rows, True, artefacts=produced)))
                     return
         except WorkbenchError as exc:
             self.post_message(self.Failed(str(exc)))
@@ -565,6 +602,8 @@ class BuildScreen(Screen[None]):
         self._polling = False
         self.polls += 1
         self.record = poll.record
+        if poll.artefacts is not None:
+            self.artefacts = poll.artefacts
         self._show_record(poll.record)
         live = poll.record.live or {}
         if poll.record.active and live.get("t"):
@@ -608,6 +647,9 @@ class BuildScreen(Screen[None]):
         # markup (a "[@click=app.quit]" in a log line must not become an action), and no
         # control character left to act.
         title, detail = head_lines(record)
+        produced = sizes_text(self.artefacts)
+        if produced:
+            detail = f"{detail} · {produced}" if detail else produced
         self.query_one("#build-title", Static).update(Text(visible(title)))
         self.query_one("#build-detail", Static).update(Text(visible(detail)))
         text = progress_line(record, basis=self.has_class("-wide"))
@@ -658,11 +700,66 @@ class BuildScreen(Screen[None]):
             return self.record is None or self.record.active
         if action == "notices":
             return bool(self.notices)
+        if action == "smoke":
+            if not self._can_smoke():
+                return False
+            return None if self.smoking else True
         if action == "debug":
             if not self._can_debug() or (self.record is not None and not self.record.active):
                 return False
             return True if self._debug_pid() is not None else None
         return True
+
+    def _can_smoke(self) -> bool:
+        record = self.record
+        return (
+            record is not None
+            and record.state == "succeeded"
+            and record.variant is not None
+            and record.backend in ("nix", "flox")
+        )
+
+    def action_smoke(self) -> None:
+        if not self._can_smoke() or self.smoking:
+            return
+        self.smoking = True
+        self._show_smoke("smoke: running… (import onnxruntime, the tiny model on each provider)")
+        self.refresh_bindings()
+        self.run_smoke()
+
+    @work(thread=True, exclusive=True, group="build-smoke")
+    def run_smoke(self) -> None:
+        """`workbench smoke NAME` for the variant this build made, in a worker thread."""
+        from workbench.artefacts.smoke_target import require_providers, resolve
+        from workbench.debugging.smoke import smoke_python
+
+        record = self.record
+        assert record is not None and record.variant is not None
+        try:
+            with History(self.state_directory) as history:
+                target = resolve(record.variant, Path(record.cwd), history)
+            result = smoke_python(target.python)
+        except (WorkbenchError, OSError) as exc:
+            self.post_message(self.SmokeDone(f"smoke: could not run: {exc}", False))
+            return
+        cuda = "-cuda" in record.variant
+        why = require_providers(result.check, cuda) if result.status == "passed" else None
+        status = "failed" if why else result.status
+        text = f"smoke {status.upper()}: {why or result.message} · {target.said}"
+        self.post_message(self.SmokeDone(text, status == "passed"))
+
+    def on_build_screen_smoke_done(self, message: SmokeDone) -> None:
+        self.smoking = False
+        self._show_smoke(message.text, ok=message.ok)
+        self.notify(message.text, severity="information" if message.ok else "error", markup=False)
+        self.refresh_bindings()
+
+    def _show_smoke(self, text: str, ok: bool | None = None) -> None:
+        line = self.query_one("#build-smoke", Static)
+        line.update(Text(visible(text)))
+        line.set_class(False, "-empty")
+        line.set_class(ok is True, "-passed")
+        line.set_class(ok is False, "-failed")
 
     def action_all_processes(self) -> None:
         """Switch between the build tools (the supervisor's view) and every process."""

@@ -320,14 +320,20 @@ class VariantsScreen(Screen[None]):
 
         if not database_path(self.state_directory).exists():
             return
-        with History(self.state_directory) as history:
-            records = history.builds(limit=500)
+        from workbench.artefacts.sizes import from_json, human_bytes
+
         latest: dict[str, str] = {}
         at = clock.now(self.app)
-        for record in records:  # newest first
-            latest.setdefault(
-                record.name, last_build_text(record.state, record.ended, record.duration_s, at)
-            )
+        with History(self.state_directory) as history:
+            for record in history.builds(limit=500):  # newest first
+                if record.name in latest:
+                    continue
+                text = last_build_text(record.state, record.ended, record.duration_s, at)
+                # A variant's size is what per-architecture builds exist to shrink: shown.
+                produced = from_json(history.artefacts(record.id))
+                if produced is not None and produced.closure_size is not None:
+                    text += f", {human_bytes(produced.closure_size)}"
+                latest[record.name] = text
         self.app.call_from_thread(self._show_last_builds, latest)
 
     def _show_last_builds(self, latest: dict[str, str]) -> None:
