@@ -4,17 +4,23 @@ The sample project (`workbench.samples.sample_project`, generated with more unit
 a few dozen edges) is built several times through the real CLI and supervisor into a private
 state directory, as a user would (`workbench run --name sample-project -- python -m
 workbench.samples.sample_project build DIR --jobs N`): full builds with different -j (a
-`ninja -t clean` between), one of them on a slowed host (the whole `workbench run` pinned to
-one core with `taskset`, beside busy-looping processes pinned there too: the command line stays
-the same, so the first method matches it as it would on a loaded host), then incremental
-rebuilds of one touched source, then a full build with no name.
+`ninja -t clean` between), one of them on a slowed host, then incremental rebuilds of one
+touched source, then a full build with no name.
+
+The slowed host: the whole `workbench run` (CLI, supervisor, build) in a CPU cgroup with a
+quota of a fraction of one core (`--quota`; cgroup v1 `cpu.cfs_quota_us` or v2 `cpu.max`; the
+benchmark runs as root), else pinned to one core with `taskset` beside busy-looping processes.
+Busy loops alone hardly slow a build on a host whose scheduler groups processes by session
+(autogroup): the build's session keeps its share. Either way the command line stays the same,
+so the first method matches the slowed run with the earlier ones, as on a host that got loaded.
 
 Every run is then played again from the history (`eta.Replay`): what each method would have
 said at 25, 50 and 75% of the run's real duration, from what the history held before it,
 against the time really left. Error = (estimate - truth) / truth; "none" when the method gave
 no ETA. Both methods are measured in the same run on the same recordings.
 
-    python benchmarks/eta_accuracy.py [--units 24] [--hogs 2] [--keep DIR]
+    python benchmarks/eta_accuracy.py [--units 24] [--quota 0.4] [--hogs 2] [--keep DIR]
+    python benchmarks/eta_accuracy.py --replay DIR   # score a kept recording again
 """
 
 from __future__ import annotations
@@ -36,21 +42,64 @@ from workbench.supervision import eta
 from workbench.supervision.history import History
 
 CHECKPOINTS = (0.25, 0.5, 0.75)
+CGROUP_V1 = Path("/sys/fs/cgroup/cpu")
+CGROUP_V2 = Path("/sys/fs/cgroup")
 
 
-def workbench(state: Path, *args: str, prefix: tuple[str, ...] = ()) -> None:
+def make_cpu_cgroup(quota: float) -> Path | None:
+    """A CPU cgroup limited to `quota` of one core; None where none can be made."""
+    name = f"workbench-eta-accuracy-{os.getpid()}"
+    try:
+        if (CGROUP_V1 / "cpu.cfs_quota_us").exists():
+            group = CGROUP_V1 / name
+            group.mkdir()
+            (group / "cpu.cfs_period_us").write_text("100000\n")
+            (group / "cpu.cfs_quota_us").write_text(f"{int(quota * 100000)}\n")
+            return group
+        if "cpu" in (CGROUP_V2 / "cgroup.controllers").read_text().split():
+            group = CGROUP_V2 / name
+            group.mkdir()
+            (group / "cpu.max").write_text(f"{int(quota * 100000)} 100000\n")
+            return group
+    except OSError:
+        return None
+    return None
+
+
+def remove_cgroup(group: Path) -> None:
+    for _ in range(50):  # the supervisor may take a moment to leave after the CLI returned
+        try:
+            group.rmdir()
+            return
+        except OSError:
+            time.sleep(0.2)
+
+
+def workbench(
+    state: Path, *args: str, prefix: tuple[str, ...] = (), cgroup: Path | None = None
+) -> None:
     argv = [*prefix, sys.executable, "-m", "workbench", "--state-dir", str(state), *args]
-    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+
+    def join_cgroup() -> None:  # in the child before exec: everything it starts is inside
+        if cgroup is not None:
+            (cgroup / "cgroup.procs").write_text(f"{os.getpid()}\n")
+
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, preexec_fn=join_cgroup)
     if done.returncode != 0:
         raise SystemExit(f"{argv} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
 
 
 def build(
-    state: Path, directory: Path, jobs: int, name: str | None, prefix: tuple[str, ...] = ()
+    state: Path,
+    directory: Path,
+    jobs: int,
+    name: str | None,
+    prefix: tuple[str, ...] = (),
+    cgroup: Path | None = None,
 ) -> None:
     naming = ("--name", name) if name else ()
     command = sample_project.build_argv(directory, jobs)
-    workbench(state, "run", *naming, "--", *command, prefix=prefix)
+    workbench(state, "run", *naming, "--", *command, prefix=prefix, cgroup=cgroup)
 
 
 def clean(directory: Path) -> None:
@@ -65,7 +114,9 @@ def touch(path: Path) -> None:
     os.utime(path, (later, later))
 
 
-def record_runs(state: Path, directory: Path, units: int, hogs: int) -> list[dict[str, Any]]:
+def record_runs(
+    state: Path, directory: Path, units: int, hogs: int, quota: float
+) -> list[dict[str, Any]]:
     """Build the plan; returns what each run was (in history order)."""
     heavy = tuple(range(0, units, 5))
     sample_project.write_project(directory / "src", units=units, heavy=heavy)
@@ -78,27 +129,27 @@ def record_runs(state: Path, directory: Path, units: int, hogs: int) -> list[dic
 
     def full(jobs: int, name: str | None = "sample-project", slowed: bool = False) -> None:
         clean(directory)
-        prefix = ("taskset", "-c", "0") if slowed else ()
+        group = make_cpu_cgroup(quota) if slowed else None
+        how = None if not slowed else f"cgroup quota {quota} core" if group else "taskset+hogs"
+        prefix = ("taskset", "-c", "0") if slowed and group is None else ()
         started: list[subprocess.Popen[bytes]] = []
         try:
-            if slowed:
+            if prefix:
                 for _ in range(hogs):
-                    started.append(
-                        subprocess.Popen(
-                            ["taskset", "-c", "0", sys.executable, "-c", "while True: pass"]
-                        )
-                    )
-            build(state, directory, jobs, name, prefix)
+                    started.append(subprocess.Popen([*prefix, sys.executable, "-c", "while 1: 0"]))
+            build(state, directory, jobs, name, prefix, group)
         finally:
             for hog in started:  # ours, by PID
                 hog.kill()
                 hog.wait()
-        plan.append({"kind": "full", "jobs": jobs, "slowed": slowed, "named": name is not None})
+            if group is not None:
+                remove_cgroup(group)
+        plan.append({"kind": "full", "jobs": jobs, "slowed": how, "named": name is not None})
 
     def incremental(jobs: int, source: str) -> None:
         touch(directory / "src" / source)
         build(state, directory, jobs, "sample-project")
-        plan.append({"kind": "incremental", "jobs": jobs, "slowed": False, "named": True})
+        plan.append({"kind": "incremental", "jobs": jobs, "slowed": None, "named": True})
 
     full(2)
     full(2)
@@ -155,17 +206,23 @@ def summary(runs: list[dict[str, Any]], method: str) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--units", type=int, default=24, help="translation units (every 5th heavy)")
-    parser.add_argument("--hogs", type=int, default=2, help="busy loops beside the slowed run")
+    parser.add_argument("--quota", type=float, default=0.4, help="cores the slowed run gets")
+    parser.add_argument("--hogs", type=int, default=2, help="busy loops (without a cgroup)")
     parser.add_argument("--keep", type=Path, help="record into this directory and keep it")
+    parser.add_argument("--replay", type=Path, help="score the recording kept in this directory")
     args = parser.parse_args()
     missing = sample_project.missing_tools() + [t for t in ("taskset",) if not shutil.which(t)]
     if missing:
         raise SystemExit(f"eta_accuracy: missing {', '.join(missing)}")
-    work = args.keep or Path(tempfile.mkdtemp(prefix="eta-accuracy-"))
+    work = args.replay or args.keep or Path(tempfile.mkdtemp(prefix="eta-accuracy-"))
     try:
         state = work / "state"
         began = time.monotonic()
-        plan = record_runs(state, work / "sample", args.units, args.hogs)
+        if args.replay:
+            plan = json.loads((work / "plan.json").read_text())
+        else:
+            plan = record_runs(state, work / "sample", args.units, args.hogs, args.quota)
+            (work / "plan.json").write_text(json.dumps(plan))
         recorded_s = time.monotonic() - began
         runs: list[dict[str, Any]] = []
         with History(state) as history:
@@ -179,7 +236,7 @@ def main() -> None:
                 {
                     "benchmark": "eta_accuracy",
                     "command": "python benchmarks/eta_accuracy.py "
-                    f"--units {args.units} --hogs {args.hogs}",
+                    f"--units {args.units} --quota {args.quota}",
                     "host_cpus": os.cpu_count(),
                     "load_average_at_end": os.getloadavg(),
                     "recording_s": round(recorded_s, 1),
@@ -193,7 +250,7 @@ def main() -> None:
             )
         )
     finally:
-        if args.keep is None:
+        if args.keep is None and args.replay is None:
             shutil.rmtree(work, ignore_errors=True)
 
 

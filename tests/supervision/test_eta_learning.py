@@ -111,9 +111,10 @@ def test_an_incremental_build_is_estimated_from_incremental_runs_only(tmp_path: 
     bench = Bench(tmp_path / "state")
     try:
         full = build(bench, directory, "-j1")  # about 6 s
+        set_unit(directory, 0.6)  # long enough that start-up noise is small beside it
         rebuilt = []
         for _ in range(2):
-            touch(directory / "in" / "part_7")  # the heaviest edge and the join again: 1.2 s
+            touch(directory / "in" / "part_7")  # the heaviest edge and the join again: 2.4 s
             rebuilt.append(build(bench, directory, "-j1"))
         with bench.history() as history:
             replay = eta.Replay.of(history, rebuilt[-1])
@@ -130,7 +131,7 @@ def test_an_incremental_build_is_estimated_from_incremental_runs_only(tmp_path: 
             assert {run.build_id for run in replay.live.earlier} == {full, rebuilt[0]}
         assert f"#{full}" not in estimate.basis and "incremental" in estimate.basis
         assert all(abs(error) <= 0.3 for error in learned), learned
-        assert all(error >= 0.5 for error in by_progress), by_progress
+        assert all(error >= 0.4 for error in by_progress), by_progress
     finally:
         bench.cleanup()
 
@@ -150,7 +151,6 @@ def test_an_unnamed_run_with_other_jobs_matches_by_what_it_builds(tmp_path: Path
             assert history.edge_build_info(named)[1] == history.edge_build_info(unnamed)[1]
             estimate = replay.learned(0.5 * replay.duration_s)
         assert estimate is not None and f"#{named}" in estimate.basis
-        assert replay.by_progress(0.5 * replay.duration_s) is None or True  # may extrapolate
     finally:
         bench.cleanup()
 

@@ -23,8 +23,11 @@ from __future__ import annotations
 import bisect
 import math
 import statistics
+from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+
+from workbench.analysis.edges import kind_of as edge_kind
 
 FULL = "full"
 INCREMENTAL = "incremental"
@@ -62,6 +65,8 @@ class ReferenceRun:
     """Share of the run's total weight finished at each of `ends` (0.0 first, 1.0 last)."""
     total_weight: float
     median_weight: float
+    by_kind: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Outputs per kind of edge (compile, link, ...), in the order they ended."""
 
     @property
     def edge_count(self) -> int:
@@ -89,23 +94,25 @@ def reference_run(
     """A reference from a run's stored edges (output, epoch start, epoch end); None when the
     run ran no edge (a no-op says nothing about how long building takes)."""
     weights: dict[str, float] = {}
-    timed: list[tuple[float, float]] = []
+    timed: list[tuple[float, float, str]] = []
     for output, edge_started, edge_ended in edges:
         weight = max(MIN_WEIGHT_S, edge_ended - edge_started)
         # The same output built twice in one run (a CMake re-run): the later one counts.
         weights[output] = weight
-        timed.append((max(0.0, edge_ended - started), weight))
+        timed.append((max(0.0, edge_ended - started), weight, output))
     if not timed or duration_s <= 0:
         return None
     timed.sort()
-    total = sum(weight for _, weight in timed)
+    total = sum(weight for _, weight, _ in timed)
     ends = [0.0]
     shares = [0.0]
     finished = 0.0
-    for end, weight in timed:
+    by_kind: dict[str, list[str]] = {}
+    for end, weight, output in timed:
         finished += weight
         ends.append(min(end, duration_s))
         shares.append(finished / total)
+        by_kind.setdefault(edge_kind(output), []).append(output)
     shares[-1] = 1.0
     return ReferenceRun(
         build_id,
@@ -115,6 +122,7 @@ def reference_run(
         tuple(shares),
         total,
         statistics.median(weights.values()),
+        {kind: tuple(outputs) for kind, outputs in by_kind.items()},
     )
 
 
@@ -168,25 +176,59 @@ def band(share: float) -> float:
 
 
 @dataclass
-class _Progress:
-    """What the running build finished so far, against one reference."""
+class _Against:
+    """What the running build finished, against one reference: each finished edge stands for
+    one of the reference's, the same output where it has it, else one of the same kind (an
+    incremental build that rebuilt b.cc against one that rebuilt a.cc)."""
 
-    known_weight: float = 0.0
-    known_count: int = 0
+    unmatched: dict[str, deque[str]]
+    matched: set[str] = field(default_factory=set)
+    matched_weight: float = 0.0
+    """The reference's weights of the edges that stand for this build's finished ones."""
+    extra: int = 0
+    extra_weight: float = 0.0
+    """Finished edges with no counterpart in the reference, by their weights elsewhere."""
+
+    def add(self, reference: ReferenceRun, output: str, known: float | None) -> None:
+        counterpart: str | None = None
+        if output in reference.weights and output not in self.matched:
+            counterpart = output
+        else:
+            waiting = self.unmatched.get(edge_kind(output))
+            while waiting and waiting[0] in self.matched:
+                waiting.popleft()
+            counterpart = waiting.popleft() if waiting else None
+        if counterpart is None:
+            self.extra += 1
+            self.extra_weight += known if known is not None else reference.median_weight
+            return
+        self.matched.add(counterpart)
+        self.matched_weight += reference.weights[counterpart]
 
 
 @dataclass
 class EdgePace:
     """The running build's finished edges against the references of its work.
 
-    `add` takes the edges as ninja's log yields them; `estimate` is O(references)."""
+    `add` takes the edges as ninja's log yields them (O(references) each); `estimate` is
+    O(references)."""
 
     references: list[ReferenceRun]
     finished: dict[str, float] = field(default_factory=dict)
     last_end_s: float | None = None
     """When the latest edge finished, seconds from the build's start."""
-    _against: dict[int, _Progress] = field(default_factory=dict)
+    _against: dict[int, _Against] = field(default_factory=dict)
+    _known: dict[str, float] = field(default_factory=dict)
     _chosen: tuple[int, list[ReferenceRun]] | None = None
+
+    def __post_init__(self) -> None:
+        for reference in self.references:
+            self._against[reference.build_id] = _Against(
+                {kind: deque(outputs) for kind, outputs in reference.by_kind.items()}
+            )
+            # An edge's time is the same whatever kind of run built it: the newest run's.
+            for output, weight in reference.weights.items():
+                self._known.setdefault(output, weight)
 
     def add(self, edges: Iterable[tuple[str, float, float]]) -> None:
         """Edges that finished (output, seconds, end in seconds from the build's start)."""
@@ -197,12 +239,9 @@ class EdgePace:
                 self.finished[output] = seconds
                 continue  # rebuilt in the same run: already counted against the references
             self.finished[output] = seconds
+            known = self._known.get(output)
             for reference in self.references:
-                weight = reference.weights.get(output)
-                if weight is not None:
-                    counted = self._against.setdefault(reference.build_id, _Progress())
-                    counted.known_weight += weight
-                    counted.known_count += 1
+                self._against[reference.build_id].add(reference, output, known)
 
     def _references_for(self, edge_total: int) -> list[ReferenceRun]:
         if self._chosen is None or self._chosen[0] != edge_total:
@@ -213,15 +252,20 @@ class EdgePace:
         return kind_of(edge_total, self.references)
 
     def share_done(self, reference: ReferenceRun, edge_total: int, edges_done: int) -> float:
-        """The share of this build's work finished, weighted by `reference`'s edge times."""
-        counted = self._against.get(reference.build_id, _Progress())
+        """The share of this build's work finished, in `reference`'s edge times."""
+        against = self._against[reference.build_id]
         done = max(edges_done, len(self.finished))
-        unknown = max(0, done - counted.known_count)
-        done_weight = counted.known_weight + unknown * reference.median_weight
+        seen = len(against.matched) + against.extra
+        # Finished by ninja's count, not yet in its log: of a typical weight.
+        done_weight = (
+            against.matched_weight
+            + against.extra_weight
+            + max(0, done - seen) * reference.median_weight
+        )
         # The edges still to run: how many ninja says, each weighing what the reference's edges
-        # this build has not run yet weigh on average (all of them exactly, in a full build).
-        left_in_reference = reference.edge_count - counted.known_count
-        left_weight = reference.total_weight - counted.known_weight
+        # nothing stood for yet weigh on average (in a full build: exactly those edges).
+        left_in_reference = reference.edge_count - len(against.matched)
+        left_weight = reference.total_weight - against.matched_weight
         mean_left = (
             left_weight / left_in_reference if left_in_reference > 0 else reference.median_weight
         )
