@@ -166,7 +166,10 @@ def render_text(capture: Capture, diagnosis: Diagnosis) -> str:
     command = " ".join(capture.command) or capture.executable or "?"
     header = (
         f"process {capture.pid} ({command[:100]}): {len(capture.samples)} of "
-        f"{capture.requested_samples} sample(s), {capture.interval:g} s apart, with {capture.gdb}"
+        f"{capture.requested_samples} sample(s)"
+        + (f", {capture.interval:g} s apart" if capture.requested_samples > 1 else "")
+        + (f", {capture.pc_rounds} program-counter rounds first" if capture.pc_rounds else "")
+        + f", with {capture.gdb}"
         + (" (symbols only)" if capture.symbols_only else "")
     )
     symbols = symbols_warning(capture)
