@@ -9,6 +9,11 @@ The JSON document (`bt_document`), schema "workbench-bt/1":
       "complete": true,          # false when the process exited part-way
       "exited": false, "symbols_only": false,   # symbols_only: no DWARF, no file:line
       "notes": ["..."],
+      "initial_state": "R",      # /proc state when found (T: stopped by a signal)
+      "symbols": null | {"path", "level": "full"|"separate"|"names-only"|"none", "missing",
+                  "debug_file", "build_id", "debuglink", "searched", "advice", "message"},
+      "pc_rounds": 16,           # program-counter rounds taken before the first attach
+      "pc_samples": {"TID": [{"address", "sp", "function", "library"}]},
       "activity": [{"tid", "observations", "states": {"R": 40}, "cpu_seconds", "seconds",
                     "cpu_share", "wchan"}],
       "samples": [{"index", "at_s", "duration_s", "threads": [
@@ -17,8 +22,9 @@ The JSON document (`bt_document`), schema "workbench-bt/1":
            "trail": [...], "trail_top": [...],
            "frames": [{"level", "address": "0x...", "function", "file", "line", "library"}]}]}],
       "diagnosis": {
-        "kind": "call-cycle" | "static-init" | "deadlock" | "lock-wait" | "spin" | "busy"
-                | "waiting" | "exited" | "unknown",
+        "kind": "call-cycle" | "static-init" | "deadlock" | "no-symbols" | "stopped"
+                | "lock-wait" | "spin" | "busy" | "waiting" | "exited" | "unknown",
+        "thread_verdicts": {"TID": {"kind", "hung"}},   # each thread's most telling finding
         "hung": true | false | null,     # null: the samples cannot tell
         "summary": "...", "pattern": "recursion" | "tail-calls" | null,
         "functions": [...], "threads": [tid, ...], "evidence": ["..."],
@@ -26,7 +32,7 @@ The JSON document (`bt_document`), schema "workbench-bt/1":
         "proposed_patch": null | {"file", "description", "snippet", "diff", "path"},
         "findings": [ {kind, summary, hung, pattern, functions, threads, evidence, bridge} ]
       },
-      "program": {...}           # debug-bt only: argv, status, output_tail
+      "program": {...}           # debug-bt only: argv, status, ended_by_itself, output_tail
     }
 """
 
