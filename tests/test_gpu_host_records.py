@@ -107,11 +107,6 @@ def test_nvccs_host_compile_is_named_after_the_unit() -> None:
         assert found.file and UNIT.search(found.file), found.file
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="workbench/monitor/classification.py does not know `g++-real`, the gcc driver that "
-    "the H100 host's g++ wrapper execs for nvcc, so it is counted as 'other'",
-)
 def test_the_hosts_wrapped_gcc_driver_is_a_compiler() -> None:
     drivers = records("g++-real")
     assert drivers  # recorded by run 2

@@ -64,7 +64,7 @@ async def test_first_screen_marks_the_recommended_variant(config_copy: Path, tmp
         await app.workers.wait_for_complete()
         await pilot.pause()
         table = app.screen.query_one("#variants", DataTable)
-        assert table.row_count == 66 + 3  # the variants and the three linkage flavours
+        assert table.row_count == 66 + 4  # the variants and the four linkage flavours
         assert "cuda-static" in table.rows
         recommended = "onnxruntime-python313-cuda12_9-sm90-avx512"
         assert table.get_row(recommended)[0] == "★"
@@ -76,7 +76,7 @@ async def test_first_screen_marks_the_recommended_variant(config_copy: Path, tmp
         assert table.row_count == 2
         await pilot.press("escape")
         await pilot.pause()
-        assert table.row_count == 69
+        assert table.row_count == 70
         await pilot.press("space", "down", "space")
         assert len(app.screen.marked) == 2
         await pilot.press("o", "o")  # sort by CUDA

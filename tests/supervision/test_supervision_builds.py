@@ -273,9 +273,12 @@ def test_second_launch_is_refused_unless_forced(
     assert f"build #{first_id} (first) is already building {checkout}" in refused.stderr
     assert "--force" in refused.stderr
 
-    forced = bench.run("run", "--force", "--name", "second", "--", "true", cwd=checkout, timeout=60)
+    forced = bench.run(
+        "run", "--force", "--verbose", "--name", "second", "--", "true", cwd=checkout, timeout=60
+    )
     assert forced.returncode == 0, forced.stderr
-    # The preflight names the first build's processes: ninja, and what it compiles.
+    # The preflight says it in one line; --verbose names the first build's processes: ninja,
+    # and what it compiles.
     assert "other build process(es) run on this host" in forced.stderr
     ninja_pid = bench.record(first_id).build_pid
     assert f"pid {ninja_pid} ninja (driver, user " in forced.stderr
