@@ -6,11 +6,15 @@ import subprocess
 from pathlib import Path
 
 from driving import needs_cxx_tools, wait_until
+from iterate.standin_repo import write_standin_repo
+from nix_testing import needs_nix, nix_env
 from patch_fixture import write_fixture_series, write_fixture_source
+from recorded_host import recorded_doctor
 from rich.syntax import Syntax
 from textual.widgets import DataTable, Input, Static
 
 from workbench.patches.series import load_series, series_path
+from workbench.tui.app import make_app
 from workbench.tui.build_screen import BuildScreen
 from workbench.tui.patches_screen import PatchesScreen
 
@@ -78,25 +82,29 @@ async def test_p_opens_the_series_of_the_highlighted_variant(config_copy: Path, 
 
 
 @needs_cxx_tools
+@needs_nix[0]
+@needs_nix[1]
 async def test_i_builds_the_iterate_workspace_under_the_supervisor(
-    config_copy: Path, tmp_path: Path, tui, bench
+    tmp_path: Path, bench, monkeypatch
 ) -> None:
-    source = tmp_path / "source"
-    write_fixture_source(source, units=14)
-    write_fixture_series(config_copy, source)
-    app = tui()
+    # The workspace comes from the derivation's own phases: the stand-in flake's repository
+    # (tests/iterate/standin_flake, built by real Nix) stands in for the builder flake's.
+    repo = write_standin_repo(tmp_path / "repo")
+    environment = nix_env(tmp_path)
+    for name in ("NIX_CONFIG", "XDG_CACHE_HOME"):
+        monkeypatch.setenv(name, environment[name])
+    app = make_app(str(repo.configs), str(bench.state), doctor=recorded_doctor())
     async with app.run_test(size=(100, 36)) as pilot:
         await pilot.pause()
-        screen = PatchesScreen(app.matrix, config_copy, bench.state, "cpu")
+        screen = PatchesScreen(app.matrix, repo.configs, bench.state, "cpu")
         await app.push_screen(screen)
         await pilot.pause()
-        screen.query_one("#patches-source", Input).value = str(source)
         await pilot.press("i")
         await wait_until(pilot, "the build screen", lambda: isinstance(app.screen, BuildScreen), 90)
         build_id = app.screen.build_id  # type: ignore[attr-defined]
-        await wait_until(pilot, "the build's end", lambda: not bench.record(build_id).active, 120)
+        await wait_until(pilot, "the build's end", lambda: not bench.record(build_id).active, 180)
         record = bench.record(build_id)
-        assert record.name == "iterate cpu" and record.state == "succeeded"
+        assert record.name == "iterate cpu" and record.state == "succeeded", record.note
     log = subprocess.run(
         ["git", "log", "--format=%s"],
         cwd=bench.state / "workspaces" / "cpu" / "src",
@@ -104,8 +112,9 @@ async def test_i_builds_the_iterate_workspace_under_the_supervisor(
         text=True,
         check=True,
     ).stdout.split("\n")
-    assert [subject.split(":")[0] for subject in log[:3]] == [
+    assert [subject.split(":")[0] for subject in log[:4]] == [
         "tune-light-7",
         "tune-light-3",
+        "nixpkgs",
         "upstream source",
     ]
