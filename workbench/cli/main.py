@@ -33,7 +33,12 @@ COMMAND_MODULES = (
 
 # Commands run every few seconds in a loop get a parser of their own module alone: importing
 # every other command's module would cost each `workbench iterate` cycle a tenth of a second.
-SOLE_COMMANDS = {"iterate": "workbench.cli.iterate_command"}
+SOLE_COMMANDS = {
+    "iterate": "workbench.cli.iterate_command",
+    # `bt PID` races plain gdb end to end: its parser alone, not every command's.
+    "bt": "workbench.cli.debug_command",
+    "debug-bt": "workbench.cli.debug_command",
+}
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
