@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import itertools
 import json
 import os
 import resource
@@ -115,7 +116,12 @@ def _iterate(
     return wall, cpu, json.loads(done.stdout)
 
 
-def _edit(path: Path, counter: int) -> None:
+_EDITS = itertools.count()
+
+
+def _edit(path: Path) -> None:
+    """A new local variable: the file compiles to a new object (each name used once)."""
+    counter = next(_EDITS)
     text = path.read_text()
     path.write_text(
         text.replace("int digits", f"int unused_{counter} = {counter};\n    int digits")
@@ -173,7 +179,7 @@ def run(
 
         def cycle_of(tree: Path, counter: int) -> tuple[float, float, dict]:
             unit = _unit(workspace, units, counter)
-            _edit(unit, counter)
+            _edit(unit)
             wall, cpu, document = _iterate(root, repo.configs, state, jobs, tree)
             assert document["ninja"]["sources"] == [unit.name], document["ninja"]
             assert document["steps"] == [], document["steps"]  # the fast path
@@ -181,9 +187,13 @@ def run(
 
         measured, bare, other = [], [], []
         for cycle in range(cycles):
-            # Each kind of run edits its own unit: every one compiles one file and links.
+            # Each kind of run edits its own unit: every one compiles one file and links. The
+            # other checkout goes first every other round, so that neither always follows the
+            # bare build.
+            if versus is not None and cycle % 2:
+                other.append(cycle_of(versus, cycle + 3)[:2])
             measured.append(cycle_of(REPO, cycle))
-            _edit(_unit(workspace, units, cycle + 7), 100 + cycle)
+            _edit(_unit(workspace, units, cycle + 7))
             cpu_before = _children_cpu()
             began = time.monotonic()
             subprocess.run(
@@ -193,7 +203,7 @@ def run(
                 check=True,
             )
             bare.append((time.monotonic() - began, _children_cpu() - cpu_before))
-            if versus is not None:
+            if versus is not None and not cycle % 2:
                 other.append(cycle_of(versus, cycle + 3)[:2])
         walls = [wall for wall, _, _ in measured]
         median = statistics.median(walls)
