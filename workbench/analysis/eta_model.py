@@ -84,6 +84,11 @@ class ReferenceRun:
         t0, t1 = self.ends[index - 1], self.ends[index]
         return t0 + (t1 - t0) * (share - s0) / (s1 - s0) if s1 > s0 else t1
 
+    def next_end_after(self, share: float) -> float:
+        """When this run finished its next edge after having done `share` of its work."""
+        index = bisect.bisect_right(self.done_share, share)
+        return self.ends[index] if index < len(self.ends) else self.duration_s
+
 
 def reference_run(
     build_id: int,
@@ -165,8 +170,8 @@ class Estimate:
     high_s: float
     basis: str
     pace: float | None = None
-    """This build's time against the earlier runs' to the same share of work (2.0: slower
-    by half); None when no earlier run of its kind was there to compare with."""
+    """This build's time against the earlier runs' to the same share of work (2.0: twice
+    theirs); None when no earlier run of its kind was there to compare with."""
     kind: str | None = None
 
 
@@ -249,6 +254,7 @@ class EdgePace:
         return self._chosen[1]
 
     def kind(self, edge_total: int) -> str | None:
+        """Full or incremental, for a run of `edge_total` edges (see `kind_of`)."""
         return kind_of(edge_total, self.references)
 
     def share_done(self, reference: ReferenceRun, edge_total: int, edges_done: int) -> float:
@@ -295,12 +301,16 @@ class EdgePace:
             reached = reference.time_at(share)
             left = max(0.0, reference.duration_s - reached)
             trust = min(1.0, share / PACE_TRUSTED_AT)
+            stretch = 1.0
             if reached > 0 and share > 0 and anchor > 0:
                 pace = anchor / reached
                 paces.append(pace)
-                estimates.append(max(0.0, (1.0 - trust) * left + trust * left * pace - since))
-            else:
-                estimates.append(max(0.0, left - since))
+                stretch = 1.0 - trust + trust * pace
+            # Whatever runs now, no further edge has finished: at least what the earlier run
+            # did after its next edge is left. Without this floor the ETA would count down to
+            # zero and stay there while a slow edge runs.
+            after_next = reference.duration_s - reference.next_end_after(share)
+            estimates.append(max(0.0, left * stretch - since, after_next * stretch))
             shares.append(share)
         share = statistics.median(shares)
         remaining = statistics.median(estimates)
