@@ -73,6 +73,8 @@ _WILL_BE_BUILT = re.compile(
 )
 _PHASE_LINE = "Running phase: "
 _KEEP_FAILURES = 20
+# The failure summary is one line; a compiler's can be a kilobyte of template names.
+_KEEP_ERROR = 300
 # Counts at or past this are not a build's (Nix's are far below): ignored, so that sums and the
 # float division of a progress fraction never meet a number too large for them.
 _COUNT_LIMIT = 10**MAX_DIGITS
@@ -131,6 +133,9 @@ class Progress:
     """The latest line a person would read, rendered ("name> text" for a builder's line)."""
     nix: bool
     """Whether any `@nix` line was seen, i.e. the derivation counts mean something."""
+    first_error: str | None = None
+    """The failure's summary: Nix's first `error:` message, else the first line that reads as
+    a compiler's or build tool's error ("x.cc:3:1: error: ...", "CMake Error ...")."""
 
 
 class _Running:
@@ -163,6 +168,8 @@ class ProgressTracker:
         self._collecting_plan = False
         self._step: _StepTuple | None = None
         self._failures: deque[str] = deque(maxlen=_KEEP_FAILURES)
+        self._nix_error: str | None = None
+        self._tool_error: str | None = None
         self._nix = False
         self._running_text: dict[str, _Running] = {}  # the same, keyed by the id's digits
         self._names: dict[str, str] = {}  # every Build activity's id digits -> derivation name
@@ -195,6 +202,8 @@ class ProgressTracker:
             return
         if line[:1] in _SPECIAL_FIRST or self._ninja is not None:
             self._plain(line.rstrip("\r\n"), None)
+        elif self._tool_error is None and "rror" in line:
+            self._note_error(line.rstrip("\r\n"))
         self._last = line
 
     def feed_all(self, lines: Iterable[str]) -> int:
@@ -258,6 +267,8 @@ class ProgressTracker:
 
     def _plain(self, text: str, drv: _Running | None) -> None:
         """Progress, failures and phases in a line of text (a builder's or the build's own)."""
+        if self._tool_error is None and "rror" in text:
+            self._note_error(text)
         first = text[:1]
         if first == "[":
             # Steps are kept as tuples here and become `Step`s in snapshot(): cheaper per line.
@@ -387,8 +398,19 @@ class ProgressTracker:
                 FinishedDerivation(drv.drv_path, drv.name, drv.started, self._clock(), failed)
             )
 
+    def _note_error(self, text: str) -> None:
+        """Keep the first line that reads as a compiler's or build tool's error."""
+        if (
+            ": error: " in text
+            or ": fatal error: " in text
+            or text.startswith(("error:", "ERROR:", "CMake Error", "fatal error:"))
+        ):
+            self._tool_error = clean_terminal_line(text).strip()[:_KEEP_ERROR]
+
     def _message(self, raw: str) -> None:
         text = nix_log.strip_ansi(raw)
+        if self._nix_error is None and text.startswith("error:"):
+            self._nix_error = text.strip().splitlines()[0][:_KEEP_ERROR] if text.strip() else None
         if self._collecting_plan:
             candidate = text.strip()
             if candidate.startswith("/nix/store/") and candidate.endswith(".drv"):
@@ -456,6 +478,7 @@ class ProgressTracker:
             lines=self.lines,
             last_line=self.last_line,
             nix=self._nix,
+            first_error=self._nix_error or self._tool_error,
         )
 
     def render(self, line: str) -> tuple[str | None, str] | None:

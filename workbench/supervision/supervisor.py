@@ -114,6 +114,7 @@ def progress_json(
         ],
         "failed_derivations": list(progress.failed_derivations),
         "step_failures": list(progress.step_failures)[-5:],
+        "first_error": progress.first_error,
         "fraction": fraction,
         **({"output_lost": output_lost} if output_lost else {}),
     }
@@ -798,12 +799,14 @@ class Supervisor:
             )
         if signum is not None:
             return KILLED, f"killed by {signal.Signals(signum).name}"
-        detail = ""
+        # The failure's summary first: Nix's own `error:` line, else the compiler's first error
+        # (what a person scrolls the log for); then which derivations or targets failed.
+        parts = [progress.first_error] if progress.first_error else []
         if progress.failed_derivations:
-            detail = ": failed derivations: " + ", ".join(progress.failed_derivations[:3])
+            parts.append("failed derivations: " + ", ".join(progress.failed_derivations[:3]))
         elif progress.step_failures:
-            detail = ": FAILED: " + ", ".join(progress.step_failures[-3:])
-        return FAILED, f"exit {exit_status}{detail}"
+            parts.append("FAILED: " + ", ".join(progress.step_failures[-3:]))
+        return FAILED, f"exit {exit_status}" + (": " + "; ".join(parts) if parts else "")
 
 
 def main(argv: list[str] | None = None) -> int:
