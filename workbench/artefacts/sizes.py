@@ -12,13 +12,13 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from workbench.artefacts.out_links import out_link_name
+from workbench.host.bounded_command import run_bounded
 
 NIX_FLAGS = ["--extra-experimental-features", "nix-command flakes"]
 TIMEOUT_S = 60.0
@@ -99,25 +99,14 @@ def out_links(directory: Path, target: str) -> list[Path]:
 
 
 def _run(argv: list[str], timeout: float = TIMEOUT_S) -> tuple[int, str]:
-    """Run a probe in its own process group, ended whole on timeout."""
+    """(exit code, stdout) of a probe; 127 when missing, 124 past the timeout."""
     try:
-        process = subprocess.Popen(
-            argv,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            errors="replace",
-            start_new_session=True,
-        )
+        done = run_bounded(argv, timeout)
     except FileNotFoundError:
         return 127, ""
-    try:
-        stdout, _ = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()
         return 124, ""
-    return process.returncode, stdout
+    return done.returncode, done.stdout
 
 
 def path_sizes(paths: list[str], nix: str = "nix") -> dict[str, tuple[int | None, int | None]]:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from workbench.host.bounded_command import run_bounded
 from workbench.logs.visible import visible
 
 # Nix's evaluation of ORT against real nixpkgs takes a few seconds; a flake input that must be
@@ -68,24 +68,15 @@ def evaluate(
         f"{flake}#packages.{system}.{attr}.outPath",
     ]
     try:
-        process = subprocess.Popen(
-            argv,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            errors="replace",
-            start_new_session=True,
-            env={**os.environ, "NIX_PATH": os.environ.get("NIX_PATH", "")},
+        done = run_bounded(
+            argv, timeout, env={**os.environ, "NIX_PATH": os.environ.get("NIX_PATH", "")}
         )
     except FileNotFoundError:
         return Evaluation(attr, None, f"{nix}: not found, so it was not evaluated")
-    try:
-        stdout, stderr = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()
         return Evaluation(attr, None, f"nix eval took over {timeout:.0f} s; not known")
-    if process.returncode == 0:
+    stdout, stderr = done.stdout, done.stderr
+    if done.returncode == 0:
         return Evaluation(attr, True, visible(stdout.strip()))
     error = first_error(stderr)
     if UNFETCHED.search(error):

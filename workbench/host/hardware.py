@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import math
 import os
 import platform
 import re
 import shutil
-import signal
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from workbench.configs.matrix import Matrix
+from workbench.host.bounded_command import run_bounded
 
 QUERY_FULL = "name,compute_cap,driver_version"
 QUERY_OLD_DRIVER = "name,driver_version"  # R470 and older have no compute_cap field
@@ -85,24 +84,8 @@ class Hardware:
 
 
 def _run(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
-    """Run nvidia-smi in its own process group; past the timeout the whole group is killed
-    (a wedged driver can leave nvidia-smi, or what it started, blocked for good)."""
-    process = subprocess.Popen(
-        list(argv),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        stdout, stderr = process.communicate(timeout=NVIDIA_SMI_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()
-        raise
-    return subprocess.CompletedProcess(list(argv), process.returncode, stdout, stderr)
+    """Run nvidia-smi bounded in time (its whole process group killed past the timeout)."""
+    return run_bounded(argv, NVIDIA_SMI_TIMEOUT_S)
 
 
 def capability_from_name(name: str, matrix: Matrix) -> str | None:

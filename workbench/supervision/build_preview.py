@@ -54,8 +54,8 @@ class BuildPreview:
 
 
 def preview_targets(config_directory: Path, state: Path, names: list[str]) -> BuildPreview:
-    """The one `nix build .#A [.#B ...]` that building `names` runs, as `control.start_targets`
-    plans it: jobs from measured memory of the first target, else the settings."""
+    """The one `nix build .#A [.#B ...]` that building `names` runs: jobs from measured memory
+    of the first target, else the settings (as `workbench build` chooses them)."""
     from workbench.configs.matrix import load_matrix
     from workbench.configs.settings import load_settings
     from workbench.host.hardware import detect_memory
@@ -84,6 +84,9 @@ def preview_targets(config_directory: Path, state: Path, names: list[str]) -> Bu
         argv = list(plan.argv)
         first = argv.index(f".#{targets[0].attr}")
         argv[first + 1 : first + 1] = [f".#{target.attr}" for target in targets[1:]]
+        # One out-link per target is what `nix build` cannot name: leave Nix's `result*`.
+        if "--out-link" in argv:
+            del argv[argv.index("--out-link") : argv.index("--out-link") + 2]
         plan = replace(
             plan,
             name=f"{len(targets)} targets",

@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from workbench.errors import WorkbenchError
@@ -228,72 +228,6 @@ def stop(history: History, record: BuildRecord, grace_s: float) -> tuple[BuildRe
         f"build #{record.id} did not stop within {grace_s + 30:.0f} s; see "
         f"{Path(record.log_path).parent / 'supervisor.log'}"
     )
-
-
-def start_targets(
-    config_directory: Path, state: Path, names: list[str], force: bool = False
-) -> Started:
-    """Build variants or flavours with Nix from the TUI: one supervised `nix build` for all.
-
-    The jobs are chosen as `workbench build` chooses them (measured memory of the first
-    target, else the settings); several targets share one `nix build .#A .#B` invocation,
-    since the checkout's lock allows one build at a time.
-    """
-    from workbench.configs.matrix import load_matrix
-    from workbench.configs.settings import load_settings
-    from workbench.supervision.launch import (
-        LaunchError,
-        default_flake_directory,
-        plan_build,
-        resolve_target,
-        target_problems,
-    )
-    from workbench.supervision.tuning import choose_jobs_for
-
-    if not names:
-        raise LaunchError("nothing selected to build")
-    matrix = load_matrix(config_directory)
-    settings = load_settings(config_directory, matrix)
-    targets = [resolve_target(name, matrix) for name in names]
-    problems = [problem for target in targets for problem in target_problems(target)]
-    if problems and not force:
-        raise LaunchError("; ".join(problems))
-    flake = default_flake_directory(config_directory)
-    with History(state) as history:
-        choice = choose_jobs_for(history, settings, targets[0].name, targets[0].cuda, None)
-        plan = plan_build(
-            targets[0],
-            "nix",
-            flake,
-            settings,
-            choice.jobs,
-            settings.max_jobs,
-            choice.source,
-            force,
-        )
-        if len(targets) > 1:
-            argv = list(plan.argv)
-            first = argv.index(f".#{targets[0].attr}")
-            argv[first + 1 : first + 1] = [f".#{target.attr}" for target in targets[1:]]
-            # One out-link per target is what `nix build` cannot name: leave Nix's `result*`.
-            if "--out-link" in argv:
-                del argv[argv.index("--out-link") : argv.index("--out-link") + 2]
-            plan = replace(
-                plan,
-                name=f"{len(targets)} targets",
-                argv=tuple(argv),
-                variant=None,
-                target=" ".join(target.attr for target in targets),
-            )
-        import shutil
-
-        if shutil.which(plan.argv[0]) is None:
-            raise LaunchError(
-                "nix: command not found; install Nix (Debian: apt install nix-bin), or try the "
-                "bundled sample project"
-            )
-        warnings = [choice.warning] if choice.warning else []
-        return start(state, history, plan, force, warnings)
 
 
 def start_sample(state: Path, force: bool = False) -> Started:
