@@ -19,6 +19,11 @@ said at 25, 50 and 75% of the run's real duration, from what the history held be
 against the time really left. Error = (estimate - truth) / truth; "none" when the method gave
 no ETA. Both methods are measured in the same run on the same recordings.
 
+Cost ("cost"): what the learned ETA adds to the supervisor on an ONNX Runtime-sized history
+(20 earlier runs of 10k edges each): reading the references once at build start, against
+`History.earlier_runs` (what the first method reads at start) on the same database, and one
+tick (1k new edges, then the estimate) against the first method's estimate.
+
     python benchmarks/eta_accuracy.py [--units 24] [--quota 0.4] [--hogs 2] [--keep DIR]
     python benchmarks/eta_accuracy.py --replay DIR   # score a kept recording again
 """
@@ -163,6 +168,75 @@ def record_runs(
     return plan
 
 
+def cost(directory: Path, runs: int = 20, edges: int = 10_000) -> dict[str, Any]:
+    """Start-up and per-tick cost of the learned ETA on a large synthetic history."""
+    from workbench.analysis import eta_model
+    from workbench.supervision.history import SUCCEEDED, EdgeRow, NewBuild
+
+    key = "ninja:cost"
+    with History(directory) as history:
+        for run in range(runs + 1):
+            record = history.create(
+                NewBuild("cost", "run", ("ninja",), "/", "/", {}, "cost", False), now=run * 1e4
+            )
+            history.mark_running(record.id, 1, 1, run * 1e4)
+            rows = [
+                EdgeRow(
+                    (f"CMakeFiles/t.dir/f{n}.cc.o",),
+                    run * 1e4 + n * 0.1,
+                    run * 1e4 + n * 0.1 + 1 + n % 7,
+                    0,
+                    "0",
+                )
+                for n in range(edges)
+            ]
+            if run < runs:
+                history.record_edges(record.id, None, rows, key)
+                history.finish(
+                    record.id,
+                    SUCCEEDED,
+                    run * 1e4 + 1200,
+                    1200.0,
+                    0,
+                    None,
+                    None,
+                    0,
+                    {"step": {"tool": "ninja", "done": edges, "total": edges}},
+                )
+        current = runs + 1
+        began = time.perf_counter()
+        live = eta.LiveEta(history, current)
+        live.learn(key)
+        learn_s = time.perf_counter() - began
+        began = time.perf_counter()
+        live.earlier = history.earlier_runs("cost", current)
+        earlier_s = time.perf_counter() - began
+    assert live.pace is not None and len(live.pace.references) == runs
+    ticks: list[float] = []
+    old_ticks: list[float] = []
+    done = 0
+    while done < edges:
+        batch = [
+            (f"CMakeFiles/t.dir/f{n}.cc.o", 1.0, n * 0.1 + 1) for n in range(done, done + 1000)
+        ]
+        done += 1000
+        began = time.perf_counter()
+        live.pace.add(batch)
+        live.estimate_at(done * 0.1, done / edges, (done, edges))
+        ticks.append(time.perf_counter() - began)
+        began = time.perf_counter()
+        eta.estimate(done * 0.1, done / edges, live.earlier)
+        old_ticks.append(time.perf_counter() - began)
+    return {
+        "history": f"{runs} earlier runs x {edges} edges",
+        "learn_at_start_s": round(learn_s, 3),
+        "baseline_earlier_runs_at_start_s (no samples stored)": round(earlier_s, 3),
+        "tick_1k_new_edges_ms": round(statistics.median(ticks) * 1000, 2),
+        "baseline_tick_ms": round(statistics.median(old_ticks) * 1000, 3),
+        "references_used": len(eta_model.matching(edges, live.pace.references)),
+    }
+
+
 def score(history: History, build_id: int) -> dict[str, Any]:
     replay = eta.Replay.of(history, build_id)
     scored: dict[str, Any] = {"duration_s": round(replay.duration_s, 2)}
@@ -244,6 +318,7 @@ def main() -> None:
                     "run's real duration",
                     "baseline_by_progress": summary(runs, "by_progress"),
                     "learned": summary(runs, "learned"),
+                    "cost": cost(work / "cost-state"),
                     "runs": runs,
                 },
                 indent=2,

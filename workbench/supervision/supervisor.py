@@ -261,10 +261,6 @@ class Supervisor:
         self.eta.earlier = self.earlier
         oom_before = _oom_kills()
         self.edge_recorder = self._guarded("finding the ninja log", self._start_edges)
-        self._guarded(
-            "reading earlier runs' edges",
-            lambda: self.eta.learn(eta.work_key_of(self.edge_recorder)),
-        )
         self.cgroup_oom = self._guarded("reading the memory cgroup", self._cgroup_oom_before)
 
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
@@ -707,8 +703,11 @@ class Supervisor:
             return
         self.edge_recorder.observe((p.pid, p.started, p.tool) for p in sample.processes)
         new = self.edge_recorder.poll()
-        # The ETA learns from the work's earlier runs once the build's ninja is known.
-        self.eta.learn(eta.work_key_of(self.edge_recorder))
+        if self.eta.work_key is None:
+            # The work's earlier runs are read once it is known, after the build started: on an
+            # ONNX Runtime-sized history that takes about a second (benchmarks/eta_accuracy.py).
+            key = eta.work_key_of(self.edge_recorder)
+            self._guarded("reading earlier runs' edges", lambda: self.eta.learn(key))
         origin = eta.edge_origin(self.edge_recorder)
         self.eta.add_edges(new, 0.0 if origin is None else origin - self.started_wall)
 
