@@ -8,13 +8,14 @@ import itertools
 import json
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from workbench.analysis import schedule
 from workbench.analysis.edges import assemble, kind_of, source_of, target_of
-from workbench.analysis.graph import read_graph
+from workbench.analysis.graph import BuildGraph, read_graph
 from workbench.analysis.ninja_log import NinjaLogError, NinjaLogReader, read_all
 from workbench.analysis.recorder import EdgeRecorder, ninja_command
 from workbench.analysis.summary import analyse, compare
@@ -216,6 +217,42 @@ def test_recorder_follows_a_ninja_it_finds_late(tmp_path: Path) -> None:
     assert all(edge.deps is not None for edge in stored)
     final = next(edge for edge in stored if edge.outputs[0] == "final")
     assert abs(final.started - (started + 1.8)) < 1.5  # epoch times from ninja's start
+
+
+def test_recorder_reads_the_graph_again_only_when_the_manifest_changed(tmp_path: Path) -> None:
+    """The graph read while the build ran is kept at the end when build.ninja is the same file
+    (an iterate cycle pays for one `ninja -t graph`); a manifest rewritten since is read again."""
+    directory = _project(tmp_path)
+    reads: list[Path] = []
+
+    def counted(build_directory: Path, targets: Sequence[str]) -> BuildGraph:
+        reads.append(build_directory)
+        return read_graph(build_directory, targets)
+
+    argv = ["ninja", "-C", str(directory), "-j3"]
+    recorder = EdgeRecorder(argv, tmp_path, graph_reader=counted)
+    _ninja(directory, "-j3")
+    recorder.poll()
+    assert len(reads) == 1
+    stored = recorder.finish()
+    assert len(reads) == 1
+    assert {edge.outputs[0]: edge.rule for edge in stored}["final"] == "wait"
+
+    (directory / "chain_1").unlink()
+    recorder = EdgeRecorder(argv, tmp_path, graph_reader=counted)
+    _ninja(directory, "-j3")
+    recorder.poll()
+    assert len(reads) == 2
+    # As CMake's re-run does: another manifest where the first one was, read again at the end.
+    renamed = MANIFEST.replace(
+        "build final final.extra: wait middle", "build final final.extra: again middle"
+    )
+    (directory / "next.ninja").write_text("rule again\n  command = touch $out\n" + renamed)
+    (directory / "next.ninja").replace(directory / "build.ninja")
+    stored = recorder.finish()
+    assert len(reads) == 3
+    rules = {edge.outputs[0]: edge.rule for edge in stored}
+    assert rules == {"chain_1": "wait", "chain_2": "wait", "chain_3": "wait", "final": "again"}
 
 
 def test_ninja_command_lines() -> None:

@@ -11,9 +11,9 @@ Where the log is:
   time since that ninja started.
 
 The ninja graph (`ninja -t graph`) is read as soon as a log is found (a Nix builder's directory
-is gone when the build ends) and again at the end when the directory is still there. The
-sampled compile jobs (1 Hz) add their peak RSS to the edges that compiled the same source at
-the same time.
+is gone when the build ends) and again at the end when the directory is still there and its
+build.ninja changed (or an edge of the run wrote a manifest). The sampled compile jobs (1 Hz)
+add their peak RSS to the edges that compiled the same source at the same time.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -129,6 +130,9 @@ class _Followed:
     assembler: EdgeAssembler = field(default_factory=EdgeAssembler)
     graph: BuildGraph | None = None
     graph_error: str | None = None
+    # build.ninja as it was just before the graph was read: the same file at the end (and no
+    # edge of this run rewrote a manifest) means the same graph, so it is not read again.
+    manifest: tuple[int, int, int] | None = None
 
 
 def _tail_of_this_run(path: Path, ninja_started: float, now: float) -> NinjaLogReader:
@@ -225,8 +229,10 @@ class EdgeRecorder:
             self._read_graph(self.followed[log])
 
     def _read_graph(self, followed: _Followed) -> None:
-        if not (followed.directory / "build.ninja").is_file():
+        manifest = _manifest_stamp(followed.directory)
+        if manifest is None:
             return
+        followed.manifest = manifest
         try:
             followed.graph = self.read_graph(followed.directory, followed.targets)
             followed.graph_error = None
@@ -255,7 +261,7 @@ class EdgeRecorder:
             edges = followed.assembler.edges
             if not edges:
                 continue
-            if followed.directory.is_dir():
+            if followed.directory.is_dir() and not _same_manifest(followed, edges):
                 self._read_graph(followed)  # the final manifest (CMake may have re-run)
             graph = followed.graph
             rules = {}
@@ -284,6 +290,28 @@ class EdgeRecorder:
     def graph_problems(self) -> list[str]:
         """Why a graph could not be read, per log."""
         return [f.graph_error for f in self.followed.values() if f.graph_error]
+
+
+def _manifest_stamp(directory: Path) -> tuple[int, int, int] | None:
+    """build.ninja's inode, size and modification time; None when there is none."""
+    try:
+        status = (directory / "build.ninja").stat()
+    except OSError:
+        return None
+    if not stat.S_ISREG(status.st_mode):
+        return None
+    return (status.st_ino, status.st_size, status.st_mtime_ns)
+
+
+def _same_manifest(followed: _Followed, edges: Sequence[Edge]) -> bool:
+    """True when the graph read earlier is still the build's: build.ninja is the same file,
+    unchanged, and no edge of this run wrote a manifest (CMake's re-run writes build.ninja and
+    the files it includes; one that keeps build.ninja's bytes leaves its stamp alone)."""
+    if followed.graph is None or followed.manifest is None:
+        return False
+    if any(output.endswith(".ninja") for edge in edges for output in edge.outputs):
+        return False
+    return _manifest_stamp(followed.directory) == followed.manifest
 
 
 def _same_source(job_file: str, source: str) -> bool:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import select
 import shlex
 import sys
 import time
@@ -477,6 +478,7 @@ def _follow_to_end(
     from workbench.supervision.follow import Follower, exit_code, outcome_line, status_line
 
     follower = Follower(history, build_id)
+    exited = _exit_watch(supervisor)
     tty = sys.stderr.isatty()
     shown_status = False
     last_status = ""
@@ -519,7 +521,13 @@ def _follow_to_end(
             elif status != last_status and now - last_status_at >= STATUS_EVERY_S:
                 _say(status)
                 last_status, last_status_at = status, now
-            time.sleep(min(0.1, idle_s) if update.lines else idle_s)
+            pause = min(0.1, idle_s) if update.lines else idle_s
+            if exited is None:
+                time.sleep(pause)
+            elif select.select([exited], [], [], pause)[0]:
+                # The supervisor exited (its row is final): read once more, then plain polling.
+                os.close(exited)
+                exited = None
     except KeyboardInterrupt:
         clear()
         sys.stderr.write("\n")
@@ -535,6 +543,20 @@ def _follow_to_end(
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0, False
+    finally:
+        if exited is not None:
+            os.close(exited)
+
+
+def _exit_watch(supervisor: Any) -> int | None:
+    """A descriptor that becomes readable when the supervisor (a Popen we started) exits, so
+    that following wakes as the build ends rather than at the next poll; None without one."""
+    if supervisor is None or supervisor.poll() is not None:
+        return None  # once reaped, its pid may be another process's
+    try:
+        return os.pidfd_open(supervisor.pid)
+    except (AttributeError, OSError):  # Linux < 5.3, or a Python without pidfd_open
+        return None
 
 
 def run_attach(args: argparse.Namespace) -> int:

@@ -9,8 +9,6 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-import tomlkit
-
 from workbench.configs.cuda_arch import ArchitectureError, normalise_list
 from workbench.configs.matrix import Matrix
 from workbench.configs.toml_files import (
@@ -295,6 +293,8 @@ def _validate(data: dict[str, Any], path: Path, text: str, context: Context) -> 
         try:
             values[key] = spec.check(data[key], context)
         except Refused as why:
+            import tomlkit  # only to show a refused value as TOML: reading needs none
+
             shown = tomlkit.item(data[key]).as_string()
             raise _refusal(path, line_of_key(text, key), key, shown, why, context) from None
     return BuildSettings(**values)
@@ -351,6 +351,8 @@ def set_settings(config_directory: Path, matrix: Matrix, changes: dict[str, Any]
     Values are command-line text or typed values (from the TUI). If any is refused, ConfigError
     names file, key, value and what is allowed, and the file is not touched.
     """
+    import tomlkit  # only where settings.toml is written: reading it needs none (faster start)
+
     checked = {
         key: check_value(config_directory, matrix, key, value) for key, value in changes.items()
     }

@@ -12,8 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import tomlkit
-
 from workbench.configs.matrix import Matrix
 from workbench.configs.toml_files import (
     load_document,
@@ -232,6 +230,8 @@ def set_enabled(
     config_directory: Path, name: str, enabled: bool, matrix: Matrix | None = None
 ) -> Series:
     """Enable or disable one patch in series.toml, keeping comments; returns the new series."""
+    import tomlkit  # only where series.toml is written: reading it needs none (faster start)
+
     path = series_path(config_directory)
     with locked_directory(path.parent):
         series = load_series(config_directory, matrix)
@@ -265,6 +265,8 @@ def add_patch(
     same way `load_series` checks the file before anything is written. `diff` None: the file
     NAME.patch was written already (by `workbench bt --source`) and only the entry is added.
     """
+    import tomlkit
+
     validate_name(new.name)
     if diff is not None and not diff.strip():
         raise PatchError("the diff is empty: there are no changes to turn into a patch")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -57,9 +58,12 @@ def supervisor_argv(state: Path, build_id: int) -> list[str]:
 
 
 def spawn_supervisor(
-    state: Path, record: BuildRecord, lock: BuildLock | None
+    state: Path, record: BuildRecord, lock: BuildLock | None, started_fd: int | None = None
 ) -> subprocess.Popen[bytes]:
-    """Start the supervisor in a session of its own, detached from any terminal."""
+    """Start the supervisor in a session of its own, detached from any terminal.
+
+    `started_fd`: the write end of a pipe that the supervisor closes once the build's row says
+    it started (or failed to start), so that `wait_started` wakes then instead of polling."""
     import workbench
 
     directory = build_directory(state, record.id)
@@ -69,6 +73,9 @@ def spawn_supervisor(
         for fd in lock.fds:
             argv += ["--lock-fd", str(fd)]
         pass_fds = tuple(lock.fds)
+    if started_fd is not None:
+        argv += ["--started-fd", str(started_fd)]
+        pass_fds += (started_fd,)
     # `-m` finds the package from the supervisor's working directory: the folder that holds
     # this package (the build's own directory is set by the supervisor, per build).
     package_parent = Path(workbench.__file__).resolve().parent.parent
@@ -94,8 +101,12 @@ def wait_started(
     build_id: int,
     supervisor: subprocess.Popen[bytes],
     timeout_s: float = 30.0,
+    started_fd: int | None = None,
 ) -> BuildRecord:
-    """The build's row once its supervisor has started the command (or failed to)."""
+    """The build's row once its supervisor has started the command (or failed to).
+
+    `started_fd`: the read end of the pipe given to `spawn_supervisor`; its end of file (the
+    supervisor closed it, or exited) wakes this at once. The row decides either way."""
     deadline = time.monotonic() + timeout_s
     log = build_directory(history.state_directory, build_id) / "supervisor.log"
     while True:
@@ -113,7 +124,10 @@ def wait_started(
                 f"the supervisor of build #{build_id} did not start it within {timeout_s:.0f} s; "
                 f"see {log}"
             )
-        time.sleep(0.05)
+        if started_fd is None:
+            time.sleep(0.05)
+        elif select.select([started_fd], [], [], 0.05)[0] and not os.read(started_fd, 64):
+            started_fd = None  # end of file: it stays readable, so sleep between rereads
 
 
 def start(
@@ -142,15 +156,22 @@ def start(
             raise _explained(history, busy) from None
         said.append(f"{_explained(history, busy)}; --force given: starting anyway")
         lock = None
+    # The supervisor closes its end once the row says the build started: wait_started wakes then.
+    started_r, started_w = os.pipe2(os.O_CLOEXEC)
     try:
-        said += preflight.describe(preflight.other_build_processes())
-        record = history.create(plan)
-        supervisor = spawn_supervisor(state, record, lock)
-        history.set_supervisor(record.id, supervisor.pid, _create_time(supervisor.pid))
+        try:
+            said += preflight.describe(preflight.other_build_processes())
+            record = history.create(plan)
+            supervisor = spawn_supervisor(state, record, lock, started_w)
+            history.set_supervisor(record.id, supervisor.pid, _create_time(supervisor.pid))
+        finally:
+            os.close(started_w)  # the supervisor's copy must be the only one left
+            if lock is not None:
+                lock.release()  # the supervisor holds its inherited copy of the lock
+        record = wait_started(history, record.id, supervisor, started_fd=started_r)
     finally:
-        if lock is not None:
-            lock.release()  # the supervisor holds its inherited copy of the lock
-    return Started(wait_started(history, record.id, supervisor), supervisor, said)
+        os.close(started_r)
+    return Started(record, supervisor, said)
 
 
 def _explained(history: History, busy: LockBusy) -> LockBusy:

@@ -210,6 +210,8 @@ class Supervisor:
         # The tree locks' descriptors: passed on to the build, so that the locks stay held
         # while any process of it lives, even after this supervisor (see lock.py).
         self.lock_fds: tuple[int, ...] = ()
+        # The CLI's wake-up (control.wait_started): closed once the row says started or failed.
+        self.started_fd: int | None = None
         self.outlived: list[tree.Member] = []
         self._flushed_lines = -1
         self._flushed_lost = 0
@@ -290,6 +292,7 @@ class Supervisor:
             os.write(log_fd, f"workbench: {message}\n".encode())
             now = time.time()
             self.history.finish(record.id, FAILED, now, 0.0, None, None, message, 1, {})
+            self._tell_started()
             return 1
         os.close(out_w)
         pid = self.process.pid
@@ -298,6 +301,7 @@ class Supervisor:
         self.started_mono = time.monotonic()
         self.root = self._member(pid)
         self.history.mark_running(record.id, pid, pid, self.started_wall)
+        self._tell_started()
         self.say(f"build #{record.id}: started pid {pid}: {record.argv}")
         self.sampler = self._guarded(
             "starting the sampler", lambda: Sampler(root_pid=pid, daemon=record.nix)
@@ -314,11 +318,19 @@ class Supervisor:
             self._guarded("closing the sampler", self.sampler.close)
         if self.outlived:
             self._guarded("recording what outlived the build", self._record_outlived)
-        self._finish(pipeline, oom_before)
+        # The log is on disk before the row says the build ended (and the CLI, woken by this
+        # process's exit, finds both done).
         with contextlib.suppress(OSError):  # a full disk may refuse even this; the data is in
             os.fsync(log_fd)
+        self._finish(pipeline, oom_before)
         os.close(log_fd)
         return 0
+
+    def _tell_started(self) -> None:
+        if self.started_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.started_fd)
+            self.started_fd = None
 
     def _loop(self, pipeline: LogPipeline, out_r: int, wake_r: int) -> None:
         eof = False
@@ -820,6 +832,9 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         help="inherited descriptor of a tree lock (once per tree)",
     )
+    parser.add_argument(
+        "--started-fd", type=int, help="inherited pipe, closed once the build has started"
+    )
     args = parser.parse_args(argv)
     # Nothing from a terminal may end us: we have none, but be explicit.
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
@@ -846,6 +861,7 @@ def main(argv: list[str] | None = None) -> int:
         holder.describe(build_id=record.id, name=record.name, pid=os.getpid())
     supervisor = Supervisor(history, record, say)
     supervisor.lock_fds = tuple(args.lock_fd)
+    supervisor.started_fd = args.started_fd
     try:
         return supervisor.run()
     except Exception:
