@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from cli_errors import one_error_line
 from second_user import OtherUser, other_user, shared_tmp  # noqa: F401 - the fixtures
 
 REPO = Path(__file__).resolve().parents[1]
@@ -25,13 +26,6 @@ def _workbench(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
         cwd=REPO,
         check=False,
     )
-
-
-def _one_error_line(result: subprocess.CompletedProcess[str]) -> str:
-    assert result.returncode == 2, (result.stdout, result.stderr)
-    assert result.stderr.startswith("workbench: error: "), result.stderr
-    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
-    return result.stderr
 
 
 def test_a_symlinked_settings_file_is_edited_through_the_link(config_copy: Path) -> None:
@@ -58,7 +52,7 @@ def test_a_read_only_file_is_refused_and_left_alone(config_copy: Path) -> None:
     settings = config_copy / "settings.toml"
     before = settings.read_bytes()
     settings.chmod(0o444)
-    error = _one_error_line(_workbench(config_copy, "config", "set", "ninja_jobs", "7"))
+    error = one_error_line(_workbench(config_copy, "config", "set", "ninja_jobs", "7"))
     assert "read-only (mode 0444): refused" in error and "chmod u+w" in error
     assert settings.read_bytes() == before
     assert stat.S_IMODE(settings.stat().st_mode) == 0o444
@@ -75,7 +69,7 @@ def test_crlf_line_endings_are_kept(config_copy: Path) -> None:
     assert shown.stdout == "5\n"
 
 
-def test_an_unwritable_config_folder_is_one_error_line(
+def test_an_unwritable_config_folder_isone_error_line(
     shared_tmp: Path,  # noqa: F811
     other_user: OtherUser,  # noqa: F811
 ) -> None:
@@ -90,7 +84,7 @@ def test_an_unwritable_config_folder_is_one_error_line(
     shown = other_user.workbench("--config", str(config_copy), "config", "get", "ninja_jobs")
     assert shown.returncode == 0, shown.stderr
     result = other_user.workbench("--config", str(config_copy), "config", "set", "ninja_jobs", "9")
-    error = _one_error_line(result)
+    error = one_error_line(result)
     assert "cannot write there" in error or "read-only" in error
     assert "--config DIR" in error or "chmod u+w" in error
     assert settings.read_bytes() == before
@@ -99,12 +93,12 @@ def test_an_unwritable_config_folder_is_one_error_line(
 def test_a_5000_digit_setting_is_refused(config_copy: Path) -> None:
     settings = config_copy / "settings.toml"
     before = settings.read_bytes()
-    error = _one_error_line(_workbench(config_copy, "config", "set", "ninja_jobs", "9" * 5000))
+    error = one_error_line(_workbench(config_copy, "config", "set", "ninja_jobs", "9" * 5000))
     assert "refused (out of range)" in error and len(error) < 400
     assert settings.read_bytes() == before
     text = before.decode().replace("max_jobs = ", "max_jobs = " + "9" * 5000 + "  # ", 1)
     settings.write_text(text)
-    error = _one_error_line(_workbench(config_copy, "config", "show"))
+    error = one_error_line(_workbench(config_copy, "config", "show"))
     line = 1 + text[: text.index("9" * 5000)].count("\n")
     assert f"settings.toml:{line}:" in error and "a number with 5000 digits" in error
 
@@ -116,6 +110,6 @@ def test_deeply_nested_toml_is_refused(config_copy: Path) -> None:
     text = text.replace("cuda_architectures = ", f"cuda_architectures = {nested}  # ", 1)
     settings.write_text(text)
     for args in (("config", "show"), ("config", "set", "ninja_jobs", "4")):
-        error = _one_error_line(_workbench(config_copy, *args))
+        error = one_error_line(_workbench(config_copy, *args))
         assert "nested more than 100 levels deep" in error
     assert settings.read_text() == text

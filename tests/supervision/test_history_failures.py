@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_errors import one_error_line
 from second_user import OtherUser, other_user, shared_tmp  # noqa: F401 - the fixtures
 
 from workbench.supervision.history import History, NewBuild
@@ -43,13 +44,6 @@ def _cli(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _one_error_line(result: subprocess.CompletedProcess[str]) -> str:
-    assert result.returncode == 2, (result.stdout, result.stderr)
-    assert result.stderr.startswith("workbench: error: "), result.stderr
-    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
-    return result.stderr
-
-
 def _history_with_builds(state: Path, count: int) -> None:
     with History(state) as history:
         for _ in range(count):
@@ -60,7 +54,7 @@ def _history_with_builds(state: Path, count: int) -> None:
     connection.close()
 
 
-def test_a_partly_damaged_history_is_one_error_line(tmp_path: Path) -> None:
+def test_a_partly_damaged_history_isone_error_line(tmp_path: Path) -> None:
     """The header is intact (the database opens) but the pages of `builds` are overwritten:
     SQLite fails only when a query reaches them."""
     state = tmp_path / "state"
@@ -72,12 +66,12 @@ def test_a_partly_damaged_history_is_one_error_line(tmp_path: Path) -> None:
         for offset in range(2 * page, size, page):
             handle.seek(offset)
             handle.write(b"\xa5" * 64)
-    error = _one_error_line(_cli(state, "history"))
+    error = one_error_line(_cli(state, "history"))
     assert "the build history is damaged" in error
     assert f"mv {database} {database}.damaged" in error
 
 
-def test_a_read_only_history_is_one_error_line(
+def test_a_read_only_history_isone_error_line(
     shared_tmp: Path,  # noqa: F811
     other_user: OtherUser,  # noqa: F811
 ) -> None:
@@ -92,7 +86,7 @@ def test_a_read_only_history_is_one_error_line(
     listed = other_user.workbench("--state-dir", str(state), "history", "--json")
     assert listed.returncode == 0, listed.stderr  # reading still works
     result = other_user.workbench("--state-dir", str(state), "run", "--", "true", cwd=checkout)
-    error = _one_error_line(result)
+    error = one_error_line(result)
     assert "the build history is read-only" in error and "chmod u+w" in error
 
 
@@ -120,7 +114,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
             subprocess.run(["umount", "-l", str(disk)], capture_output=True)
 
 
-def test_database_or_disk_is_full_is_one_error_line(small_disk: Path, tmp_path: Path) -> None:
+def test_database_or_disk_is_full_isone_error_line(small_disk: Path, tmp_path: Path) -> None:
     state = small_disk / "state"
     _history_with_builds(state, 1)
     filler = small_disk / "filler"
@@ -141,7 +135,7 @@ def test_database_or_disk_is_full_is_one_error_line(small_disk: Path, tmp_path: 
         cwd=checkout,
         check=False,
     )
-    error = _one_error_line(result)
+    error = one_error_line(result)
     assert "full" in error and ("free space" in error or "df -h" in error)
     filler.unlink()
     again = subprocess.run(

@@ -22,7 +22,7 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import psutil
@@ -47,12 +47,12 @@ def _member(process: psutil.Process) -> Member | None:
         return None
 
 
-def group_members(pgid: int) -> list[Member]:
-    """Live (non-zombie) processes whose process group is `pgid`."""
+def _members_where(id_of: Callable[[int], int], wanted: int) -> list[Member]:
+    """Live (non-zombie) processes whose `id_of(pid)` (group or session id) is `wanted`."""
     found: list[Member] = []
     for pid in psutil.pids():
         try:
-            if os.getpgid(pid) != pgid:
+            if id_of(pid) != wanted:
                 continue
             member = _member(psutil.Process(pid))
         except (OSError, psutil.Error):
@@ -60,6 +60,11 @@ def group_members(pgid: int) -> list[Member]:
         if member is not None:
             found.append(member)
     return found
+
+
+def group_members(pgid: int) -> list[Member]:
+    """Live (non-zombie) processes whose process group is `pgid`."""
+    return _members_where(os.getpgid, pgid)
 
 
 BUILD_MARKER = "WORKBENCH_BUILD"
@@ -68,17 +73,7 @@ BUILD_MARKER = "WORKBENCH_BUILD"
 
 def session_members(sid: int) -> list[Member]:
     """Live processes of session `sid` (the build leads its own session)."""
-    found: list[Member] = []
-    for pid in psutil.pids():
-        try:
-            if os.getsid(pid) != sid:
-                continue
-            member = _member(psutil.Process(pid))
-        except (OSError, psutil.Error):
-            continue
-        if member is not None:
-            found.append(member)
-    return found
+    return _members_where(os.getsid, sid)
 
 
 def marked(marker: str) -> list[Member]:
