@@ -111,7 +111,13 @@ def test_a_daemon_that_outlives_the_build_is_listed_and_stopped(
     it, the checkout stays locked while it runs, and `stop` ends it."""
     checkout = tmp_path / "checkout"
     (checkout / ".git").mkdir(parents=True)
-    script = "setsid sleep 61 </dev/null >/dev/null 2>&1 & exit 0"
+    # The build ends once its daemon is `sleep` (setsid has exec'd it): the supervisor names
+    # what outlived the build as it finds it, and under load it could still be `setsid`.
+    script = (
+        "setsid sleep 61 </dev/null >/dev/null 2>&1 & pid=$!; n=0; "
+        'while [ "$(cat /proc/$pid/comm 2>/dev/null)" != sleep ] && [ $n -lt 500 ]; '
+        "do n=$((n+1)); sleep 0.01; done; exit 0"
+    )
     result = bench.run("run", "--name", "daemonic", "--", "sh", "-c", script, cwd=checkout)
     assert result.returncode == 0, result.stderr
     build_id = build_id_from(result.stderr)
