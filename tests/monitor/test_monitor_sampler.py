@@ -294,3 +294,37 @@ def test_wait_rusage_helper_reports_cpu(tmp_path: Path) -> None:
     with started(["sh", "-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done"]) as burner:
         code, cpu = wait_rusage(burner)
     assert code == 0 and cpu > 0.0
+
+
+def test_a_process_whose_argv_reads_empty_waits_for_the_next_sample(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The race CI hit: stat read while alive, argv read empty once the process had exited.
+
+    A real sleeper is watched; the first read of its argv is made to come back empty, as the
+    kernel returns it after exit has dropped the process's memory. It must not be shown as
+    "sleep compiling nothing" then; the next sample reads its argv again and shows it.
+    """
+    from workbench.monitor import procfs
+
+    real_read = procfs.read_cmdline
+    emptied: set[int] = set()
+
+    def read_once_empty(pid: int) -> list[str]:
+        if pid not in emptied:
+            emptied.add(pid)
+            return []
+        return real_read(pid)
+
+    monkeypatch.setattr(procfs, "read_cmdline", read_once_empty)
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        with Sampler(sleeper.pid) as sampler:
+            first = sampler.sample()
+            assert [p.pid for p in first.processes] == []
+            second = sampler.sample()
+            (seen,) = second.processes
+            assert (seen.pid, seen.tool) == (sleeper.pid, "sleep")
+    finally:
+        sleeper.kill()
+        sleeper.wait()

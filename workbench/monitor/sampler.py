@@ -137,6 +137,7 @@ class _Proc:
         "state",
         "threads",
         "tool",
+        "unread",
     )
 
     def __init__(self, pid: int) -> None:
@@ -161,6 +162,7 @@ class _Proc:
         self.threads = 1
         self.tool = ""
         self.file: str | None = None
+        self.unread = False  # its argv read empty: exiting, classified again next sample
 
 
 def _default_fd_budget() -> int:
@@ -238,6 +240,10 @@ class Sampler:
             if proc.name not in names:
                 gone.append(proc)
                 continue
+            if proc.unread:
+                self._classify(proc)
+                if not proc.unread:
+                    proc.sample = self._make_sample(proc, 0.0)
             if proc.sched_fd is not None and proc.threads == 1:
                 # A single-threaded process that has not run since the last sample (its run
                 # time in /proc/PID/schedstat is unchanged) cannot have used CPU, reaped a child
@@ -279,7 +285,7 @@ class Sampler:
                 proc.comm = stat.comm
                 self._classify(proc)
             percent = used * 100.0 / procfs.CLOCK_TICKS / interval if interval > 0 else 0.0
-            proc.sample = self._make_sample(proc, percent)
+            proc.sample = None if proc.unread else self._make_sample(proc, percent)
         for proc in gone:
             self._forget(proc)
         if gone:
@@ -513,13 +519,18 @@ class Sampler:
             elapsed = now - max(started, previous_t)
             if elapsed > 0:
                 percent = proc.own * 100.0 / procfs.CLOCK_TICKS / elapsed
-        proc.sample = self._make_sample(proc, percent)
+        proc.sample = None if proc.unread else self._make_sample(proc, percent)
         # Everything it used so far happened during the build (or before the sampler started,
         # which still belongs to the build's total).
         return proc.own + proc.children
 
     def _classify(self, proc: _Proc) -> None:
-        what = classify(proc.comm, procfs.read_cmdline(proc.pid))
+        argv = procfs.read_cmdline(proc.pid)
+        # A member is never a kernel thread: an empty argv means it exited between its stat
+        # and this read (the kernel drops the memory holding argv before the zombie state
+        # shows). Named from its comm alone, a compiler would be shown compiling no file.
+        proc.unread = not argv
+        what = classify(proc.comm, argv)
         proc.kind, proc.tool, proc.file = what.kind, what.tool, what.file
         parent = self._members.get(proc.ppid)
         if parent is not None and parent.job:
