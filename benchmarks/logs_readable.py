@@ -7,10 +7,15 @@ what GNU time (`/usr/bin/time -f %M`) reports for the command alone (wait4's fig
 the pages a forked child shares with this process). `cat` of the same file is printed beside
 them for scale.
 
-Two logs, both built by repeating log_pipeline.py's generated logs up to the size asked:
+Two logs, both built by repeating log_pipeline.py's generated logs up to the size asked, and
+written the way a user's log is: a build (`workbench run -- cat FILE`) whose output the real
+supervisor pumps into its log, keeping the readable form beside it as it goes:
 - plain: a non-Nix build (ninja status lines, compiler warnings, cmake chatter);
 - nix: `nix build -L --log-format internal-json`, mostly `@nix` builder-line events, which the
   readable form decodes line by line.
+`logs (no map)` is the same log with the map beside it removed: what the reader renders itself
+(a log from before maps, or the tail of a running build). The pump's own time for the build is
+printed too (`build through the pump`), for scale.
 
     python benchmarks/logs_readable.py [--megabytes 256] [--mix plain|nix|both] [--keep DIR]
     python benchmarks/logs_readable.py --megabytes 2048      # the issue's 2 GB
@@ -31,7 +36,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.log_pipeline import generate, generate_plain
-from workbench.supervision.history import History, NewBuild
+from workbench.logs.readable_map import readable_paths
+from workbench.supervision.history import History
 
 MB = 1 << 20
 SAMPLE_LINES = 200_000
@@ -48,23 +54,26 @@ def _fill(sample: Path, target: Path, size: int) -> int:
     return written
 
 
-def _build(state: Path, name: str) -> tuple[int, Path]:
+def _build(state: Path, name: str, source: Path, checkout: Path) -> tuple[int, Path, float]:
+    """`workbench run --name NAME -- cat SOURCE`: the log as the supervisor writes it."""
+    started = time.perf_counter()
+    result = subprocess.run(
+        [*_cli(state), "run", "--name", name, "--", "cat", str(source)],
+        cwd=checkout,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        check=False,
+    )
+    elapsed = time.perf_counter() - started
+    if result.returncode != 0:
+        raise SystemExit(f"the build failed ({result.returncode}): {result.stderr.decode()}")
     with History(state) as history:
-        record = history.create(
-            NewBuild(
-                name=name,
-                backend="run",
-                argv=("benchmark",),
-                cwd=str(state),
-                checkout=str(state),
-                settings={},
-                eta_key=name,
-                nix=name == "nix",
-            )
-        )
-    path = Path(record.log_path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return record.id, path
+        record = history.builds(limit=1)[0]
+    return record.id, Path(record.log_path), elapsed
+
+
+def _cli(state: Path) -> list[str]:
+    return [sys.executable, "-m", "workbench", "--state-dir", str(state)]
 
 
 def _measure(argv: list[str]) -> dict[str, float | None]:
@@ -97,25 +106,35 @@ def run(megabytes: int, mixes: list[str], keep: Path | None) -> dict[str, object
                 generate_plain(sample, SAMPLE_LINES)
             else:
                 generate(sample, SAMPLE_LINES)
-            build_id, path = _build(state, mix)
-            size = _fill(sample, path, megabytes * MB)
+            source = work / f"source-{mix}.log"
+            size = _fill(sample, source, megabytes * MB)
             sample.unlink()
-            cli = [sys.executable, "-m", "workbench", "--state-dir", str(state), "logs"]
+            checkout = work / "checkout"
+            checkout.mkdir(exist_ok=True)
+            build_id, path, pumped = _build(state, mix, source, checkout)
+            source.unlink()
+            cli = [*_cli(state), "logs"]
             cat = _measure(["cat", str(path)])
             raw = _measure([*cli, str(build_id), "--raw"])
             readable = _measure([*cli, str(build_id)])
             ratio = readable["seconds"] / raw["seconds"] if raw["seconds"] else None
+            _readable_path, map_path = readable_paths(path)
+            map_path.rename(map_path.with_name("moved-aside"))
+            unmapped = _measure([*cli, str(build_id)])
             results[mix] = {
                 "log_mb": round(size / MB),
+                "build through the pump": {"seconds": round(pumped, 2)},
                 "cat (baseline)": cat,
                 "logs --raw": raw,
                 "logs (readable)": readable,
+                "logs (no map)": unmapped,
                 "readable / raw time": None if ratio is None else round(ratio, 2),
                 "readable MB/s": round(size / MB / readable["seconds"], 1),
                 "within 2x of raw": ratio is not None and ratio <= 2.0,
                 "readable peak RSS under 100 MB": (readable["peak_rss_mb"] or 0) < 100,
             }
-            path.unlink()
+            for leftover in (path, _readable_path, map_path.with_name("moved-aside")):
+                leftover.unlink(missing_ok=True)
     finally:
         if keep is None:
             shutil.rmtree(work, ignore_errors=True)

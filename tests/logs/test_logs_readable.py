@@ -18,6 +18,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from supervision.supervised import Bench, build_id_from
 
+from workbench.logs.readable_map import (
+    IN_READABLE,
+    RECORD,
+    ReadableMapWriter,
+    copy_readable,
+    readable_paths,
+)
 from workbench.logs.stream import BLOCK, ReadableStream, readable_blocks
 from workbench.progress import ProgressTracker
 from workbench.supervision.follow import LogReader
@@ -136,6 +143,12 @@ def test_logs_attach_and_status_never_pass_escapes_to_the_terminal(
     assert "title^[]0;owned^G clipboard^[]52;c;dG9rZW4=^G clear" in result.stdout
     readable = bench.run("logs", str(build_id), timeout=60)
     assert readable.returncode == 0, readable.stderr
+    # What `logs` copied was kept by the supervisor as the build wrote it: nothing rendered.
+    log_path = next(bench.state.glob(f"builds/{build_id}/build.log"))
+    readable_path, map_path = readable_paths(log_path)
+    assert map_path.stat().st_size == RECORD.size  # one stretch, in build.readable
+    assert oct(readable_path.stat().st_mode & 0o777) == "0o600"
+    assert readable_path.read_bytes().decode() == readable.stdout
     assert CONTROL.search(readable.stdout) is None
     assert "[@click=app.quit]x[/]" in readable.stdout
     assert "M-^[2J bell^G" in readable.stdout
@@ -146,3 +159,97 @@ def test_logs_attach_and_status_never_pass_escapes_to_the_terminal(
     for command in shown_by:
         shown = bench.run(*command, timeout=60)
         assert CONTROL.search(shown.stdout + shown.stderr) is None, command
+
+
+def _mapped_pipeline(
+    directory: Path, chunks: list[bytes], settle: int, record_every: int, close: bool = True
+) -> Path:
+    """`chunks` through the pump with the readable form kept beside the log."""
+    path = directory / "build.log"
+    readable_path, map_path = readable_paths(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+    fds = [os.open(p, flags, 0o600) for p in (path, readable_path, map_path)]
+    writer = ReadableMapWriter(fds[1], fds[2], 0, settle=settle, record_every=record_every)
+    pipeline = LogPipeline(fds[0], ProgressTracker(), readable=writer)
+    for chunk in chunks:
+        pipeline.feed(chunk)
+    if close:
+        pipeline.close()
+    for fd in fds:
+        os.close(fd)
+    return path
+
+
+def _copied(path: Path) -> bytes:
+    out = path.with_name("out")
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        copy_readable(path, fd)
+    finally:
+        os.close(fd)
+    return out.read_bytes()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(CHUNKS, st.integers(1, 200), st.integers(1, 400), st.booleans())
+def test_the_readable_form_kept_while_writing_equals_the_one_rendered_after(
+    tmp_path_factory, chunks: list[bytes], settle: int, record_every: int, ended: bool
+) -> None:
+    """Stretches copied from the log and from build.readable, holes rendered: the same bytes.
+
+    Tiny `settle` and `record_every` make the stretches switch and records come often; a
+    build still running (`ended` false) leaves its tail to be rendered by the reader."""
+    path = _mapped_pipeline(tmp_path_factory.mktemp("log"), chunks, settle, record_every, ended)
+    assert path.read_bytes() == b"".join(chunks)
+    assert _copied(path) == _reference(path)
+
+
+def test_a_map_cut_short_or_torn_still_gives_the_whole_readable_form(tmp_path: Path) -> None:
+    start = _nix(
+        {
+            "action": "start",
+            "fields": [f"/nix/store/{'a' * 32}-ort.drv", "", 1, 1],
+            "id": 7,
+            "level": 3,
+            "parent": 0,
+            "text": "building ort",
+            "type": 105,
+        }
+    )
+    line = _nix({"action": "result", "fields": ["compiling \x1b[1mx\x1b[0m"], "id": 7, "type": 101})
+    chunks = [f"{start}\nplain\n".encode()] + [f"{line}\nplain {n}\n".encode() for n in range(50)]
+    path = _mapped_pipeline(tmp_path, chunks, settle=16, record_every=64)
+    whole = _copied(path)
+    assert whole == _reference(path)
+    assert whole.count(b"ort> compiling x\n") == 50
+    _, map_path = readable_paths(path)
+    records = map_path.read_bytes()
+    assert len(records) >= 4 * RECORD.size
+    # A record torn by a full disk, and one pointing past the files: the rest is rendered, and
+    # the builder lines after the cut still know their derivation's name.
+    map_path.write_bytes(records[: 2 * RECORD.size + 5])
+    assert _copied(path) == whole
+    bogus = RECORD.pack(IN_READABLE, 0, 10, 1 << 40, 10)
+    map_path.write_bytes(records[: RECORD.size] + bogus + records[2 * RECORD.size :])
+    assert _copied(path) == whole
+    map_path.unlink()  # a log from before maps
+    assert _copied(path) == whole
+
+
+def test_a_map_whose_writes_fail_stops_and_the_pump_goes_on(tmp_path: Path) -> None:
+    path = tmp_path / "build.log"
+    readable_path, map_path = readable_paths(path)
+    log_fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    map_fd = os.open(map_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    read_only = os.open(readable_path, os.O_RDONLY | os.O_CREAT, 0o600)  # writes fail: EBADF
+    writer = ReadableMapWriter(read_only, map_fd, 0, settle=8, record_every=8)
+    pipeline = LogPipeline(log_fd, ProgressTracker(), readable=writer)
+    for n in range(20):
+        pipeline.feed(f"line {n}\n".encode() + (b"\x1b[2J\n" if n == 10 else b""))
+    pipeline.close()
+    for fd in (log_fd, map_fd, read_only):
+        os.close(fd)
+    assert writer.failure.startswith("EBADF")
+    assert path.read_bytes().count(b"\n") == 21
+    assert map_path.stat().st_size > 0  # the plain stretch before the failure was recorded
+    assert _copied(path) == _reference(path)

@@ -594,28 +594,18 @@ def run_logs(args: argparse.Namespace) -> int:
     history = _history(args)
     record = _build_for_logs(history, args)
     path = Path(record.log_path)
-    if args.raw and not args.follow:
-        try:
-            with open(path, "rb") as handle:
-                while chunk := handle.read(1 << 20):
-                    sys.stdout.buffer.write(chunk)
-        except FileNotFoundError:
-            pass
-        sys.stdout.buffer.flush()
-        return 0
     if args.follow and record.active:
         return _follow(args, history, record.id, backlog=False)
-    from workbench.logs.stream import readable_blocks
+    from workbench.logs.readable_map import copy_log, copy_readable
 
-    # Streamed block by block: constant memory, and plain output at the speed of --raw.
+    # Both copy in the kernel (sendfile): the readable form was kept beside the log as it was
+    # written (logs.readable_map); only what it does not cover is rendered here, block by block.
     sys.stdout.flush()
-    try:
-        with open(path, "rb") as handle:
-            for block in readable_blocks(handle):
-                sys.stdout.buffer.write(block)
-    except FileNotFoundError:
-        pass
-    sys.stdout.buffer.flush()
+    out = sys.stdout.fileno()
+    if args.raw:
+        copy_log(path, out)
+    else:
+        copy_readable(path, out)
     return 0
 
 

@@ -31,6 +31,21 @@ _CONTROL_TABLE = bytes(
 _C1 = re.compile(rb"\xc2[\x80-\x9f]")
 
 
+def readable_as_is(block: bytes) -> bool:
+    """Whether complete lines are already their own readable form (no event, no control)."""
+    if b"@nix " in block or block.translate(_CONTROL_TABLE).find(0) >= 0:
+        return False
+    if block.isascii():
+        return True
+    if b"\xc2" in block and _C1.search(block) is not None:
+        return False
+    try:
+        block.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 class ReadableStream:
     """Turns a log's bytes, block by block, into the readable form (UTF-8 bytes)."""
 
@@ -49,28 +64,32 @@ class ReadableStream:
                 self._pending = data
                 return b""
             self._pending = b""  # a runaway line: show what there is as one line
-            return self._block(data + b"\n")
+            return self.render(data + b"\n")
         self._pending = data[cut + 1 :]
-        return self._block(data[: cut + 1])
+        return self.render(data[: cut + 1])
 
     def close(self) -> bytes:
         """The last line when the log does not end with a newline."""
         rest, self._pending = self._pending, b""
-        return self._block(rest + b"\n") if rest else b""
+        return self.render(rest + b"\n") if rest else b""
 
-    def _block(self, block: bytes) -> bytes:
+    def render(self, block: bytes) -> bytes:
         """Complete lines (ending with a newline) → their readable form."""
-        if b"@nix " not in block and block.translate(_CONTROL_TABLE).find(0) < 0:
-            if block.isascii():
-                return block  # already readable: the copy-speed path
-            if b"\xc2" not in block or _C1.search(block) is None:
-                try:
-                    block.decode("utf-8")
-                except UnicodeDecodeError:
-                    pass
-                else:
-                    return block
+        if readable_as_is(block):
+            return block  # the copy-speed path
+        return self.render_lines(block)
+
+    def render_lines(self, block: bytes) -> bytes:
+        """Complete lines known not to be readable as they are → their readable form."""
         return self._lines(block.decode("utf-8", "replace"))
+
+    def learn_names(self, block: bytes) -> None:
+        """Fold in the `start` events of lines whose readable form is not wanted (skipped)."""
+        if b"@nix " not in block:
+            return
+        for line in block.decode("utf-8", "replace").split("\n"):
+            if line.startswith("@nix ") and not line.startswith(_RESULT_EVENT):
+                self._names.feed(line)
 
     def _lines(self, text: str) -> bytes:
         names = self._names

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from workbench.logs.readable_map import ReadableMapWriter
 from workbench.progress import ProgressTracker
 
 READ_SIZE = 1 << 18
@@ -91,10 +92,15 @@ class LogPipeline:
         tracker: ProgressTracker,
         say: Callable[[str], None] | None = None,
         offset: int = 0,
+        readable: ReadableMapWriter | None = None,
     ) -> None:
-        """`offset`: the log file's size when the pipeline starts (where its gaps are counted)."""
+        """`offset`: the log file's size when the pipeline starts (where its gaps are counted).
+
+        `readable`: fed every byte that reaches the log (gap markers too), in order, to keep
+        the log's readable form beside it (`logs.readable_map`)."""
         self.log_fd = log_fd
         self.tracker = tracker
+        self.readable = readable
         self._say = say
         self.bytes = 0
         """Bytes of output read from the build (written or lost)."""
@@ -108,6 +114,7 @@ class LogPipeline:
         self._ends_line = True  # whether the last byte written to the file was a newline
         self._gap: list[int] | None = None  # [offset, bytes] of the gap being lost now
         self._tracker_failed = False
+        self._append_error: OSError | None = None
 
     def feed(self, chunk: bytes) -> None:
         """Write a chunk to the log as it is, then fold its complete lines in."""
@@ -136,19 +143,35 @@ class LogPipeline:
 
     def _write(self, chunk: bytes) -> None:
         """Write `chunk` whole, or count what could not be written; never raises."""
-        view = memoryview(chunk)
         try:
             if self._gap is not None:
                 self._close_gap()
+        except OSError as error:
+            self._lose(len(chunk), error)
+            return
+        written = self._append(chunk)
+        if written < len(chunk):
+            self._lose(len(chunk) - written, self._append_error or OSError(errno.EIO, "?"))
+            return
+        if chunk:
+            self._ends_line = chunk.endswith(b"\n")
+
+    def _append(self, data: bytes) -> int:
+        """Append to the log as much of `data` as goes; how much did (the readable form is fed
+        exactly that). A failure is kept in `_append_error`."""
+        view = memoryview(data)
+        self._append_error = None
+        try:
             while view:
                 written = os.write(self.log_fd, view)
                 view = view[written:]
                 self.offset += written
         except OSError as error:
-            self._lose(len(view), error)
-            return
-        if chunk:
-            self._ends_line = chunk.endswith(b"\n")
+            self._append_error = error
+        done = len(data) - len(view)
+        if done and self.readable is not None:
+            self.readable.feed(data[:done] if view else data)
+        return done
 
     def _lose(self, count: int, error: OSError) -> None:
         loss = self.loss
@@ -178,11 +201,12 @@ class LogPipeline:
         ).encode()
         if not self._ends_line:
             marker = b"\n" + marker
-        view = memoryview(marker)
-        while view:
-            written = os.write(self.log_fd, view)
-            view = view[written:]
-            self.offset += written
+        written = self._append(marker)
+        if written < len(marker):
+            # What of the marker went in stays (the log is as it is); the gap goes on.
+            if written:
+                self._ends_line = False
+            raise self._append_error or OSError(errno.EIO, "?")
         self._ends_line = True
         self._gap = None
         self.say(f"writing the log again after a gap of {lost:,} bytes at byte {where:,}")
@@ -224,3 +248,5 @@ class LogPipeline:
             self._feed_text(self._pending.decode("utf-8", "replace"))
             self._pending = b""
         self.flush_gap()
+        if self.readable is not None:
+            self.readable.close()

@@ -45,6 +45,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from workbench.logs.readable_map import ReadableMapWriter, readable_paths
 from workbench.monitor import PeakTracker, Sample, Sampler, oom_note, procfs
 from workbench.progress import Progress, ProgressTracker
 from workbench.supervision import eta, private_state, tree
@@ -118,6 +119,19 @@ def progress_json(
         "fraction": fraction,
         **({"output_lost": output_lost} if output_lost else {}),
     }
+
+
+def _readable(record: BuildRecord, log_size: int) -> tuple[ReadableMapWriter, tuple[int, int]]:
+    """The writer of the log's readable form, and its two files (0600, never through links)."""
+    readable_path, map_path = readable_paths(Path(record.log_path))
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+    readable_fd = private_state.open_private(readable_path, flags)
+    try:
+        map_fd = private_state.open_private(map_path, flags)
+    except BaseException:
+        os.close(readable_fd)
+        raise
+    return ReadableMapWriter(readable_fd, map_fd, log_size), (readable_fd, map_fd)
 
 
 class Census:
@@ -307,10 +321,21 @@ class Supervisor:
             "starting the sampler", lambda: Sampler(root_pid=pid, daemon=record.nix)
         )
 
-        pipeline = LogPipeline(log_fd, self.tracker, self.say, os.fstat(log_fd).st_size)
+        log_size = os.fstat(log_fd).st_size
+        readable = self._guarded(
+            "keeping the log's readable form", lambda: _readable(record, log_size)
+        )
+        pipeline = LogPipeline(
+            log_fd, self.tracker, self.say, log_size, readable[0] if readable else None
+        )
         self.pipeline = pipeline
         self._loop(pipeline, out_r, wake_r)
         pipeline.close()
+        if readable:
+            for fd in readable[1]:
+                os.close(fd)
+            if readable[0].failure:
+                self.say(f"the log's readable form stops early: {readable[0].failure}")
         os.close(out_r)
         self._guarded("the last sample", self._sample)
         self._sweep_leftovers()
