@@ -478,6 +478,12 @@ def _follow_to_end(
     from workbench.supervision.follow import Follower, exit_code, outcome_line, status_line
 
     follower = Follower(history, build_id)
+    per_host = None
+    if "matrix" in (follower.record.settings or {}):  # imported only for a matrix build
+        from workbench.hosts.matrix_view import PerHostLines
+
+        # What each host builds now, said again each time it changes.
+        per_host = PerHostLines.for_build(follower.record)
     exited = _exit_watch(supervisor)
     tty = sys.stderr.isatty()
     shown_status = False
@@ -505,6 +511,10 @@ def _follow_to_end(
                 clear()
                 out.write("\n".join(update.lines) + "\n")
                 out.flush()
+            hosts_changed = per_host.changed() if per_host is not None else []
+            if hosts_changed:
+                clear()
+                _say("\n".join(hosts_changed))
             if update.done:
                 clear()
                 _say(outcome_line(update.record))
