@@ -82,6 +82,13 @@ class WorkbenchApp(App[None]):
             id="patches",
             tooltip="The patch series for the highlighted variant (else the linkage flavour)",
         ),
+        Binding(
+            "m",
+            "matrix",
+            "Matrix",
+            id="matrix",
+            tooltip="A matrix build's targets x state and what each build host builds now",
+        ),
     ]
 
     def __init__(
@@ -195,6 +202,7 @@ class WorkbenchApp(App[None]):
             ("history", "HistoryScreen"),
             ("settings", "SettingsScreen"),
             ("patches", "PatchesScreen"),
+            ("matrix", "MatrixScreen"),
         )
 
     def open_debug(self, pid: int | None = None, capture: Capture | None = None) -> None:
@@ -246,6 +254,17 @@ class WorkbenchApp(App[None]):
             return PatchesScreen(self.matrix, self.config_directory, self.state_directory, chosen)
 
         self._opening(make)
+
+    def action_matrix(self) -> None:
+        """The matrix build highlighted in the history, else the one running, else the latest."""
+        from workbench.tui.history_screen import HistoryScreen
+        from workbench.tui.matrix_screen import MatrixScreen
+
+        if isinstance(self.screen, MatrixScreen):
+            return
+        screen = self.screen
+        build_id = screen.highlighted_id() if isinstance(screen, HistoryScreen) else None
+        self._opening(lambda: MatrixScreen(self.state_directory, build_id))
 
     def action_settings(self) -> None:
         from workbench.tui.settings_screen import SettingsScreen
