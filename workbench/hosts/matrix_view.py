@@ -227,10 +227,15 @@ class MatrixWatch:
                 record = history.get(self.build_id)
             if record.active:
                 record = liveness.check(history, [record])[0]
-            self.build_id = record.id
             matrix = matrix_of(record)
-            if matrix is None:
+            if matrix is None and self.build_id is not None and self._reader is None:
+                # Asked for a build that is not a matrix build (the one highlighted in the
+                # history): the matrix build running, else the latest, as with none named.
+                record = latest_matrix_build(history)
+                matrix = matrix_of(record) if record is not None else None
+            if record is None or matrix is None:
                 return None
+            self.build_id = record.id
             if self._reader is None:
                 self._reader = log_fleet(record)
             self._reader.catch_up()
