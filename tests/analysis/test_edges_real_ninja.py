@@ -125,6 +125,36 @@ def test_too_few_jobs_and_the_tail_are_measured(tmp_path: Path) -> None:
     assert wide.tail_edges[0].output in ("wide_1", "wide_2", "chain_1", "chain_2", "chain_3")
 
 
+def test_edges_running_per_interval_integrates_the_log(tmp_path: Path) -> None:
+    directory = _project(tmp_path)
+    _ninja(directory, "-j2")
+    lines = (directory / ".ninja_log").read_text().splitlines()[1:]
+    edges = assemble(read_all(directory / ".ninja_log"))
+    # Quarter seconds from 0.1 s before the first edge: intervals anchored at a time of their own.
+    first, last = min(e.start_s for e in edges), max(e.end_s for e in edges)
+    start, width = first - 0.1, 0.25
+    count = int((last - start) / width) + 2
+    values = schedule.running_per_interval(
+        ((e.start_s, e.end_s) for e in edges), start, width, count
+    )
+    # The log's own lines, one per output (final has two: one edge), counted each millisecond.
+    fields = [line.split("\t") for line in lines]
+    spans = {(int(start_ms), int(end_ms), hash_) for start_ms, end_ms, _, _, hash_ in fields}
+    for index, value in enumerate(values):
+        low_ms = round((start + index * width) * 1000)
+        held = sum(
+            1 for ms in range(low_ms, low_ms + 250) for a, b, _ in spans if a <= ms + 0.5 < b
+        )
+        assert value == pytest.approx(held / 250, abs=1e-9)
+    assert max(values) <= 2  # -j2
+    assert values[0] < 2 and values[-1] == 0.0  # before the first edge, after the last
+    assert sum(values) * width == pytest.approx(sum(e.duration_s for e in edges))
+    # The report's series is the same integral over the edges' own span.
+    assert sum(schedule.series(edges, 7)) * (last - first) / 7 == (
+        pytest.approx(sum(e.duration_s for e in edges))
+    )
+
+
 def test_reader_returns_only_new_entries_while_ninja_appends(tmp_path: Path) -> None:
     directory = _project(tmp_path)
     _ninja(directory, "-j3")

@@ -34,6 +34,7 @@ from workbench.tui.build_screen import (
     stall_threshold,
 )
 from workbench.tui.widgets.log_view import LogView
+from workbench.tui.widgets.parallelism_graph import ParallelismGraph
 from workbench.tui.widgets.process_table import ProcessRow, ProcessTable, sorted_rows
 from workbench.tui.widgets.time_graph import TimeGraph
 
@@ -75,6 +76,78 @@ async def test_watches_a_real_build_to_its_end(
         await wait_until(pilot, "the last ninja line", lambda: log.line_count >= 16, 10)
         await pilot.pause(0.3)
         assert "[15/15] Linking CXX executable fixture_main" in visible_log(log)
+
+
+def _running_from_the_log(
+    lines: list[str], origin: float, first_t: float, seconds: int
+) -> list[float]:
+    """Edges running per second, from .ninja_log's own lines, by counting the edges that hold
+    each millisecond (a different way from the screen's exact integral)."""
+    spans = []
+    for line in lines:
+        start_ms, end_ms, _, _, command_hash = line.split("\t")
+        spans.append((origin + int(start_ms) / 1000, origin + int(end_ms) / 1000, command_hash))
+    edges = {(a, b, h) for a, b, h in spans}  # one command with two outputs is one edge
+    values = []
+    for second in range(seconds):
+        low = first_t - 1.0 + second
+        held = sum(
+            sum(1 for a, b, _ in edges if a <= low + (ms + 0.5) / 1000 < b) for ms in range(1000)
+        )
+        values.append(held / 1000)
+    return values
+
+
+@needs_cxx_tools
+async def test_parallelism_graph_is_sampled_live_then_exact_from_the_ninja_log(
+    bench: Bench, cxx_project: tuple[Path, Path], tui
+) -> None:
+    checkout, build = cxx_project
+    build_id = start(bench, "--", "ninja", "-C", str(build), "-j4", cwd=checkout)
+    app = tui()
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await open_screen(app, pilot, build_id)
+        graph = screen.query_one("#build-edges", ParallelismGraph)
+        live_values: list[float] = []
+
+        def ended() -> bool:
+            record = screen.record
+            assert record is not None
+            if record.active and graph.samples and not graph.exact:
+                live_values.append(graph.samples[-1])
+            return record.state == SUCCEEDED and not screen._polling and graph.exact
+
+        await wait_until(pilot, "the build to succeed", ended, 120)
+        await pilot.pause(0.3)
+        assert graph.jobs == 4 and not graph.live
+        # Live, the sampled jobs never exceed what ninja may run.
+        assert all(0 <= value <= 4 for value in live_values)
+        with History(bench.state) as history:
+            stored = history.edges(build_id)
+        log_lines = (build / ".ninja_log").read_text().splitlines()[1:]
+        assert len(stored) == 15  # 14 compiles and the link (the fixture's manifest)
+        # The history's epoch times are the log's milliseconds from one origin: find it.
+        first = next(line for line in log_lines if line.split("\t")[3] == stored[0].outputs[0])
+        origin = stored[0].started - int(first.split("\t")[0]) / 1000
+        values = list(graph.samples)
+        assert graph.last_t is not None
+        first_t = graph.last_t - (len(values) - 1)
+        expected = _running_from_the_log(log_lines, origin, first_t, len(values))
+        assert values == pytest.approx(expected, abs=0.01)
+        # Every edge second is in the graph: its sum is the log's total edge time.
+        edge_seconds = sum(
+            (int(line.split("\t")[1]) - int(line.split("\t")[0])) / 1000 for line in log_lines
+        )
+        assert sum(values) == pytest.approx(edge_seconds, abs=1e-6)
+        assert max(values) <= 4
+        # The limit is drawn (a dotted row named -j4) and the heading says the values are exact.
+        await pilot.pause()
+        drawn = graph.render().plain.splitlines()
+        assert "exact" in drawn[0] and "of -j4" in drawn[0]
+        limit_rows = [line for line in drawn if "-j4│" in line]
+        assert len(limit_rows) == 1
+        if min(values) < 4:  # some second ran fewer than 4 edges: the gap shows the line
+            assert "┈" in limit_rows[0]
 
 
 @needs_cxx_tools

@@ -16,7 +16,7 @@ From exact edges (`edges.Edge`) and what each waited for (`graph.BuildGraph`):
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from workbench.analysis.edges import Edge
@@ -104,10 +104,26 @@ def series(edges: Sequence[Edge], buckets: int) -> list[float]:
     start = min(edge.start_s for edge in edges)
     end = max(edge.end_s for edge in edges)
     width = (end - start) / buckets if end > start else 1.0
-    totals = [0.0] * buckets
-    for edge in edges:
-        a, b = edge.start_s - start, edge.end_s - start
-        first, last = int(a / width), min(buckets - 1, int(b / width))
+    return running_per_interval(((e.start_s, e.end_s) for e in edges), start, width, buckets)
+
+
+def running_per_interval(
+    spans: Iterable[tuple[float, float]], start: float, width: float, count: int
+) -> list[float]:
+    """Mean number of spans (edges' start and end) running in each of `count` intervals of
+    `width` seconds from `start`: the exact integral of the step function, divided by `width`.
+
+    The build screen draws it one interval a second beside the CPU graph, on the same clock
+    (epoch seconds), so the intervals are anchored at a time rather than at the first edge."""
+    if count < 1 or width <= 0:
+        return []
+    totals = [0.0] * count
+    for span_start, span_end in spans:
+        a, b = span_start - start, span_end - start
+        if b <= 0 or a >= count * width or b <= a:
+            continue
+        first = max(0, int(a // width))
+        last = min(count - 1, int(b // width))
         for index in range(first, last + 1):
             low, high = index * width, (index + 1) * width
             overlap = min(b, high) - max(a, low)

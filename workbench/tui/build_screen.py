@@ -14,6 +14,7 @@ values, so it is tested without a screen.
 
 from __future__ import annotations
 
+import math
 import shlex
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -40,12 +41,14 @@ from workbench.tui.build_tree import TreeReader
 from workbench.tui.screen_commands import ScreenCommands
 from workbench.tui.widgets.key_footer import KeyFooter
 from workbench.tui.widgets.log_view import LogView
+from workbench.tui.widgets.parallelism_graph import ParallelismGraph
 from workbench.tui.widgets.process_table import ProcessRow, ProcessTable
 from workbench.tui.widgets.time_graph import TimeGraph
 
 POLL_INTERVAL_S = 1.0
 STOP_GRACE_S = 10.0  # what `workbench stop` waits before KILL by default
 FINISHED_JOBS_SHOWN = 1000
+GRAPH_SECONDS = 4096  # what a TimeGraph's ring holds: one sample a second
 
 # -- stall detection (plain values in, a verdict out) -----------------------------------------
 
@@ -205,6 +208,39 @@ class Poll:
     finished: bool
     stall: Stall | None = None
     artefacts: dict[str, Any] | None = None  # what a finished Nix/Flox build produced
+    parallelism: Parallelism | None = None  # a finished build's exact edges running per second
+
+
+@dataclass(frozen=True)
+class Parallelism:
+    """Exact edges running in each second of a build, the first second ending at `first_t`."""
+
+    values: tuple[float, ...]
+    first_t: float
+
+
+def exact_parallelism(
+    spans: Sequence[tuple[float, float]],
+    started: float | None,
+    ended: float | None,
+    seconds: int,
+) -> Parallelism | None:
+    """Edges (epoch start, end) running per second over the build's last `seconds` seconds,
+    the intervals ending at its end like the CPU samples beside them; None without edges."""
+    from workbench.analysis.schedule import running_per_interval
+
+    if not spans:
+        return None
+    end = max([span_end for _, span_end in spans] + ([ended] if ended else []))
+    start = min([span_start for span_start, _ in spans] + ([started] if started else []))
+    count = min(seconds, max(1, math.ceil(end - start)))
+    values = running_per_interval(spans, end - count, 1.0, count)
+    return Parallelism(tuple(values), end - count + 1.0)
+
+
+def sampled_jobs(compile_jobs: int | None, link_jobs: int | None) -> float:
+    """The build's jobs running at a sample (compile jobs count CUDA ones already)."""
+    return float((compile_jobs or 0) + (link_jobs or 0))
 
 
 def sizes_text(artefacts: dict[str, Any] | None) -> str:
@@ -507,6 +543,7 @@ class BuildScreen(Screen[None]):
             yield TimeGraph(
                 "Memory", memory, 0.0, limit_fraction=0.9, autoscale=True, id="build-memory"
             )
+            yield ParallelismGraph(id="build-edges")
         with Vertical(id="build-panes"):
             yield ProcessTable(id="build-processes")
             yield LogView(id="build-log")
@@ -522,6 +559,12 @@ class BuildScreen(Screen[None]):
         self.query_one("#build-memory").tooltip = (
             "Total RSS of the build's processes, scaled to its own peak; 'of' is that plus "
             "the memory still available (host or cgroup); near that it turns to warning colour"
+        )
+        self.query_one("#build-edges").tooltip = (
+            "Edges (compile and link commands) running at each second; the dotted line is the "
+            "job limit (-j): columns below it are job slots left idle. Live it counts the "
+            "build's compile and link jobs once a second (sampled); once a ninja build ends, "
+            "its exact edges from .ninja_log"
         )
         self.query_one("#build-notice").set_class(not self.notices, "-empty")
         self.add_class("-processes-pane")
@@ -561,7 +604,11 @@ class BuildScreen(Screen[None]):
                     jobs = history.jobs(self.build_id)[:FINISHED_JOBS_SHOWN]
                     rows = tuple(ProcessRow.from_job(job) for job in jobs)
                     produced = history.artefacts(self.build_id)
-                    self.post_message(self.Polled(Poll(record, rows, True, artefacts=produced)))
+                    spans = [(edge.started, edge.ended) for edge in history.edges(self.build_id)]
+                    exact = exact_parallelism(spans, record.started, record.ended, GRAPH_SECONDS)
+                    self.post_message(
+                        self.Polled(Poll(record, rows, True, artefacts=produced, parallelism=exact))
+                    )
                     return
         except WorkbenchError as exc:
             self.post_message(self.Failed(str(exc)))
@@ -588,10 +635,13 @@ class BuildScreen(Screen[None]):
         self.query_one(ProcessTable).base = record.cwd
         cpu = self.query_one("#build-cpu", TimeGraph)
         rss = self.query_one("#build-memory", TimeGraph)
+        edges = self.query_one(ParallelismGraph)
+        edges.jobs = record.jobs
         for sample in message.samples[-(cpu.samples.maxlen or 4096) :]:
             cpu.add(sample.cpu_percent, t=sample.t)
             rss.add(sample.rss, float(sample.rss + sample.memory_available), t=sample.t)
-        for graph in (cpu, rss):
+            edges.show_sampled(sampled_jobs(sample.compile_jobs, sample.link_jobs), sample.t)
+        for graph in (cpu, rss, edges):
             graph.live = record.active
         self._show_record(record)
         self._tick()
@@ -610,6 +660,13 @@ class BuildScreen(Screen[None]):
             self.query_one("#build-cpu", TimeGraph).add(live.get("cpu_percent") or 0.0, t=live["t"])
             self.query_one("#build-memory", TimeGraph).add(
                 float(live.get("rss") or 0), memory_scale(live), t=live["t"]
+            )
+            self.query_one(ParallelismGraph).show_sampled(
+                sampled_jobs(live.get("compile_jobs"), live.get("link_jobs")), live["t"]
+            )
+        if poll.parallelism is not None:
+            self.query_one(ParallelismGraph).show_exact(
+                poll.parallelism.values, poll.parallelism.first_t
             )
         stall = None
         if poll.record.active and self.watch is not None:

@@ -1,0 +1,100 @@
+"""How many edges (compile and link jobs) ran at each second, against the job limit (-j).
+
+A `TimeGraph` (same ring, same O(1) work per sample, same time axis as the CPU and memory
+graphs beside it) whose full scale is the job limit, or the most that ran when more did, with
+the limit drawn as a dotted line across the plot and named on the value axis: columns that stop
+below the line are job slots left idle. The heading says whether the values are sampled (the
+build's compile and link jobs seen at each 1 Hz sample, live) or exact (from `.ninja_log`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from itertools import islice
+
+from rich.text import Text
+
+from workbench.tui.widgets.time_graph import AXIS_WIDTH, TimeGraph
+
+LIMIT_LINE = "┈"
+
+
+def count(value: float) -> str:
+    """An edge count for the axis and the heading: "3", "2.5"."""
+    return f"{value:.1f}".removesuffix(".0")
+
+
+def limit_row(jobs: float, scale: float, rows: int) -> int:
+    """The plot row (0 = top) that holds the top of a column of `jobs` on a `scale` plot."""
+    filled_rows = math.ceil(round(jobs / scale * rows, 6)) if scale > 0 else 0
+    return max(0, min(rows - 1, rows - filled_rows))
+
+
+class ParallelismGraph(TimeGraph):
+    """Edges running over time, with the job limit drawn; see the module docstring."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("Edges", count, 1.0, id=id)
+        self.jobs: int | None = None
+        self.exact = False
+
+    def show_sampled(self, value: float, t: float) -> bool:
+        """One live sample: the build's compile and link jobs running at `t`."""
+        if self.exact:
+            return False  # exact values already cover the build
+        return self.add(value, t=t)
+
+    def show_exact(self, values: Iterable[float], first_t: float) -> None:
+        """Replace the sampled values with exact ones: one a second, the first ending at
+        `first_t` (epoch seconds)."""
+        self.samples.clear()
+        self.last_t = None
+        self.exact = True
+        t = first_t
+        for value in values:
+            self.samples.append(value)
+            self.last_t = t
+            t += self.interval_s
+        self.refresh()
+
+    def render(self) -> Text:
+        width, height = self.size.width, self.size.height
+        rows = max(1, height - 2)
+        plot_width = max(1, width - AXIS_WIDTH)
+        shown = list(islice(reversed(self.samples), plot_width))
+        self.maximum = float(max(self.jobs or 0, math.ceil(max(shown, default=0.0)), 1))
+        drawn = super().render().split("\n", allow_blank=True)
+        lines = [self._heading(shown[0] if shown else None, width), *drawn[1:]]
+        if self.jobs:
+            row = limit_row(self.jobs, self.maximum, rows)
+            lines[1 + row] = self._with_limit(lines[1 + row], plot_width)
+        return Text("\n").join(lines)
+
+    def _heading(self, latest: float | None, width: int) -> Text:
+        axis = self.get_component_rich_style("graph--axis")
+        heading = Text(no_wrap=True, overflow="crop")
+        heading.append(f"{self.title}  ", self.get_component_rich_style("graph--title"))
+        limit = f"-j{self.jobs}" if self.jobs else "no -j given"
+        if latest is None:
+            heading.append("no samples yet" if self.live else "no samples recorded", axis)
+        else:
+            heading.append(f"{'now' if self.live else 'last'} {count(latest)} of {limit}", axis)
+        heading.append(" · exact" if self.exact else " · sampled", axis)
+        heading.truncate(width, overflow="ellipsis")
+        return heading
+
+    def _with_limit(self, line: Text, plot_width: int) -> Text:
+        """The plot row holding the limit: the limit named on the axis, blank cells dotted."""
+        limit = self.get_component_rich_style("graph--limit")
+        axis = self.get_component_rich_style("graph--axis")
+        label = f"-j{self.jobs}"
+        result = Text(no_wrap=True, overflow="crop")
+        result.append(f"{label:>{AXIS_WIDTH - 1}.{AXIS_WIDTH - 1}}│", axis)
+        plot = line[AXIS_WIDTH:]
+        for offset, character in enumerate(plot.plain[:plot_width]):
+            if character == " ":
+                result.append(LIMIT_LINE, limit)
+            else:
+                result.append_text(plot[offset : offset + 1])
+        return result
