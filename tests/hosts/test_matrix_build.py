@@ -181,3 +181,32 @@ def test_a_host_killed_mid_build_is_gone_and_nothing_local_is_lost(
         assert rows[name][:2] == ("local", "built"), rows
     log = state / "builds" / str(build_id) / "build.log"
     assert "unexpected end-of-file" in log.read_text()
+
+
+def test_attach_shows_what_each_host_builds_live(
+    hosts_config: Path, loopback_host: LoopbackHost, tmp_path: Path
+) -> None:
+    """`workbench attach` of a matrix build started in the background: the per-host view as it
+    changes, real Nix building on this machine and on the loopback remote at once."""
+    flake = standin_variant_flake(tmp_path / "flake", seconds=4)
+    state = tmp_path / "state"
+    started = _workbench(
+        hosts_config, state, tmp_path, "build", "--match", "cpu avx", "-C", str(flake), "-d"
+    )
+    assert started.returncode == 0, started.stderr
+    build_id = _build_ids(state)[-1]
+    attached = _workbench(hosts_config, state, tmp_path, "attach", str(build_id))
+    assert attached.returncode == 1, attached.stderr  # the bf16 target failed
+    said = attached.stderr
+    views = said.split("workbench: per host:\n")[1:]
+    assert len(views) >= 2, said  # said again as it changed
+    # Some moment had both hosts building, each its own variant.
+    both = [
+        v
+        for v in views
+        if "  local          1 building: " in v and "  remote         1 building: " in v
+    ]
+    assert both, said
+    assert "\x1b" not in said.replace("\r\x1b[K", "")  # only attach's own status-line clearing
+    # The build's own lines went to stdout, the view to stderr.
+    assert "per host:" not in attached.stdout and "compiling" in attached.stdout
