@@ -22,6 +22,7 @@ PROGRAMS: dict[str, tuple[list[str], list[str]]] = {
     "busy": (["busy.cc"], ["-O2"]),
     "short_lived": (["short_lived.cc"], ["-O2"]),
     "many_threads": (["many_threads.cc"], ["-O2"]),
+    "spin": (["spin.cc"], ["-O2"]),
 }
 
 

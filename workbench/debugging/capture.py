@@ -43,7 +43,7 @@ from workbench.debugging.model import (
     WaitInfo,
 )
 from workbench.debugging.names import strip_signature
-from workbench.debugging.pc_sampling import PcSampler, PcSamples
+from workbench.debugging.pc_sampling import PcSampler, PcSamples, RegisterRead
 from workbench.debugging.ptrace import check_ptrace, explain_attach_failure
 from workbench.debugging.symbols import SymbolStatus, check_symbols
 
@@ -463,7 +463,7 @@ def take_sample(
     started: float,
     states: dict[int, tuple[str, str | None]],
     options: CaptureOptions,
-    pcs: dict[int, list[tuple[int, int]]] | None = None,
+    pcs: dict[int, list[RegisterRead]] | None = None,
     result: Capture | None = None,
 ) -> Sample:
     """Attach, read every thread's frames (and what blocked threads wait for), detach."""
@@ -746,15 +746,15 @@ def _probe_depths(
 
 def _symbolise(
     session: GdbSession,
-    pcs: dict[int, list[tuple[int, int]]],
+    pcs: dict[int, list[RegisterRead]],
     mappings: list[tuple[int, int, str]],
     options: CaptureOptions,
 ) -> dict[int, tuple[PcHit, ...]]:
     """Name the sampled program counters with gdb's `info symbol`, one batch for all."""
     counts: dict[int, int] = {}
-    for pairs in pcs.values():
-        for address, _sp in pairs:
-            counts[address] = counts.get(address, 0) + 1
+    for reads in pcs.values():
+        for read in reads:
+            counts[read.pc] = counts.get(read.pc, 0) + 1
     # The most frequent addresses first: a loop's few addresses are always named.
     wanted = sorted(counts, key=lambda address: -counts[address])[: options.max_symbolised]
     answers = session.commands(
@@ -767,12 +767,21 @@ def _symbolise(
         if text:
             text = text.split(" + ")[0].strip()
         names[address] = strip_signature(text) if text else None
+    first = min((read.at for reads in pcs.values() for read in reads), default=0.0)
     return {
         tid: tuple(
-            PcHit(address, sp, names.get(address), _library_of(address, mappings))
-            for address, sp in pairs
+            PcHit(
+                read.pc,
+                read.sp,
+                names.get(read.pc),
+                _library_of(read.pc, mappings),
+                state=read.state,
+                at=read.at - first,
+                ran_ns=read.ran_ns,
+            )
+            for read in reads
         )
-        for tid, pairs in pcs.items()
+        for tid, reads in pcs.items()
     }
 
 

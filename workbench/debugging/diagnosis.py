@@ -48,6 +48,14 @@ MAX_LOOP_FUNCTIONS = 8
 BUSY_DISTINCT_ADDRESSES = 48
 BUSY_STACK_SPREAD = 4096
 LOOP_STACK_SPREAD = 2048
+# A spin is judged from program counters alone only when the thread was caught this often,
+# and more than half of those reads fell on addresses it was caught at more than once.
+MIN_STILL_HITS = 4
+# CPU time a thread must have run between two reads for them to be two moments: each stop
+# and continue costs it a few microseconds of kernel time without running a user
+# instruction (2–20 µs measured here), while a thread scheduled between rounds runs 0.5 ms
+# and more.
+MIN_RAN_BETWEEN_NS = 100_000
 
 
 @dataclass(frozen=True)
@@ -67,6 +75,62 @@ class PcEvidence:
     top_level: frozenset[str]
     spread: int
     unnamed: tuple[PcHit, ...]
+
+    @property
+    def span(self) -> float:
+        """Seconds between the first and the last read (0 where times were not recorded)."""
+        times = [hit.at for hit in self.samples if hit.at is not None]
+        return max(times) - min(times) if times else 0.0
+
+    def ran_between(self) -> list[PcHit]:
+        """The reads with registers taken after the thread had run since its read before: two
+        reads with no CPU time between them (beyond the stop's own few microseconds) are one
+        moment read twice, as a busy machine may not schedule a thread between rounds. The
+        first read counts."""
+        kept: list[PcHit] = []
+        before: int | None = None
+        for hit in self.samples:
+            if hit.state is None or hit.ran_ns is None:
+                continue
+            if before is None or hit.ran_ns - before >= MIN_RAN_BETWEEN_NS:
+                kept.append(hit)
+            before = hit.ran_ns
+        return kept
+
+    @property
+    def cpu_ns(self) -> int:
+        """CPU time the thread ran from its first read to its last (0 if not known)."""
+        times = [hit.ran_ns for hit in self.samples if hit.ran_ns is not None]
+        return max(times) - min(times) if times else 0
+
+    @property
+    def revisits(self) -> tuple[int, int, int]:
+        """(reads at addresses caught more than once, how many of those addresses showed
+        different registers on different reads, how many addresses were caught more than once)."""
+        states: dict[int, list[int]] = {}
+        for hit in self.ran_between():
+            assert hit.state is not None
+            states.setdefault(hit.address, []).append(hit.state)
+        repeated = {address: seen for address, seen in states.items() if len(seen) >= 2}
+        reads = sum(len(seen) for seen in repeated.values())
+        changed = sum(1 for seen in repeated.values() if len(set(seen)) > 1)
+        return reads, changed, len(repeated)
+
+    @property
+    def still(self) -> bool | None:
+        """Whether the thread stood still in a tight loop: True when most reads fell on
+        addresses caught more than once and, at each, every register was the same every time
+        (nothing a register holds changed: no counter, no pointer moving on); False when the
+        registers at one address differed (it computes); None when the reads cannot say."""
+        if self.moving or self.unnamed or self.spread > LOOP_STACK_SPREAD:
+            return None
+        reads, changed, _addresses = self.revisits
+        if changed:
+            return False
+        independent = len(self.ran_between())
+        if independent < MIN_STILL_HITS or reads * 2 <= independent:
+            return None
+        return True
 
     @property
     def moving(self) -> bool:
@@ -228,7 +292,7 @@ def diagnose(capture: Capture) -> Diagnosis:
         findings.append(
             Finding(kind="unknown", summary="no pattern found in the samples", hung=None)
         )
-    findings.sort(key=lambda finding: (RANK.get(finding.kind, 9), finding.hung is not True))
+    findings.sort(key=_rank)
     if len(capture.samples) == 1 and not pcs:
         findings[0].evidence.append(
             "only one sample: whether threads make progress cannot be judged; take more "
@@ -244,6 +308,14 @@ def diagnose(capture: Capture) -> Diagnosis:
             findings[0].evidence.append(note)
     bridge = next((finding.bridge for finding in findings if finding.bridge), None)
     return Diagnosis(findings=findings, proposed_patch=propose(bridge) if bridge else None)
+
+
+def _rank(finding: Finding) -> tuple[int, bool]:
+    """Most telling first; a spin shown to be hung outranks other threads' progress."""
+    rank = RANK.get(finding.kind, 9)
+    if finding.kind == "spin" and finding.hung is True:
+        rank = RANK["lock-wait"]
+    return rank, finding.hung is not True
 
 
 def _histories(capture: Capture) -> dict[int, list[ThreadStack]]:
@@ -1044,25 +1116,7 @@ def _activity_findings(
             )
         )
     for tid, history, activity in spinning:
-        last = history[-1]
-        frame = _user_frame(last.frames) or (last.frames[0] if last.frames else None)
-        name = frame.function if frame and frame.function else "??"
-        findings.append(
-            Finding(
-                kind="spin",
-                summary=f"{describe(last)} ran in {_short(name)} with the same stack in all "
-                f"{len(history)} samples"
-                + (f" and its program counter stayed in {_places(pcs[tid])}" if tid in pcs else "")
-                + ": a loop that never leaves it, or a long computation",
-                hung=None,
-                functions=[name],
-                threads=[tid],
-                evidence=[
-                    f"always running ({_activity_text(activity)})" if activity else "running",
-                    "stack: " + " ← ".join(_short(n) for n in last.functions()[:8]),
-                ],
-            )
-        )
+        findings.append(_spin_finding(tid, history, activity, pcs.get(tid)))
     if (
         blocked
         and not moving
@@ -1095,6 +1149,86 @@ def _activity_findings(
             )
         )
     return findings
+
+
+def _spin_finding(
+    tid: int,
+    history: list[ThreadStack],
+    activity: ThreadActivity | None,
+    pc: PcEvidence | None,
+) -> Finding:
+    """A thread running in one place: hung when its program counters show a tight loop that
+    changes nothing the registers hold, else a loop or a long computation, undecided."""
+    last = history[-1]
+    frame = _user_frame(last.frames) or (last.frames[0] if last.frames else None)
+    name = frame.function if frame and frame.function else "??"
+    evidence = [
+        f"always running ({_activity_text(activity)})" if activity else "running",
+        "stack: " + " ← ".join(_short(n) for n in last.functions()[:8]),
+    ]
+    same_stack = (
+        f"{describe(last)} ran in {_short(name)} with the same stack in all {len(history)} samples"
+    )
+    still = (
+        pc.still if pc is not None and activity is not None and activity.always_running() else None
+    )
+    if pc is None or still is None:
+        return Finding(
+            kind="spin",
+            summary=same_stack
+            + (f" and its program counter stayed in {_places(pc)}" if pc else "")
+            + ": a loop that never leaves it, or a long computation",
+            hung=None,
+            functions=[name],
+            threads=[tid],
+            evidence=evidence,
+        )
+    reads, changed, repeated = pc.revisits
+    low, high = min(hit.address for hit in pc.samples), max(hit.address for hit in pc.samples)
+    where = (
+        f"its program counter, read {pc.hits} times over {pc.span * 1000:.0f} ms in which "
+        f"it ran {pc.cpu_ns / 1e6:.0f} ms on a CPU, was at "
+        f"{pc.addresses} address(es) within {high - low + 1} bytes of code in {_places(pc)}"
+        + (
+            ", the stack pointer never moving"
+            if pc.spread == 0
+            else f", the stack pointer moving by {pc.spread} bytes at most"
+        )
+    )
+    evidence.append(where)
+    if still:
+        evidence.append(
+            f"{reads} of the {len(pc.ran_between())} reads taken after it had run again fell "
+            f"on {repeated} address(es) it came back to, and at each every register was the "
+            "same every time: between the reads it changed "
+            "nothing its registers hold (no counter, no pointer moving on). What it reads "
+            "from memory never let it out (memory itself is not compared)"
+        )
+        return Finding(
+            kind="spin",
+            summary=f"{describe(last)} spins in {_short(name)} without progress: a tight loop "
+            "whose registers were the same each time the same instruction was caught; it waits "
+            "for something that does not change (a flag, a lock word) or loops for ever",
+            hung=True,
+            functions=[name],
+            threads=[tid],
+            evidence=evidence,
+        )
+    evidence.append(
+        f"at {changed} of the {repeated} address(es) it came back to, its registers differed "
+        "from one read to the next: it computes as it loops (a counter, a pointer moving on)"
+    )
+    return Finding(
+        kind="spin",
+        summary=same_stack
+        + " in a tight loop whose registers change as it goes: a long computation, or a loop "
+        "that never ends; program counters cannot tell which. More samples (--samples 5) show "
+        "whether it ever leaves",
+        hung=None,
+        functions=[name],
+        threads=[tid],
+        evidence=evidence,
+    )
 
 
 def _places(evidence: PcEvidence) -> str:

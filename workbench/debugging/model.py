@@ -185,13 +185,19 @@ class ThreadActivity:
 class PcHit:
     """One program-counter sample of a running thread: where it was, and its stack pointer.
 
-    function is None where the code has no symbols; library is the file mapped there.
+    function is None where the code has no symbols; library is the file mapped there;
+    state is a digest of all the thread's general registers (equal registers, equal digest);
+    at is when it was read, in seconds after the first read of the capture; ran_ns the CPU
+    time the thread had run by then (what tells whether it ran between two reads).
     """
 
     address: int
     sp: int
     function: str | None
     library: str | None
+    state: int | None = None
+    at: float | None = None
+    ran_ns: int | None = None
 
     def place(self) -> str:
         """The function, else `?? in LIBRARY+0xOFFSET-ish` base name: what a reader can look up."""
@@ -205,6 +211,9 @@ class PcHit:
             "sp": f"0x{self.sp:x}",
             "function": self.function,
             "library": self.library,
+            "state": None if self.state is None else f"0x{self.state:x}",
+            "at_s": None if self.at is None else round(self.at, 4),
+            "ran_ns": self.ran_ns,
         }
 
 
@@ -459,6 +468,9 @@ def capture_from_json(document: dict[str, Any]) -> Capture:
                 sp=_address(hit.get("sp")) or 0,
                 function=hit.get("function"),
                 library=hit.get("library"),
+                state=_address(hit.get("state")),
+                at=hit.get("at_s"),
+                ran_ns=hit.get("ran_ns"),
             )
             for hit in hits
         )

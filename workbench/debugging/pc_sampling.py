@@ -9,6 +9,12 @@ Threads are seized (PTRACE_SEIZE: no signal is sent), interrupted one round at a
 (PTRACE_INTERRUPT), read (PTRACE_GETREGSET, NT_PRSTATUS) and continued; after the last round
 each is detached, so gdb can attach next. Blocked threads are not touched: their place is the
 syscall they wait in. The kernel detaches everything if this process dies part-way.
+
+Each read also keeps a digest of all the thread's general registers and the CPU time the
+thread has run (/proc/TID/schedstat, in nanoseconds): a loop caught twice at one address with
+the same registers, having run in between, changed nothing the registers hold (a spin on a
+flag, a call cycle), while a counting loop's registers differ. Without the CPU time two
+reads could be one moment twice: on a busy machine a thread may not run between rounds.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 PTRACE_CONT = 7
 PTRACE_DETACH = 17
@@ -43,12 +50,23 @@ class _Iovec(ctypes.Structure):
     _fields_ = [("base", ctypes.c_void_p), ("length", ctypes.c_size_t)]
 
 
+class RegisterRead(NamedTuple):
+    """One read of a stopped thread: pc, sp, a digest of every general register, when
+    (seconds on the monotonic clock) and the CPU time it had run (ns; None unknown)."""
+
+    pc: int
+    sp: int
+    state: int
+    at: float
+    ran_ns: int | None
+
+
 @dataclass
 class PcSamples:
-    """Per thread, the (pc, sp) pairs read; `skipped` says why threads were not sampled."""
+    """Per thread, the registers read; `problem` says why threads were not sampled."""
 
     rounds: int = 0
-    by_thread: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
+    by_thread: dict[int, list[RegisterRead]] = field(default_factory=dict)
     problem: str | None = None
 
 
@@ -60,6 +78,15 @@ def _ptrace() -> Callable[..., int] | None:
     function.argtypes = [ctypes.c_long, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
     function.restype = ctypes.c_long
     return function
+
+
+def _ran_ns(tid: int) -> int | None:
+    """Nanoseconds the thread has run on a CPU (schedstat's first field), None if unreadable."""
+    try:
+        with open(f"/proc/{tid}/schedstat", "rb") as file:
+            return int(file.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 class PcSampler:
@@ -157,8 +184,17 @@ class PcSampler:
         if self._call(PTRACE_GETREGSET, tid, NT_PRSTATUS, ctypes.addressof(self._iovec)) != 0:
             return
         pc_slot, sp_slot = self._slots
-        pair = (int(self._buffer[pc_slot]), int(self._buffer[sp_slot]))
-        self.samples.by_thread.setdefault(tid, []).append(pair)
+        words = self._iovec.length // ctypes.sizeof(ctypes.c_uint64)
+        read = RegisterRead(
+            pc=int(self._buffer[pc_slot]),
+            sp=int(self._buffer[sp_slot]),
+            # Tuples of ints hash alike in every run (no hash randomisation): equal
+            # registers, equal digest.
+            state=hash(tuple(self._buffer[:words])) & 0xFFFF_FFFF_FFFF_FFFF,
+            at=time.monotonic(),
+            ran_ns=_ran_ns(tid),
+        )
+        self.samples.by_thread.setdefault(tid, []).append(read)
 
     def detach(self) -> None:
         """Let every thread still traced go: interrupt, wait, detach.
