@@ -173,6 +173,33 @@ async def capture_patches(size: tuple[int, int], state: Path) -> Path:
     return path
 
 
+async def capture_matrix(size: tuple[int, int], state: Path) -> Path:
+    """The matrix screen mid-build, on the matrix build recorded from real Nix over the tests'
+    loopback build host (tests/tui/fixed_matrix.py: two hosts, one gone, a target failed)."""
+    from tui.fixed_history import frozen_clock
+    from tui.fixed_matrix import write_matrix_build
+
+    from workbench.tui.matrix_screen import MatrixScreen
+
+    matrix_state = state / "matrix"
+    shutil.rmtree(matrix_state, ignore_errors=True)
+    write_matrix_build(matrix_state, running=True)
+    app = make_app(
+        str(REPO / "configs"), str(matrix_state), doctor=recorded_doctor(), clock=frozen_clock
+    )
+    async with app.run_test(size=size) as pilot:
+        await settle(app, pilot)
+        await pilot.press("m")
+        for _ in range(400):
+            if isinstance(app.screen, MatrixScreen) and app.screen.refreshes:
+                break
+            await pilot.pause(0.05)
+        await settle(app, pilot)
+        path = HERE / f"matrix-{size[0]}x{size[1]}.svg"
+        path.write_text(app.export_screenshot(title="workbench: matrix"))
+    return path
+
+
 async def main() -> None:
     shutil.rmtree(STATE, ignore_errors=True)
     await prepare_builds(STATE)
@@ -182,6 +209,7 @@ async def main() -> None:
     for size in SIZES:
         print(await capture_debug(size, STATE))
         print(await capture_patches(size, STATE))
+        print(await capture_matrix(size, STATE))
 
 
 if __name__ == "__main__":
