@@ -140,3 +140,35 @@ def test_check_says_where_the_workspace_and_nix_build_disagree(loop: Loop) -> No
     assert text.returncode == 1
     assert "the workspace DISAGREES with nix build" in text.stdout
     assert "flags:   2 differ" in text.stdout and "files:   agree" in text.stdout
+
+
+def test_a_failed_configure_is_named_with_its_first_error_and_the_log(loop: Loop) -> None:
+    loop.iterate_json("--no-smoke")
+    # A cmakeFlags change the build cannot take: configure runs again, and fails.
+    flake = loop.repo / "flake.nix"
+    before = flake.read_text()
+    flake.write_text(
+        before.replace(
+            '"-DFIXTURE_STANDIN:BOOL=ON"',
+            '"-DFIXTURE_STANDIN:BOOL=ON" "-DCMAKE_TOOLCHAIN_FILE=/nonexistent/toolchain.cmake"',
+        )
+    )
+    failed = loop.iterate("--no-smoke", json=False)
+    assert failed.returncode == 2, failed.stderr[-3000:]
+    log = loop.bench.record(2).log_path
+    lines = failed.stdout.splitlines()
+    configure = next(line for line in lines if line.startswith("  configure:"))
+    assert configure.startswith("  configure: FAILED: CMake Error at ")
+    assert configure.endswith("Could not find toolchain file: /nonexistent/toolchain.cmake")
+    assert lines[lines.index(configure) + 1].strip() == f"log: {log}"
+    assert "the build tool did not run (a phase failed before it)" in failed.stdout
+    assert "not run" not in configure
+
+    # The next cycle configures again (not the build tool alone on a half-configured
+    # directory), and says why.
+    flake.write_text(before)
+    again = loop.iterate_json("--no-smoke")
+    assert "the last cycle's configurePhase failed: the phases run again" in again["steps"]
+    assert again["configured"] is True and again["failed_phase"] is None
+    assert again["configure_reasons"][0] == "configurePhase failed last time"
+    assert read_cache(loop.build / "CMakeCache.txt").get("CMAKE_TOOLCHAIN_FILE") is None

@@ -58,7 +58,9 @@ def register(subcommands: argparse._SubParsersAction) -> None:
         "is re-applied, your uncommitted edits kept; configure runs again only when its inputs "
         "changed, and says why), then the smoke command runs with the libraries just linked; a "
         "hang is captured and diagnosed. --check builds the target cleanly with Nix and says "
-        "where the workspace disagrees (flags, source, files produced).",
+        "where the workspace disagrees (flags, source, files produced). A Flox package file "
+        "(.flox/pkgs/NAME.nix, from `workbench flox sync`) works the same way: it is called "
+        "with callPackage as Flox calls it, in a workspace of its own (workspaces/NAME.flox).",
         epilog="example: workbench iterate cuda-static "
         "--smoke -- ./onnxruntime_test_all --gtest_filter='*Static*'",
     )
@@ -66,7 +68,8 @@ def register(subcommands: argparse._SubParsersAction) -> None:
         "variant",
         metavar="VARIANT",
         help="a variant name (`workbench variants --names`), or a flavour: cpu, cuda-dyn, "
-        "cuda-static or its flake attribute",
+        "cuda-static or its flake attribute, or a Flox package file of one "
+        "(.flox/pkgs/NAME.nix)",
     )
     _options(iterate)
     # Everything after VARIANT: its options (read again by _split_tail, since argparse hands
@@ -270,6 +273,12 @@ def run_iterate(args: argparse.Namespace) -> int:
     configured_state = prepared.state.get("configured") or {}
     configured = float(configured_state.get("at") or 0) >= cycle_began
     reasons = list(configured_state.get("reasons") or []) if configured else []
+    failed_phase = prepared.state.get("failed_phase") or {}
+    phase_failure = None
+    if followed.code != 0 and float(failed_phase.get("at") or 0) >= cycle_began:
+        from workbench.iterate.phase_log import phase_failure as read_failure
+
+        phase_failure = read_failure(record.log_path, str(failed_phase.get("phase")))
 
     smoke_state = dict(prepared.state.get("smoke") or {})
     if new_smoke is not None:
@@ -321,6 +330,7 @@ def run_iterate(args: argparse.Namespace) -> int:
     document = _document(
         prepared, working_copy, configured, reasons, record, ninja, smoke_result, smoke_note
     )
+    document["failed_phase"] = phase_failure.to_json() if phase_failure else None
     timings["total_s"] = round(time.monotonic() - began, 3)
     document["timings"] = timings
     if args.json:
@@ -381,8 +391,8 @@ def run_check(args: argparse.Namespace, prepared: Any) -> int:
         )
     result = check.CheckResult()
     root = prepared.paths.root
-    _say(f"check: the environment {prepared.flake}#{prepared.attr} has now")
-    now, script = dev_env.fresh(prepared.flake, prepared.attr, root)
+    _say(f"check: the environment {prepared.origin.label} has now")
+    now, script = dev_env.fresh(prepared.origin, root)
     check.compare_flags(result, prepared.state, now)
     _say("check: the derivation's unpackPhase and patchPhase in a scratch directory")
     with tempfile.TemporaryDirectory(prefix="workbench-check-") as scratch:
@@ -391,7 +401,7 @@ def run_check(args: argparse.Namespace, prepared: Any) -> int:
     result_link = root / "check" / "result"
     result_link.parent.mkdir(exist_ok=True)
     argv = [
-        *dev_env.nix("build", dev_env.installable(prepared.flake, prepared.attr)),
+        *dev_env.nix("build", *prepared.origin.installable()),
         "-L",
         "--log-format",
         "internal-json",
@@ -498,6 +508,9 @@ def _document(
             "build": str(prepared.build_dir),
             "flake": str(prepared.flake),
             "attr": prepared.attr,
+            "package_file": (
+                str(prepared.origin.package_file) if prepared.origin.package_file else None
+            ),
             "drv_path": prepared.state.get("drv_path"),
             "environment": str(prepared.paths.root / "env.json"),
             "pristine_commit": prepared.state.get("pristine_commit"),
@@ -525,11 +538,13 @@ def _document(
         "ninja": ninja.to_json(),
         "smoke": smoke_result.to_json() if smoke_result is not None else None,
         "smoke_note": smoke_note,
+        "failed_phase": None,
         "timings": {},
     }
 
 
 def _summary(document: dict[str, Any], smoke_result: Any) -> str:
+    from workbench.logs.visible import visible
     from workbench.supervision.follow import duration
 
     change = document["series_change"]
@@ -552,7 +567,18 @@ def _summary(document: dict[str, Any], smoke_result: Any) -> str:
     lines.append(f"  patches:   {patches}")
     if document["workspace"]["edits"]:
         lines.append(f"  your edits (uncommitted): {', '.join(document['workspace']['edits'])}")
-    if document["configured"]:
+    failed = document.get("failed_phase")
+    if failed:
+        configure_failed = failed["phase"] == "configurePhase"
+        lines.append(
+            f"  configure: FAILED: {failed['error']}"
+            if configure_failed
+            else f"  phases:    {failed['phase']} FAILED: {failed['error']}"
+        )
+        lines.append(f"             log: {visible(failed['log'])}")
+    if failed and failed["phase"] == "configurePhase":
+        pass  # said above
+    elif document["configured"]:
         lines.append(f"  configure: ran: {'; '.join(document['configure_reasons'])}")
     elif build["state"] != "succeeded":
         lines.append("  configure: not run this cycle")
@@ -561,7 +587,9 @@ def _summary(document: dict[str, Any], smoke_result: Any) -> str:
     compiled = ninja["sources"]
     shown = ", ".join(compiled[:8]) + (" ..." if len(compiled) > 8 else "")
     work = (
-        "nothing to do"
+        "the build tool did not run (a phase failed before it)"
+        if failed
+        else "nothing to do"
         if ninja["edges"] == 0
         else f"{len(compiled)} {'file' if len(compiled) == 1 else 'files'} compiled"
         f"{f' ({shown})' if compiled else ''}, "

@@ -17,6 +17,15 @@ Three files come of it, in the workspace root:
 What configure depends on (`configure_inputs`) is every variable and function of the
 environment except those that only feed other phases (patches, postPatch, src, install...) or
 that change on every evaluation; `changed_inputs` says which changed, word by word.
+
+The derivation comes from a flake's package (`FLAKE#ATTR`) or from a Flox package file
+(`.flox/pkgs/NAME.nix`): `Origin` gives Nix the one or the other. Flox calls such a file with
+callPackage from a nixpkgs of its own choosing and builds the result (flox/flox
+package-builder/flox-build.mk: `nix eval --file <nef> --argstr nixpkgs-url
+$BUILDTIME_NIXPKGS_URL ... pkgs.NAME`, then `nix build DRV^*`; nef/default.nix imports that
+nixpkgs and adds each .flox/pkgs file to it with callPackage). iterate does the same with
+`--impure --expr`, taking the nixpkgs nix/flox-package.nix builds against: `<workbench-nixpkgs>`
+when it is on the Nix search path, else the pin of configs/matrix.toml.
 """
 
 from __future__ import annotations
@@ -150,6 +159,94 @@ def installable(flake: Path, attr: str) -> str:
     return f"{flake.resolve()}#{attr}"
 
 
+FLOX_PACKAGES = (".flox", "pkgs")
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where the derivation comes from: a flake's package, or a Flox package file (then
+    `attr` is the attribute path inside what the file gives, "" for the file's own value)."""
+
+    attr: str
+    flake: Path | None = None
+    package_file: Path | None = None
+    nixpkgs_rev: str = ""
+    """The pin the Flox file is called with when `<workbench-nixpkgs>` is not on the search
+    path (nix/flox-package.nix's own fallback)."""
+
+    @property
+    def directory(self) -> Path:
+        """What the evaluation reads: the flake, or the Flox environment (.flox's parent)."""
+        if self.package_file is not None:
+            return flox_environment(self.package_file)
+        assert self.flake is not None
+        return self.flake
+
+    @property
+    def label(self) -> str:
+        """The derivation as a person reads it in a message."""
+        if self.package_file is not None:
+            return str(self.package_file) + (f" ({self.attr})" if self.attr else "")
+        return f".#{self.attr}"
+
+    def expression(self) -> str:
+        """The Flox file called as Flox calls it (see the module's docstring)."""
+        assert self.package_file is not None
+        pinned = f"https://github.com/NixOS/nixpkgs/archive/{self.nixpkgs_rev}.tar.gz"
+        selected = "".join(f".{nix_string(part)}" for part in self.attr.split(".") if part)
+        return (
+            "let local = builtins.tryEval <workbench-nixpkgs>; nixpkgs = if local.success then "
+            f"local.value else builtins.fetchTarball {nix_string(pinned)}; "
+            "pkgs = import nixpkgs { }; "
+            f"in (pkgs.callPackage {nix_string(str(self.package_file))} {{ }}){selected}"
+        )
+
+    def installable(self, attribute: str = "") -> list[str]:
+        """Nix's arguments naming the derivation (or one of its attributes: "drvPath")."""
+        if self.package_file is not None:
+            suffix = f".{attribute}" if attribute else ""
+            return ["--impure", "--expr", f"({self.expression()}){suffix}"]
+        assert self.flake is not None
+        return [installable(self.flake, f"{self.attr}.{attribute}" if attribute else self.attr)]
+
+    def to_json(self) -> dict[str, str | None]:
+        return {
+            "flake": str(self.flake) if self.flake else None,
+            "attr": self.attr,
+            "package_file": str(self.package_file) if self.package_file else None,
+        }
+
+
+def nix_string(text: str) -> str:
+    """`text` as a Nix string literal (nothing in it interpolated)."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("${", "\\${")
+    return f'"{escaped}"'
+
+
+def flox_environment(package_file: Path) -> Path:
+    """The Flox environment a package file belongs to: the directory holding .flox/pkgs/."""
+    for parent in package_file.parents:
+        if parent.name == FLOX_PACKAGES[1] and parent.parent.name == FLOX_PACKAGES[0]:
+            return parent.parent.parent
+    raise DevEnvError(
+        f"{package_file} is not in a Flox environment's .flox/pkgs/ directory (`workbench flox "
+        "sync` writes one file there per variant and flavour)"
+    )
+
+
+def flox_package_name(package_file: Path) -> str:
+    """The package a .flox/pkgs file defines, as Flox names it: NAME.nix and NAME/default.nix
+    are NAME (flox.dev/docs/concepts/nix-expression-builds, "Defining builds")."""
+    pkgs = flox_environment(package_file) / Path(*FLOX_PACKAGES)
+    relative = package_file.relative_to(pkgs)
+    parts = list(relative.parts)
+    if parts[-1] == "default.nix":
+        parts.pop()
+    else:
+        parts[-1] = parts[-1].removesuffix(".nix")
+    return ".".join(parts)
+
+
 @dataclass(frozen=True)
 class DevEnv:
     """Nix's JSON of a derivation's environment: variables and bash functions."""
@@ -220,24 +317,19 @@ def load(path: Path) -> DevEnv:
         ) from None
 
 
-def record(root: Path, flake: Path, attr: str) -> DevEnv:
-    """Build and record the environment of FLAKE#ATTR in `root` (env.json, env.sh,
+def record(root: Path, origin: Origin) -> DevEnv:
+    """Build and record the environment of the derivation in `root` (env.json, env.sh,
     env-build.sh, the env-profile GC root). Nix's progress goes to this process's stderr."""
     root.mkdir(parents=True, exist_ok=True)
     argv = nix(
-        "print-dev-env",
-        "--json",
-        "--profile",
-        str(root / PROFILE),
-        "-L",
-        installable(flake, attr),
+        "print-dev-env", "--json", "--profile", str(root / PROFILE), "-L", *origin.installable()
     )
     print(f"$ {shlex.join(argv)}", flush=True)
     done = subprocess.run(argv, cwd=root, stdout=subprocess.PIPE, check=False)
     if done.returncode != 0:
         raise DevEnvError(
-            f"`nix print-dev-env .#{attr}` failed in {flake} (exit {done.returncode}); its "
-            "output is above"
+            f"`nix print-dev-env {origin.label}` failed in {origin.directory} (exit "
+            f"{done.returncode}); its output is above"
         )
     text = done.stdout.decode("utf-8", "surrogateescape")
     env = DevEnv.from_json(text)
@@ -252,20 +344,22 @@ def record(root: Path, flake: Path, attr: str) -> DevEnv:
     return env
 
 
-def fresh(flake: Path, attr: str, cwd: Path) -> tuple[DevEnv, str]:
-    """The environment FLAKE#ATTR has now (JSON and the bash script), recorded nowhere; run in
-    `cwd` so that `$out` is cwd/outputs/out."""
+def fresh(origin: Origin, cwd: Path) -> tuple[DevEnv, str]:
+    """The environment the derivation has now (JSON and the bash script), recorded nowhere;
+    run in `cwd` so that `$out` is cwd/outputs/out."""
     done = subprocess.run(
-        nix("print-dev-env", "--json", installable(flake, attr)),
+        nix("print-dev-env", "--json", *origin.installable()),
         cwd=cwd,
         capture_output=True,
         check=False,
     )
     if done.returncode != 0:
         tail = "\n".join(done.stderr.decode("utf-8", "replace").strip().splitlines()[-10:])
-        raise DevEnvError(f"`nix print-dev-env .#{attr}` failed in {flake}:\n{tail}")
+        raise DevEnvError(
+            f"`nix print-dev-env {origin.label}` failed in {origin.directory}:\n{tail}"
+        )
     script = subprocess.run(
-        nix("print-dev-env", installable(flake, attr)), cwd=cwd, capture_output=True, check=False
+        nix("print-dev-env", *origin.installable()), cwd=cwd, capture_output=True, check=False
     )
     return (
         DevEnv.from_json(done.stdout.decode("utf-8", "surrogateescape")),
@@ -332,27 +426,38 @@ def _short(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def flake_fingerprint(flake: Path) -> str:
-    """What the flake's evaluation can depend on, cheaply: each file's path, size and mtime.
+def fingerprint(origin: Origin) -> str:
+    """What the derivation's evaluation can depend on, cheaply: each file's path, size and
+    mtime.
 
-    A git flake sees its tracked files (`git ls-files`); a path flake its whole directory. The
-    same fingerprint means the same evaluation, so a cycle need not ask Nix; a different one
-    means asking (the derivation may still be the same).
+    A git flake sees its tracked files (`git ls-files`); a path flake its whole directory. A
+    Flox file, evaluated with --impure, reads whatever its paths name: the environment's files
+    that git does not ignore, and the Nix search path (which may name the nixpkgs it is called
+    with). The same fingerprint means the same evaluation, so a cycle need not ask Nix; a
+    different one means asking (the derivation may still be the same).
     """
     digest = hashlib.sha256()
-    for relative in _flake_files(flake):
+    directory = origin.directory
+    flox = origin.package_file is not None
+    if flox:
+        digest.update(f"NIX_PATH={os.environ.get('NIX_PATH', '')}\n".encode())
+    for relative in _evaluated_files(directory, untracked=flox):
         try:
-            info = os.lstat(flake / relative)
+            info = os.lstat(directory / relative)
         except OSError:
             continue
         digest.update(f"{relative}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
     return digest.hexdigest()
 
 
-def _flake_files(flake: Path) -> Iterable[str]:
+def _evaluated_files(flake: Path, untracked: bool = False) -> Iterable[str]:
     if (flake / ".git").exists():
+        others = ["--others", "--exclude-standard"] if untracked else []
         done = subprocess.run(
-            ["git", "ls-files", "-z", "--cached"], cwd=flake, capture_output=True, check=False
+            ["git", "ls-files", "-z", "--cached", *others],
+            cwd=flake,
+            capture_output=True,
+            check=False,
         )
         if done.returncode == 0:
             return sorted(
@@ -366,17 +471,19 @@ def _flake_files(flake: Path) -> Iterable[str]:
     return sorted(found)
 
 
-def drv_path(flake: Path, attr: str) -> str:
-    """The derivation FLAKE#ATTR evaluates to now (`nix eval --raw .#ATTR.drvPath`)."""
+def drv_path(origin: Origin) -> str:
+    """The derivation the origin evaluates to now (`nix eval --raw .#ATTR.drvPath`)."""
     done = subprocess.run(
-        nix("eval", "--raw", f"{installable(flake, attr)}.drvPath"),
+        nix("eval", "--raw", *origin.installable("drvPath")),
         capture_output=True,
         text=True,
         check=False,
     )
     if done.returncode != 0:
         tail = "\n".join(done.stderr.strip().splitlines()[-10:])
-        raise DevEnvError(f"`nix eval .#{attr}.drvPath` failed in {flake}:\n{tail}")
+        raise DevEnvError(
+            f"`nix eval {origin.label}.drvPath` failed in {origin.directory}:\n{tail}"
+        )
     return done.stdout.strip()
 
 

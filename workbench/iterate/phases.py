@@ -1,8 +1,8 @@
 """The derivation's phases in the workspace: the supervised program of a slow iterate cycle.
 
-`python -m workbench.iterate.phases ROOT --flake DIR --attr ATTR --config DIR --target NAME
---jobs N [--refresh]` runs under the supervisor (so its output is the build's log, with
-progress, and the history has it) and does, as far as needed:
+`python -m workbench.iterate.phases ROOT (--flake DIR | --package-file FILE --nixpkgs-rev REV)
+--attr ATTR --config DIR --target NAME --jobs N [--refresh]` runs under the supervisor (so its
+output is the build's log, with progress, and the history has it) and does, as far as needed:
 
 1. record the environment (dev_env.record: `nix print-dev-env`, building the inputs);
 2. make the working copy, when there is none: `unpackPhase` in ROOT/unpack, the tree committed
@@ -58,6 +58,10 @@ NIXPKGS_SUBJECT = "nixpkgs: the derivation's own patches and postPatch"
 class PhaseError(WorkbenchError):
     """A phase of the derivation failed in the workspace; its output is in the build log."""
 
+    def __init__(self, message: str, phase: str = "") -> None:
+        super().__init__(message)
+        self.phase = phase
+
 
 def in_env_argv(root: Path, argv: list[str]) -> list[str]:
     """`argv` run in the recorded environment (env-build.sh sourced first)."""
@@ -91,7 +95,7 @@ def run_phase(script: str, *args: str, out: IO[str] | None = None) -> None:
         stderr=subprocess.STDOUT if out is not None else None,
     )
     if done.returncode != 0:
-        raise PhaseError(f"{name} failed (exit {done.returncode}); its output is above")
+        raise PhaseError(f"{name} failed (exit {done.returncode}); its output is above", name)
 
 
 def series_checksums(config_directory: Path) -> set[str]:
@@ -187,20 +191,34 @@ def _exclude(src: Path, build: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> list[str]:
-    """Steps 1-3; the build tool's argv (step 4) is returned for the caller to exec."""
+    """Steps 1-3; the build tool's argv (step 4) is returned for the caller to exec.
+
+    A phase that fails is named in workspace.json (`failed_phase`): the summary says so, and
+    the next cycle runs the phases again instead of the build tool alone."""
+    paths = WorkspacePaths(Path(args.root))
+    try:
+        return _run(args, paths)
+    except PhaseError as exc:
+        state = load_state(paths)
+        state["failed_phase"] = {"phase": exc.phase, "at": time.time()}
+        save_state(paths, state)
+        raise
+
+
+def _run(args: argparse.Namespace, paths: WorkspacePaths) -> list[str]:
     from workbench.configs.matrix import load_matrix
     from workbench.iterate.workspace import wanted_patches
     from workbench.patches.series import load_series
 
-    root = Path(args.root)
-    paths = WorkspacePaths(root)
+    root = paths.root
     state = load_state(paths)
-    flake = Path(args.flake)
+    failed = (state.pop("failed_phase", None) or {}).get("phase")
+    origin = origin_of(args)
     env_json = root / dev_env.ENV_JSON
     if args.refresh or not env_json.is_file():
-        print(f"workbench iterate: recording the environment of {flake}#{args.attr}", flush=True)
-        env = dev_env.record(root, flake, args.attr)
-        state["drv_path"] = args.drv_path or dev_env.drv_path(flake, args.attr)
+        print(f"workbench iterate: recording the environment of {origin.label}", flush=True)
+        env = dev_env.record(root, origin)
+        state["drv_path"] = args.drv_path or dev_env.drv_path(origin)
         state["flake_fingerprint"] = args.fingerprint or state.get("flake_fingerprint")
         state["env_recorded"] = time.time()
         save_state(paths, state)
@@ -224,6 +242,9 @@ def run(args: argparse.Namespace) -> list[str]:
     build_dir = state.get("build_dir")
     if not configured:
         reasons.append("the workspace is new")
+    elif failed == "configurePhase":
+        reasons.append("configurePhase failed last time")
+        reasons += dev_env.changed_inputs(configured.get("inputs") or {}, inputs)
     elif not build_dir or not any(
         (Path(build_dir) / name).is_file() for name in ("build.ninja", "Makefile")
     ):
@@ -241,10 +262,22 @@ def run(args: argparse.Namespace) -> list[str]:
     return in_env_argv(root, build_tool_argv(Path(state["build_dir"]), args.jobs))
 
 
+def origin_of(args: argparse.Namespace) -> dev_env.Origin:
+    """The derivation the arguments name (session._origin_arguments writes them)."""
+    if args.package_file:
+        return dev_env.Origin(
+            args.attr, package_file=Path(args.package_file), nixpkgs_rev=args.nixpkgs_rev or ""
+        )
+    return dev_env.Origin(args.attr, flake=Path(args.flake))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m workbench.iterate.phases")
     parser.add_argument("root")
-    parser.add_argument("--flake", required=True)
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--flake")
+    where.add_argument("--package-file", help="a Flox package file (.flox/pkgs/NAME.nix)")
+    parser.add_argument("--nixpkgs-rev", help="the pin a Flox file is called with")
     parser.add_argument("--attr", required=True)
     parser.add_argument("--config", required=True)
     parser.add_argument("--target", required=True)

@@ -60,9 +60,9 @@ class Prepared:
     wanted: list[WantedPatch]
     settings: Any
     config_directory: Path
-    flake: Path
-    attr: str
-    """The flake attribute whose environment the workspace uses (a variant's `.cpp`)."""
+    origin: dev_env.Origin
+    """The derivation whose environment the workspace uses: a flake's package (a variant's
+    `.cpp`) or a Flox package file."""
     due: list[str] = field(default_factory=list)
     """Why this cycle goes through the phases (empty: the fast path, the build tool alone)."""
     refresh: bool = False
@@ -75,6 +75,15 @@ class Prepared:
     @property
     def fast(self) -> bool:
         return not self.due
+
+    @property
+    def flake(self) -> Path:
+        """The flake, or the Flox environment, whose files the derivation is evaluated from."""
+        return self.origin.directory
+
+    @property
+    def attr(self) -> str:
+        return self.origin.attr
 
     @property
     def build_dir(self) -> Path:
@@ -110,7 +119,8 @@ def prepare(
     flake_directory: Path | None = None,
     refresh: bool = False,
 ) -> Prepared:
-    """The workspace for `name` (a variant, a flavour or its flake attribute), up to date.
+    """The workspace for `name` (a variant, a flavour or its flake attribute, or a Flox
+    package file .flox/pkgs/NAME.nix of one), up to date.
 
     `source_directory` is not used any more: the source is the derivation's own (its
     unpackPhase); giving one only adds a warning.
@@ -131,14 +141,23 @@ def prepare(
     config_directory = config_directory.resolve()
     matrix = load_matrix(config_directory)
     settings = load_settings(config_directory, matrix)
-    target = resolve_target(name, matrix)
+    package_file = flox_package_file(name)
+    if package_file is not None:
+        target, origin = _flox_origin(package_file, matrix)
+        # Its own workspace: the Flox file and the flake may well give other derivations.
+        paths = workspace_paths(state_directory, f"{target.name}{FLOX_SUFFIX}")
+    else:
+        target = resolve_target(name, matrix)
+        flake = (flake_directory or default_flake_directory(config_directory)).resolve()
+        if not (flake / "flake.nix").is_file():
+            raise WorkspaceError(
+                f"{flake}: no flake.nix there; iterate works in a flake's package (or a Flox "
+                "package file: `workbench iterate .flox/pkgs/NAME.nix`)"
+            )
+        origin = dev_env.Origin(dev_env.develop_attr(target), flake=flake)
+        paths = workspace_paths(state_directory, target.name)
     series = load_series(config_directory, matrix)
     wanted = wanted_patches(series, target.name)
-    flake = (flake_directory or default_flake_directory(config_directory)).resolve()
-    if not (flake / "flake.nix").is_file():
-        raise WorkspaceError(f"{flake}: no flake.nix there; iterate works in a flake's package")
-    attr = dev_env.develop_attr(target)
-    paths = workspace_paths(state_directory, target.name)
     warnings = []
     if source_directory is not None:
         warnings.append(
@@ -151,14 +170,16 @@ def prepare(
     with workspace_lock(state_directory, paths):
         state = load_state(paths)
         loaded = dict(state)
-        made_from = (state.get("flake"), state.get("attr"))
-        if state and made_from != (str(flake), attr) and made_from != (None, None):
+        origin_now = origin.to_json()
+        made_from = {key: state.get(key) for key in origin_now}
+        if state and made_from != origin_now and any(made_from.values()):
             raise WorkspaceError(
-                f"the workspace {paths.root} was made from {made_from[0]}#{made_from[1]}, not "
-                f"{flake}#{attr}; to start again from this flake, remove {paths.root} (your "
-                "uncommitted edits there go with it)"
+                f"the workspace {paths.root} was made from "
+                f"{made_from['package_file'] or made_from['flake']} ({made_from['attr']}), not "
+                f"{origin.package_file or origin.flake} ({origin.attr}); to start again from "
+                f"there, remove {paths.root} (your uncommitted edits there go with it)"
             )
-        state.update({"target": target.name, "flake": str(flake), "attr": attr})
+        state.update({"target": target.name, **origin_now})
         state["kind"] = "variant" if target.variant is not None else "flavour"
         due: list[str] = []
         applied = Applied()
@@ -179,7 +200,7 @@ def prepare(
             )
         else:
             due.append("the workspace is made (unpackPhase, patchPhase, configurePhase)")
-        fingerprint = dev_env.flake_fingerprint(flake)
+        fingerprint = dev_env.fingerprint(origin)
         drv: str | None = None
         if refresh:
             due.append("--refresh: the environment is recorded again")
@@ -188,7 +209,7 @@ def prepare(
             if paths.src.exists():
                 due.append("no recorded environment")
         elif fingerprint != state.get("flake_fingerprint"):
-            drv = dev_env.drv_path(flake, attr)
+            drv = dev_env.drv_path(origin)
             if drv != state.get("drv_path"):
                 refresh = True
                 due.append(
@@ -197,6 +218,9 @@ def prepare(
                 )
             else:
                 state["flake_fingerprint"] = fingerprint
+        failed = (state.get("failed_phase") or {}).get("phase")
+        if failed and paths.src.exists():
+            due.append(f"the last cycle's {failed} failed: the phases run again")
         build_dir = Path(state.get("build_dir") or paths.build)
         if paths.src.exists() and not any(
             (build_dir / file).is_file() for file in ("build.ninja", "Makefile")
@@ -217,8 +241,7 @@ def prepare(
         wanted=wanted,
         settings=settings,
         config_directory=config_directory,
-        flake=flake,
-        attr=attr,
+        origin=origin,
         due=due,
         refresh=refresh,
         drv_path=drv,
@@ -226,6 +249,39 @@ def prepare(
         warnings=warnings,
         timings=timings,
     )
+
+
+FLOX_SUFFIX = ".flox"
+
+
+def flox_package_file(name: str) -> Path | None:
+    """The Flox package file `name` names (a path ending in .nix), resolved; None when `name`
+    is a variant or flavour."""
+    if not name.endswith(".nix"):
+        return None
+    path = Path(name).expanduser()
+    if not path.is_file():
+        raise WorkspaceError(f"{name}: no such Flox package file")
+    return path.resolve()
+
+
+def _flox_origin(package_file: Path, matrix: Any) -> tuple[Any, dev_env.Origin]:
+    """The target a .flox/pkgs file builds (its name is a variant's or a flavour's, as
+    `workbench flox sync` writes them) and the derivation iterate works in."""
+    from workbench.errors import WorkbenchError
+    from workbench.supervision.launch import resolve_target
+
+    name = dev_env.flox_package_name(package_file)
+    try:
+        target = resolve_target(name, matrix)
+    except WorkbenchError as exc:
+        raise WorkspaceError(
+            f"{package_file}: its package {name} is none of the variants and flavours the "
+            f"series knows ({exc})"
+        ) from None
+    # A variant's package is its Python package; iterate builds the C++ library inside it.
+    attr = "cpp" if target.variant is not None else ""
+    return target, dev_env.Origin(attr, package_file=package_file, nixpkgs_rev=matrix.nixpkgs_rev)
 
 
 def _short_drv(path: str | None) -> str:
@@ -272,10 +328,7 @@ def plan(prepared: Prepared, jobs: int, jobs_source: str) -> NewBuild:
             "-m",
             "workbench.iterate.phases",
             str(root),
-            "--flake",
-            str(prepared.flake),
-            "--attr",
-            prepared.attr,
+            *_origin_arguments(prepared.origin),
             "--config",
             str(prepared.config_directory),
             "--target",
@@ -295,8 +348,8 @@ def plan(prepared: Prepared, jobs: int, jobs_source: str) -> NewBuild:
         "argv": list(argv),
         "cwd": str(cwd),
         "iterate": prepared.target.name,
-        "flake": str(prepared.flake),
-        "attr": prepared.attr,
+        # A flake's builds keep the keys (and so the ETAs) they had before Flox files came.
+        **{key: value for key, value in prepared.origin.to_json().items() if value is not None},
         "jobs": jobs,
         "jobs_source": jobs_source,
         "steps": prepared.due,
@@ -323,3 +376,17 @@ def plan(prepared: Prepared, jobs: int, jobs_source: str) -> NewBuild:
         target=prepared.target.attr,
         jobs=jobs,
     )
+
+
+def _origin_arguments(origin: dev_env.Origin) -> list[str]:
+    """The phases program's arguments naming the derivation (phases.origin_of reads them)."""
+    if origin.package_file is not None:
+        return [
+            "--package-file",
+            str(origin.package_file),
+            "--attr",
+            origin.attr,
+            "--nixpkgs-rev",
+            origin.nixpkgs_rev,
+        ]
+    return ["--flake", str(origin.flake), "--attr", origin.attr]
