@@ -7,6 +7,7 @@ test needs a lost build.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -17,6 +18,7 @@ import psutil
 import pytest
 from supervised import Bench, build_id_from
 
+from workbench.supervision import build_cgroup
 from workbench.supervision.history import LOST, SUCCEEDED
 
 needs_ninja = pytest.mark.skipif(shutil.which("ninja") is None, reason="needs ninja")
@@ -186,3 +188,89 @@ def test_report_of_a_lost_build_uses_its_stored_samples(bench: Bench, tmp_path: 
     assert build["measurements"]["samples"] >= 2 and build["measurements"]["peak_rss"] > 0
     assert bench.run("stop", str(build_id), "--grace", "1").returncode == 0
     time.sleep(0)  # nothing left to wait for: stop ended the sleeper
+
+
+def _cgroup_of(bench: Bench, build_id: int) -> Path | None:
+    return build_cgroup.recorded(Path(bench.record(build_id).log_path))
+
+
+def _supervisor_log(bench: Bench, build_id: int) -> str:
+    return Path(bench.record(build_id).log_path).with_name("supervisor.log").read_text()
+
+
+def _is_sleep(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).name() == "sleep"
+    except psutil.Error:
+        return False
+
+
+needs_cgroups = pytest.mark.skipif(
+    os.geteuid() != 0, reason="making a cgroup needs root (the suite runs as root in CI)"
+)
+
+
+@needs_cgroups
+def test_a_process_that_escapes_everything_but_its_cgroup_is_found_and_stopped(
+    bench: Bench, tmp_path: Path
+) -> None:
+    """A daemon that leaves the session (setsid), clears its environment (env -i, so no marker)
+    and is re-parented away once the supervisor is killed: only the build's cgroup still knows
+    it. The lost build keeps its checkout locked, and `stop` lists and ends it."""
+    checkout = tmp_path / "checkout"
+    (checkout / ".git").mkdir(parents=True)
+    pid_file = tmp_path / "daemon.pid"
+    script = (
+        f"( setsid env -i /bin/sh -c 'echo $$ > {pid_file}; exec sleep 62' "
+        "</dev/null >/dev/null 2>&1 & ); exec sleep 60"
+    )
+    started = bench.run("run", "-d", "--name", "escaper", "--", "sh", "-c", script, cwd=checkout)
+    assert started.returncode == 0, started.stderr
+    build_id = build_id_from(started.stderr)
+    bench.wait_for("the daemon to start", lambda: pid_file.exists() and pid_file.read_text(), 30)
+    daemon = int(pid_file.read_text())
+    try:
+        bench.wait_for("the daemon to be sleep", lambda: _is_sleep(daemon), 30)
+        cgroup = _cgroup_of(bench, build_id)
+        if cgroup is None:
+            pytest.skip("no cgroup could be made here: " + _supervisor_log(bench, build_id))
+        assert daemon in build_cgroup.members(cgroup)
+        assert "WORKBENCH_BUILD" not in psutil.Process(daemon).environ()  # no marker
+        # Double-forked: an orphan, re-parented to the supervisor (the subreaper), and to
+        # whatever reaps orphans above it once the supervisor is gone.
+        supervisor = bench.record(build_id).supervisor_pid
+        assert psutil.Process(daemon).ppid() == supervisor
+        _kill_supervisor(bench, build_id)
+        bench.wait_for(
+            "the daemon's re-parenting", lambda: psutil.Process(daemon).ppid() != supervisor, 30
+        )
+
+        refused = bench.run("run", "--", "true", cwd=checkout, timeout=60)
+        assert refused.returncode == 2, refused.stderr
+        assert f"sleep ({daemon})" in refused.stderr
+
+        stop = bench.run("stop", str(build_id), "--grace", "2", timeout=60)
+        assert stop.returncode == 0, stop.stderr
+        assert f"sleep ({daemon})" in stop.stderr
+        assert not _alive(daemon)
+        assert not cgroup.exists()  # removed once empty
+        assert bench.run("run", "--", "true", cwd=checkout, timeout=60).returncode == 0
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(daemon, signal.SIGKILL)
+
+
+@needs_cgroups
+def test_a_build_that_leaves_nothing_leaves_no_cgroup(bench: Bench, tmp_path: Path) -> None:
+    result = bench.run("run", "--", "sh", "-c", "cat /proc/self/cgroup", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    build_id = build_id_from(result.stderr)
+    log = Path(bench.record(build_id).log_path)
+    name = build_cgroup._name(log)
+    if name not in log.read_text():
+        pytest.skip("no cgroup could be made here: " + _supervisor_log(bench, build_id))
+    # The build ran inside its cgroup; once it ended with nothing left, the cgroup is gone.
+    assert not list(Path("/sys/fs/cgroup").glob(f"*/{name}")) + list(
+        Path("/sys/fs/cgroup").glob(name)
+    )
+    assert not log.with_name(build_cgroup.RECORD_NAME).exists()

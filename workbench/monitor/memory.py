@@ -40,9 +40,11 @@ class _Cgroup:
 _Mount = tuple[str, str]  # (root of the mount inside the hierarchy, mount point)
 
 
-def _mounts(mountinfo: str) -> tuple[_Mount | None, _Mount | None]:
-    """(cgroup v2 mount, cgroup v1 memory mount) from /proc/self/mountinfo."""
-    v2 = v1_memory = None
+def cgroup_mounts(
+    mountinfo: str, controller: str = "memory"
+) -> tuple[_Mount | None, _Mount | None]:
+    """(cgroup v2 mount, cgroup v1 mount of `controller`) from /proc/self/mountinfo."""
+    v2 = v1 = None
     for line in mountinfo.splitlines():
         left, _, right = line.partition(" - ")
         parts, kind = left.split(), right.split()
@@ -50,12 +52,12 @@ def _mounts(mountinfo: str) -> tuple[_Mount | None, _Mount | None]:
             continue
         if kind[0] == "cgroup2" and v2 is None:
             v2 = (parts[3], parts[4])
-        elif kind[0] == "cgroup" and "memory" in kind[2].split(",") and v1_memory is None:
-            v1_memory = (parts[3], parts[4])
-    return v2, v1_memory
+        elif kind[0] == "cgroup" and controller in kind[2].split(",") and v1 is None:
+            v1 = (parts[3], parts[4])
+    return v2, v1
 
 
-def _inside(mount: _Mount, path: str, root: str) -> tuple[str, str]:
+def cgroup_directory(mount: _Mount, path: str, root: str = "/") -> tuple[str, str]:
     """(mount directory, path below it) for a cgroup path; a container's mount may start deeper."""
     mount_root, mount_point = mount
     if mount_root != "/" and (path == mount_root or path.startswith(mount_root + "/")):
@@ -99,15 +101,15 @@ def find_cgroup_limit(
     `cgroup_text` is /proc/PID/cgroup, `mountinfo_text` /proc/self/mountinfo; `root` prefixes
     the mount points (tests point it at a directory tree standing in for /sys/fs/cgroup).
     """
-    v2_mount, v1_mount = _mounts(mountinfo_text)
+    v2_mount, v1_mount = cgroup_mounts(mountinfo_text)
     found: list[_Cgroup] = []
     for line in cgroup_text.splitlines():
         hierarchy, _, rest = line.partition(":")
         controllers, _, path = rest.partition(":")
         if hierarchy == "0" and controllers == "" and v2_mount is not None:
-            group = _tightest(*_inside(v2_mount, path, root), "memory.max", 2)
+            group = _tightest(*cgroup_directory(v2_mount, path, root), "memory.max", 2)
         elif "memory" in controllers.split(",") and v1_mount is not None:
-            group = _tightest(*_inside(v1_mount, path, root), "memory.limit_in_bytes", 1)
+            group = _tightest(*cgroup_directory(v1_mount, path, root), "memory.limit_in_bytes", 1)
         else:
             continue
         if group is not None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workbench.errors import WorkbenchError
-from workbench.supervision import liveness, preflight, private_state, tree
+from workbench.supervision import build_cgroup, liveness, preflight, private_state, tree
 from workbench.supervision.history import (
     LOST,
     STARTING,
@@ -231,9 +231,14 @@ def stop(history: History, record: BuildRecord, grace_s: float) -> tuple[BuildRe
         # What outlived an ended build (daemons it started, compilers of a lost one): found by
         # group, session, marker and the history's list, and ended like a running build.
         left = liveness.leftover_processes(record)
-        if not left:
-            return liveness.refresh_outlived(history, record), []
-        survivors = tree.terminate(None, record.pgid, left, grace_s=grace_s, marker=record.log_path)
+        cgroup = build_cgroup.recorded(Path(record.log_path))
+        survivors = []
+        if left:
+            survivors = tree.terminate(
+                None, record.pgid, left, grace_s=grace_s, marker=record.log_path, cgroup=cgroup
+            )
+        if not survivors:
+            build_cgroup.remove(cgroup, Path(record.log_path))
         return liveness.refresh_outlived(history, history.get(record.id)), survivors
     history.request_stop(record.id, grace_s)
     if record.supervisor_pid is None or not liveness.supervisor_running(record):

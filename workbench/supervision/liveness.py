@@ -11,10 +11,11 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Iterable
+from pathlib import Path
 
 import psutil
 
-from workbench.supervision import tree
+from workbench.supervision import build_cgroup, tree
 from workbench.supervision.history import STARTING, BuildRecord, History
 
 # A row the CLI created but whose supervisor never reported: the CLI died in between.
@@ -56,16 +57,26 @@ def leftover_processes(record: BuildRecord) -> list[tree.Member]:
             root = None
     if record.host not in (None, socket.gethostname()):
         return []  # another host's PIDs mean nothing here
-    found = tree.collect(root, record.pgid, recorded_outlived(record), marker=record.log_path)
+    found = tree.collect(
+        root,
+        record.pgid,
+        recorded_outlived(record),
+        marker=record.log_path,
+        cgroup=build_cgroup.recorded(Path(record.log_path)),
+    )
     # A process older than the build is not of it: its group or session id can be a reused PID
     # of a long-ended build (found by pgid), and ending it would end a stranger's process.
     if record.started is not None:
         found = {
-            pid: member
-            for pid, member in found.items()
-            if member.started >= record.started - 2.0
+            pid: member for pid, member in found.items() if member.started >= record.started - 2.0
         }
     return list(found.values())
+
+
+def _remove_cgroup(record: BuildRecord) -> None:
+    """The build's cgroup, once nothing of it runs (the kernel refuses while anything does)."""
+    log_path = Path(record.log_path)
+    build_cgroup.remove(build_cgroup.recorded(log_path), log_path)
 
 
 def recorded_outlived(record: BuildRecord) -> list[tree.Member]:
@@ -114,6 +125,8 @@ def refresh_outlived(history: History, record: BuildRecord) -> BuildRecord:
     alive = [member for member in members if tree.is_alive(member)]
     if len(alive) == len(members):
         return record
+    if not alive:
+        _remove_cgroup(record)
     old = outlived_text(record.id, members)
     note = with_outlived(record.note, old, outlived_text(record.id, alive))
     history.set_outlived(record.id, outlived_json(alive), note or "")
@@ -155,6 +168,8 @@ def check(history: History, records: Iterable[BuildRecord]) -> list[BuildRecord]
                 if history.mark_lost(record.id, lost_note(record, left), now):
                     marked_lost = history.get(record.id)
                     history.set_outlived(record.id, outlived_json(left), marked_lost.note or "")
+                if not left:  # else kept for `stop`, which removes it once it is empty
+                    _remove_cgroup(record)
                 record = history.get(record.id)
         elif record.outlived and record.host in (None, here):
             record = refresh_outlived(history, record)

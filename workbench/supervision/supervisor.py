@@ -48,7 +48,7 @@ from typing import Any
 from workbench.logs.readable_map import ReadableMapWriter, readable_paths
 from workbench.monitor import PeakTracker, Sample, Sampler, oom_note, procfs
 from workbench.progress import Progress, ProgressTracker
-from workbench.supervision import eta, private_state, tree
+from workbench.supervision import build_cgroup, eta, private_state, tree
 from workbench.supervision.history import (
     FAILED,
     KILLED,
@@ -227,6 +227,7 @@ class Supervisor:
         # The CLI's wake-up (control.wait_started): closed once the row says started or failed.
         self.started_fd: int | None = None
         self.outlived: list[tree.Member] = []
+        self.cgroup: Path | None = None
         self._flushed_lines = -1
         self._flushed_lost = 0
         # Exact edges from the build's .ninja_log (workbench.analysis), when it has one.
@@ -289,21 +290,16 @@ class Supervisor:
         # Every process of the build inherits this marker: `stop` finds by it what escaped the
         # group and session and was re-parented away (tree.marked).
         environment[tree.BUILD_MARKER] = record.log_path
+        self.cgroup = self._guarded("making the build's cgroup", self._make_cgroup)
+        inside = build_cgroup.entered(self.cgroup) if self.cgroup else contextlib.nullcontext()
         try:
-            self.process = subprocess.Popen(
-                list(record.argv),
-                cwd=record.cwd,
-                stdin=subprocess.DEVNULL,
-                stdout=out_w,
-                stderr=out_w,
-                start_new_session=True,
-                env=environment,
-                pass_fds=self.lock_fds,
-            )
+            with inside:
+                self.process = self._spawn(record, out_w, environment)
         except OSError as exc:
             os.close(out_w)
             message = f"cannot start {record.argv[0]}: {exc.strerror or exc} (in {record.cwd})"
             os.write(log_fd, f"workbench: {message}\n".encode())
+            build_cgroup.remove(self.cgroup, Path(record.log_path))
             now = time.time()
             self.history.finish(record.id, FAILED, now, 0.0, None, None, message, 1, {})
             self._tell_started()
@@ -311,6 +307,8 @@ class Supervisor:
         os.close(out_w)
         pid = self.process.pid
         self.pgid = pid  # start_new_session: the build leads its own session and group
+        if self.cgroup is not None:
+            self._guarded("checking the build's cgroup", lambda: self._check_cgroup(pid))
         self.started_wall = time.time()
         self.started_mono = time.monotonic()
         self.root = self._member(pid)
@@ -343,6 +341,12 @@ class Supervisor:
             self._guarded("closing the sampler", self.sampler.close)
         if self.outlived:
             self._guarded("recording what outlived the build", self._record_outlived)
+        elif self.cgroup is not None:
+            # Kept while something of the build runs: `stop` finds it there and removes it.
+            self._guarded(
+                "removing the build's cgroup",
+                lambda: build_cgroup.remove(self.cgroup, Path(record.log_path)),
+            )
         # The log is on disk before the row says the build ended (and the CLI, woken by this
         # process's exit, finds both done).
         with contextlib.suppress(OSError):  # a full disk may refuse even this; the data is in
@@ -557,7 +561,40 @@ class Supervisor:
             self._daemon_members(),
             subreaper=True,
             marker=self.record.log_path,
+            cgroup=self.cgroup,
         )
+
+    def _make_cgroup(self) -> Path | None:
+        directory, why = build_cgroup.create(Path(self.record.log_path))
+        if directory is None:
+            self.say(
+                f"no cgroup of its own for the build ({why}): what outlives it is found "
+                "by its group, session, environment marker and this subreaper"
+            )
+        return directory
+
+    def _spawn(
+        self, record: BuildRecord, out_w: int, environment: dict[str, str]
+    ) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            list(record.argv),
+            cwd=record.cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=out_w,
+            stderr=out_w,
+            start_new_session=True,
+            env=environment,
+            pass_fds=self.lock_fds,
+        )
+
+    def _check_cgroup(self, pid: int) -> None:
+        """The root started inside its cgroup (its children follow it); if it is not there, the
+        cgroup would miss processes and is not used."""
+        assert self.cgroup is not None
+        if pid not in build_cgroup.members(self.cgroup):
+            self.say(f"the build could not join {self.cgroup}; not using it")
+            build_cgroup.remove(self.cgroup, Path(self.record.log_path))
+            self.cgroup = None
 
     def _begin_stop(self) -> None:
         grace = DEFAULT_GRACE_S

@@ -10,7 +10,9 @@ children, as `nixbld*` users). So a build's processes are found by:
 - the marker in their environment (`WORKBENCH_BUILD`, set to the build's log path, unique per
   build), which every descendant inherits: it finds a daemon that called setsid() and was
   re-parented to init after its supervisor died;
-- the PIDs the sampler attributed to the build (a nix-daemon's builders).
+- the PIDs the sampler attributed to the build (a nix-daemon's builders);
+- the build's own cgroup where one could be made (`build_cgroup`): it finds even a process that
+  left the session, cleared its environment and was re-parented to init.
 
 A stop sends TERM to the group and every process found; after a grace period, KILL to whatever
 is left. Processes are told apart from reused PIDs by start time.
@@ -24,8 +26,11 @@ import signal
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 import psutil
+
+from workbench.supervision import build_cgroup
 
 
 @dataclass(frozen=True)
@@ -111,9 +116,10 @@ def collect(
     extra: Iterable[Member] = (),
     subreaper: bool = False,
     marker: str | None = None,
+    cgroup: Path | None = None,
 ) -> dict[int, Member]:
     """Every live process of the build: root, its group and session, its descendants, the
-    processes carrying `marker`, and `extra`.
+    processes carrying `marker`, those in its `cgroup`, and `extra`.
 
     `subreaper`: the caller is the build's child subreaper (the supervisor), so orphans of the
     build were re-parented to it: its own descendants count too.
@@ -137,6 +143,12 @@ def collect(
     if subreaper:
         for member in descendants(os.getpid()):
             found.setdefault(member.pid, member)
+    for pid in build_cgroup.members(cgroup):
+        if pid not in found:
+            with contextlib.suppress(psutil.Error):
+                member = _member(psutil.Process(pid))
+                if member is not None:
+                    found[pid] = member
     for member in extra:
         if member.pid not in found and is_alive(member):
             found[member.pid] = member
@@ -185,6 +197,7 @@ def terminate(
     grace_s: float = 10.0,
     poll_s: float = 0.1,
     marker: str | None = None,
+    cgroup: Path | None = None,
 ) -> list[Member]:
     """TERM the whole tree, KILL what is left after `grace_s`; returns the survivors.
 
@@ -192,12 +205,12 @@ def terminate(
     is gone). The supervisor does the same steps inside its own loop, since it must reap.
     """
     extra = list(extra)
-    members = collect(root, pgid, extra, marker=marker)
+    members = collect(root, pgid, extra, marker=marker, cgroup=cgroup)
     signal_all(members.values(), pgid, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
         # A build may start new processes while it shuts down: they get TERM too.
-        now = collect(root, pgid, extra, marker=marker)
+        now = collect(root, pgid, extra, marker=marker, cgroup=cgroup)
         new = [member for pid, member in now.items() if pid not in members]
         if new:
             signal_all(new, None, signal.SIGTERM)
@@ -205,7 +218,7 @@ def terminate(
         if not any(is_alive(member) for member in members.values()) and not now:
             return []
         time.sleep(poll_s)
-    members.update(collect(root, pgid, extra, marker=marker))
+    members.update(collect(root, pgid, extra, marker=marker, cgroup=cgroup))
     signal_all(members.values(), pgid, signal.SIGKILL)
     deadline = time.monotonic() + 5.0
     while time.monotonic() < deadline:
