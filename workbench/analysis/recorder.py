@@ -13,7 +13,8 @@ Where the log is:
 The ninja graph (`ninja -t graph`) is read as soon as a log is found (a Nix builder's directory
 is gone when the build ends) and again at the end when the directory is still there and its
 build.ninja changed (or an edge of the run wrote a manifest). The sampled compile jobs (1 Hz)
-add their peak RSS to the edges that compiled the same source at the same time.
+add their peak RSS and CPU seconds to the edges that compiled the same source at the same time
+(`match_sampled`).
 """
 
 from __future__ import annotations
@@ -99,12 +100,14 @@ def work_key(command: NinjaCommand) -> str:
 
 @dataclass(frozen=True)
 class SampledJob:
-    """A compile job the sampler saw (from `monitor.JobRecord`): its source, when, its peak."""
+    """A compile job the sampler saw (from `monitor.JobRecord`): its source, when, its peak
+    and the CPU its processes used (at least: what the last sample of each saw)."""
 
     file: str | None
     started: float
     seconds: float
     peak_rss: int
+    cpu_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -320,11 +323,27 @@ def _same_source(job_file: str, source: str) -> bool:
 
 
 def match_peaks(edges: Sequence[Edge], jobs: Sequence[SampledJob], origin: float) -> dict[str, int]:
-    """Peak RSS per edge output from the sampled jobs that compiled its source while it ran.
+    """Peak RSS per edge output from the sampled jobs that compiled its source while it ran."""
+    return {output: job.peak_rss for output, job in match_sampled(edges, jobs, origin).items()}
+
+
+def match_cpu(edges: Sequence[Edge], jobs: Sequence[SampledJob], origin: float) -> dict[str, float]:
+    """CPU seconds per edge output (sampled, at least) from the job that compiled its source."""
+    return {
+        output: job.cpu_s
+        for output, job in match_sampled(edges, jobs, origin).items()
+        if job.cpu_s is not None
+    }
+
+
+def match_sampled(
+    edges: Sequence[Edge], jobs: Sequence[SampledJob], origin: float
+) -> dict[str, SampledJob]:
+    """The sampled job of each edge output: the one that compiled its source while it ran.
 
     The same source compiled into several targets is several edges: the job whose start is
     nearest the edge's (epoch) start is the one."""
-    peaks: dict[str, int] = {}
+    matched: dict[str, SampledJob] = {}
     by_base: dict[str, list[SampledJob]] = {}
     for job in jobs:
         if job.file:
@@ -343,6 +362,5 @@ def match_peaks(edges: Sequence[Edge], jobs: Sequence[SampledJob], origin: float
         # A job belongs to an edge when it started inside it (1 s of slack for clocks).
         near = [job for job in candidates if start - 1.0 <= job.started <= end + 1.0]
         if near:
-            best = min(near, key=lambda job: abs(job.started - start))
-            peaks[edge.output] = best.peak_rss
-    return peaks
+            matched[edge.output] = min(near, key=lambda job: abs(job.started - start))
+    return matched

@@ -34,6 +34,9 @@ class JobRecord:
     """The most RSS the job's processes held together at a sample, bytes."""
     running: bool
     """True if the job was still running at the latest sample."""
+    cpu_seconds: float = 0.0
+    """User + system CPU its processes had used at the last sample that saw each (at least:
+    the time after a process's last sample is not seen)."""
 
     @property
     def seconds(self) -> float:
@@ -103,6 +106,7 @@ class PeakTracker:
         self._most_jobs = 0
         self._most_jobs_at = 0.0
         self._open: dict[int, JobRecord] = {}
+        self._job_cpu: dict[int, dict[int, float]] = {}  # open job -> its processes' CPU seconds
         self._closed: list[JobRecord] = []
         self._last_jobs: tuple[int, ...] = ()
 
@@ -124,7 +128,7 @@ class PeakTracker:
             self._most_jobs, self._most_jobs_at = build.compile_jobs, build.t
 
         peak_process = self._peak_process
-        jobs: dict[int, list] = {}  # job pid -> [rss, top process, file, kind]
+        jobs: dict[int, list] = {}  # job pid -> [rss, top process, file, kind, {pid: CPU s}]
         for process in sample.processes:
             if process.rss > peak_process.get(process.tool, 0):
                 peak_process[process.tool] = process.rss
@@ -132,23 +136,32 @@ class PeakTracker:
                 continue
             entry = jobs.get(process.job)
             if entry is None:
-                entry = jobs[process.job] = [0, None, None, process.job_kind or process.kind]
+                entry = jobs[process.job] = [0, None, None, process.job_kind or process.kind, {}]
             entry[0] += process.rss
+            entry[4][process.pid] = process.cpu_seconds
             if process.pid == process.job:
                 entry[1] = process
             if entry[2] is None and process.file is not None:
                 entry[2] = process.file
-        for job, (rss, top, file, kind) in jobs.items():
+        for job, (rss, top, file, kind, cpu) in jobs.items():
             if rss > self._peak_job.get(kind, 0):
                 self._peak_job[kind] = rss
-            self._update_job(job, rss, top, file, kind, build.t)
+            self._update_job(job, rss, top, file, kind, build.t, cpu)
         for job in [job for job in self._open if job not in jobs]:
             self._closed.append(_with(self._open.pop(job), running=False))
+            self._job_cpu.pop(job, None)
         if jobs:
             self._last_jobs = tuple(jobs)
 
     def _update_job(
-        self, job: int, rss: int, top: ProcessSample | None, file: str | None, kind: str, t: float
+        self,
+        job: int,
+        rss: int,
+        top: ProcessSample | None,
+        file: str | None,
+        kind: str,
+        t: float,
+        cpu: dict[int, float],
     ) -> None:
         started = top.started if top is not None else t
         record = self._open.get(job)
@@ -156,6 +169,12 @@ class PeakTracker:
             # The PID came back as another job between two samples.
             self._closed.append(_with(record, running=False))
             record = None
+        # A process's CPU only grows; one that exited keeps what it had at its last sample.
+        seen = self._job_cpu.setdefault(job, {}) if record is not None else {}
+        for pid, seconds in cpu.items():
+            seen[pid] = max(seen.get(pid, 0.0), seconds)
+        self._job_cpu[job] = seen
+        cpu_seconds = sum(seen.values())
         if record is None:
             self._open[job] = JobRecord(
                 file=file if file is not None else (top.file if top else None),
@@ -166,6 +185,7 @@ class PeakTracker:
                 last_seen=t,
                 peak_rss=rss,
                 running=True,
+                cpu_seconds=cpu_seconds,
             )
             return
         self._open[job] = JobRecord(
@@ -177,6 +197,7 @@ class PeakTracker:
             last_seen=t,
             peak_rss=max(record.peak_rss, rss),
             running=True,
+            cpu_seconds=cpu_seconds,
         )
 
     def summary(self, root_cpu_seconds: float | None = None) -> BuildSummary:
@@ -226,6 +247,7 @@ def _with(record: JobRecord, *, running: bool) -> JobRecord:
         record.last_seen,
         record.peak_rss,
         running,
+        record.cpu_seconds,
     )
 
 
