@@ -85,6 +85,31 @@ async def test_first_screen_marks_the_recommended_variant(config_copy: Path, tmp
         assert cuda_column == sorted(cuda_column)
 
 
+async def test_the_highlighted_rows_mark_is_explained(config_copy: Path, tmp_path: Path):
+    """✗ and ! mean something only with their reason: the line under the table gives it."""
+    app = make_app(str(config_copy), str(tmp_path / "state"), doctor=recorded_doctor())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        table = app.screen.query_one("#variants", DataTable)
+
+        async def note_for(name: str) -> str:
+            table.move_cursor(row=table.get_row_index(name), animate=False)
+            await pilot.pause()
+            return str(app.screen.query_one("#row-note", Static).render())
+
+        unavailable = "onnxruntime-python312-cuda12_4-sm90-avx2"
+        assert table.get_row(unavailable)[0] == "✗"
+        note = await note_for(unavailable)
+        assert note.startswith("✗ not buildable at the nixpkgs pin: ") and "12.4" in note
+        # Not buildable wins over its caveat (nvcc 12.4 cannot target sm100 either).
+        assert (await note_for("onnxruntime-python312-cuda12_4-sm100-avx2")).startswith("✗ ")
+        legend = await note_for("onnxruntime-python313-cpu-avx2")
+        assert "★ recommended" in legend and "✗ not buildable" in legend
+        recommended = await note_for("onnxruntime-python313-cuda12_9-sm90-avx512")
+        assert recommended == "★ recommended for this host"
+
+
 async def test_no_gpu_host_recommends_a_cpu_variant(config_copy: Path, tmp_path: Path):
     doctor = recorded_doctor("driver-not-loaded.toml", "haswell.txt")
     app = make_app(str(config_copy), str(tmp_path / "state"), doctor=doctor)

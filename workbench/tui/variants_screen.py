@@ -50,6 +50,7 @@ COLUMNS = (
     ("last build", "last"),
 )
 NARROW_KEYS = ("mark", "selected", "target", "isa", "last")
+LEGEND = "★ recommended · ✗ not buildable at the nixpkgs pin · ! caveat · ✓ marked (space)"
 WIDE_COLUMNS = 120
 SORT_KEYS = ("target", "CUDA", "SM / GPUs", "ISA", "last build")
 _SORT_COLUMN = {"target": "target", "CUDA": "cuda", "SM / GPUs": "sm", "ISA": "isa"}
@@ -212,6 +213,7 @@ class VariantsScreen(Screen[None]):
             )
         yield Input(placeholder="/ filter: e.g. sm90 avx512", id="filter")
         yield DataTable(id="variants", cursor_type="row", zebra_stripes=True)
+        yield Static(Text(LEGEND), id="row-note")
         yield KeyFooter()
 
     def on_mount(self) -> None:
@@ -414,6 +416,20 @@ class VariantsScreen(Screen[None]):
         self.sort_index = (self.sort_index + 1) % len(SORT_KEYS)
         self.notify(f"sorted by {SORT_KEYS[self.sort_index]}")
         self._fill()
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """What the highlighted row's mark means: its reason, or the legend of the marks."""
+        row = next((row for row in self.rows if row.name == event.row_key.value), None)
+        note = LEGEND
+        if row is not None:
+            if row.name in self.recommended:
+                note = "★ recommended for this host"
+            elif row.unavailable:
+                note = f"✗ not buildable at the nixpkgs pin: {row.unavailable}"
+            elif row.caveat:
+                note = f"! {row.caveat}"
+        # A Text, never markup: the reasons quote config values.
+        self.query_one("#row-note", Static).update(Text(note))
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         label = str(event.label)
