@@ -249,6 +249,58 @@ def test_recorder_follows_a_ninja_it_finds_late(tmp_path: Path) -> None:
     assert abs(final.started - (started + 1.8)) < 1.5  # epoch times from ninja's start
 
 
+# Each edge writes the epoch it started at, by its own clock: the truth the recorder's times meet.
+STAMPED = """
+rule stamp
+  command = date +%s.%N > $out.started && sleep $seconds && touch $out
+build one: stamp
+  seconds = 0.4
+build two: stamp one
+  seconds = 0.4
+build three: stamp two
+  seconds = 0.4
+"""
+
+
+def test_edges_of_a_ninja_a_wrapper_execd_start_when_they_started(tmp_path: Path) -> None:
+    """The wrapper sleeps 1.5 s, then execs ninja: the process keeps the wrapper's start time,
+    but the edges' epoch times come out as the commands themselves saw them."""
+    import time
+
+    import psutil
+
+    directory = tmp_path / "stamped"
+    directory.mkdir()
+    (directory / "build.ninja").write_text(STAMPED)
+    recorder = EdgeRecorder(["sh", "build.sh"], tmp_path)  # the command names no tree
+    process = subprocess.Popen(
+        ["sh", "-c", "sleep 1.5; exec ninja -j1"],
+        cwd=directory,
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        started = psutil.Process(process.pid).create_time()
+        while psutil.Process(process.pid).name() != "ninja":
+            time.sleep(0.05)
+        while process.poll() is None:  # the supervisor's once-a-second look, quicker
+            recorder.observe([(process.pid, started, "ninja")])
+            recorder.poll()
+            time.sleep(0.3)
+        assert process.returncode == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    stored = {edge.outputs[0]: edge for edge in recorder.finish()}
+    assert sorted(stored) == ["one", "three", "two"]
+    origin = recorder.origin()
+    assert origin is not None and origin > started + 1.4  # not the wrapper's start
+    for name, edge in stored.items():
+        said = float((directory / f"{name}.started").read_text())
+        assert abs(edge.started - said) < 0.1, (name, edge.started - said)
+
+
 def test_recorder_reads_the_graph_again_only_when_the_manifest_changed(tmp_path: Path) -> None:
     """The graph read while the build ran is kept at the end when build.ninja is the same file
     (an iterate cycle pays for one `ninja -t graph`); a manifest rewritten since is read again."""

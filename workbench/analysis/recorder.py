@@ -15,6 +15,13 @@ is gone when the build ends) and again at the end when the directory is still th
 build.ninja changed (or an edge of the run wrote a manifest). The sampled compile jobs (1 Hz)
 add their peak RSS and CPU seconds to the edges that compiled the same source at the same time
 (`match_sampled`).
+
+Edge times count from ninja's own clock, which starts after the ninja process did: after its
+manifest is parsed, and, for a ninja a wrapper exec'd (`sh -c '...; exec ninja'`), after the
+wrapper ran, since the process keeps the wrapper's start time. ninja flushes each entry as its
+edge ends, so the log's modification time read just after an entry minus that entry's end is an
+upper bound of ninja's start, as the process's start is a lower bound; the least upper bound seen
+(within the first ninja run of the log) is taken (`EdgeRecorder.origin`).
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from pathlib import Path
 
 from workbench.analysis.edges import Edge, EdgeAssembler
 from workbench.analysis.graph import BuildGraph, GraphError, read_graph
-from workbench.analysis.ninja_log import LOG_NAME, NinjaLogReader, parse_line
+from workbench.analysis.ninja_log import LOG_NAME, LogEntry, NinjaLogReader, parse_line
 
 # ninja options that take a value (ninja --help): what is left are targets.
 _NINJA_VALUE_OPTIONS = frozenset(("-C", "-f", "-j", "-k", "-l", "-d", "-t", "-w"))
@@ -136,6 +143,27 @@ class _Followed:
     # build.ninja as it was just before the graph was read: the same file at the end (and no
     # edge of this run rewrote a manifest) means the same graph, so it is not read again.
     manifest: tuple[int, int, int] | None = None
+    # The least (log mtime - last entry's end) seen: ninja's clock started at or before it.
+    started_by: float | None = None
+    last_end_ms: int = -1
+    one_run: bool = True  # no end time fell back: one ninja process wrote every entry read
+
+    def add(self, entries: list[LogEntry]) -> list[Edge]:
+        """Fold entries just read in; bound ninja's start from the log's modification time."""
+        for entry in entries:
+            if entry.end_ms < self.last_end_ms:
+                self.one_run = False
+            self.last_end_ms = max(self.last_end_ms, entry.end_ms)
+        if entries and self.one_run:
+            try:
+                modified = self.reader.path.stat().st_mtime
+            except OSError:
+                modified = None
+            if modified is not None:
+                bound = modified - self.last_end_ms / 1000.0
+                if self.started_by is None or bound < self.started_by:
+                    self.started_by = bound
+        return self.assembler.add(entries)
 
 
 def _tail_of_this_run(path: Path, ninja_started: float, now: float) -> NinjaLogReader:
@@ -246,7 +274,7 @@ class EdgeRecorder:
         """Read what the logs gained; returns the edges completed since the last call."""
         new: list[Edge] = []
         for followed in self.followed.values():
-            new += followed.assembler.add(followed.reader.read_new())
+            new += followed.add(followed.reader.read_new())
             if followed.graph is None and followed.assembler.edges and followed.graph_error is None:
                 self._read_graph(followed)
         return new
@@ -259,7 +287,7 @@ class EdgeRecorder:
         """The build ended: the last entries, the graph, the sampled peaks; epoch-timed edges."""
         stored: list[StoredEdge] = []
         for followed in self.followed.values():
-            followed.assembler.add(followed.reader.read_new())
+            followed.add(followed.reader.read_new())
             followed.assembler.flush()
             edges = followed.assembler.edges
             if not edges:
@@ -272,7 +300,7 @@ class EdgeRecorder:
             if graph is not None:
                 rules = {edge.output: graph.rule_of(edge.output) for edge in edges}
                 dependencies = graph.executed_dependencies(edge.outputs for edge in edges)
-            origin = followed.ninja_started if followed.ninja_started is not None else self.started
+            origin = self._origin(followed)
             peaks = match_peaks(edges, jobs, origin)
             for edge in edges:
                 deps = None if dependencies is None else tuple(dependencies.get(edge.output, ()))
@@ -289,6 +317,18 @@ class EdgeRecorder:
                     )
                 )
         return stored
+
+    def origin(self) -> float | None:
+        """The epoch the first followed log's edge times count from (None: no log yet)."""
+        for followed in self.followed.values():
+            return self._origin(followed)
+        return None
+
+    def _origin(self, followed: _Followed) -> float:
+        lower = followed.ninja_started if followed.ninja_started is not None else self.started
+        if followed.started_by is None or not followed.one_run:
+            return lower
+        return max(lower, followed.started_by)
 
     def graph_problems(self) -> list[str]:
         """Why a graph could not be read, per log."""
