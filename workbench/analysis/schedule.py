@@ -118,15 +118,21 @@ def running_per_interval(
     if count < 1 or width <= 0:
         return []
     totals = [0.0] * count
+    horizon = count * width
     for span_start, span_end in spans:
         a, b = span_start - start, span_end - start
-        if b <= 0 or a >= count * width or b <= a:
+        if b <= 0 or a >= horizon or b <= a:
             continue
-        first = max(0, int(a // width))
-        last = min(count - 1, int(b // width))
+        if a < 0:
+            a = 0.0
+        if b > horizon:
+            b = horizon
+        first, last = int(a / width), min(count - 1, int(b / width))
+        if first == last:  # most edges: inside one interval
+            totals[first] += b - a
+            continue
         for index in range(first, last + 1):
-            low, high = index * width, (index + 1) * width
-            overlap = min(b, high) - max(a, low)
+            overlap = min(b, (index + 1) * width) - max(a, index * width)
             if overlap > 0:
                 totals[index] += overlap
     return [total / width for total in totals]
