@@ -326,7 +326,7 @@ def run_iterate(args: argparse.Namespace) -> int:
         "smoke": smoke_result.status if smoke_result else None,
         "at": time.time(),
     }
-    prepared.save()
+    prepared.save(durable=False)  # what the phases recorded was saved durably by them
     document = _document(
         prepared, working_copy, configured, reasons, record, ninja, smoke_result, smoke_note
     )

@@ -89,8 +89,8 @@ class Prepared:
     def build_dir(self) -> Path:
         return Path(self.state.get("build_dir") or self.paths.build)
 
-    def save(self) -> None:
-        save_state(self.paths, self.state)
+    def save(self, durable: bool = True) -> None:
+        save_state(self.paths, self.state, durable)
 
 
 def missing_tools() -> list[str]:
