@@ -15,9 +15,13 @@ heavy, and the fixture series; configs copied from the repository's, -O2 by defa
 
 Figures: overhead = median cycle - median bare ninja (target <= 0.25 s on the 2-core machine),
 and the cycle's ratio to the clean build. The breakdown of the median cycle comes from the
-command's own `--json` timings: interpreter start and argument parsing (wall minus the
-command's total), configs, workspace (git, the flake's fingerprint), supervisor start and end,
-the build as the supervisor measured it, and the rest (summary, JSON).
+command's own `--json` timings: interpreter start, argument parsing and the process's exit
+(wall minus the command's total), configs, workspace (git, the flake's fingerprint), the rest
+of the CLI's work before the launch (the cycle's imports, the history opened, the plan) and
+after the build (git status, the log's ninja lines, the note), supervisor start and end (the
+CLI waits for the supervisor's own exit), the build as the supervisor measured it, and the
+rest (the command's total less configs, workspace, launch and follow: the two CLI items above,
+the summary and its JSON).
 
 CPU: this process is the child subreaper of everything it starts, so the supervisor (which
 outlives the CLI by a moment) and the build it reaps are counted too: cpu overhead = a cycle's
@@ -143,10 +147,22 @@ def _breakdown(wall: float, document: dict) -> dict[str, float]:
     build = timings["build_s"]
     inside = timings["total_s"]
     known = timings.get("configs", 0) + timings.get("workspace", 0) + timings["launch_and_follow_s"]
+    before = timings.get("before_launch_s")
+    after = timings.get("after_build_s")
+    split = {}
+    if before is not None and after is not None:  # checkouts before these timings lack them
+        split = {
+            # imports of the cycle's modules, the history opened, jobs chosen, the plan
+            "cli_before_launch_rest_s": round(
+                before - timings.get("configs", 0) - timings.get("workspace", 0), 3
+            ),
+            "cli_after_build_s": after,
+        }
     return {
-        "interpreter_and_parser_s": round(wall - inside, 3),
+        "interpreter_start_parser_and_exit_s": round(wall - inside, 3),
         "configs_s": timings.get("configs", 0.0),
         "workspace_git_and_fingerprint_s": timings.get("workspace", 0.0),
+        **split,
         "supervisor_start_and_end_s": round(timings["launch_and_follow_s"] - build, 3),
         "build_under_supervisor_s": build,
         "rest_s": round(inside - known, 3),

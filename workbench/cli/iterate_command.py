@@ -250,6 +250,7 @@ def run_iterate(args: argparse.Namespace) -> int:
     status = git.start_status() if prepared.fast else None
     cycle_began = time.time()
     started_at = time.monotonic()
+    before_launch_s = started_at - began
     followed = launch_and_follow(
         args, history, plan, [], out=sys.stderr if args.json else sys.stdout, idle_s=0.05
     )
@@ -316,6 +317,7 @@ def run_iterate(args: argparse.Namespace) -> int:
     timings = {
         **{key: round(value, 3) for key, value in prepared.timings.items()},
         "build_s": round(record.duration_s or 0.0, 3),
+        "before_launch_s": round(before_launch_s, 3),
         "launch_and_follow_s": round(followed_s, 3),
         "smoke_s": round(smoke_s, 3),
     }
@@ -331,7 +333,10 @@ def run_iterate(args: argparse.Namespace) -> int:
         prepared, working_copy, configured, reasons, record, ninja, smoke_result, smoke_note
     )
     document["failed_phase"] = phase_failure.to_json() if phase_failure else None
-    timings["total_s"] = round(time.monotonic() - began, 3)
+    ended = time.monotonic()
+    # After the build, the smoke run aside: git's status, the log's ninja lines, the note.
+    timings["after_build_s"] = round(ended - started_at - followed_s - smoke_s, 3)
+    timings["total_s"] = round(ended - began, 3)
     document["timings"] = timings
     if args.json:
         from workbench.cli.common import print_json
