@@ -137,7 +137,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             return open_tui(args.config, args.state_dir)
         code = int(args.handler(args) or 0)
-        if argv is None and args.command in LEAVE_WITHOUT_TEARDOWN:  # the process's own
+        # `run` keeps its own argv in `command` (a list): only a command word can match.
+        if (
+            argv is None
+            and isinstance(args.command, str)
+            and args.command in LEAVE_WITHOUT_TEARDOWN
+        ):
             leave_now(code)
         return code
     except WorkbenchError as exc:
