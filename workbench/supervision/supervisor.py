@@ -555,6 +555,11 @@ class Supervisor:
         ]
 
     def _collect(self) -> dict[int, tree.Member]:
+        if self.cgroup is not None and not self.record.nix:
+            # Its cgroup holds every process of the build, whatever it did: the scans of
+            # every process on the host (group, session, marker) would find nothing more.
+            # A daemon's builders are not in it: a Nix build takes the long way.
+            return tree.in_cgroup(self.cgroup)
         return tree.collect(
             self.root,
             self.pgid,

@@ -143,15 +143,23 @@ def collect(
     if subreaper:
         for member in descendants(os.getpid()):
             found.setdefault(member.pid, member)
-    for pid in build_cgroup.members(cgroup):
-        if pid not in found:
-            with contextlib.suppress(psutil.Error):
-                member = _member(psutil.Process(pid))
-                if member is not None:
-                    found[pid] = member
+    found.update((pid, member) for pid, member in in_cgroup(cgroup).items() if pid not in found)
     for member in extra:
         if member.pid not in found and is_alive(member):
             found[member.pid] = member
+    found.pop(os.getpid(), None)
+    return found
+
+
+def in_cgroup(cgroup: Path | None) -> dict[int, Member]:
+    """Live processes in the build's cgroup: every process of the build, whatever it did
+    (group, session and environment left behind), without scanning every process of the host."""
+    found: dict[int, Member] = {}
+    for pid in build_cgroup.members(cgroup):
+        with contextlib.suppress(psutil.Error):
+            member = _member(psutil.Process(pid))
+            if member is not None:
+                found[pid] = member
     found.pop(os.getpid(), None)
     return found
 
