@@ -127,8 +127,9 @@ async def capture(name: str, size: tuple[int, int], state: Path) -> Path:
 
 
 async def capture_debug(size: tuple[int, int], state: Path) -> Path:
-    """The debug screen on the recorded -O2 bridge loop, with the fixture's source."""
-    captured = capture_from_json(json.loads((RECORDED / "bridge_o2.json").read_text()))
+    """The debug screen on the recorded -O2 bridge loop of four threads (the main one joining
+    them: one verdict per thread), with the fixture's source."""
+    captured = capture_from_json(json.loads((RECORDED / "bridge_o2_threads.json").read_text()))
     app = make_app(str(REPO / "configs"), str(state), doctor=recorded_doctor())
     async with app.run_test(size=size) as pilot:
         await settle(app, pilot)

@@ -1,6 +1,6 @@
 """Re-record tests/debugging/recorded/*.json from the fixture programs (run by hand).
 
-    python tests/debugging/record_samples.py
+    python tests/debugging/record_samples.py [NAME...]   (default: all)
 
 Each file is a real `workbench bt --json` capture of one fixture, with the build directory
 and checkout paths shortened, so that the diagnosis unit tests run on real gdb output.
@@ -34,15 +34,23 @@ CASES = {
     "lock_order": ([], 0.4),
     "busy": ([], 0.3),
     "many_threads": (["4"], 0.3),
+    # One verdict per thread: four threads in the bridge loop, the main one joining them; a
+    # spin on a flag beside a counting loop.
+    "bridge_o2_threads": (["4"], 0.4),
+    "spin_mixed": (["mixed"], 0.3),
 }
+# Recordings of one program with other arguments.
+BINARY = {"bridge_o2_threads": "bridge_o2", "spin_mixed": "spin"}
 
 
 def main() -> None:
+    wanted = sys.argv[1:] or list(CASES)
     with tempfile.TemporaryDirectory() as temp:
-        binaries = build_all(Path(temp))
-        for name, (arguments, settle) in CASES.items():
+        binaries = build_all(Path(temp), sorted({BINARY.get(name, name) for name in wanted}))
+        for name in wanted:
+            arguments, settle = CASES[name]
             program = subprocess.Popen(
-                [str(binaries[name]), *arguments],
+                [str(binaries[BINARY.get(name, name)]), *arguments],
                 stdout=subprocess.DEVNULL,
                 start_new_session=True,
             )

@@ -91,7 +91,7 @@ async def test_recorded_bridge_loop_shows_the_diagnosis_and_its_frames(app: Work
         row = frames.get_row("0")
         assert row[0] == "★" and row[2].plain == "DataTypeImpl::GetType<float>"
         assert row[2].style == involved
-        assert frames.get_row("1")[0] == "" and frames.get_row("1")[2] == "run"
+        assert frames.get_row("1")[0] == "" and str(frames.get_row("1")[2]) == "run"
 
         # The looping frame is selected and its real fixture source is shown.
         source = screen.query_one(SourceView)
@@ -121,7 +121,12 @@ async def test_deadlock_at_160x48_marks_both_threads(app: WorkbenchApp):
         await open_screen(app, pilot, screen)
         threads = screen.query_one("#debug-threads", DataTable)
         assert [threads.get_row(tid)[0] for tid in ("14759", "14760", "14761")] == ["", "●", "●"]
-        assert "mutex session_mutex (owner 14761)" in threads.get_row("14760")[6].plain
+        assert "mutex session_mutex (owner 14761)" in threads.get_row("14760")[7].plain
+        # Both threads of the cycle carry the headline's verdict in the verdict column.
+        assert [threads.get_row(tid)[5].plain for tid in ("14760", "14761")] == [
+            "deadlock · HUNG",
+            "deadlock · HUNG",
+        ]
         text = screen_text(app)
         assert "deadlock — HUNG" in text
         assert "❱ 13   std::lock_guard<std::mutex> session(session_mutex);" in text

@@ -72,3 +72,15 @@ def test_a_busy_program_is_never_called_hung(start, capsys) -> None:
         assert all(finding["hung"] is not True for finding in document["diagnosis"]["findings"]), [
             finding["summary"] for finding in document["diagnosis"]["findings"]
         ]
+
+
+def test_an_inlined_atomic_load_is_not_a_call_cycle(start, capsys) -> None:
+    # Stepping the spin goes "wait_for_release → __atomic_base<bool>::load → …": gdb names the
+    # inlined load as a function of its own. Its program counters never leave one function,
+    # so it is a spin, not "a call cycle made of tail calls".
+    program = start("spin", "flag", settle=0.2)
+    for _ in range(2):
+        document = _bt(program.pid, capsys)
+        assert any(thread["trail"] for thread in document["samples"][0]["threads"])
+        diagnosis = document["diagnosis"]
+        assert diagnosis["kind"] == "spin" and diagnosis["hung"] is True, diagnosis["summary"]

@@ -479,6 +479,11 @@ def _generic_tail_cycle(
     if pc is not None:
         if pc.moving or pc.spread > LOOP_STACK_SPREAD or pc.unnamed:
             return False
+        if pc.hits >= MIN_STILL_HITS and len(pc.places) == 1 and not loop_set <= set(pc.places):
+            # Every program counter fell in one function (ELF symbols: inlined code has none
+            # of its own): the trail's other names are functions inlined into it (an atomic
+            # load in a spin loop), a loop inside one function, not calls jumping around.
+            return False
         top_level |= set(pc.top_level)
     if len(loop_set) < 2 or len(top_level & loop_set) < 2:
         return False

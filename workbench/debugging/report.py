@@ -13,7 +13,10 @@ The JSON document (`bt_document`), schema "workbench-bt/1":
       "symbols": null | {"path", "level": "full"|"separate"|"names-only"|"none", "missing",
                   "debug_file", "build_id", "debuglink", "searched", "advice", "message"},
       "pc_rounds": 16,           # program-counter rounds taken before the first attach
-      "pc_samples": {"TID": [{"address", "sp", "function", "library"}]},
+      "pc_samples": {"TID": [{"address", "sp", "function", "library",
+                      "state",      # digest of all general registers at that read
+                      "at_s",       # seconds after the capture's first read
+                      "ran_ns"}]},  # CPU time the thread had run (/proc/TID/schedstat)
       "activity": [{"tid", "observations", "states": {"R": 40}, "cpu_seconds", "seconds",
                     "cpu_share", "wchan"}],
       "samples": [{"index", "at_s", "duration_s", "threads": [
@@ -38,6 +41,7 @@ The JSON document (`bt_document`), schema "workbench-bt/1":
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from workbench.debugging.model import Capture, Diagnosis, Finding, ThreadActivity, ThreadStack
@@ -57,6 +61,20 @@ KIND_TITLES = {
     "stopped": "process stopped by a signal",
     "exited": "process exited",
     "unknown": "no pattern found",
+}
+# A verdict's kind where a table cell has room for a word or two.
+SHORT_KINDS = {
+    "call-cycle": "call cycle",
+    "static-init": "static init",
+    "deadlock": "deadlock",
+    "lock-wait": "lock wait",
+    "spin": "spinning",
+    "busy": "busy",
+    "waiting": "waiting",
+    "no-symbols": "no symbols",
+    "stopped": "stopped",
+    "exited": "exited",
+    "unknown": "unknown",
 }
 
 
@@ -194,39 +212,70 @@ def symbols_warning(capture: Capture) -> str | None:
     return str(symbols["message"]) if symbols.get("missing") and symbols.get("message") else None
 
 
-def render_thread_verdicts(capture: Capture, diagnosis: Diagnosis) -> list[str]:
-    """Every thread's verdict, threads with the same one on one line: none contradicts the
+@dataclass(frozen=True)
+class VerdictGroup:
+    """Threads of the last sample sharing one verdict: `finding` is the most telling finding
+    naming them (None: no finding names them, they are blocked or idle with no cycle)."""
+
+    finding: Finding | None
+    threads: tuple[ThreadStack, ...]
+
+    def text(self) -> str:
+        """`call cycle — HUNG (f, g)`, or what no finding means."""
+        finding = self.finding
+        if finding is None:
+            return "nothing to report (blocked or idle, no cycle)"
+        title = KIND_TITLES.get(finding.kind, finding.kind)
+        functions = ", ".join(display_name(name) for name in finding.functions[:3])
+        return f"{title} — {verdict_word(finding.hung)}" + (f" ({functions})" if functions else "")
+
+
+def thread_verdict_groups(capture: Capture, diagnosis: Diagnosis) -> list[VerdictGroup]:
+    """Every thread of the last sample under its verdict, threads with the same one together,
+    in the findings' order (the headline's first), the unexplained last. None contradicts the
     headline, since each takes the most telling finding that names it."""
     if not capture.samples:
         return []
     verdicts = diagnosis.thread_verdicts()
-    groups: dict[int, list[int]] = {}
-    unexplained: list[int] = []
-    findings = {id(finding): finding for finding in diagnosis.findings}
+    members: dict[int, list[ThreadStack]] = {}
+    unexplained: list[ThreadStack] = []
     for thread in capture.samples[-1].threads:
         finding = verdicts.get(thread.tid)
         if finding is None:
-            unexplained.append(thread.gdb_id)
+            unexplained.append(thread)
         else:
-            groups.setdefault(id(finding), []).append(thread.gdb_id)
-    lines = ["Verdict per thread:"]
-    for key, ids in groups.items():
-        finding = findings[key]
-        title = KIND_TITLES.get(finding.kind, finding.kind)
-        lines.append(
-            f"  {_ids(ids)}: {title} — {verdict_word(finding.hung)}"
-            + (
-                f" ({', '.join(display_name(f) for f in finding.functions[:3])})"
-                if finding.functions
-                else ""
-            )
-        )
+            members.setdefault(id(finding), []).append(thread)
+    groups = [
+        VerdictGroup(finding, tuple(members[id(finding)]))
+        for finding in diagnosis.findings
+        if id(finding) in members
+    ]
     if unexplained:
-        lines.append(f"  {_ids(unexplained)}: nothing to report (blocked or idle, no cycle)")
+        groups.append(VerdictGroup(None, tuple(unexplained)))
+    return groups
+
+
+def thread_verdict_label(finding: Finding | None) -> str:
+    """A thread's verdict in a few characters, for a table cell: `call cycle · HUNG`."""
+    if finding is None:
+        return "—"
+    return f"{SHORT_KINDS.get(finding.kind, finding.kind)} · {verdict_word(finding.hung)}"
+
+
+def render_thread_verdicts(capture: Capture, diagnosis: Diagnosis) -> list[str]:
+    """Every thread's verdict, threads with the same one on one line."""
+    groups = thread_verdict_groups(capture, diagnosis)
+    if not groups:
+        return []
+    lines = ["Verdict per thread:"]
+    for group in groups:
+        ids = [thread.gdb_id for thread in group.threads]
+        lines.append(f"  {ids_text(ids)}: {group.text()}")
     return lines
 
 
-def _ids(ids: list[int]) -> str:
+def ids_text(ids: list[int]) -> str:
+    """`3 thread(s) [1, 2, 5]`, at most 16 ids named."""
     shown = ", ".join(str(gdb_id) for gdb_id in sorted(ids)[:16])
     more = f" and {len(ids) - 16} more" if len(ids) > 16 else ""
     return f"{len(ids)} thread(s) [{shown}{more}]"

@@ -16,6 +16,7 @@ from functools import partial
 from pathlib import Path
 
 from rich.console import Group, RenderableType
+from rich.markup import escape
 from rich.syntax import Syntax
 from rich.text import Text
 from textual import on, work
@@ -35,8 +36,15 @@ from workbench.debugging.gdb_session import interactive_command
 from workbench.debugging.model import Capture, Diagnosis, Frame, Sample, ThreadStack
 from workbench.debugging.names import display_name, short_name
 from workbench.debugging.procfs import STATE_WORDS
-from workbench.debugging.report import KIND_TITLES, verdict_word
+from workbench.debugging.report import (
+    KIND_TITLES,
+    ids_text,
+    thread_verdict_groups,
+    thread_verdict_label,
+    verdict_word,
+)
 from workbench.errors import WorkbenchError
+from workbench.logs.visible import visible
 from workbench.tui.screen_commands import ScreenCommands
 from workbench.tui.widgets.key_footer import KeyFooter
 
@@ -45,14 +53,17 @@ SOURCE_RADIUS = 12
 # Longest source line kept: a minified or generated line must not flood the view.
 SOURCE_LINE_LIMIT = 400
 FUNCTION_WIDTH = 48
-# Component classes (styled in workbench.tcss): frames and threads in the diagnosis.
+# Component classes (styled in debug.tcss): frames and threads in the diagnosis, and each
+# thread's verdict by what it says.
 INVOLVED = "debug--involved"
+VERDICT_CLASSES = {True: "debug--hung", False: "debug--fine", None: "debug--unsure"}
 THREAD_COLUMNS = (
     ("", "mark"),
     ("thread", "id"),
     ("LWP", "tid"),
     ("name", "name"),
     ("state", "state"),
+    ("verdict", "verdict"),
     ("top function", "top"),
     ("wait", "wait"),
 )
@@ -209,40 +220,76 @@ class DiagnosisView(Widget):
         title = KIND_TITLES.get(primary.kind, primary.kind)
         if primary.pattern:
             title += f" ({primary.pattern})"
-        verdict = {True: "diagnosis--hung", False: "diagnosis--fine"}.get(
-            primary.hung, "diagnosis--unsure"
-        )
         lines = [
-            Text.assemble((title, label), " — ", (verdict_word(primary.hung), style(verdict))),
-            marked(primary.summary),
+            Text.assemble(
+                (title, label), " — ", (verdict_word(primary.hung), style(_verdict(primary.hung)))
+            ),
+            marked(visible(primary.summary)),
         ]
         if primary.functions:
             functions = Text("functions: ", style=label)
             for index, function in enumerate(primary.functions):
                 functions.append(" · " if index else "")
-                functions.append(display_name(function), style=function_style)
+                functions.append(visible(display_name(function)), style=function_style)
             lines.append(functions)
-        lines += [marked(f"• {item}") for item in primary.evidence]
+        lines += [marked(f"• {visible(item)}") for item in primary.evidence]
         patch = self.diagnosis.proposed_patch
         if patch:
-            lines.append(Text.assemble(("proposed fix: ", label), patch.description))
+            lines.append(Text.assemble(("proposed fix: ", label), visible(patch.description)))
             if patch.path:
-                lines.append(Text(f"  patch written: {patch.path}"))
+                lines.append(Text(f"  patch written: {visible(patch.path)}"))
             else:
-                lines += [Text(f"  {line}") for line in patch.snippet.splitlines()]
+                lines += [Text(f"  {visible(line)}") for line in patch.snippet.splitlines()]
+        lines += self._thread_lines()
+        if self.capture:
+            lines += [
+                Text(f"note: {visible(note)}", style=style("diagnosis--note"))
+                for note in self.capture.notes
+            ]
+        return lines
+
+    def _thread_lines(self) -> list[Text]:
+        """Each thread's verdict, threads with one verdict together; a verdict other than the
+        headline's with its summary and evidence. Findings that name no thread of the last
+        sample follow as "also"."""
+        assert self.diagnosis is not None
+        style = self.get_component_rich_style
+        label = style("diagnosis--label")
+        primary = self.diagnosis.primary
+        groups = thread_verdict_groups(self.capture, self.diagnosis) if self.capture else []
+        lines = [Text("per thread:", style=label)] if groups else []
+        for group in groups:
+            finding = group.finding
+            ids = ids_text([thread.gdb_id for thread in group.threads])
+            verdict = style(_verdict(finding.hung)) if finding else style("diagnosis--note")
+            line = Text.assemble(
+                ("● " if finding is primary else "  "),
+                f"{ids}: ",
+                (visible(group.text()), verdict),
+            )
+            if finding is primary:
+                line.append(" — the diagnosis above", style=style("diagnosis--note"))
+            lines.append(line)
+            if finding is not None and finding is not primary:
+                lines.append(Text(f"    {visible(finding.summary)}"))
+                lines += [Text(f"    • {visible(item)}") for item in finding.evidence]
+        shown = {id(group.finding) for group in groups}
         for finding in self.diagnosis.findings[1:]:
+            if id(finding) in shown:
+                continue
             lines.append(
                 Text.assemble(
                     ("also: ", label),
                     f"[{finding.kind}, {verdict_word(finding.hung)}] ",
-                    finding.summary,
+                    visible(finding.summary),
                 )
             )
-        if self.capture:
-            lines += [
-                Text(f"note: {note}", style=style("diagnosis--note")) for note in self.capture.notes
-            ]
         return lines
+
+
+def _verdict(hung: bool | None) -> str:
+    """The diagnosis--* class of a verdict."""
+    return {True: "diagnosis--hung", False: "diagnosis--fine"}.get(hung, "diagnosis--unsure")  # type: ignore[arg-type]
 
 
 class SourceView(Widget):
@@ -286,7 +333,7 @@ class SourceView(Widget):
 class StackTable(DataTable[object]):
     """A DataTable whose rows in the diagnosis are styled from the stylesheet."""
 
-    COMPONENT_CLASSES = DataTable.COMPONENT_CLASSES | {INVOLVED}
+    COMPONENT_CLASSES = DataTable.COMPONENT_CLASSES | {INVOLVED, *VERDICT_CLASSES.values()}
 
 
 class DebugScreen(Screen[None]):
@@ -506,7 +553,7 @@ class DebugScreen(Screen[None]):
         capture = self.capture
         assert capture is not None
         command = " ".join(capture.command) or capture.executable or "?"
-        self.sub_title = f"debug · process {capture.pid} ({_clip(command, 60)})"
+        self.sub_title = f"debug · process {capture.pid} ({_clip(visible(command), 60)})"
         self._title_diagnosis()
         self.query_one(DiagnosisView).show(capture, self.diagnosis)
         if self.thread_tid is None and self.diagnosis and self.diagnosis.primary.threads:
@@ -523,27 +570,35 @@ class DebugScreen(Screen[None]):
         number = self.sample_index % count + 1
         table.border_title = f"Threads in sample {number} of {count}"
         involved = set(self.diagnosis.primary.threads) if self.diagnosis else set()
-        highlight = table.get_component_rich_style(INVOLVED) if involved else None
+        highlight = table.get_component_rich_style(INVOLVED)
+        verdicts = self.diagnosis.thread_verdicts() if self.diagnosis else {}
         for thread in sample.threads:
             activity = self.capture.activity.get(thread.tid)
             state = STATE_WORDS.get(thread.state or "", thread.state or "?")
             if activity and activity.cpu_share is not None:
                 state += f" {activity.cpu_share * 100:.0f}%"
             top = display_name(thread.frames[0].function or "??") if thread.frames else "-"
-            cells = [
-                str(thread.gdb_id),
-                str(thread.tid),
-                thread.name or "",
-                state,
-                _clip(top, FUNCTION_WIDTH),
-                _clip(wait_text(thread), 40),
-            ]
+            finding = verdicts.get(thread.tid)
             mine = thread.tid in involved
-            table.add_row(
-                "●" if mine else "",
-                *(Text(cell, style=highlight) if mine and highlight else cell for cell in cells),
-                key=str(thread.tid),
+            # Names and functions come from the program: Text, never markup, and made visible.
+            cells = [
+                Text(visible(text), style=highlight if mine else "")
+                for text in (
+                    str(thread.gdb_id),
+                    str(thread.tid),
+                    thread.name or "",
+                    state,
+                )
+            ]
+            verdict_style = (
+                table.get_component_rich_style(VERDICT_CLASSES[finding.hung]) if finding else ""
             )
+            cells.append(Text(thread_verdict_label(finding), style=verdict_style))
+            cells += [
+                Text(visible(text), style=highlight if mine else "")
+                for text in (_clip(top, FUNCTION_WIDTH), _clip(wait_text(thread), 40))
+            ]
+            table.add_row("●" if mine else "", *cells, key=str(thread.tid))
         tids = [thread.tid for thread in sample.threads]
         if self.thread_tid not in tids:
             self.thread_tid = tids[0] if tids else None
@@ -564,8 +619,17 @@ class DebugScreen(Screen[None]):
         if thread is None:
             self.query_one(SourceView).show(None, "No thread selected.")
             return
-        name = f" {thread.name!r}" if thread.name else ""
-        table.border_title = f"Frames of thread {thread.gdb_id} (LWP {thread.tid}{name})"
+        name = f" {visible(thread.name)!r}" if thread.name else ""
+        verdict = (
+            thread_verdict_label(self.diagnosis.thread_verdicts().get(thread.tid))
+            if self.diagnosis
+            else ""
+        )
+        # A border title is markup: the thread's name is the program's, so it is escaped.
+        table.border_title = escape(
+            f"Frames of thread {thread.gdb_id} (LWP {thread.tid}{name})"
+            + (f" · {verdict}" if verdict and verdict != "—" else "")
+        )
         highlight = table.get_component_rich_style(INVOLVED)
         chosen = None
         for frame in thread.frames:
@@ -580,7 +644,7 @@ class DebugScreen(Screen[None]):
             ]
             table.add_row(
                 "★" if mine else "",
-                *(Text(cell, style=highlight) if mine else cell for cell in cells),
+                *(Text(visible(cell), style=highlight if mine else "") for cell in cells),
                 key=str(frame.level),
             )
         if thread.truncated:
@@ -620,7 +684,7 @@ class DebugScreen(Screen[None]):
             where = f" in {_base(frame.library)}" if frame.library else ""
             view.show(None, f"No file:line for {frame.function or '??'}{where}: {reason}.")
             return
-        view.border_title = frame.location(full=True)
+        view.border_title = escape(visible(frame.location(full=True)))
         path = resolve_source(frame.file, self.source_roots)
         window = read_source_window(path, frame.line) if path else None
         if window is None:
