@@ -12,11 +12,14 @@ each process is timed, in alternation so that machine noise hits both alike, wit
   - `gdb -batch -p PID -ex 'thread apply all bt'`, checked to show every thread.
 Prints JSON: per case the medians, their ratio (target <= 1.2) and every run.
 
+Both use the same debugger: `gdb`, else `cuda-gdb` (the lent GPU hosts have no plain gdb; it
+debugs programs without GPU code too), named to the workbench with --gdb.
+
 Python's bytecode cache is allowed (PYTHONDONTWRITEBYTECODE is dropped from the environment,
 as an installed package has its cache); the first, unmeasured run of each command warms it and
 the page cache for both.
 
-    python benchmarks/bt_end_to_end.py [--threads 1 8 64] [--repetitions 7]
+    python benchmarks/bt_end_to_end.py [--threads 1 8 64] [--repetitions 7] [--out FILE]
 """
 
 from __future__ import annotations
@@ -67,10 +70,14 @@ def environment() -> dict[str, str]:
     return env
 
 
-def time_workbench(pid: int, kind: str, env: dict[str, str]) -> float:
+def time_workbench(pid: int, kind: str, env: dict[str, str], gdb: str) -> float:
     begin = time.perf_counter()
     done = subprocess.run(
-        [*workbench_argv(), "bt", str(pid)], capture_output=True, text=True, env=env, check=False
+        [*workbench_argv(), "bt", str(pid), "--gdb", gdb],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
     )
     elapsed = time.perf_counter() - begin
     if done.returncode != 0 or "Diagnosis:" not in done.stdout:
@@ -104,15 +111,15 @@ def measure(binary: Path, kind: str, threads: int, repetitions: int, gdb: str) -
         assert program.stdout is not None
         program.stdout.readline()  # "ready"
         time.sleep(0.5)  # every thread started and in its loop or wait
-        time_workbench(program.pid, kind, env)  # warm both caches, unmeasured
+        time_workbench(program.pid, kind, env, gdb)  # warm both caches, unmeasured
         time_gdb(program.pid, threads, gdb)
         workbench, batch = [], []
         for repetition in range(repetitions):
             if repetition % 2:
                 batch.append(time_gdb(program.pid, threads, gdb))
-                workbench.append(time_workbench(program.pid, kind, env))
+                workbench.append(time_workbench(program.pid, kind, env, gdb))
             else:
-                workbench.append(time_workbench(program.pid, kind, env))
+                workbench.append(time_workbench(program.pid, kind, env, gdb))
                 batch.append(time_gdb(program.pid, threads, gdb))
     finally:
         os.killpg(program.pid, signal.SIGKILL)
@@ -136,30 +143,36 @@ def main() -> int:
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 8, 64])
     parser.add_argument("--programs", nargs="+", default=list(PROGRAMS), choices=list(PROGRAMS))
     parser.add_argument("--repetitions", type=int, default=7)
+    parser.add_argument("--out", type=Path, help="also write the JSON to FILE")
     args = parser.parse_args()
-    gdb = shutil.which("gdb")
+    gdb = shutil.which("gdb") or shutil.which("cuda-gdb")
     if gdb is None or shutil.which("g++") is None:
-        raise SystemExit("needs gdb and g++")
+        raise SystemExit("needs gdb (or cuda-gdb) and g++")
+    version = subprocess.run([gdb, "--version"], capture_output=True, text=True, check=False)
     cases = []
     with tempfile.TemporaryDirectory(prefix="wb-bt-bench-") as temp:
         binaries = build(Path(temp))
         for kind in args.programs:
             for threads in args.threads:
                 cases.append(measure(binaries[kind], kind, threads, args.repetitions, gdb))
-    print(
-        json.dumps(
-            {
-                "benchmark": "bt_end_to_end",
-                "command": "workbench bt PID",
-                "baseline": "gdb -batch -p PID -ex 'thread apply all bt'",
-                "target_ratio": TARGET_RATIO,
-                "cpus": os.cpu_count(),
-                "repetitions": args.repetitions,
-                "cases": cases,
-            },
-            indent=2,
-        )
+    text = json.dumps(
+        {
+            "benchmark": "bt_end_to_end",
+            "command": f"workbench bt PID --gdb {gdb}",
+            "baseline": f"{gdb} -batch -p PID -ex 'thread apply all bt'",
+            "gdb_version": version.stdout.splitlines()[0] if version.stdout else None,
+            "python": sys.version.split()[0],
+            "target_ratio": TARGET_RATIO,
+            "cpus": os.cpu_count(),
+            "load_average_before": os.getloadavg(),
+            "repetitions": args.repetitions,
+            "cases": cases,
+        },
+        indent=2,
     )
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
     return 0
 
 
