@@ -49,3 +49,41 @@ def test_run_report_and_trace_use_exact_edges(tmp_path: Path) -> None:
         assert trace.stat().st_mode & 0o077 == 0
     finally:
         bench.cleanup()
+
+
+@pytest.mark.skipif(
+    not all(shutil.which(tool) for tool in ("cmake", "g++")), reason="needs cmake and g++"
+)
+def test_the_supervisor_stores_each_compiles_sampled_cpu_beside_its_exact_time(
+    tmp_path: Path,
+) -> None:
+    """The sample project (real g++) under `workbench run`: the heavy units compile for seconds,
+    so the supervisor's 1 Hz samples see them; their edges keep the CPU their compilers used,
+    never more than the edge's exact wall time allows on one core, and the report shows it."""
+    from monitor.cxx_project import configure, write_project
+
+    source, build = tmp_path / "src", tmp_path / "build"
+    write_project(source)
+    configure(source, build, "Ninja", build_type="")
+    bench = Bench(tmp_path / "state")
+    try:
+        built = bench.run("run", "--", "ninja", "-C", str(build), "-j2", cwd=tmp_path)
+        assert built.returncode == 0, built.stderr
+        build_id = bench.latest_id()
+        with bench.history() as history:
+            rows = history.edges(build_id)
+        sampled = {row.outputs[0]: row for row in rows if row.cpu_s is not None}
+        assert any("heavy_" in output for output in sampled), [r.outputs for r in rows]
+        for output, row in sampled.items():
+            # One compiler process at a time per edge (cc1plus after its driver): its CPU fits
+            # in the edge's wall time, give or take a clock tick and the log's millisecond.
+            assert 0 <= row.cpu_s <= row.ended - row.started + 0.05, (output, row)
+            assert row.peak_rss is not None
+        report = bench.json("report", str(build_id), "--format", "json")
+        slowest = report["builds"][0]["edges"]["slowest"]
+        shown = {edge["output"]: edge["cpu_s_sampled"] for edge in slowest}
+        assert any(cpu is not None for cpu in shown.values())
+        text = bench.run("report", str(build_id), cwd=tmp_path).stdout
+        assert "| CPU (sampled) |" in text
+    finally:
+        bench.cleanup()

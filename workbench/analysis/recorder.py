@@ -129,6 +129,8 @@ class StoredEdge:
     rule: str | None
     deps: tuple[str, ...] | None
     peak_rss: int | None
+    cpu_s: float | None = None
+    """Sampled: CPU its compiler's processes used (a lower bound); None when never sampled."""
 
 
 @dataclass
@@ -301,9 +303,10 @@ class EdgeRecorder:
                 rules = {edge.output: graph.rule_of(edge.output) for edge in edges}
                 dependencies = graph.executed_dependencies(edge.outputs for edge in edges)
             origin = self._origin(followed)
-            peaks = match_peaks(edges, jobs, origin)
+            sampled = match_sampled(edges, jobs, origin)
             for edge in edges:
                 deps = None if dependencies is None else tuple(dependencies.get(edge.output, ()))
+                job = sampled.get(edge.output)
                 stored.append(
                     StoredEdge(
                         edge.outputs,
@@ -313,7 +316,8 @@ class EdgeRecorder:
                         edge.command_hash,
                         rules.get(edge.output),
                         deps,
-                        peaks.get(edge.output),
+                        None if job is None else job.peak_rss,
+                        None if job is None else job.cpu_s,
                     )
                 )
         return stored

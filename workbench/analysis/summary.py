@@ -23,6 +23,7 @@ class StoredEdgeLike(Protocol):
     rule: str | None
     deps: tuple[str, ...] | None
     peak_rss: int | None
+    cpu_s: float | None
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,8 @@ class EdgeAnalysis:
     critical: schedule.CriticalPath | None
     usage: schedule.Usage
     peak_rss: dict[str, int]
+    cpu_s: dict[str, float]
+    """Sampled CPU seconds per edge output (a lower bound), for the edges the sampler saw."""
 
     def slowest(self, count: int = 10) -> list[Edge]:
         """The `count` longest edges."""
@@ -68,6 +71,7 @@ def analyse(rows: Sequence[StoredEdgeLike], jobs: int | None) -> EdgeAnalysis | 
         critical=critical,
         usage=schedule.usage(edges, dependencies, jobs),
         peak_rss={row.outputs[0]: row.peak_rss for row in rows if row.peak_rss is not None},
+        cpu_s={row.outputs[0]: row.cpu_s for row in rows if row.cpu_s is not None},
     )
 
 

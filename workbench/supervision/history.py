@@ -50,6 +50,8 @@ ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     # What a successful Nix/Flox build produced: out-links, store paths, NAR and closure sizes,
     # CUDA architectures inside (workbench.artefacts.sizes).
     ("builds", "artefacts", "TEXT"),
+    # Sampled CPU seconds of an edge's compiler processes (a lower bound), beside its peak RSS.
+    ("edges", "cpu_s", "REAL"),
 )
 
 STARTING = "starting"
@@ -379,6 +381,8 @@ class EdgeRow:
     """The executed edges (first outputs) it waited for; None when the graph was not read."""
     peak_rss: int | None = None
     """Sampled: the most RSS its compiler held at a 1 Hz sample; None when never sampled."""
+    cpu_s: float | None = None
+    """Sampled: CPU its compiler's processes used, at least (their last samples' CPU times)."""
 
 
 @dataclass(frozen=True)
@@ -1075,7 +1079,9 @@ class History:
             )
             db.execute("DELETE FROM edges WHERE build_id = ?", (build_id,))
             db.executemany(
-                "INSERT INTO edges VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO edges (build_id, output, outputs, started, ended, session, "
+                "command_hash, rule, deps, peak_rss, cpu_s) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     (
                         build_id,
@@ -1088,6 +1094,7 @@ class History:
                         edge.rule,
                         None if edge.deps is None else _dumps(list(edge.deps)),
                         edge.peak_rss,
+                        edge.cpu_s,
                     )
                     for edge in edges
                 ),
@@ -1096,8 +1103,8 @@ class History:
     def edges(self, build_id: int) -> list[EdgeRow]:
         """A build's exact edges in start order (empty when no ninja log was found)."""
         rows = self._db.execute(
-            "SELECT output, outputs, started, ended, session, command_hash, rule, deps, peak_rss "
-            "FROM edges WHERE build_id = ? ORDER BY started, ended",
+            "SELECT output, outputs, started, ended, session, command_hash, rule, deps, peak_rss, "
+            "cpu_s FROM edges WHERE build_id = ? ORDER BY started, ended",
             (build_id,),
         )
         return [
@@ -1110,8 +1117,20 @@ class History:
                 rule=rule,
                 deps=None if deps is None else tuple(_loads(deps, [])),
                 peak_rss=peak_rss,
+                cpu_s=cpu_s,
             )
-            for output, outputs, started, ended, session, command_hash, rule, deps, peak_rss in rows
+            for (
+                output,
+                outputs,
+                started,
+                ended,
+                session,
+                command_hash,
+                rule,
+                deps,
+                peak_rss,
+                cpu_s,
+            ) in rows
         ]
 
     def edge_build_info(self, build_id: int) -> tuple[str | None, str | None]:

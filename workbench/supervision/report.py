@@ -384,9 +384,11 @@ def markdown(builds: list[BuildFacts]) -> str:
 
 def _edge_row(analysis: EdgeAnalysis, edge: Any) -> str:
     peak = analysis.peak_rss.get(edge.output)
+    cpu = analysis.cpu_s.get(edge.output)
     return (
         f"| {_cell(edge.output)} | {_cell(edge.target or '-')} | {edge.kind} | "
-        f"{_exact(edge.duration_s)} | {size(peak) if peak else '-'} |"
+        f"{_exact(edge.duration_s)} | {'-' if cpu is None else _exact(cpu)} | "
+        f"{size(peak) if peak else '-'} |"
     )
 
 
@@ -451,17 +453,18 @@ def _edge_sections(facts: BuildFacts, analysis: EdgeAnalysis) -> list[str]:
             f"{_exact(critical.seconds)} ({share:.0f}% of the edges' wall time); no number of "
             "jobs makes the build shorter than this chain:",
             "",
-            "| Output | Target | Kind | Time | Peak RSS (sampled) |",
-            "| --- | --- | --- | --- | --- |",
+            "| Output | Target | Kind | Time | CPU (sampled) | Peak RSS (sampled) |",
+            "| --- | --- | --- | --- | --- | --- |",
         ]
         lines += [_edge_row(analysis, edge) for edge in critical.edges]
     lines += [
         "",
-        f"Slowest edges of {facts.label} (exact, from .ninja_log; peak RSS sampled at 1 Hz, "
-        "'-' where no sample saw the job):",
+        f"Slowest edges of {facts.label} (exact, from .ninja_log; CPU and peak RSS sampled at "
+        "1 Hz, CPU at least what the last sample of each process saw, '-' where no sample saw "
+        "the job):",
         "",
-        "| Output | Target | Kind | Time | Peak RSS (sampled) |",
-        "| --- | --- | --- | --- | --- |",
+        "| Output | Target | Kind | Time | CPU (sampled) | Peak RSS (sampled) |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     lines += [_edge_row(analysis, edge) for edge in analysis.slowest(10)]
     return lines
@@ -505,6 +508,7 @@ def _edges_json(facts: BuildFacts) -> dict[str, Any] | None:
             "end_s": e.end_s,
             "seconds": e.duration_s,
             "peak_rss_sampled": analysis.peak_rss.get(e.output),
+            "cpu_s_sampled": analysis.cpu_s.get(e.output),
         }
 
     critical = analysis.critical

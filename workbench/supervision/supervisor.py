@@ -821,7 +821,7 @@ class Supervisor:
         from workbench.supervision.history import EdgeRow
 
         jobs = [
-            SampledJob(job.file, job.started, job.seconds, job.peak_rss)
+            SampledJob(job.file, job.started, job.seconds, job.peak_rss, job.cpu_seconds)
             for job in summary.jobs
             if job.kind in ("compiler", "cuda")
         ]
