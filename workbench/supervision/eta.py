@@ -165,14 +165,6 @@ def work_key_of(recorder: Any) -> str | None:
     return None
 
 
-def edge_origin(recorder: Any) -> float | None:
-    """The epoch an `EdgeRecorder`'s edge times count from: its first log's ninja start, else
-    the recorder's own start (a ninja named by the command line)."""
-    for followed in recorder.followed.values():
-        return followed.ninja_started if followed.ninja_started is not None else recorder.started
-    return None
-
-
 def ninja_counts(progress: Progress) -> tuple[int, int] | None:
     """(edges done, edges ninja will run) of a plain ninja build; None otherwise (a Nix build's
     counts are one derivation's)."""

@@ -787,7 +787,7 @@ class Supervisor:
             # ONNX Runtime-sized history that takes about a second (benchmarks/eta_accuracy.py).
             key = eta.work_key_of(self.edge_recorder)
             self._guarded("reading earlier runs' edges", lambda: self.eta.learn(key))
-        origin = eta.edge_origin(self.edge_recorder)
+        origin = self.edge_recorder.origin()
         self.eta.add_edges(new, 0.0 if origin is None else origin - self.started_wall)
 
     def _cgroup_oom_before(self) -> Any:
