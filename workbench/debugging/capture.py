@@ -800,16 +800,22 @@ def pc_group_key(hits: tuple[PcHit, ...]) -> tuple[str, ...]:
 def _pc_groups(pc_samples: dict[int, tuple[PcHit, ...]]) -> dict[int, tuple[str, ...]]:
     """Running threads by the code they run in; a group whose program counters already show
     two or more functions jumping to each other (at the same, outermost stack level, the
-    stack depth steady) needs no stepping, and is marked SETTLED."""
-    from workbench.debugging.diagnosis import pc_evidence
+    stack depth steady), or the provider bridge's stub calling Provider_GetHost (what the
+    diagnosis names the bridge loop from), needs no stepping, and is marked SETTLED.
+    Stepping costs most where threads are many: 40 steps of a thread under cuda-gdb take
+    most of a second."""
+    from workbench.debugging.diagnosis import pc_evidence, sampled_stub_callers
 
     groups = {tid: pc_group_key(hits) for tid, hits in pc_samples.items() if hits}
     top_level: dict[tuple[str, ...], set[str]] = {}
+    bridged: set[tuple[str, ...]] = set()
     for tid, key in groups.items():
         evidence = pc_evidence(pc_samples[tid])
         if evidence is not None and not evidence.moving and not evidence.unnamed:
             top_level.setdefault(key, set()).update(evidence.top_level)
-    settled = {key for key, places in top_level.items() if len(places) >= 2}
+            if sampled_stub_callers(evidence):
+                bridged.add(key)
+    settled = {key for key, places in top_level.items() if len(places) >= 2} | bridged
     return {tid: SETTLED if key in settled else key for tid, key in groups.items()}
 
 

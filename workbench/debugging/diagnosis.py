@@ -423,7 +423,7 @@ def _recursion(tid: int, history: list[ThreadStack]) -> Finding | None:
     )
 
 
-def _sampled_stub_callers(pc: PcEvidence | None) -> set[str]:
+def sampled_stub_callers(pc: PcEvidence | None) -> set[str]:
     """Functions whose program counters sat just above Provider_GetHost's on the stack: its
     caller, a bridge stub (the samples never catch the host method's single jump)."""
     if pc is None:
@@ -546,7 +546,7 @@ def _tail_call_loop(
         sampled = [name for name, _ in pc.places.most_common()]
     if not loop and sampled:
         loop = sampled
-    stub_callers = _stub_callers(history) | _sampled_stub_callers(pc)
+    stub_callers = _stub_callers(history) | sampled_stub_callers(pc)
     seen = (
         {name for top in tops for name in top}
         | {name for trail in trails for name in trail}
