@@ -12,8 +12,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-import psutil
-
 # cgroup v1 writes "no limit" as the largest page-aligned signed 64-bit number.
 _V1_UNLIMITED = 1 << 62
 
@@ -120,6 +118,29 @@ def find_cgroup_limit(
     return best.directory, best.version, best.limit
 
 
+def host_memory(meminfo: str = "/proc/meminfo") -> tuple[int, int]:
+    """(available, total) bytes of the host: MemAvailable and MemTotal, as psutil reads them.
+
+    Read here so that the sampler runs without psutil (shipped to a build host that lacks it);
+    psutil only where the file is unreadable or too old to say MemAvailable (kernel < 3.14).
+    """
+    found: dict[str, int] = {}
+    try:
+        with open(meminfo) as handle:
+            for line in handle:
+                key, _, rest = line.partition(":")
+                if key in ("MemAvailable", "MemTotal"):
+                    found[key] = int(rest.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        found.clear()
+    if len(found) == 2:
+        return found["MemAvailable"], found["MemTotal"]
+    import psutil
+
+    host = psutil.virtual_memory()
+    return host.available, host.total
+
+
 class MemoryProbe:
     """Reads the memory a build may use; finds its cgroup once, reads two small files a sample."""
 
@@ -138,8 +159,7 @@ class MemoryProbe:
 
     def read(self) -> MemoryState:
         """The memory available now."""
-        host = psutil.virtual_memory()
-        available, total = host.available, host.total
+        available, total = host_memory()
         if self.cgroup is None:
             return MemoryState(available, total, None)
         directory, version, limit = self.cgroup
