@@ -127,7 +127,8 @@ def _latest(state: Path) -> dict[str, Any]:
         "id": record.id,
         "state": record.state,
         "note": record.note,
-        "exit_code": record.exit_code,
+        "exit_status": record.exit_status,
+        "signal": record.signal,
         "duration_s": record.duration_s,
     }
     if measured is not None:
