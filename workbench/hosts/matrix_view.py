@@ -12,6 +12,7 @@ build's log and stay untrusted: the TUI puts them in `Text`, the CLI through `lo
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -132,18 +133,20 @@ def hosts_now(fleet: Fleet, hosts: list[str]) -> tuple[HostNow, ...]:
     )
 
 
-def host_lines(hosts: tuple[HostNow, ...]) -> list[str]:
-    """The per-host view as plain lines ("remote         2 building: avx2, avx512")."""
+def host_lines(hosts: tuple[HostNow, ...], sampled: Mapping[str, str] | None = None) -> list[str]:
+    """The per-host view as plain lines ("remote         2 building: avx2, avx512"), each
+    followed by what the host's own sampler says it compiles (`remote_sampler`), if sampled."""
     lines = []
+    sampled = sampled or {}
     for host in hosts:
         if host.gone:
-            lines.append(f"{host.name:<14} GONE: {host.gone}")
+            line = f"{host.name:<14} GONE: {host.gone}"
         elif host.building:
-            lines.append(
-                f"{host.name:<14} {len(host.building)} building: {', '.join(host.building)}"
-            )
+            line = f"{host.name:<14} {len(host.building)} building: {', '.join(host.building)}"
         else:
-            lines.append(f"{host.name:<14} idle")
+            line = f"{host.name:<14} idle"
+        said = sampled.get(host.name)
+        lines.append(f"{line}; {said}" if said else line)
     return lines
 
 

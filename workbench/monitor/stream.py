@@ -96,14 +96,19 @@ def run(interval_s: float, via: str, count: int | None, stdin_eof: bool) -> int:
         out.write(json.dumps(hello) + "\n")
         out.flush()
         with Sampler(daemon=True) as sampler:
-            done = 0
+            first = sample_line(sampler.sample())
+            # Said once: whether psutil had to be imported (the shipped path works without).
+            out.write(json.dumps({"psutil_imported": "psutil" in sys.modules}) + "\n")
+            out.write(first + "\n")
+            out.flush()
+            done = 1
             next_at = time.monotonic()
             while count is None or done < count:
+                next_at += interval_s
+                time.sleep(max(0.0, next_at - time.monotonic()))
                 out.write(sample_line(sampler.sample()) + "\n")
                 out.flush()
                 done += 1
-                next_at += interval_s
-                time.sleep(max(0.0, next_at - time.monotonic()))
     except BrokenPipeError:
         # The reader went away (the SSH session ended): nothing left to say it to.
         os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())

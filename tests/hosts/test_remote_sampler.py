@@ -1,0 +1,171 @@
+"""The sampler run on a build host over its one SSH connection (real sshd on 127.0.0.1).
+
+The "remote" is this machine reached through the loopback sshd (tests/hosts/conftest.py); its
+Nix build is stood in for by a real g++ of a slow unit running as the build user `nixbld1`,
+as a nix-daemon's builder runs there (Debian's nix-bin creates those users). The workbench's
+sampler is shipped over the session (no workbench on the remote's PATH), streams samples of
+that compile, uses one SSH connection for all of them, and when it is killed on the remote
+its host says "sampler gone" while the compile goes on.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import LoopbackHost
+
+from workbench.hosts.config import load_hosts
+from workbench.hosts.matrix_view import HostNow, host_lines
+from workbench.hosts.remote_sampler import FleetSampling, RemoteSampler
+from workbench.hosts.ssh import close_connection, prepare_ssh
+
+pytestmark = pytest.mark.slow
+
+BUILD_USER = "nixbld1"
+# A unit g++ takes minutes on: a constant evaluated by a long loop at compile time.
+SLOW_UNIT = """
+constexpr long spin() {
+    long total = 0;
+    for (long i = 0; i < 4000000000L; ++i) total += i % 7;
+    return total;
+}
+constexpr long answer = spin();
+long use() { return answer; }
+"""
+
+
+def _connections(host: LoopbackHost) -> int:
+    """SSH connections sshd accepted so far (one line each in its log)."""
+    return (host.directory / "sshd.log").read_text().count("Accepted publickey")
+
+
+@pytest.fixture
+def slow_compile() -> Iterator[subprocess.Popen[bytes]]:
+    """A real g++ of the slow unit running as a Nix build user; killed at the end."""
+    if shutil.which("g++") is None or shutil.which("runuser") is None:
+        pytest.skip("g++ or runuser is missing (Debian: g++, util-linux)")
+    try:
+        pwd.getpwnam(BUILD_USER)
+    except KeyError:
+        pytest.skip(f"no {BUILD_USER} user (Debian's nix-bin creates the build users)")
+    folder = Path(tempfile.mkdtemp(prefix="wb-remote-compile-"))
+    folder.chmod(0o755)
+    (folder / "slow_unit.cc").write_text(SLOW_UNIT)
+    (folder / "slow_unit.cc").chmod(0o644)
+    process = subprocess.Popen(
+        [
+            "runuser",
+            "-u",
+            BUILD_USER,
+            "--",
+            "g++",
+            "-std=c++17",
+            "-fconstexpr-loop-limit=2147483647",
+            "-fconstexpr-ops-limit=4294967295",
+            "-c",
+            str(folder / "slow_unit.cc"),
+            "-o",
+            "/dev/null",
+        ],
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    yield process
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    shutil.rmtree(folder)
+
+
+def _wait(condition, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_samples_of_a_remote_compile_stream_over_one_connection_and_a_killed_sampler_is_gone(
+    hosts_config: Path,
+    loopback_host: LoopbackHost,
+    slow_compile: subprocess.Popen[bytes],
+    tmp_path: Path,
+) -> None:
+    config = load_hosts(hosts_config)
+    setup = prepare_ssh(config.hosts, tmp_path / "state")
+    host = config.by_name("remote")
+    assert host is not None
+    sampler = RemoteSampler(setup, host)
+    sampler.start()
+    try:
+        assert sampler.wait_started(30), sampler.line()
+        assert sampler.via == "shipped"  # no workbench on the remote's PATH: the zip was piped
+        assert sampler.psutil_imported is False  # the remote's python3 needs no psutil
+
+        def compiling() -> bool:
+            latest = sampler.latest
+            return latest is not None and any(
+                job.file is not None
+                and job.file.endswith("slow_unit.cc")
+                and job.cpu_percent > 20
+                and job.rss > 1 << 20
+                for job in latest.jobs
+            )
+
+        assert _wait(compiling, 30), sampler.line()
+        first = sampler.samples
+        assert _wait(lambda: sampler.samples >= first + 4, 15)
+        line = sampler.line()
+        assert line.startswith("compiling slow_unit.cc (") and "% CPU, " in line, line
+        assert "free [sampled via shipped]" in line
+        # Many samples, one connection: the probe-less session shares the master's.
+        assert sampler.samples >= 5 and _connections(loopback_host) == 1
+        # The shipped code was removed from the remote once imported.
+        assert not list(Path(tempfile.gettempdir()).glob("workbench-sampler-*"))
+
+        # The sampler is killed on the remote: its host says so; the compile goes on.
+        assert sampler.remote_pid is not None
+        os.kill(sampler.remote_pid, signal.SIGKILL)
+        assert _wait(lambda: bool(sampler.gone), 15), sampler.line()
+        assert sampler.line().startswith("sampler gone: the session ended")
+        assert slow_compile.poll() is None
+        shown = host_lines(
+            (HostNow("local", ()), HostNow("remote", ("avx2",))), {"remote": sampler.line()}
+        )
+        assert shown[1].startswith("remote         1 building: avx2; sampler gone: ")
+    finally:
+        sampler.stop()
+        close_connection(setup, host)
+
+
+def test_a_host_without_python_says_so_in_one_line(
+    config_copy: Path, loopback_host: LoopbackHost, tmp_path: Path
+) -> None:
+    path = config_copy / "hosts.toml"
+    path.write_text(
+        path.read_text()
+        + loopback_host.hosts_entry("nonix", key=loopback_host.directory / "no_nix_key")
+    )
+    config = load_hosts(config_copy)
+    setup = prepare_ssh(config.hosts, tmp_path / "state")
+    fleet = FleetSampling.for_hosts(setup, list(config.hosts))
+    try:
+        sampler = fleet.samplers["nonix"]
+        assert _wait(lambda: bool(sampler.error), 30), sampler.line()
+        assert fleet.lines() == {
+            "nonix": "not sampled: no workbench and no python3 on the PATH there; "
+            "no Nix there to copy the workbench to"
+        }
+    finally:
+        fleet.stop()
+        for host in config.hosts:
+            close_connection(setup, host)
