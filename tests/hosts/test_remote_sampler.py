@@ -15,20 +15,23 @@ import pwd
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import LoopbackHost
+from conftest import LoopbackHost, nix_env_for_hosts
+from nix_testing import ensure_build_users, needs_nix
 
 from workbench.hosts.config import load_hosts
 from workbench.hosts.matrix_view import HostNow, host_lines
 from workbench.hosts.remote_sampler import FleetSampling, RemoteSampler
 from workbench.hosts.ssh import close_connection, prepare_ssh
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, *needs_nix]
 
 BUILD_USER = "nixbld1"
 # A unit g++ takes minutes on: a constant evaluated by a long loop at compile time.
@@ -169,3 +172,91 @@ def test_a_host_without_python_says_so_in_one_line(
         fleet.stop()
         for host in config.hosts:
             close_connection(setup, host)
+
+
+def _compile_flake(directory: Path, seconds: int) -> Path:
+    """Two stand-in variants whose builders run the real g++ of SLOW_UNIT for `seconds`."""
+    stamp = uuid.uuid4().hex
+    directory.mkdir()
+    unit = SLOW_UNIT.replace("\\n", " ")
+    (directory / "flake.nix").write_text(
+        f"""{{
+  outputs = {{ self }}: let
+    mk = name: derivation {{
+      inherit name; system = "x86_64-linux"; builder = "/bin/sh"; stamp = "{stamp}";
+      unit = "{unit}";
+      args = [ "-c" ''
+        echo "$unit" > slow_unit.cc
+        echo compiling slow_unit.cc
+        /usr/bin/timeout {seconds} /usr/bin/g++ -std=c++17 \\
+          -fconstexpr-loop-limit=2147483647 -fconstexpr-ops-limit=4294967295 \\
+          -c slow_unit.cc -o slow_unit.o
+        echo ${{name}} > $out
+      '' ];
+    }};
+  in {{
+    packages.x86_64-linux = {{
+      onnxruntime-python313-cpu-avx2 = mk "avx2";
+      onnxruntime-python313-cpu-avx512 = mk "avx512";
+    }};
+  }};
+}}
+"""
+    )
+    return directory
+
+
+def test_attach_of_a_matrix_build_shows_what_the_remote_compiles(
+    hosts_config: Path, loopback_host: LoopbackHost, tmp_path: Path
+) -> None:
+    """Real Nix sends a variant to the loopback remote, whose builder (a Nix build user, as
+    on a real multi-user host) runs g++; `attach` says what the remote compiles, sampled there."""
+    ensure_build_users()
+    remote_conf = loopback_host.directory / "remote-nix" / "nix.conf"
+    remote_conf.write_text(
+        remote_conf.read_text().replace("build-users-group =", "build-users-group = nixbld")
+    )
+    flake = _compile_flake(tmp_path / "flake", seconds=12)
+    state = tmp_path / "state"
+
+    def workbench(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "workbench",
+                "--config",
+                str(hosts_config),
+                "--state-dir",
+                str(state),
+                *args,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+            env=nix_env_for_hosts(tmp_path),
+        )
+
+    done = workbench(
+        "build",
+        "onnxruntime-python313-cpu-avx2",
+        "onnxruntime-python313-cpu-avx512",
+        "-C",
+        str(flake),
+    )
+    assert done.returncode == 0, done.stderr
+    views = done.stderr.split("workbench: per host:\n")[1:]
+    # A moment when Nix had sent a variant to the remote and its g++ was sampled there.
+    compiling = [
+        view
+        for view in views
+        if "  remote         1 building: " in view
+        and "; compiling slow_unit.cc (" in view
+        and "[sampled via shipped]" in view
+    ]
+    assert compiling, done.stderr
+    # Nix's own builder connection and the workbench's one (probe and sampler share it),
+    # however many samples: no connection per sample.
+    assert _connections(loopback_host) <= 2
+    assert "Traceback" not in done.stderr

@@ -482,8 +482,11 @@ def _follow_to_end(
     if "matrix" in (follower.record.settings or {}):  # imported only for a matrix build
         from workbench.hosts.matrix_view import PerHostLines
 
-        # What each host builds now, said again each time it changes.
+        # What each host builds now, said again each time it changes; while it runs, what each
+        # remote host compiles, from the workbench's sampler there (one SSH connection a host).
         per_host = PerHostLines.for_build(follower.record)
+        if per_host is not None and follower.record.active:
+            per_host.sample_hosts(getattr(args, "config", None), _state(args))
     exited = _exit_watch(supervisor)
     tty = sys.stderr.isatty()
     shown_status = False
@@ -556,6 +559,8 @@ def _follow_to_end(
     finally:
         if exited is not None:
             os.close(exited)
+        if per_host is not None:
+            per_host.close()
 
 
 def _exit_watch(supervisor: Any) -> int | None:

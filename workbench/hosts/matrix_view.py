@@ -15,7 +15,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.hosts.fleet import LOCAL, Fleet, target_states
 from workbench.hosts.target_history import (
@@ -27,6 +27,9 @@ from workbench.hosts.target_history import (
 )
 from workbench.progress.nix_log import derivation_name
 from workbench.supervision.history import BuildRecord, History, database_path
+
+if TYPE_CHECKING:
+    from workbench.hosts.remote_sampler import FleetSampling
 
 # Bytes of log read per refresh at most: a screen or `attach` opened on a long build catches up
 # over a few refreshes instead of freezing on a 2 GB backlog.
@@ -315,30 +318,76 @@ def view_lines(view: MatrixView) -> list[str]:
     return lines
 
 
+# `attach` says the per-host view again when what the hosts compile changes, and at most this
+# often when only their CPU and memory figures do.
+RESAY_SAMPLES_S = 15.0
+
+
 class PerHostLines:
     """`attach` of a matrix build: the per-host view as plain terminal lines, each time it
-    changes (control characters from the log made visible: these lines go to a terminal)."""
+    changes (control characters from the log made visible: these lines go to a terminal),
+    with what each remote host compiles once `sample_hosts` started its sampler."""
 
     def __init__(self, record: BuildRecord) -> None:
+        self.record = record
         self.reader = log_fleet(record)
         self.hosts = host_list(matrix_of(record) or {})
         self.shown: list[str] = []
+        self.sampling: FleetSampling | None = None
+        self.sampling_problem = ""
+        self._shown_shape: list[str] = []
+        self._shown_at = 0.0
 
     @classmethod
     def for_build(cls, record: BuildRecord) -> PerHostLines | None:
         """The view for a matrix build; None for any other build."""
         return cls(record) if matrix_of(record) is not None else None
 
-    def changed(self) -> list[str]:
+    def sample_hosts(self, config: str | None, state_directory: Path) -> None:
+        """Start each remote host's sampler (in the background; see `remote_sampler`), the
+        hosts reached as `config` (`--config`, else the default) says now."""
+        from workbench.errors import WorkbenchError
+        from workbench.hosts.remote_sampler import FleetSampling
+        from workbench.paths import config_dir
+
+        try:
+            config_directory = config_dir(config)
+        except WorkbenchError as error:
+            self.sampling_problem = f"hosts not sampled: {error}"
+            return
+        found = FleetSampling.for_matrix(
+            matrix_of(self.record) or {}, config_directory, state_directory
+        )
+        if isinstance(found, str):
+            self.sampling_problem = found
+        else:
+            self.sampling = found
+
+    def close(self) -> None:
+        """Stop the hosts' samplers."""
+        if self.sampling is not None:
+            self.sampling.stop()
+
+    def changed(self, now: float | None = None) -> list[str]:
         """The view when it differs from the last one shown, else []; nothing while the log's
-        backlog is still being read (what it would say is not true any more)."""
+        backlog is still being read (what it would say is not true any more). A change of the
+        sampled figures alone is said at most every RESAY_SAMPLES_S seconds."""
         from workbench.logs.visible import visible
 
         self.reader.catch_up()
         if not self.reader.caught_up():
             return []
-        lines = [visible(line) for line in host_lines(hosts_now(self.reader.fleet, self.hosts))]
+        now = time.monotonic() if now is None else now
+        hosts = hosts_now(self.reader.fleet, self.hosts)
+        sampling = self.sampling
+        sampled = sampling.lines() if sampling else None
+        lines = [visible(line) for line in host_lines(hosts, sampled)]
+        shape = host_lines(hosts, sampling.shape() if sampling else None)
         if lines == self.shown:
             return []
-        self.shown = lines
-        return ["per host:", *(f"  {line}" for line in lines)]
+        if shape == self._shown_shape and now - self._shown_at < RESAY_SAMPLES_S:
+            return []
+        first = not self.shown
+        self.shown, self._shown_shape, self._shown_at = lines, shape, now
+        problem = [f"  {visible(self.sampling_problem)}"] if first and self.sampling_problem else []
+        return ["per host:", *(f"  {line}" for line in lines), *problem]

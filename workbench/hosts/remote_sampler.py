@@ -373,6 +373,7 @@ class FleetSampling:
     ) -> FleetSampling | str:
         """Sample the remote hosts of a matrix build (its record's "matrix" settings), as
         hosts.toml reaches them now; a line saying why not when it cannot be read."""
+        from workbench.errors import WorkbenchError
         from workbench.hosts.config import load_hosts
         from workbench.hosts.ssh import prepare_ssh
 
@@ -381,7 +382,7 @@ class FleetSampling:
             return cls({})
         try:
             config = load_hosts(config_directory)
-        except (OSError, ValueError) as error:
+        except (OSError, ValueError, WorkbenchError) as error:
             return f"hosts not sampled: {error}"
         hosts = [host for host in config.hosts if host.name in names]
         if not hosts:
