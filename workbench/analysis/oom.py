@@ -52,7 +52,7 @@ def oom_kills(cgroup: CgroupMemory) -> int | None:
 def oom_note(
     killed: int, files: Sequence[str], jobs: int, peak_job_bytes: int, cgroup: CgroupMemory
 ) -> str:
-    """ "killed (OOM) while compiling a.cc, b.cc; 4 jobs x 0.52 GB peak > 1.40 GB limit"."""
+    """ "killed (OOM) while compiling a.cc, b.cc; 4 jobs x 0.52 GiB peak > 1.40 GiB limit"."""
     shown = ", ".join(os.path.basename(f) for f in files[:4])
     if len(files) > 4:
         shown += f" and {len(files) - 4} more"
@@ -60,7 +60,7 @@ def oom_note(
     total = jobs * peak_job_bytes
     relation = ">" if total > cgroup.limit else "near"
     return (
-        f"killed (OOM){what}; {jobs} jobs x {peak_job_bytes / GB:.2f} GB peak = "
-        f"{total / GB:.2f} GB {relation} the {cgroup.limit / GB:.2f} GB limit of memory cgroup "
+        f"killed (OOM){what}; {jobs} jobs x {peak_job_bytes / GB:.2f} GiB peak = "
+        f"{total / GB:.2f} GiB {relation} the {cgroup.limit / GB:.2f} GiB limit of memory cgroup "
         f"{cgroup.directory} (v{cgroup.version}); the OOM killer killed {killed} process(es)"
     )

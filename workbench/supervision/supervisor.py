@@ -693,7 +693,10 @@ class Supervisor:
         state, note = self._outcome(exit_status, signum, summary, pipeline, progress)
         said = self._guarded("naming the OOM kill", lambda: self._cgroup_oom_note(summary))
         if said:
-            # The cgroup counted kills: the OOM is a fact, said with its numbers.
+            # The cgroup counted kills: the OOM is a fact, said with its numbers (and the
+            # sampled guess "killed (OOM?) while compiling ..." is not said again after it).
+            if note and "killed (OOM?)" in note:
+                note = note[: note.index("killed (OOM?)")].rstrip(": ") or None
             note = said + (f"; {note}" if note else "")
         elif oom_before is not None and oom_after is not None and oom_after > oom_before:
             note = (note + "; " if note else "") + (
