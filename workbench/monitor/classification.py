@@ -178,8 +178,9 @@ _TAKES_VALUE = frozenset(
 
 # nvcc's temporary files carry the source's base name: /tmp/tmpxft_00001b4e_00000000-6_conv.ptx
 _NVCC_TEMP = re.compile(r"tmpxft_[0-9a-f]+_[0-9a-f]+-\d+_([^/\s,\"'=]+)")
+# With several architectures, a per-architecture temporary has it too: k.compute_120.cudafe1.cpp
 _NVCC_TEMP_SUFFIX = re.compile(
-    r"\.(?:sm_\w+\.cubin|compute_\w+\.\w+|cpp\d\.ii|cudafe\d\.[\w.]+|fatbin(?:\.c)?|module_id"
+    r"(?:\.(?:sm|compute)_\w+)?\.(?:sm_\w+\.cubin|compute_\w+\.\w+|cpp\d\.ii|cudafe\d\.[\w.]+|fatbin(?:\.c)?|module_id"
     r"|ptx|cubin|reg\.c|stub\.c|ii|c|gpu|o)$"
 )
 # CMake names objects after their source: CMakeFiles/t.dir/src/conv.cc.o
