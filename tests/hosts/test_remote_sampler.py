@@ -260,3 +260,46 @@ def test_attach_of_a_matrix_build_shows_what_the_remote_compiles(
     # however many samples: no connection per sample.
     assert _connections(loopback_host) <= 2
     assert "Traceback" not in done.stderr
+
+
+async def test_the_matrix_screen_shows_what_the_remote_compiles(
+    hosts_config: Path,
+    loopback_host: LoopbackHost,
+    slow_compile: subprocess.Popen[bytes],
+    tmp_path: Path,
+) -> None:
+    """The TUI's matrix screen over a running matrix build (recorded from real Nix, its
+    "remote" now the loopback sshd of hosts.toml): under the remote's line, what it compiles."""
+    from recorded_host import recorded_doctor
+    from textual.widgets import Static
+    from tui.driving import wait_until
+    from tui.fixed_history import frozen_clock
+    from tui.fixed_matrix import write_matrix_build
+
+    from workbench.tui.app import make_app
+    from workbench.tui.matrix_screen import MatrixScreen
+
+    state = tmp_path / "state"
+    write_matrix_build(state, running=True)
+    app = make_app(str(hosts_config), str(state), doctor=recorded_doctor(), clock=frozen_clock)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_until(pilot, "the recorded host", lambda: app.report is not None, 30)
+        await pilot.press("m")
+        await wait_until(pilot, "the matrix", lambda: isinstance(app.screen, MatrixScreen), 20)
+        screen = app.screen
+        assert isinstance(screen, MatrixScreen)
+
+        def hosts() -> str:
+            return str(screen.query_one("#matrix-hosts", Static).render())
+
+        await wait_until(pilot, "the remote's compile", lambda: "slow_unit.cc" in hosts(), 40)
+        lines = hosts().splitlines()
+        remote = lines.index(next(line for line in lines if line.startswith("remote ")))
+        assert lines[remote + 1].lstrip().startswith("compiling slow_unit.cc ("), lines
+        assert "[sampled via shipped]" in lines[remote + 1]
+        # badkey is in the recorded build but not in this hosts.toml: not sampled, no line.
+        assert not any("badkey" in line and "sampl" in line for line in lines)
+        sampler = screen.sampling.samplers["remote"] if screen.sampling else None
+        assert sampler is not None and _connections(loopback_host) == 1
+        await pilot.press("escape")
+    assert _wait(lambda: sampler._process is not None and sampler._process.poll() is not None, 10)

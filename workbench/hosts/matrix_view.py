@@ -258,6 +258,19 @@ class MatrixWatch:
             rows=tuple(rows),
         )
 
+    def start_sampling(self, config_directory: Path) -> FleetSampling | str:
+        """Start a sampler on each remote host of the build `view` last read (see
+        `remote_sampler`); a line saying why not when hosts.toml cannot be read."""
+        from workbench.hosts.remote_sampler import FleetSampling
+
+        if self.build_id is None:
+            return FleetSampling({})
+        with History(self.state_directory) as history:
+            record = history.get(self.build_id)
+        return FleetSampling.for_matrix(
+            matrix_of(record) or {}, config_directory, self.state_directory
+        )
+
     def _live_rows(
         self, record: BuildRecord, matrix: dict[str, Any], now: float
     ) -> list[MatrixRow]:

@@ -1,5 +1,7 @@
 """The matrix screen: the targets of a matrix build x state (done, building where, failed with
-its first error line, waiting), their sizes when done, and what each build host builds now.
+its first error line, waiting), their sizes when done, what each build host builds now and,
+while the build runs, what each remote host compiles (its CPU and memory), sampled there by the
+workbench over one SSH connection a host (`hosts.remote_sampler`).
 
 Everything comes from `hosts.matrix_view` (read in a worker, never on the event loop): a
 running build's internal-json log as it grows, an ended one's per-target history rows. Names,
@@ -8,6 +10,7 @@ hosts and error lines come from the build's log: they are shown as `Text`, never
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from rich.text import Text
@@ -20,6 +23,7 @@ from textual.widgets import DataTable, Header, Static
 
 from workbench.errors import WorkbenchError
 from workbench.hosts.matrix_view import MatrixRow, MatrixView, MatrixWatch, host_lines
+from workbench.hosts.remote_sampler import FleetSampling
 from workbench.logs.visible import visible
 from workbench.supervision.follow import size
 from workbench.tui import clock
@@ -59,6 +63,20 @@ def detail_text(row: MatrixRow | None) -> str:
     after = f" (after {', '.join(row.tried_on)})" if row.tried_on else ""
     error = f": {row.first_error}" if row.first_error else ""
     return f"{row.name}: {row.state}{where}{after}{error}"
+
+
+def hosts_text(view: MatrixView | None, sampled: dict[str, str], problem: str = "") -> str:
+    """The hosts' lines, each followed by what its sampler says, indented under its name."""
+    if view is None:
+        return ""
+    lines = []
+    for host, line in zip(view.hosts, host_lines(view.hosts), strict=True):
+        lines.append(line)
+        if sampled.get(host.name):
+            lines.append(f"{'':<15}{sampled[host.name]}")
+    if problem:
+        lines.append(problem)
+    return "\n".join(visible(line) for line in lines)
 
 
 def summary_text(view: MatrixView | None) -> str:
@@ -101,6 +119,9 @@ class MatrixScreen(Screen[None]):
         self.view: MatrixView | None = None
         self.refreshes = 0
         self.narrow: bool | None = None
+        self.sampling: FleetSampling | None = None
+        self.sampling_problem = ""
+        self._sampling_asked = False
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -131,7 +152,26 @@ class MatrixScreen(Screen[None]):
                 self.notify, str(exc), severity="error", timeout=10, markup=False
             )
             return
+        if view is not None and view.active and not self._sampling_asked:
+            # Once, while it runs: a sampler on each remote host (threads of their own).
+            self._sampling_asked = True
+            config = getattr(self.app, "config_directory", None)
+            if config is not None:
+                found = self.watch.start_sampling(Path(config))
+                if isinstance(found, str):
+                    self.sampling_problem = found
+                else:
+                    self.sampling = found
+        elif self.sampling is not None and (view is None or not view.active):
+            self.sampling.stop()
+            self.sampling = None
         self.post_message(self.Refreshed(view))
+
+    def on_unmount(self) -> None:
+        if self.sampling is not None:
+            # Each session ends when its stdin closes; waited for off the event loop.
+            threading.Thread(target=self.sampling.stop, daemon=True).start()
+            self.sampling = None
 
     def on_matrix_screen_refreshed(self, message: Refreshed) -> None:
         self.refreshes += 1
@@ -155,7 +195,8 @@ class MatrixScreen(Screen[None]):
     def _fill(self) -> None:
         view = self.view
         self.query_one("#matrix-summary", Static).update(Text(visible(summary_text(view))))
-        hosts = Text("\n".join(visible(line) for line in host_lines(view.hosts)) if view else "")
+        sampled = self.sampling.lines() if self.sampling is not None else {}
+        hosts = Text(hosts_text(view, sampled, self.sampling_problem))
         self.query_one("#matrix-hosts", Static).update(hosts)
         table = self.query_one("#matrix-table", DataTable)
         highlighted = table.cursor_row
