@@ -303,3 +303,35 @@ async def test_the_matrix_screen_shows_what_the_remote_compiles(
         assert sampler is not None and _connections(loopback_host) == 1
         await pilot.press("escape")
     assert _wait(lambda: sampler._process is not None and sampler._process.poll() is not None, 10)
+
+
+def test_an_installed_workbench_on_the_remote_is_used(
+    config_copy: Path, loopback_host: LoopbackHost, tmp_path: Path
+) -> None:
+    """A key whose sessions have this checkout's virtual environment on their PATH (its
+    `workbench` entry point, as pip installs it): the sampler runs from there, nothing shipped."""
+    venv_bin = Path(sys.executable).parent
+    if not (venv_bin / "workbench").exists():
+        pytest.skip("no installed `workbench` entry point beside this Python")
+    key = loopback_host.directory / "installed_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    with open(loopback_host.directory / "authorized_keys", "a") as authorized:
+        authorized.write(
+            f'command="PATH={venv_bin}:/usr/bin:/bin exec /bin/sh -c \\"$SSH_ORIGINAL_COMMAND\\"" '
+            + (key.with_suffix(".pub")).read_text()
+        )
+    path = config_copy / "hosts.toml"
+    path.write_text(path.read_text() + loopback_host.hosts_entry("installed", key=key))
+    config = load_hosts(config_copy)
+    setup = prepare_ssh(config.hosts, tmp_path / "state")
+    host = config.by_name("installed")
+    assert host is not None
+    sampler = RemoteSampler(setup, host)
+    sampler.start()
+    try:
+        assert sampler.wait_started(30), sampler.line()
+        assert sampler.via == "installed"
+        assert sampler.line().endswith("free [sampled via installed]")
+    finally:
+        sampler.stop()
+        close_connection(setup, host)
