@@ -800,10 +800,10 @@ def pc_group_key(hits: tuple[PcHit, ...]) -> tuple[str, ...]:
 def _pc_groups(pc_samples: dict[int, tuple[PcHit, ...]]) -> dict[int, tuple[str, ...]]:
     """Running threads by the code they run in; a group whose program counters already show
     two or more functions jumping to each other (at the same, outermost stack level, the
-    stack depth steady), or the provider bridge's stub calling Provider_GetHost (what the
-    diagnosis names the bridge loop from), needs no stepping, and is marked SETTLED.
-    Stepping costs most where threads are many: 40 steps of a thread under cuda-gdb take
-    most of a second."""
+    stack depth steady) needs no stepping, and is marked SETTLED. Threads whose counters show
+    the provider bridge's stub calling Provider_GetHost are one group (BRIDGED): one of them
+    is stepped for all. Stepping costs most where threads are many: 40 steps of a thread under
+    cuda-gdb take most of a second."""
     from workbench.debugging.diagnosis import pc_evidence, sampled_stub_callers
 
     groups = {tid: pc_group_key(hits) for tid, hits in pc_samples.items() if hits}
@@ -815,11 +815,17 @@ def _pc_groups(pc_samples: dict[int, tuple[PcHit, ...]]) -> dict[int, tuple[str,
             top_level.setdefault(key, set()).update(evidence.top_level)
             if sampled_stub_callers(evidence):
                 bridged.add(key)
-    settled = {key for key, places in top_level.items() if len(places) >= 2} | bridged
-    return {tid: SETTLED if key in settled else key for tid, key in groups.items()}
+    settled = {key for key, places in top_level.items() if len(places) >= 2} - bridged
+    # The bridge's threads share one key: one of them is stepped (its trail names the other
+    # side of the bridge, which the samples never catch), not one per sampled place.
+    return {
+        tid: SETTLED if key in settled else BRIDGED if key in bridged else key
+        for tid, key in groups.items()
+    }
 
 
 SETTLED = ("(settled by program counters)",)
+BRIDGED = ("(the provider bridge's loop, by program counters)",)
 
 
 def _probe_steps(
