@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 
 def register(subcommands: argparse._SubParsersAction) -> None:
@@ -156,6 +157,13 @@ def run_matrix_build(args: argparse.Namespace) -> int:
     record = build_settings_record(settings, choice.jobs, max_jobs, choice.source, [])
     if all(t.in_store for t in evaluated):
         print(f"all {len(evaluated)} targets are in the store already: nothing to build")
+        from workbench.artefacts.out_links import link_results
+
+        made, problems = link_results(flake, {t.target.name: t.out for t in evaluated})
+        if made:
+            print(f"  out-links in {flake}: {', '.join(made)}")
+        for problem in problems:
+            print(f"workbench: could not link a result: {problem}", file=sys.stderr)
         return 0
     plan = plan_matrix_build(
         evaluated, config, ssh, flake, record, choice.jobs, max_jobs, args.force
@@ -167,12 +175,16 @@ def run_matrix_build(args: argparse.Namespace) -> int:
     followed = launch_and_follow(args, history, plan, [choice.warning] if choice.warning else [])
     if not followed.finished:
         return followed.code
-    _print_target_rows(_state(args), followed.build_id)
+    _print_target_rows(_state(args), followed.build_id, Path(plan.cwd))
     return followed.code
 
 
-def _print_target_rows(state_directory, build_id: int) -> None:
-    """Work out, store and print the per-target rows of an ended matrix build."""
+def _print_target_rows(state_directory, build_id: int, checkout: Path) -> None:
+    """Work out, store and print the per-target rows of an ended matrix build; link each
+    target's result as result-NAME in the checkout."""
+    import sys
+
+    from workbench.artefacts.out_links import link_results
     from workbench.hosts.target_history import record_rows, work_out_rows
     from workbench.logs.visible import visible
     from workbench.supervision.history import History
@@ -193,6 +205,12 @@ def _print_target_rows(state_directory, build_id: int) -> None:
         print(
             f"  {row.outcome:<9} {row.name:<44} {where:<10} {seconds:>7} {size:>10}{tried}{error}"
         )
+    results = {row.name: row.out_path for row in rows if row.outcome in ("built", "in store")}
+    made, problems = link_results(checkout, results) if results else ([], [])
+    if made:
+        print(f"  out-links in {checkout}: {', '.join(made)}")
+    for problem in problems:
+        print(f"workbench: could not link a result: {visible(problem)}", file=sys.stderr)
 
 
 WATCH_INTERVAL_S = 1.0
@@ -242,7 +260,7 @@ def run_watch(args: argparse.Namespace) -> int:
         print("", flush=True)
         time.sleep(WATCH_INTERVAL_S)
     if not record.active:
-        _print_target_rows(state, record.id)
+        _print_target_rows(state, record.id, Path(record.cwd))
     return 0
 
 
