@@ -1,7 +1,7 @@
 """One history row per target of a matrix build: host, outcome, times, sizes, first error.
 
-The rows live in the build history's database (table `build_targets`, created on first use
-beside the `builds` row of the build as a whole). They are worked out from what is never lost:
+The rows live in the build history (table `build_targets`, in its schema and migrated with it,
+deleted with the `builds` row of the build as a whole). They are worked out from what is never lost:
 the build's log as the supervisor wrote it (hosts, failures, retries) and the supervisor's
 `derivations` rows (times); so they can be written whenever the build has ended: by the
 command that followed it, or later by `workbench hosts watch ID`.
@@ -10,53 +10,14 @@ command that followed it, or later by `workbench hosts watch ID`.
 from __future__ import annotations
 
 import json
-import sqlite3
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from workbench.hosts.fleet import Fleet, target_states
-from workbench.supervision.history import BuildRecord, History, database_path
+from workbench.supervision.history import BuildRecord, BuildTarget, History
 
-_TABLE = """
-CREATE TABLE IF NOT EXISTS build_targets (
-    build_id INTEGER NOT NULL REFERENCES builds(id) ON DELETE CASCADE,
-    name TEXT NOT NULL,
-    attr TEXT NOT NULL,
-    drv_path TEXT,
-    out_path TEXT,
-    host TEXT,
-    outcome TEXT NOT NULL,
-    tried_on TEXT,
-    started REAL,
-    ended REAL,
-    nar_size INTEGER,
-    closure_size INTEGER,
-    first_error TEXT,
-    PRIMARY KEY (build_id, name)
-)
-"""
-
-
-@dataclass(frozen=True)
-class TargetRow:
-    """One target of one matrix build, as the history keeps it."""
-
-    name: str
-    attr: str
-    drv_path: str
-    out_path: str
-    host: str
-    outcome: str  # built, failed, in store (skipped: resume), not built (the build ended first)
-    tried_on: str  # hosts tried before the one that built it, comma-separated
-    started: float | None
-    ended: float | None
-    nar_size: int | None
-    closure_size: int | None
-    first_error: str
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+# The rows are History's (table build_targets, in its schema since version 4).
+TargetRow = BuildTarget
 
 
 def matrix_of(record: BuildRecord) -> dict[str, Any] | None:
@@ -118,56 +79,16 @@ def work_out_rows(history: History, record: BuildRecord) -> list[TargetRow]:
     return rows
 
 
-def _connect(state_directory: Path) -> sqlite3.Connection:
-    connection = sqlite3.connect(database_path(state_directory), timeout=10)
-    connection.execute(_TABLE)
-    return connection
-
-
 def record_rows(state_directory: Path, build_id: int, rows: list[TargetRow]) -> None:
     """Store (or replace) the rows of one build, in one transaction."""
-    connection = _connect(state_directory)
-    try:
-        with connection:
-            connection.execute("DELETE FROM build_targets WHERE build_id = ?", (build_id,))
-            connection.executemany(
-                "INSERT INTO build_targets VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        build_id,
-                        r.name,
-                        r.attr,
-                        r.drv_path,
-                        r.out_path,
-                        r.host,
-                        r.outcome,
-                        r.tried_on,
-                        r.started,
-                        r.ended,
-                        r.nar_size,
-                        r.closure_size,
-                        r.first_error,
-                    )
-                    for r in rows
-                ],
-            )
-    finally:
-        connection.close()
+    with History(state_directory) as history:
+        history.record_targets(build_id, rows)
 
 
 def stored_rows(state_directory: Path, build_id: int) -> list[TargetRow]:
     """The rows stored for a build (empty if none yet)."""
-    connection = _connect(state_directory)
-    try:
-        found = connection.execute(
-            "SELECT name, attr, drv_path, out_path, host, outcome, tried_on, started, ended, "
-            "nar_size, closure_size, first_error FROM build_targets WHERE build_id = ? "
-            "ORDER BY rowid",
-            (build_id,),
-        ).fetchall()
-    finally:
-        connection.close()
-    return [TargetRow(*row) for row in found]
+    with History(state_directory) as history:
+        return history.targets(build_id)
 
 
 def rows_as_json(rows: list[TargetRow]) -> str:

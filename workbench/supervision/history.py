@@ -21,6 +21,7 @@ connection waits up to 10 s for a lock instead of failing at once.
 
 from __future__ import annotations
 
+import dataclasses
 import getpass
 import json
 import os
@@ -29,7 +30,7 @@ import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,7 @@ from workbench.errors import WorkbenchError
 from workbench.supervision import private_state
 
 DB_NAME = "history.sqlite3"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4  # 4: build_targets (one row per target of a matrix build)
 # Columns added after a table was first created: (table, column, declaration). A history of an
 # older schema gets them on opening (ALTER TABLE ... ADD COLUMN), so adding one is one line here.
 ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
@@ -165,6 +166,22 @@ CREATE TABLE IF NOT EXISTS derivations (
     started REAL NOT NULL,
     ended REAL NOT NULL,
     failed INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS build_targets (
+    build_id INTEGER NOT NULL REFERENCES builds(id) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    attr TEXT NOT NULL,
+    drv_path TEXT,
+    out_path TEXT,
+    host TEXT,
+    outcome TEXT NOT NULL,
+    tried_on TEXT,
+    started REAL,
+    ended REAL,
+    nar_size INTEGER,
+    closure_size INTEGER,
+    first_error TEXT,
+    PRIMARY KEY (build_id, name)
 );
 """
 
@@ -383,6 +400,28 @@ class EdgeRow:
     """Sampled: the most RSS its compiler held at a 1 Hz sample; None when never sampled."""
     cpu_s: float | None = None
     """Sampled: CPU its compiler's processes used, at least (their last samples' CPU times)."""
+
+
+@dataclass(frozen=True)
+class BuildTarget:
+    """One target of one matrix build, as the history keeps it (workbench.hosts)."""
+
+    name: str
+    attr: str
+    drv_path: str
+    out_path: str
+    host: str
+    outcome: str  # built, failed, in store (skipped: resume), not built (the build ended first)
+    tried_on: str  # hosts tried before the one that built it, comma-separated
+    started: float | None
+    ended: float | None
+    nar_size: int | None
+    closure_size: int | None
+    first_error: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as JSON (`--json`, the matrix screen)."""
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -1065,6 +1104,28 @@ class History:
             peaks.append(JobMemoryPeak(build_id, ended, job[2], job[0], job[1], int(threads)))
         peaks.sort(key=lambda peak: -peak.peak_rss)
         return peaks
+
+    # -- matrix builds' targets (workbench.hosts) -------------------------------------------------
+
+    def record_targets(self, build_id: int, targets: Iterable[BuildTarget]) -> None:
+        """Store (or replace) the per-target rows of one matrix build, in one transaction."""
+        fields = [f.name for f in dataclasses.fields(BuildTarget)]
+        with self._write() as db:
+            db.execute("DELETE FROM build_targets WHERE build_id = ?", (build_id,))
+            db.executemany(
+                f"INSERT INTO build_targets (build_id, {', '.join(fields)}) "
+                f"VALUES (?, {', '.join('?' for _ in fields)})",
+                [(build_id, *dataclasses.astuple(target)) for target in targets],
+            )
+
+    def targets(self, build_id: int) -> list[BuildTarget]:
+        """The per-target rows stored for a build, in the order stored (empty if none)."""
+        fields = [f.name for f in dataclasses.fields(BuildTarget)]
+        rows = self._db.execute(
+            f"SELECT {', '.join(fields)} FROM build_targets WHERE build_id = ? ORDER BY rowid",
+            (build_id,),
+        ).fetchall()
+        return [BuildTarget(*row) for row in rows]
 
     # -- exact edges (workbench.analysis) -------------------------------------------------------
 
