@@ -28,7 +28,7 @@ from nix_testing import ensure_build_users, needs_nix
 
 from workbench.hosts.config import load_hosts
 from workbench.hosts.matrix_view import HostNow, host_lines
-from workbench.hosts.remote_sampler import FleetSampling, RemoteSampler
+from workbench.hosts.remote_sampler import FleetSampling, RemoteSampler, derivation_names
 from workbench.hosts.ssh import close_connection, prepare_ssh
 
 pytestmark = [pytest.mark.slow, *needs_nix]
@@ -70,6 +70,9 @@ def slow_compile() -> Iterator[subprocess.Popen[bytes]]:
             "-u",
             BUILD_USER,
             "--",
+            # The name a Nix builder's environment carries: what the sampler matches by.
+            "env",
+            f"name={SLOW_DERIVATION}",
             "g++",
             "-std=c++17",
             "-fconstexpr-loop-limit=2147483647",
@@ -86,6 +89,11 @@ def slow_compile() -> Iterator[subprocess.Popen[bytes]]:
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
     shutil.rmtree(folder)
+
+
+# The derivation the slow compile works for: the one the recorded matrix build (tests/tui/
+# fixed_matrix.py) builds on its remote, so that its matrix screen counts the compile as its own.
+SLOW_DERIVATION = "avx2"
 
 
 def _wait(condition, timeout_s: float) -> bool:
@@ -334,4 +342,46 @@ def test_an_installed_workbench_on_the_remote_is_used(
         assert sampler.line().endswith("free [sampled via installed]")
     finally:
         sampler.stop()
+        close_connection(setup, host)
+
+
+def test_a_remote_sampler_told_this_builds_derivations_leaves_other_builds_out(
+    hosts_config: Path,
+    loopback_host: LoopbackHost,
+    slow_compile: subprocess.Popen[bytes],
+    tmp_path: Path,
+) -> None:
+    """A shared builder also builds for others: a matrix build's sampler is given its targets'
+    derivation names, and a compile of another derivation is not shown as this build's."""
+    config = load_hosts(hosts_config)
+    setup = prepare_ssh(config.hosts, tmp_path / "state")
+    host = config.by_name("remote")
+    assert host is not None
+    assert derivation_names([f"/nix/store/{'a' * 32}-{SLOW_DERIVATION}.drv"]) == (
+        SLOW_DERIVATION,
+    )
+    ours = RemoteSampler(setup, host, derivations=(SLOW_DERIVATION,))
+    others = RemoteSampler(setup, host, derivations=("another-build-2.0",))
+    try:
+        # One after the other: the second session finds the first's shared connection.
+        ours.start()
+        assert ours.wait_started(30), ours.line()
+        others.start()
+        assert others.wait_started(30), others.line()
+
+        def compiling(sampler: RemoteSampler) -> bool:
+            latest = sampler.latest
+            return latest is not None and any(
+                (job.file or "").endswith("slow_unit.cc") for job in latest.jobs
+            )
+
+        assert _wait(lambda: compiling(ours), 30), ours.line()
+        first = others.samples
+        assert _wait(lambda: others.samples >= first + 3, 15)
+        assert not compiling(others), others.line()
+        assert others.line().startswith("nothing compiling"), others.line()
+        assert _connections(loopback_host) == 1  # both sessions over the one connection
+    finally:
+        for sampler in (ours, others):
+            sampler.stop()
         close_connection(setup, host)

@@ -73,7 +73,7 @@ except Exception as error:
     fail("the shipped sampler does not start: " + type(error).__name__ + ": " + str(error))
 finally:
     shutil.rmtree(folder, ignore_errors=True)
-sys.exit(stream.main(["--via", "shipped", "--stdin-eof"]))
+sys.exit(stream.main(["--via", "shipped", "--stdin-eof", *sys.argv[1:]]))
 """
 
 _STREAM = "-m workbench.monitor.stream --stdin-eof"
@@ -84,15 +84,36 @@ wb=$(command -v workbench 2>/dev/null) || wb=
 if [ -n "$wb" ]; then
   py=$(sed -n '1s/^#![ ]*//p' "$wb" | cut -d' ' -f1)
   if [ -n "$py" ] && "$py" -c 'import workbench.monitor.stream' 2>/dev/null; then
-    exec "$py" {_STREAM} --via installed
+    exec "$py" {_STREAM} --via installed @ARGS@
   fi
 fi
 if command -v python3 >/dev/null 2>&1; then
-  exec python3 -c {shlex.quote(_LOADER)}
+  exec python3 -c {shlex.quote(_LOADER)} @ARGS@
 fi
 if command -v nix-store >/dev/null 2>&1; then nix=yes; else nix=no; fi
 echo '{{"error": "no workbench and no python3 on the PATH there", "nix": "'$nix'"}}'
 """
+
+
+def remote_script(derivations: tuple[str, ...] = ()) -> str:
+    """The remote side's shell script, its sampler told which derivations are this build's."""
+    return _REMOTE_SCRIPT.replace("@ARGS@", stream_arguments(derivations))
+
+
+def stream_arguments(derivations: tuple[str, ...]) -> str:
+    """`--derivation NAME ...` for the sampler's command line, quoted for the remote shell."""
+    return " ".join(f"--derivation {shlex.quote(name)}" for name in derivations)
+
+
+def derivation_names(drv_paths: list[str]) -> tuple[str, ...]:
+    """"/nix/store/<hash>-onnxruntime-1.23.2.drv" -> "onnxruntime-1.23.2", as a builder's
+    `name` says it (what the sampler matches builders by)."""
+    names = []
+    for path in drv_paths:
+        base = path.rpartition("/")[2].removesuffix(".drv")
+        if len(base) > 33 and base[32] == "-":
+            names.append(base[33:])
+    return tuple(dict.fromkeys(names))
 
 
 def sampler_bundle() -> bytes:
@@ -193,6 +214,8 @@ class RemoteSampler:
     setup: SshSetup
     host: BuildHost
     clock: Any = time.monotonic
+    derivations: tuple[str, ...] = ()
+    """Only builders of these derivations are sampled there (empty: every Nix build)."""
     via: str = ""
     error: str = ""  # why it cannot sample (never started)
     gone: str = ""  # why it stopped after it started
@@ -223,7 +246,7 @@ class RemoteSampler:
 
     def _run(self) -> None:
         try:
-            problem = self._session(_REMOTE_SCRIPT, bundle=sampler_bundle())
+            problem = self._session(remote_script(self.derivations), bundle=sampler_bundle())
             if problem is not None and not self._stopping:
                 self._fallback(problem)
         except Exception as error:  # a thread's failure becomes the host's line, never a trace
@@ -256,7 +279,8 @@ class RemoteSampler:
             self.error = f"{reason}; nix copy of the workbench failed: {last}"
             return
         python = shlex.quote(f"{closure}/bin/python3")
-        again = self._session(f"exec {python} {_STREAM} --via nix-copy", bundle=None)
+        extra = stream_arguments(self.derivations)
+        again = self._session(f"exec {python} {_STREAM} --via nix-copy {extra}", bundle=None)
         if again is not None:
             self.error = str(again.get("error", "the copied sampler did not start"))
 
@@ -360,9 +384,14 @@ class FleetSampling:
     samplers: dict[str, RemoteSampler]
 
     @classmethod
-    def for_hosts(cls, setup: SshSetup, hosts: list[BuildHost]) -> FleetSampling:
-        """Start sampling `hosts` (in the background)."""
-        fleet = cls({host.name: RemoteSampler(setup, host) for host in hosts})
+    def for_hosts(
+        cls, setup: SshSetup, hosts: list[BuildHost], derivations: tuple[str, ...] = ()
+    ) -> FleetSampling:
+        """Start sampling `hosts` (in the background), for builders of `derivations` only
+        when names are given."""
+        fleet = cls(
+            {host.name: RemoteSampler(setup, host, derivations=derivations) for host in hosts}
+        )
         for sampler in fleet.samplers.values():
             sampler.start()
         return fleet
@@ -387,7 +416,11 @@ class FleetSampling:
         hosts = [host for host in config.hosts if host.name in names]
         if not hosts:
             return cls({})
-        return cls.for_hosts(prepare_ssh(config.hosts, state_directory), hosts)
+        # This build's derivations only: a shared builder also builds for others.
+        drvs = [str(t.get("drv", "")) for t in matrix.get("targets", []) if isinstance(t, dict)]
+        return cls.for_hosts(
+            prepare_ssh(config.hosts, state_directory), hosts, derivation_names(drvs)
+        )
 
     def lines(self) -> dict[str, str]:
         """host name -> what its line says of its processes."""

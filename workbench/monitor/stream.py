@@ -86,8 +86,17 @@ def _end_at_stdin_eof() -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def run(interval_s: float, via: str, count: int | None, stdin_eof: bool) -> int:
-    """Sample every `interval_s` seconds (`count` times, or until stdout or stdin closes)."""
+def run(
+    interval_s: float,
+    via: str,
+    count: int | None,
+    stdin_eof: bool,
+    derivations: tuple[str, ...] = (),
+) -> int:
+    """Sample every `interval_s` seconds (`count` times, or until stdout or stdin closes).
+
+    `derivations`: only builders of these derivations (names, "onnxruntime-1.23.2") count;
+    without names, every Nix build on the host does."""
     if stdin_eof:
         _end_at_stdin_eof()
     out = sys.stdout
@@ -95,7 +104,7 @@ def run(interval_s: float, via: str, count: int | None, stdin_eof: bool) -> int:
     try:
         out.write(json.dumps(hello) + "\n")
         out.flush()
-        with Sampler(daemon=True) as sampler:
+        with Sampler(daemon=True, derivations=derivations) as sampler:
             first = sample_line(sampler.sample())
             # Said once: whether psutil had to be imported (the shipped path works without).
             out.write(json.dumps({"psutil_imported": "psutil" in sys.modules}) + "\n")
@@ -116,16 +125,22 @@ def run(interval_s: float, via: str, count: int | None, stdin_eof: bool) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command line: --interval SECONDS, --via NAME, --count N, --stdin-eof."""
+    """Command line: --interval SECONDS, --via NAME, --count N, --stdin-eof, --derivation NAME."""
     parser = argparse.ArgumentParser(prog="python -m workbench.monitor.stream")
     parser.add_argument("--interval", type=float, default=1.0)
     parser.add_argument("--via", default="installed", help="how the code got here (reported)")
     parser.add_argument("--count", type=int, default=None)
     parser.add_argument("--stdin-eof", action="store_true", help="stop when stdin closes")
+    parser.add_argument(
+        "--derivation",
+        action="append",
+        default=[],
+        help="only builders of this derivation (repeat; default: every Nix build here)",
+    )
     args = parser.parse_args(argv)
     if args.interval <= 0:
         parser.error("--interval must be above 0")
-    return run(args.interval, args.via, args.count, args.stdin_eof)
+    return run(args.interval, args.via, args.count, args.stdin_eof, tuple(args.derivation))
 
 
 if __name__ == "__main__":
