@@ -19,7 +19,7 @@ import pytest
 from patch_fixture import write_fixture_series, write_fixture_source
 from recorded_host import recorded_doctor
 from textual.pilot import Pilot
-from textual.widgets import Input
+from textual.widgets import DataTable, Input, Static
 from tui.fixed_history import frozen_clock, write_history
 
 from workbench.debugging.model import capture_from_json
@@ -117,9 +117,29 @@ async def build_shown(pilot: Pilot) -> None:
     )
 
 
+async def recommended_row_noted(pilot: Pilot) -> None:
+    """The cursor has reached the recommended row and the line under the table says so (it
+    follows the cursor's RowHighlighted message, which a loaded machine may deliver late)."""
+    note = pilot.app.screen.query_one("#row-note", Static)
+    await until(pilot, "the row note", lambda: "for this host" in str(note.render()))
+    # The "last build" column is filled by a worker; the table then widens its columns on a
+    # later refresh. Under load that can come after `settled`: wait until its size holds.
+    table = pilot.app.screen.query_one("#variants", DataTable)
+    sizes = []
+    for _ in range(100):
+        sizes.append(
+            (table.virtual_size, tuple(c.get_render_width(table) for c in table.columns.values()))
+        )
+        if len(sizes) >= 4 and len(set(sizes[-4:])) == 1:
+            break
+        await pilot.pause(0.05)
+
+
 @pytest.mark.parametrize("size", SIZES)
 def test_variants_screen(snap_compare, state: Path, size) -> None:
-    assert snap_compare(app_for(state), terminal_size=size, run_before=pressing())
+    assert snap_compare(
+        app_for(state), terminal_size=size, run_before=pressing(then=recommended_row_noted)
+    )
 
 
 async def steady_cursor(pilot: Pilot) -> None:
