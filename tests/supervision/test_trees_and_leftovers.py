@@ -11,6 +11,7 @@ import contextlib
 import os
 import shutil
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -274,3 +275,43 @@ def test_a_build_that_leaves_nothing_leaves_no_cgroup(bench: Bench, tmp_path: Pa
         Path("/sys/fs/cgroup").glob(name)
     )
     assert not log.with_name(build_cgroup.RECORD_NAME).exists()
+
+
+@needs_cgroups
+def test_a_workbench_build_inside_a_workbench_build_is_still_the_outer_ones(
+    bench: Bench, tmp_path: Path
+) -> None:
+    """The inner build's cgroup is nested in the outer build's: the outer one's members
+    include it (a stop of the outer build must reach the inner build's processes too)."""
+    inner_state = tmp_path / "inner-state"
+    script = (
+        f"{sys.executable} -m workbench --state-dir {inner_state} run -d -- sleep 63; exec sleep 64"
+    )
+    started = bench.run("run", "-d", "--name", "outer", "--", "sh", "-c", script, cwd=tmp_path)
+    assert started.returncode == 0, started.stderr
+    outer_id = build_id_from(started.stderr)
+    outer = _cgroup_of(bench, outer_id)
+    if outer is None:
+        pytest.skip("no cgroup could be made here: " + _supervisor_log(bench, outer_id))
+    inner_sleep = bench.wait_for(
+        "the inner build's sleep",
+        lambda: next(
+            (
+                p.pid
+                for p in psutil.process_iter(["cmdline"])
+                if p.info["cmdline"] == ["sleep", "63"]
+            ),
+            None,
+        ),
+        60,
+    )
+    try:
+        nested = [d for d in outer.iterdir() if d.is_dir() and d.name.startswith("workbench-")]
+        assert nested, "the inner build's cgroup is not below the outer one's"
+        assert inner_sleep in build_cgroup.members(outer)
+        stop = bench.run("stop", str(outer_id), "--grace", "2", timeout=60)
+        assert stop.returncode == 0, stop.stderr
+        bench.wait_for("the inner build's sleep to end", lambda: not _alive(inner_sleep), 30)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(inner_sleep, signal.SIGKILL)

@@ -128,14 +128,18 @@ def recorded(log_path: Path) -> Path | None:
 
 
 def members(directory: Path | None) -> list[int]:
-    """PIDs in the build's cgroup (all of its processes, wherever they went)."""
+    """PIDs in the build's cgroup and any cgroup below it (all of its processes, wherever they
+    went: a build that runs a workbench build of its own has that one's cgroup nested in it)."""
     if directory is None:
         return []
-    try:
-        text = (directory / "cgroup.procs").read_text()
-    except OSError:
-        return []
-    return [int(line) for line in text.split() if line.isdigit()]
+    found: list[int] = []
+    for folder, _subfolders, _files in os.walk(directory):
+        try:
+            text = Path(folder, "cgroup.procs").read_text()
+        except OSError:
+            continue
+        found += [int(line) for line in text.split() if line.isdigit()]
+    return found
 
 
 def remove(directory: Path | None, log_path: Path) -> bool:
