@@ -11,6 +11,7 @@ import contextlib
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -315,3 +316,43 @@ def test_a_workbench_build_inside_a_workbench_build_is_still_the_outer_ones(
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(inner_sleep, signal.SIGKILL)
+
+
+@needs_cgroups
+def test_an_empty_cgroup_a_killed_supervisor_left_is_removed_by_the_next_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing else would remove it (its build's row may never be looked at again); one that
+    still holds a process, or that is too young to be abandoned, stays."""
+
+    def log(number: int) -> Path:
+        folder = tmp_path / "builds" / str(number)
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder / "build.log"
+
+    abandoned, why = build_cgroup.create(log(1))
+    if abandoned is None:
+        pytest.skip(f"no cgroup could be made here: {why}")
+    busy, _ = build_cgroup.create(log(2))
+    assert busy is not None
+    sleeper = subprocess.Popen(["sleep", "30"])
+    fresh: Path | None = None
+    try:
+        (busy / "cgroup.procs").write_text(str(sleeper.pid))
+        young, _ = build_cgroup.create(log(3))
+        assert abandoned.exists() and busy.exists()  # not a minute old yet: kept
+        monkeypatch.setattr(build_cgroup, "ABANDONED_AFTER_S", 0.0)
+        fresh, _ = build_cgroup.create(log(4))
+        assert fresh is not None and fresh.exists()
+        assert not abandoned.exists() and young is not None and not young.exists()
+        assert busy.exists()  # its process is still in it
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        for directory in (busy, fresh):
+            for _ in range(50):
+                if directory is None or not directory.exists():
+                    break
+                with contextlib.suppress(OSError):
+                    directory.rmdir()
+                time.sleep(0.1)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,6 +32,7 @@ PREFIX = "workbench-"
 # v1 hierarchies tried, in order, where there is no unified one to use.
 _V1_CONTROLLERS = ("pids", "freezer")
 _CGROUP_ROOT = "/sys/fs/cgroup"
+ABANDONED_AFTER_S = 60.0
 
 
 def _name(log_path: Path) -> str:
@@ -69,6 +71,7 @@ def create(log_path: Path) -> tuple[Path | None, str]:
     """Make the build's cgroup and record it beside the log: (its directory, "") or (None, why)."""
     reasons: list[str] = []
     for parent in _parents():
+        _remove_abandoned(parent)
         directory = parent / _name(log_path)
         try:
             directory.mkdir(exist_ok=True)
@@ -89,6 +92,17 @@ def create(log_path: Path) -> tuple[Path | None, str]:
             return None, f"cannot record it: {error.strerror}"
         return directory, ""
     return None, "; ".join(reasons) or "no cgroup hierarchy found"
+
+
+def _remove_abandoned(parent: Path) -> None:
+    """Empty cgroups of this user's earlier builds whose supervisor was killed before it could
+    remove them (nothing else would: `status` removes a lost build's only when it looks). Only
+    those a minute old: a supervisor starting now has an empty one until its build starts."""
+    now = time.time()
+    for directory in parent.glob(f"{PREFIX}{os.geteuid()}-*"):
+        with contextlib.suppress(OSError):
+            if now - directory.stat().st_ctime > ABANDONED_AFTER_S:
+                directory.rmdir()  # refused (EBUSY) while any process is in it
 
 
 @contextlib.contextmanager
