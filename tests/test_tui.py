@@ -93,20 +93,34 @@ async def test_the_highlighted_rows_mark_is_explained(config_copy: Path, tmp_pat
         await pilot.pause()
         table = app.screen.query_one("#variants", DataTable)
 
-        async def note_for(name: str) -> str:
-            table.move_cursor(row=table.get_row_index(name), animate=False)
-            await pilot.pause()
+        def note() -> str:
             return str(app.screen.query_one("#row-note", Static).render())
 
+        async def note_for(name: str, starts: str) -> str:
+            """Move to `name`'s row; the note, once it has followed (bounded wait)."""
+            table.move_cursor(row=table.get_row_index(name), animate=False)
+            for _ in range(100):
+                await pilot.pause(0.05)
+                if note().startswith(starts):
+                    break
+            return note()
+
+        # The screen moves the cursor to the recommended row itself, after its first refresh:
+        # wait for that first, or it would move the cursor back from under the test.
+        for _ in range(100):
+            if note() == "★ recommended for this host":
+                break
+            await pilot.pause(0.05)
         unavailable = "onnxruntime-python312-cuda12_4-sm90-avx2"
         assert table.get_row(unavailable)[0] == "✗"
-        note = await note_for(unavailable)
-        assert note.startswith("✗ not buildable at the nixpkgs pin: ") and "12.4" in note
+        shown = await note_for(unavailable, "✗")
+        assert shown.startswith("✗ not buildable at the nixpkgs pin: ") and "12.4" in shown
         # Not buildable wins over its caveat (nvcc 12.4 cannot target sm100 either).
-        assert (await note_for("onnxruntime-python312-cuda12_4-sm100-avx2")).startswith("✗ ")
-        legend = await note_for("onnxruntime-python313-cpu-avx2")
+        shown = await note_for("onnxruntime-python312-cuda12_4-sm100-avx2", "✗")
+        assert shown.startswith("✗ not buildable at the nixpkgs pin: ") and "sm100" not in shown
+        legend = await note_for("onnxruntime-python313-cpu-avx2", "★ recommended ·")
         assert "★ recommended" in legend and "✗ not buildable" in legend
-        recommended = await note_for("onnxruntime-python313-cuda12_9-sm90-avx512")
+        recommended = await note_for("onnxruntime-python313-cuda12_9-sm90-avx512", "★")
         assert recommended == "★ recommended for this host"
 
 
