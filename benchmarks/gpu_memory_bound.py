@@ -160,6 +160,25 @@ def _job_peaks(state: Path, name: str) -> list[dict[str, Any]]:
         ]
 
 
+def _build_in(group: Path, state: Path, build: Path, jobs: int) -> dict[str, Any]:
+    """`workbench run --name memory-bound -- ninja -C BUILD -jJOBS` inside the memory cgroup,
+    with the build as the history keeps it."""
+    step = _workbench(
+        state,
+        "run",
+        "--name",
+        "memory-bound",
+        "--",
+        "ninja",
+        "-C",
+        str(build),
+        f"-j{jobs}",
+        group=group,
+    )
+    step["build"] = _latest(state)
+    return step
+
+
 def _machine() -> dict[str, Any]:
     def out(argv: list[str]) -> str:
         try:
@@ -221,20 +240,7 @@ def main() -> None:
         save()
 
         build = _project(work / "all", args.units, args.elements)
-        step = _workbench(
-            state,
-            "run",
-            "--name",
-            "memory-bound",
-            "--",
-            "ninja",
-            "-C",
-            str(build),
-            f"-j{args.jobs}",
-            group=group,
-        )
-        step["build"] = _latest(state)
-        record["oom_run"] = step
+        record["oom_run"] = _build_in(group, state, build, args.jobs)
         save()
 
         probe = subprocess.run(
@@ -269,20 +275,7 @@ def main() -> None:
         if jobs:
             shutil.rmtree(build, ignore_errors=True)
             build = _project(work / "again", args.units, args.elements)
-            step = _workbench(
-                state,
-                "run",
-                "--name",
-                "memory-bound",
-                "--",
-                "ninja",
-                "-C",
-                str(build),
-                f"-j{jobs}",
-                group=group,
-            )
-            step["build"] = _latest(state)
-            record["auto_run"] = step
+            record["auto_run"] = _build_in(group, state, build, jobs)
             save()
         key = "memory.events" if version == 2 else "memory.failcnt"
         record["cgroup"]["after"] = (group / key).read_text()

@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from workbench.logs.stream import BLOCK, MAX_LINE, ReadableStream, readable_as_is
+from workbench.logs.stream import BLOCK, LineCutter, ReadableStream, readable_as_is
 
 # source, raw start, raw end, offset in the source, length
 RECORD = struct.Struct("<Q4Q")
@@ -86,7 +86,7 @@ class ReadableMapWriter:
         self._map_fd = map_fd
         self._readable_size = os.fstat(readable_fd).st_size
         self._stream = ReadableStream()
-        self._pending = b""
+        self._cutter = LineCutter()
         self._raw = raw_offset  # end of the complete lines taken so far
         self._source = IN_LOG
         self._start_raw = raw_offset  # the open stretch: where it starts in the log
@@ -99,27 +99,21 @@ class ReadableMapWriter:
         """Bytes just written to the log."""
         if self.failure or not data:
             return
-        if self._pending:
-            data = self._pending + data
-        cut = data.rfind(b"\n")
-        if cut < 0:
-            if len(data) <= MAX_LINE:
-                self._pending = data
-                return
-            # A runaway line is shown in pieces, each as a line of its own.
-            self._pending = b""
-            self._take(data, self._stream.render_lines(data + b"\n"))
+        found = self._cutter.cut(data)
+        if found is None:
             return
-        self._pending = data[cut + 1 :]
-        lines = data[: cut + 1]
-        self._take(lines, None if readable_as_is(lines) else self._stream.render_lines(lines))
+        block, runaway = found
+        if runaway:  # shown in pieces, each as a line of its own
+            self._take(block, self._stream.render_lines(block + b"\n"))
+        else:
+            self._take(block, None if readable_as_is(block) else self._stream.render_lines(block))
 
     def close(self) -> None:
         """The log ended: its last line (without a newline) too, and the last record."""
         if self.failure:
             return
-        if self._pending:
-            rest, self._pending = self._pending, b""
+        rest = self._cutter.rest()
+        if rest:
             self._take(rest, self._stream.render_lines(rest + b"\n"))
         self._record()
 
@@ -230,18 +224,16 @@ def _rendered(log_fd: int, start: int, end: int, stream: ReadableStream) -> Iter
 
 def _learn_names(log_fd: int, end: int, stream: ReadableStream) -> None:
     """Teach `stream` the derivation names of the log's first `end` bytes (not rendered)."""
-    offset, pending = 0, b""
+    lines = LineCutter()
+    offset = 0
     while offset < end:
         data = os.pread(log_fd, min(BLOCK, end - offset), offset)
         if not data:
             break
         offset += len(data)
-        data = pending + data
-        cut = data.rfind(b"\n") + 1
-        if len(data) - cut > MAX_LINE:
-            cut = len(data)
-        stream.learn_names(data[:cut])
-        pending = data[cut:]
+        found = lines.cut(data)
+        if found is not None:
+            stream.learn_names(found[0])
 
 
 def copy_log(log_path: Path, out_fd: int) -> None:

@@ -46,31 +46,54 @@ def readable_as_is(block: bytes) -> bool:
     return True
 
 
+class LineCutter:
+    """Cuts a byte stream into blocks of complete lines; a partial last line waits for the
+    rest, up to MAX_LINE bytes, past which it is given as it is (a runaway line)."""
+
+    def __init__(self) -> None:
+        self.pending = b""
+
+    def cut(self, data: bytes) -> tuple[bytes, bool] | None:
+        """(complete lines, or a runaway line without its newline; whether runaway), or None
+        while only a partial line has come."""
+        if self.pending:
+            data = self.pending + data
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            if len(data) <= MAX_LINE:
+                self.pending = data
+                return None
+            self.pending = b""
+            return data, True
+        self.pending = data[cut + 1 :]
+        return data[: cut + 1], False
+
+    def rest(self) -> bytes:
+        """The partial last line, taken (the stream ended without its newline)."""
+        rest, self.pending = self.pending, b""
+        return rest
+
+
 class ReadableStream:
     """Turns a log's bytes, block by block, into the readable form (UTF-8 bytes)."""
 
     def __init__(self) -> None:
         # Only for the derivation names of builder lines: fed the `start` events alone.
         self._names = ProgressTracker()
-        self._pending = b""
+        self._cutter = LineCutter()
 
     def feed(self, data: bytes) -> bytes:
         """Readable bytes for the complete lines of `data` (a partial last line waits)."""
-        if self._pending:
-            data = self._pending + data
-        cut = data.rfind(b"\n")
-        if cut < 0:
-            if len(data) <= MAX_LINE:
-                self._pending = data
-                return b""
-            self._pending = b""  # a runaway line: show what there is as one line
-            return self.render(data + b"\n")
-        self._pending = data[cut + 1 :]
-        return self.render(data[: cut + 1])
+        found = self._cutter.cut(data)
+        if found is None:
+            return b""
+        block, runaway = found
+        # A runaway line: show what there is as one line.
+        return self.render(block + b"\n" if runaway else block)
 
     def close(self) -> bytes:
         """The last line when the log does not end with a newline."""
-        rest, self._pending = self._pending, b""
+        rest = self._cutter.rest()
         return self.render(rest + b"\n") if rest else b""
 
     def render(self, block: bytes) -> bytes:

@@ -27,6 +27,7 @@ from workbench.logs.visible import visible, visible_lines
 from workbench.supervision.follow import duration, size
 from workbench.supervision.history import History, database_path
 from workbench.tui import clock
+from workbench.tui.columns import set_columns
 from workbench.tui.names import short_target
 from workbench.tui.widgets.key_footer import KeyFooter
 
@@ -333,11 +334,7 @@ class HistoryScreen(Screen[None]):
     def _set_columns(self, narrow: bool) -> None:
         """The wide or the narrow set of columns, then the rows again."""
         self.narrow = narrow
-        table = self.query_one("#history-table", DataTable)
-        table.clear(columns=True)
-        for label, key in COLUMNS:
-            if not narrow or key in NARROW_KEYS:
-                table.add_column(label, key=key)
+        set_columns(self.query_one("#history-table", DataTable), COLUMNS, NARROW_KEYS, narrow)
         if self.rows:
             self._fill()
 

@@ -27,6 +27,7 @@ from workbench.hosts.remote_sampler import FleetSampling
 from workbench.logs.visible import visible
 from workbench.supervision.follow import size
 from workbench.tui import clock
+from workbench.tui.columns import set_columns
 from workbench.tui.names import short_target, took
 from workbench.tui.widgets.key_footer import KeyFooter
 
@@ -185,11 +186,7 @@ class MatrixScreen(Screen[None]):
 
     def _set_columns(self, narrow: bool) -> None:
         self.narrow = narrow
-        table = self.query_one("#matrix-table", DataTable)
-        table.clear(columns=True)
-        for label, key in COLUMNS:
-            if not narrow or key in NARROW_KEYS:
-                table.add_column(label, key=key)
+        set_columns(self.query_one("#matrix-table", DataTable), COLUMNS, NARROW_KEYS, narrow)
         self._fill()
 
     def _fill(self) -> None:

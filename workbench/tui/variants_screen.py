@@ -27,6 +27,7 @@ from workbench.configs.availability import unavailable_reason
 from workbench.configs.matrix import Matrix
 from workbench.configs.variants import expand
 from workbench.tui import clock
+from workbench.tui.columns import set_columns
 from workbench.tui.names import ago, short_target, took
 from workbench.tui.widgets.key_footer import KeyFooter
 
@@ -244,12 +245,8 @@ class VariantsScreen(Screen[None]):
     def _set_columns(self, narrow: bool) -> None:
         """The wide or the narrow set of columns (see COLUMNS), then the rows again."""
         self.narrow = narrow
-        table = self.query_one("#variants", DataTable)
         highlighted = self._highlighted()
-        table.clear(columns=True)
-        for label, key in COLUMNS:
-            if not narrow or key in NARROW_KEYS:
-                table.add_column(label, key=key)
+        set_columns(self.query_one("#variants", DataTable), COLUMNS, NARROW_KEYS, narrow)
         self._fill()
         if highlighted is not None:
             self._move_to(highlighted)
