@@ -37,3 +37,22 @@ def nvidia_smi(monkeypatch: pytest.MonkeyPatch):
         return str(STANDIN_NVIDIA_SMI)
 
     return use
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """A failed snapshot's report says which rows differ (CI keeps no HTML report)."""
+    outcome = yield
+    report = outcome.get_result()
+    if call.when != "call" or not report.failed or "snap_compare" not in item.fixturenames:
+        return
+    import pickle
+
+    from pytest_textual_snapshot import node_to_report_path
+    from snapshot_diff import describe_difference
+
+    try:
+        data = pickle.loads(node_to_report_path(item).read_bytes())
+        report.sections.append(("snapshot difference", describe_difference(data[1], data[2])))
+    except Exception as exc:  # a report must not fail for want of its explanation
+        report.sections.append(("snapshot difference", f"not available: {exc!r}"))

@@ -20,6 +20,7 @@ from patch_fixture import write_fixture_series, write_fixture_source
 from recorded_host import recorded_doctor
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Static
+from tui.driving import screen_still
 from tui.fixed_history import frozen_clock, write_history
 
 from workbench.debugging.model import capture_from_json
@@ -117,6 +118,7 @@ def pressing(*keys: str, then: Callable[[Pilot], Awaitable[None]] | None = None)
         if then is not None:
             await then(pilot)
         await settled(pilot)
+        await screen_still(pilot)
 
     return run_before
 

@@ -58,3 +58,19 @@ def start(bench: Bench, *args: str, cwd: Path) -> int:
     result = bench.run("run", "-d", *args, cwd=cwd, timeout=60)
     assert result.returncode == 0, result.stderr
     return build_id_from(result.stderr)
+
+
+async def screen_still(pilot: Pilot) -> None:
+    """The screen as drawn holds still: the same screenshot at four looks 0.1 s apart (bounded).
+
+    A message posted late on a loaded machine (a worker's result, a size learnt on the first
+    draw, a border title from a status message) redraws after `settled` has returned; the
+    snapshot would catch whichever frame came first. CI once caught the build screen that way."""
+    looks: list[str] = []
+    for _ in range(100):
+        await pilot.wait_for_scheduled_animations()
+        looks.append(pilot.app.export_screenshot())
+        if len(looks) >= 4 and len(set(looks[-4:])) == 1:
+            return
+        await pilot.pause(0.1)
+    raise AssertionError("the screen kept changing for 10 s")

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from driving import screen_still
 from recorded_host import recorded_doctor
 from rich.text import Text
 from textual.widgets import DataTable, Footer
@@ -76,6 +77,7 @@ def _open_debug(captured):
         await pilot.pause()
         await pilot.wait_for_scheduled_animations()
         await pilot.pause()
+        await screen_still(pilot)
 
     return run_before
 

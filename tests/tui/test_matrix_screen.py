@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from driving import wait_until
+from driving import screen_still, wait_until
 from recorded_host import recorded_doctor
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
@@ -66,6 +66,7 @@ async def open_matrix(pilot: Pilot) -> MatrixScreen:
     assert isinstance(screen, MatrixScreen)
     await wait_until(pilot, "the matrix read", lambda: screen.refreshes > 0, 20)
     await settled(pilot)
+    await screen_still(pilot)
     return screen
 
 
