@@ -290,10 +290,12 @@ def run_build(args: argparse.Namespace) -> int:
     )
     note = build_time_checks_note(target.variant)
     if args.dry_run:
+        from workbench.host.units import gib_size
+
         print(display(plan.argv))
         print(f"# in {plan.cwd}", file=sys.stderr)
         print(
-            f"# {choice.jobs} jobs from {choice.source}; {job_memory.gb:.2f} GB per job "
+            f"# {choice.jobs} jobs from {choice.source}; {gib_size(job_memory.gb)} per job "
             f"({job_memory.source})",
             file=sys.stderr,
         )

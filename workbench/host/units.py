@@ -1,0 +1,23 @@
+"""Byte counts in words, with binary units that say so.
+
+Memory is measured in bytes and divided by powers of 1024, so it is labelled GiB and MiB:
+"21.85 GB" for 21.85 × 1024³ bytes would be 23.46 GB. One formatter for every place that shows
+a size (process table, history, report, matrix, CLI, doctor, OOM notes), so the labels agree.
+"""
+
+from __future__ import annotations
+
+GIB = 1024**3
+MIB = 1024**2
+
+
+def byte_size(value: float | None) -> str:
+    """Bytes as "512 MiB" below 1 GiB, else "1.50 GiB"; None as "-"."""
+    if value is None:
+        return "-"
+    return f"{value / GIB:.2f} GiB" if value >= GIB else f"{value / MIB:.0f} MiB"
+
+
+def gib_size(gib: float) -> str:
+    """A figure already in GiB (a setting, an estimate) in the same words as `byte_size`."""
+    return byte_size(gib * GIB)
