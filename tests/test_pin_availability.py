@@ -79,14 +79,19 @@ def test_variants_marks_them_in_the_table_and_the_json() -> None:
     assert "not offered by the flake" in text and "cuda12_9" in text
 
 
-def test_doctor_says_per_target_whether_it_evaluates_at_the_pin() -> None:
+def test_doctor_says_per_target_whether_it_evaluates_at_the_pin(matrix: Matrix) -> None:
     document = json.loads(workbench("doctor", "--json").stdout)
     pin = document["nixpkgs_pin"]
     assert pin["nixpkgs_rev"].startswith("ed142ab")
-    assert pin["evaluates"] == 36 + 4 and pin["does_not"] == 30  # 4 flavours
+    # 36 variants and 3 flavours: the static flavour's patch files are not in this repository
+    # (patches/README.md: they are the user's), and nix/series.nix's fileOf throws for them.
+    assert pin["evaluates"] == 36 + 3 and pin["does_not"] == 30 + 1
     targets = {t["name"]: t for t in pin["targets"]}
     assert targets[CUDA12_4]["evaluates"] is False
     assert targets["onnxruntime-cuda-dyn"]["evaluates"] is True
+    static = targets["onnxruntime"]
+    assert static["evaluates"] is False and static["instead"] is None
+    assert "8 of its patches" in static["reason"] and "static-init-bridge.patch" in static["reason"]
     # No GPU here: the CPU flavour to link; cuda-static is said to be experimental, and why.
     assert document["linking"]["flavour"] == "cpu"
     assert document["linking"]["experimental"][0]["flavour"] == "cuda-static"
@@ -95,7 +100,12 @@ def test_doctor_says_per_target_whether_it_evaluates_at_the_pin() -> None:
     assert (
         "Linking ORT into a Rust or C++ program" in text and "cuda-static is experimental" in text
     )
-    assert "30 do not" in text
+    assert "30 do not" in text and "1 do not: 8 of its patches" in text
+    # Each target that does not evaluate is named on its own line, with what to build instead.
+    listed = [line.strip() for line in text.splitlines() if line.startswith("      onnxruntime")]
+    assert len(listed) == 31
+    assert f"{CUDA12_4} → build {CUDA12_9} (CUDA 12.9, driver ≥ 575.51.03) instead" in listed
+    assert {line.split()[0] for line in listed} == {*unavailable_names(matrix), "onnxruntime"}
 
 
 def _nix_env(tmp_path: Path) -> dict[str, str]:
@@ -126,8 +136,22 @@ def test_dry_run_names_nixs_first_error_when_the_target_does_not_evaluate(tmp_pa
     assert len(said) == 1
     assert "onnxruntime does not evaluate at the pin" in said[0]
     assert "static-init-bridge" in said[0] and "is missing" in said[0]
+    assert _doctor_says(repo)["onnxruntime"]["evaluates"] is False  # doctor agrees with Nix
     # With the files, it evaluates.
     repo = flake_on_the_standin(tmp_path / "with", with_static_patches=True)
     result = workbench("build", "cuda-static", "--dry-run", cwd=repo, env=_nix_env(tmp_path))
     assert result.returncode == 0, result.stderr
     assert "# evaluates at the pin: yes (onnxruntime)" in result.stderr
+    assert _doctor_says(repo)["onnxruntime"] == {
+        "name": "onnxruntime",
+        "evaluates": True,
+        "reason": None,
+        "instead": None,
+    }
+
+
+def _doctor_says(repo: Path) -> dict[str, dict]:
+    """`workbench doctor --json`'s word on each target, for the checkout `repo`."""
+    result = workbench("doctor", "--json", "--config", str(repo / "configs"), cwd=repo)
+    assert result.returncode == 0, result.stderr
+    return {t["name"]: t for t in json.loads(result.stdout)["nixpkgs_pin"]["targets"]}

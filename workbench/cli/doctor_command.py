@@ -35,8 +35,14 @@ def run(args: argparse.Namespace) -> int:
     )
     document = report_to_json(report)
     from workbench.configs.availability import pin_summary
+    from workbench.errors import ConfigError
+    from workbench.patches.series import load_series
 
-    pin = pin_summary(matrix)
+    try:
+        series = load_series(directory, matrix)
+    except ConfigError:
+        series = None  # `workbench patches check` says what is wrong with it
+    pin = pin_summary(matrix, series)
     document["nixpkgs_pin"] = pin
     from workbench.host.linking import recommend_flavour
 
@@ -123,7 +129,10 @@ def run(args: argparse.Namespace) -> int:
             reasons.setdefault(target["reason"], []).append(target)
     for reason, gone in reasons.items():
         console.print(f"  [red]✗[/] {len(gone)} do not: {escape(reason)}")
-        console.print(f"      e.g. {gone[0]['name']} → build {gone[0]['instead']} instead")
+        for target in gone:
+            instead = f" → build {target['instead']} instead" if target["instead"] else ""
+            # One line each, whatever the width: a name cut in two cannot be copied.
+            console.print(f"      {target['name']}{instead}", soft_wrap=True)
     console.print("  `workbench build NAME --dry-run` asks Nix itself for one target")
     heading("Parallelism")
     advice = report.parallelism

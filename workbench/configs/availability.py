@@ -8,9 +8,13 @@ calls unavailable, and both sides give the same reason.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from workbench.configs.matrix import Flavour, Matrix, Toolkit
 from workbench.configs.variants import Variant, by_name, expand, format_name
+
+if TYPE_CHECKING:
+    from workbench.patches.series import Series
 
 
 @dataclass(frozen=True)
@@ -56,11 +60,33 @@ def replacement(variant: Variant, matrix: Matrix) -> Variant | None:
     return by_name(matrix).get(name)
 
 
-def of_variant(variant: Variant, matrix: Matrix) -> Availability:
-    """The pin's word on one variant (a caveat such as nvcc-too-old is not this: see caveat)."""
+def missing_patches_reason(series: Series | None, target: str) -> str | None:
+    """Why the flake cannot evaluate `target` for want of patch files, or None.
+
+    nix/series.nix's `fileOf` throws for an enabled patch of the package whose file is not in
+    patches/: the same selection (`Series.applied_to`) and the same file check, for every
+    missing file at once where Nix names the first.
+    """
+    if series is None:
+        return None
+    missing = [p for p in series.applied_to(target) if not series.file_of(p).is_file()]
+    if not missing:
+        return None
+    files = ", ".join(p.file for p in missing)
+    return (
+        f"{len(missing)} of its patches in patches/series.toml have no file in "
+        f"{series.directory} ({files}): import them with `workbench patches import DIR "
+        f"--source ORT_SOURCE` and `git add` them, or disable them"
+    )
+
+
+def of_variant(variant: Variant, matrix: Matrix, series: Series | None = None) -> Availability:
+    """The pin's word on one variant (a caveat such as nvcc-too-old is not this: see caveat);
+    with `series`, a variant whose patch files are missing does not evaluate either."""
     reason = unavailable_reason(variant, matrix)
     if reason is None:
-        return Availability(variant.name, True)
+        patches = missing_patches_reason(series, variant.name)
+        return Availability(variant.name, patches is None, patches)
     other = replacement(variant, matrix)
     instead = None
     if other is not None and other.toolkit is not None:
@@ -70,13 +96,15 @@ def of_variant(variant: Variant, matrix: Matrix) -> Availability:
     return Availability(variant.name, False, reason, instead)
 
 
-def of_flavour(flavour: Flavour, matrix: Matrix) -> Availability:
-    """Flavours build with the newest toolkit the pin has, so they evaluate when there is one."""
+def of_flavour(flavour: Flavour, matrix: Matrix, series: Series | None = None) -> Availability:
+    """Flavours build with the newest toolkit the pin has, so they evaluate when there is one
+    and (with `series`) when every patch file the series gives them is there."""
     if flavour.cuda and newest_toolkit_at_pin(matrix) is None:
         return Availability(
             flavour.attr, False, "no toolkit of the matrix is in nixpkgs at the pin"
         )
-    return Availability(flavour.attr, True)
+    patches = missing_patches_reason(series, flavour.name)
+    return Availability(flavour.attr, patches is None, patches)
 
 
 def newest_toolkit_at_pin(matrix: Matrix) -> Toolkit | None:
@@ -90,12 +118,14 @@ def unavailable_names(matrix: Matrix) -> list[str]:
     return [v.name for v in expand(matrix) if unavailable_reason(v, matrix) is not None]
 
 
-def of_target(variant: Variant | None, flavour: Flavour | None, matrix: Matrix) -> Availability:
+def of_target(
+    variant: Variant | None, flavour: Flavour | None, matrix: Matrix, series: Series | None = None
+) -> Availability:
     """`of_variant` or `of_flavour`, whichever the target is."""
     if variant is not None:
-        return of_variant(variant, matrix)
+        return of_variant(variant, matrix, series)
     assert flavour is not None
-    return of_flavour(flavour, matrix)
+    return of_flavour(flavour, matrix, series)
 
 
 def build_time_checks_note(variant: Variant | None) -> str | None:
@@ -109,10 +139,11 @@ def build_time_checks_note(variant: Variant | None) -> str | None:
     )
 
 
-def pin_summary(matrix: Matrix) -> dict[str, object]:
-    """Every target's availability at the pin, for `doctor --json`."""
-    targets = [of_variant(v, matrix).to_json() for v in expand(matrix)]
-    targets += [of_flavour(f, matrix).to_json() for f in matrix.flavours]
+def pin_summary(matrix: Matrix, series: Series | None = None) -> dict[str, object]:
+    """Every target's availability at the pin, for `doctor --json` (with `series`, the patch
+    files it names are checked too)."""
+    targets = [of_variant(v, matrix, series).to_json() for v in expand(matrix)]
+    targets += [of_flavour(f, matrix, series).to_json() for f in matrix.flavours]
     return {
         "nixpkgs_rev": matrix.nixpkgs_rev,
         "cuda_package_sets": list(matrix.pin_cuda_sets),
