@@ -22,8 +22,17 @@ from workbench.host.bounded_command import run_bounded
 
 NIX_FLAGS = ["--extra-experimental-features", "nix-command flakes"]
 TIMEOUT_S = 60.0
-# cuobjdump's listing lines: "ELF file    1: name.sm_90.cubin", "PTX file    1: name.sm_90.ptx"
+# cuobjdump's listings (`cuobjdump --list-elf` / `--list-ptx`, CUDA Binary Utilities manual,
+# "cuobjdump" section): one line per embedded file, "ELF file    1: name.1.sm_90.cubin" and
+# "PTX file    1: name.1.sm_90.ptx"; arch-specific targets are named sm_90a, sm_100a, ...
 _ARCH = re.compile(r"\.sm_(\d+[a-z]?)\.(cubin|ptx)\b")
+# Links a Flox build leaves beside result-NAME that are not the package's outputs:
+# result-NAME-log (the build log added to the store) and result-NAME-buildCache (a manifest
+# build's cache), flox package-builder/flox-build.mk; result-NAME-env is the smoke's environment.
+NOT_OUTPUTS = ("-log", "-buildCache", "-env")
+# ORT's own libraries: the CUDA code the build compiled. Copied NVIDIA libraries (lib/cudnn) hold
+# every architecture NVIDIA ships and say nothing about what was asked for.
+ORT_LIBRARIES = ("libonnxruntime*.so*", "libonnxruntime*.a")
 
 
 @dataclass(frozen=True)
@@ -93,7 +102,9 @@ def out_links(directory: Path, target: str) -> list[Path]:
     base = out_link_name(target)
     links = [directory / base] if (directory / base).is_symlink() else []
     links += sorted(
-        p for p in directory.glob(f"{base}-*") if p.is_symlink() and not p.name.endswith("-env")
+        p
+        for p in directory.glob(f"{base}-*")
+        if p.is_symlink() and not p.name.endswith(NOT_OUTPUTS)
     )
     return links
 
@@ -137,25 +148,93 @@ def path_sizes(paths: list[str], nix: str = "nix") -> dict[str, tuple[int | None
     return sizes
 
 
+def architectures_listed(listing: str) -> set[str]:
+    """The architectures named in a `cuobjdump --list-elf` or `--list-ptx` listing."""
+    return {match.group(1) for match in _ARCH.finditer(listing)}
+
+
 def cuda_architectures_inside(output: Path, cuobjdump: str = "cuobjdump") -> tuple[set, set]:
-    """(SASS, PTX) architectures in the output's libraries; empty sets without cuobjdump."""
+    """(SASS, PTX) architectures in the output's ONNX Runtime libraries; empty sets without
+    cuobjdump."""
     if shutil.which(cuobjdump) is None:
         return set(), set()
     sass: set[str] = set()
     ptx: set[str] = set()
-    for library in list(output.rglob("*.so*")) + list(output.rglob("*.a")):
+    libraries = sorted({path for pattern in ORT_LIBRARIES for path in output.rglob(pattern)})
+    for library in libraries:
         if not library.is_file() or library.is_symlink():
             continue
         for flag, found in (("--list-elf", sass), ("--list-ptx", ptx)):
             code, stdout = _run([cuobjdump, flag, str(library)])
             if code == 0:
-                found.update(match.group(1) for match in _ARCH.finditer(stdout))
+                found.update(architectures_listed(stdout))
     return sass, ptx
 
 
-def collect(directory: Path, target: str, asked: tuple[str, ...] = ()) -> Artefacts | None:
+def architectures_asked(
+    directory: Path, target: str, settings_architectures: tuple[str, ...] = ()
+) -> tuple[str, ...]:
+    """What the build of `target` in the checkout `directory` compiled CUDA code for, as the
+    flake chooses it (nix/overrides.nix mkOrt): settings.toml's cuda_architectures when set,
+    else a variant's own SM ("...-sm90-..." -> "90") or a flavour's cuda_architectures
+    (configs/flavours.toml). Empty for a CPU target or one the configs do not know."""
+    if settings_architectures:
+        return tuple(settings_architectures)
+    from workbench.configs.matrix import load_matrix
+    from workbench.configs.variants import NAME_PATTERN
+    from workbench.errors import WorkbenchError
+
+    try:
+        matrix = load_matrix(directory / "configs")
+    except (OSError, WorkbenchError):
+        matrix = None
+    named = NAME_PATTERN.match(target)
+    if named:
+        sm_name = named.group("sm")
+        if sm_name is None:
+            return ()
+        for sm in matrix.sms if matrix else ():
+            if sm.name == sm_name:
+                return (sm.cmake_arch,)
+        return (sm_name.removeprefix("sm"),)
+    if matrix is None:
+        return ()
+    try:
+        flavour = matrix.flavour(target)
+    except KeyError:
+        return ()
+    return tuple(flavour.cuda_architectures) if flavour.cuda else ()
+
+
+def architecture_warnings(asked: tuple[str, ...], sass: set[str], ptx: set[str]) -> list[str]:
+    """What differs between the architectures asked for and the code inside; nothing when
+    nothing was asked or no CUDA code was found. Code for an arch-specific target (sm_90a)
+    counts for its architecture (90)."""
+    if not asked or not (sass or ptx):
+        return []
+    inside = sass | ptx
+    covered = {arch.rstrip("abcdefghijklmnopqrstuvwxyz") for arch in inside}
+    warnings = []
+    missing = [arch for arch in asked if arch not in covered]
+    extra = sorted(
+        arch for arch in inside if arch.rstrip("abcdefghijklmnopqrstuvwxyz") not in asked
+    )
+    if missing:
+        warnings.append(f"asked for {', '.join(missing)} but the libraries hold no code for it")
+    if extra:
+        warnings.append(f"the libraries also hold code for {', '.join(extra)}, not asked for")
+    return warnings
+
+
+def collect(
+    directory: Path,
+    target: str,
+    settings_architectures: tuple[str, ...] = (),
+    cuobjdump: str = "cuobjdump",
+) -> Artefacts | None:
     """The result of building `target` in `directory`: its outputs' sizes and, where the
-    output holds CUDA code, its architectures, with a warning when they are not `asked`."""
+    output holds CUDA code, its architectures, with a warning when they are not what the build
+    asked for (`architectures_asked`: the settings' list, else the target's own)."""
     links = out_links(directory, target)
     if not links:
         return None
@@ -165,16 +244,9 @@ def collect(directory: Path, target: str, asked: tuple[str, ...] = ()) -> Artefa
         Output(Path(link).name, path, *sizes.get(path, (None, None)))
         for link, path in resolved.items()
     )
-    sass, ptx = cuda_architectures_inside(Path(resolved[str(links[0])]))
-    warnings = []
-    if asked and (sass or ptx):
-        inside = sass | ptx
-        missing = [arch for arch in asked if arch not in inside]
-        extra = sorted(inside - set(asked))
-        if missing:
-            warnings.append(f"asked for {', '.join(missing)} but the libraries hold no code for it")
-        if extra:
-            warnings.append(f"the libraries also hold code for {', '.join(extra)}, not asked for")
+    sass, ptx = cuda_architectures_inside(Path(resolved[str(links[0])]), cuobjdump)
+    asked = architectures_asked(directory, target, settings_architectures)
+    warnings = architecture_warnings(asked, sass, ptx)
     return Artefacts(outputs, tuple(sorted(sass)), tuple(sorted(ptx)), tuple(warnings))
 
 
