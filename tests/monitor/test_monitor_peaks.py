@@ -82,10 +82,10 @@ def test_jobs_peaks_and_slowest_files() -> None:
     assert {job.file for job in summary.last_jobs} == {"gemm.cc", "fwd.cu"}
     note = oom_note(summary)
     assert note.startswith("killed (OOM?) while compiling ")
-    assert "gemm.cc" in note and "fwd.cu" in note and note.endswith("peak 4.3 GB")
+    assert "gemm.cc" in note and "fwd.cu" in note and note.endswith("peak 4.33 GiB")
 
 
 def test_empty_summary_and_note() -> None:
     summary = PeakTracker().summary()
     assert summary.samples == 0 and summary.jobs == () and summary.cpu_utilisation == 0.0
-    assert oom_note(summary) == "killed (OOM?), peak 0.0 GB"
+    assert oom_note(summary) == "killed (OOM?), peak 0 MiB"

@@ -375,7 +375,7 @@ def test_report_compares_two_builds(tmp_path: Path) -> None:
     assert "| Metric | #1 ort (j1) | #2 ort (j4) | Change |" in text
     assert "| Build time | 3m20s | 50.0s | 4.00x faster |" in text
     assert "| Compile jobs at once (most) | 1 | 4 | +3 |" in text
-    assert "| Peak RSS per C/C++ compile job | 235 MB | 240 MB | +2% |" in text
+    assert "| Peak RSS per C/C++ compile job | 235 MiB | 240 MiB | +2% |" in text
     document = report.to_json(builds)
     rows = {row["key"]: row for row in document["table"]}
     assert rows["wall_s"]["values"] == [200.0, 50.0]

@@ -285,7 +285,7 @@ def add_killed_variant_build(history: History, started: float) -> int:
         duration,
         None,
         9,
-        "killed (OOM?) while compiling flash_fwd_hdim128_fp16_sm90.cu, peak 231.4 GB",
+        "killed (OOM?) while compiling flash_fwd_hdim128_fp16_sm90.cu, peak 231.40 GiB",
         1,
         {"nix": True, "planned": 3, "done": 2, "failed": 1, "derivations": []},
     )

@@ -48,7 +48,7 @@ async def test_history_lists_reports_and_compares_real_builds(
         assert table.row_count == 2
         newest = table.get_row_at(0)
         assert newest[1] == str(second) and newest[2] == "fixture" and newest[3] == "succeeded"
-        assert newest[5].endswith("MB") and newest[6].endswith("%") and newest[7] == "1"
+        assert newest[5].endswith("MiB") and newest[6].endswith("%") and newest[7] == "1"
         assert table.get_row_at(1)[7] == "2"
 
         # The highlighted build's report.

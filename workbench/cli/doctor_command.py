@@ -26,6 +26,7 @@ def run(args: argparse.Namespace) -> int:
     from workbench.cli.common import load_config, print_json
     from workbench.configs.settings import load_settings
     from workbench.host.doctor import diagnose, report_to_json
+    from workbench.host.units import byte_size
 
     directory, matrix = load_config(args)
     from workbench.paths import state_dir
@@ -55,7 +56,6 @@ def run(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
     console = Console(highlight=False)
-    gib = 1024**3
 
     def heading(text: str) -> None:
         console.print(f"\n[bold]{text}[/bold]")
@@ -89,9 +89,9 @@ def run(args: argparse.Namespace) -> int:
     cpu, memory = report.hardware.cpu, report.hardware.memory
     console.print(f"  {cpu.model} ({cpu.machine}), {cpu.cores} usable cores")
     console.print(f"  ISAs: {', '.join(cpu.isas) or 'none of the matrix'}")
-    limit = f", cgroup limit {memory.cgroup_limit / gib:.1f} GB" if memory.cgroup_limit else ""
+    limit = f", cgroup limit {byte_size(memory.cgroup_limit)}" if memory.cgroup_limit else ""
     console.print(
-        f"  memory: {memory.available / gib:.1f} GB available of {memory.total / gib:.1f} GB{limit}"
+        f"  memory: {byte_size(memory.available)} available of {byte_size(memory.total)}{limit}"
     )
     heading("Debugging")
     mark = "[green]ok[/]" if report.ptrace.allowed else "[red]no[/]"

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from workbench.host.units import byte_size
 from workbench.monitor.sampler import ProcessSample, Sample
-
-GB = 1024**3
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,7 +252,7 @@ def _with(record: JobRecord, *, running: bool) -> JobRecord:
 
 def oom_note(summary: BuildSummary) -> str:
     """The line for a build killed by SIGKILL (exit 137), e.g.
-    "killed (OOM?) while compiling conv.cc, peak 11.2 GB"."""
+    "killed (OOM?) while compiling conv.cc, peak 11.20 GiB"."""
     parts = []
     for kind, verb in (("compiler", "compiling"), ("cuda", "compiling"), ("linker", "linking")):
         names = [
@@ -265,4 +264,4 @@ def oom_note(summary: BuildSummary) -> str:
             shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
             parts.append(f"{verb} {shown}")
     what = " while " + "; ".join(parts) if parts else ""
-    return f"killed (OOM?){what}, peak {summary.peak_rss / GB:.1f} GB"
+    return f"killed (OOM?){what}, peak {byte_size(summary.peak_rss)}"

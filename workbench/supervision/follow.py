@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from workbench.host.units import byte_size as size  # re-exported: the views' one formatter
 from workbench.logs.visible import visible
 from workbench.progress import ProgressTracker
 from workbench.supervision.history import (
@@ -31,8 +32,6 @@ from workbench.supervision.history import (
     History,
 )
 
-GB = 1024**3
-MB = 1024**2
 _CHUNK = 1 << 20
 
 
@@ -63,7 +62,7 @@ class LogReader:
         try:
             with open(self.path, "rb") as handle:
                 handle.seek(self.offset)
-                data = handle.read(4 * _CHUNK)  # bounded: a 2 GB backlog is read in steps
+                data = handle.read(4 * _CHUNK)  # bounded: a 2 GiB backlog is read in steps
         except FileNotFoundError:
             return []
         if not data:
@@ -116,13 +115,6 @@ def eta_text(live: dict[str, Any]) -> str | None:
     low, high = live.get("eta_low_s"), live.get("eta_high_s")
     spread = f" ({duration(low)}–{duration(high)})" if low is not None and high is not None else ""
     return f"ETA {duration(live['eta_s'])}{spread}"
-
-
-def size(value: float | None) -> str:
-    """Bytes as MB below 1 GB, else GB."""
-    if value is None:
-        return "-"
-    return f"{value / GB:.2f} GB" if value >= GB else f"{value / MB:.0f} MB"
 
 
 def progress_text(progress: dict[str, Any]) -> str:
