@@ -211,14 +211,14 @@ def _rows(builds: list[BuildFacts]) -> list[Row]:
             "Output size (NAR)",
             produced("nar_size"),
             lambda v, b: human_bytes(v),
-            _ratio_change,
+            _percent_change,  # a size is not faster or slower
         ),
         spec(
             "closure_size",
             "Closure size",
             produced("closure_size"),
             lambda v, b: human_bytes(v),
-            _ratio_change,
+            _percent_change,  # a size is not faster or slower
         ),
         spec(
             "cpu_utilisation",
