@@ -101,8 +101,14 @@ def run_matrix_build(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    from workbench.cli.build_commands import _history, _state, launch_and_follow
+    from workbench.cli.build_commands import (
+        _history,
+        _say_unread_configs,
+        _state,
+        launch_and_follow,
+    )
     from workbench.cli.common import load_config
+    from workbench.configs.availability import build_time_checks_notes
     from workbench.configs.settings import load_settings
     from workbench.hosts.config import load_hosts
     from workbench.hosts.matrix_build import evaluate_targets, plan_matrix_build, select_targets
@@ -121,9 +127,13 @@ def run_matrix_build(args: argparse.Namespace) -> int:
     directory, matrix = load_config(args)
     settings = load_settings(directory, matrix)
     config = load_hosts(directory)
-    targets = select_targets(list(args.variant), args.match, matrix)
+    selection = select_targets(list(args.variant), args.match, matrix)
+    targets = selection.targets
+    if selection.left_out:
+        print(f"workbench: {selection.left_out_line()}", file=sys.stderr)
     flake = Path(args.directory).expanduser() if args.directory else None
     flake = flake or default_flake_directory(directory)
+    _say_unread_configs(directory, flake)
     ssh = prepare_ssh(config.hosts, _state(args)) if config.hosts else None
     if ssh is not None and config.enabled_hosts:
         # A host that cannot build is said in one line before the build, and left out.
@@ -168,10 +178,15 @@ def run_matrix_build(args: argparse.Namespace) -> int:
     plan = plan_matrix_build(
         evaluated, config, ssh, flake, record, choice.jobs, max_jobs, args.force
     )
+    note = build_time_checks_notes([t.target.variant for t in evaluated if not t.in_store])
     if args.dry_run:
         print(display(plan.argv))
         print(f"# in {plan.cwd}", file=sys.stderr)
+        if note:
+            print(f"# {note}", file=sys.stderr)
         return 0
+    if note:
+        print(f"workbench: note: {note}", file=sys.stderr)
     followed = launch_and_follow(args, history, plan, [choice.warning] if choice.warning else [])
     if not followed.finished:
         return followed.code

@@ -7,6 +7,7 @@ calls unavailable, and both sides give the same reason.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -136,6 +137,19 @@ def build_time_checks_note(variant: Variant | None) -> str | None:
         f"ORT's unit tests and the Python import check are skipped in this build: its "
         f"{variant.isa.label} code may not run on the machine that builds it "
         f"(`workbench smoke {variant.name}` runs it on a machine that has {variant.isa.label})"
+    )
+
+
+def build_time_checks_notes(variants: Sequence[Variant | None]) -> str | None:
+    """`build_time_checks_note` for the targets of one build: one line for all its ISA variants."""
+    isa = [v for v in variants if v is not None and v.isa.flags]
+    if len(isa) <= 1:
+        return build_time_checks_note(isa[0] if isa else None)
+    names = ", ".join(v.name for v in isa)
+    return (
+        f"ORT's unit tests and the Python import check are skipped in the builds of {len(isa)} "
+        f"ISA variants ({names}): their ISA code may not run on the machine that builds them "
+        f"(`workbench smoke NAME` runs one on a machine that has its ISA)"
     )
 
 

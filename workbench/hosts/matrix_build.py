@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import WorkbenchError
+from workbench.flake.evaluation import first_error
 from workbench.hosts.config import HostsConfig
 from workbench.hosts.ssh import SshSetup
 from workbench.supervision.history import NewBuild
@@ -26,6 +27,7 @@ from workbench.supervision.launch import (
 )
 
 if TYPE_CHECKING:
+    from workbench.configs.availability import Availability
     from workbench.configs.matrix import Matrix
 
 EVALUATE_TIMEOUT_S = 600
@@ -50,22 +52,59 @@ class MatrixTarget:
         }
 
 
-def select_targets(names: list[str], match: str | None, matrix: Matrix) -> list[Target]:
-    """The targets named, plus the variants whose names contain every word of `match`."""
+@dataclass(frozen=True)
+class Selection:
+    """The targets a matrix build takes, and the variants its --match caught that the nixpkgs
+    pin cannot build (left out, not refused: an explicit name that cannot build is refused)."""
+
+    targets: list[Target]
+    left_out: list[Availability]
+    match: str | None = None
+
+    def left_out_line(self) -> str | None:
+        """One line naming the variants left out and why, or None when there are none."""
+        if not self.left_out:
+            return None
+        reasons = "; ".join(dict.fromkeys(str(said.reason) for said in self.left_out))
+        names = ", ".join(said.name for said in self.left_out)
+        return (
+            f"--match {self.match!r}: left out {len(self.left_out)} variants the nixpkgs pin "
+            f"cannot build ({names}): {reasons}"
+        )
+
+
+def select_targets(names: list[str], match: str | None, matrix: Matrix) -> Selection:
+    """The targets named, plus the variants whose names contain every word of `match` that the
+    pin can build (the others are left out, and said)."""
+    from workbench.configs.availability import of_variant
+
     chosen = list(names)
+    left_out: list[Availability] = []
     if match is not None:
         from workbench.configs.variants import expand
 
         words = match.lower().split()
-        matched = [v.name for v in expand(matrix) if all(word in v.name for word in words)]
+        matched = [v for v in expand(matrix) if all(word in v.name for word in words)]
         if not matched:
             raise LaunchError(
                 f"--match {match!r}: no variant's name contains every word "
                 "(`workbench variants --names` lists them)"
             )
-        chosen += matched
+        said = {v.name: of_variant(v, matrix) for v in matched}
+        left_out = [a for a in said.values() if not a.evaluates and a.name not in names]
+        buildable = [name for name, a in said.items() if a.evaluates]
+        if not buildable and not names:
+            instead = list(dict.fromkeys(a.instead for a in left_out if a.instead))
+            more = f" and {len(instead) - 3} more" if len(instead) > 3 else ""
+            hint = f"; build instead: {', '.join(instead[:3])}{more}" if instead else ""
+            raise LaunchError(
+                f"--match {match!r}: every variant it catches cannot be built from the nixpkgs "
+                f"pin: {left_out[0].reason}{hint}"
+            )
+        chosen += buildable
     targets = [resolve_target(name, matrix) for name in dict.fromkeys(chosen)]
-    return list({t.attr: t for t in targets}.values())
+    unique = list({t.attr: t for t in targets}.values())
+    return Selection(unique, left_out, match)
 
 
 def builders_spec(config: HostsConfig) -> str:
@@ -115,7 +154,8 @@ def evaluate_targets(flake: Path, targets: list[Target]) -> list[MatrixTarget]:
             ["eval", "--json", f".#{target.attr}", "--apply", apply], flake, EVALUATE_TIMEOUT_S
         )
         if done.returncode != 0:
-            said = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "no message"
+            # Nix's first error is the cause; its last line is only "(use '--show-trace' ...)".
+            said = first_error(done.stderr)
             raise LaunchError(f"{target.name}: does not evaluate in {flake}: {said}")
         paths = json.loads(done.stdout)
         found.append((target, str(paths["drv"]), str(paths["out"])))
