@@ -13,7 +13,6 @@ import json
 import os
 import platform
 import re
-import shlex
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from workbench.artefacts.out_links import out_link_name
 from workbench.errors import WorkbenchError
 from workbench.supervision.history import NewBuild
+from workbench.supervision.shell_command import display  # noqa: F401  (imported from here)
 
 if TYPE_CHECKING:  # `workbench run` needs none of the matrix and settings machinery
     from workbench.configs.matrix import Flavour, Matrix
@@ -171,19 +171,6 @@ def flox_build_argv(name: str, cores: int | None = None, max_jobs: int | None = 
     settings += [f"cores = {cores}"] if cores is not None else []
     settings += [f"max-jobs = {max_jobs}"] if max_jobs is not None else []
     return ["env", "NIX_CONFIG=" + "\n".join(line for line in settings if line), *argv]
-
-
-def _shell_word(word: str) -> str:
-    # A newline inside quotes would break the command over lines: bash's $'...' keeps it one.
-    if "\n" not in word:
-        return shlex.quote(word)
-    escaped = word.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n")
-    return f"$'{escaped}'"
-
-
-def display(argv: Sequence[str]) -> str:
-    """argv as a command a person can paste into a shell (quoted where needed, one line)."""
-    return " ".join(_shell_word(word) for word in argv)
 
 
 def find_checkout(directory: Path) -> Path:
