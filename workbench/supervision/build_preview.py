@@ -27,6 +27,8 @@ class BuildPreview:
     """Why a target cannot build here (wrong platform, toolkit too old); starting needs --force."""
     missing_tool: str | None
     """The command's program when it is not installed (then it cannot start)."""
+    checks_note: str | None = None
+    """build_time_checks_notes' line: ISA variants' unit tests and import check are skipped."""
 
     @property
     def peak_gib(self) -> float:
@@ -48,6 +50,8 @@ class BuildPreview:
         if choice.warning:
             lines.append(f"warning: {choice.warning}")
         lines += [f"cannot build here: {problem}" for problem in self.problems]
+        if self.checks_note:
+            lines.append(f"note: {self.checks_note}")
         if self.missing_tool:
             lines.append(f"{self.missing_tool}: command not found (install Nix: nix-bin)")
         return lines
@@ -56,6 +60,7 @@ class BuildPreview:
 def preview_targets(config_directory: Path, state: Path, names: list[str]) -> BuildPreview:
     """The one `nix build .#A [.#B ...]` that building `names` runs: jobs from measured memory
     of the first target, else the settings (as `workbench build` chooses them)."""
+    from workbench.configs.availability import build_time_checks_notes
     from workbench.configs.matrix import load_matrix
     from workbench.configs.settings import load_settings
     from workbench.host.hardware import detect_memory
@@ -96,4 +101,6 @@ def preview_targets(config_directory: Path, state: Path, names: list[str]) -> Bu
         )
     threads = settings.nvcc_threads if targets[0].cuda else 1
     missing = plan.argv[0] if shutil.which(plan.argv[0]) is None else None
-    return BuildPreview(plan, choice, threads, detect_memory().available, problems, missing)
+    note = build_time_checks_notes([target.variant for target in targets])
+    available = detect_memory().available
+    return BuildPreview(plan, choice, threads, available, problems, missing, checks_note=note)
