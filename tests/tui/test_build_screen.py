@@ -20,6 +20,7 @@ from textual.app import App, ComposeResult
 from textual.widgets import ProgressBar, Static
 
 from workbench.logs.readable import DerivationNames, readable_line
+from workbench.progress import ProgressTracker
 from workbench.supervision.history import (
     FAILED,
     STOPPED,
@@ -335,7 +336,13 @@ async def test_a_nix_build_log_reads_as_text_on_the_build_screen(tui, bench: Ben
         log_path.write_bytes(NIX_LOG.read_bytes())
         now = time.time()
         history.mark_running(record.id, 1, 1, now - 5)
-        history.finish(record.id, FAILED, now, 5.0, 100, None, "c failed", 40, {})
+        # The first error as the supervisor stores it: its tracker, fed the same log.
+        tracker = ProgressTracker()
+        tracker.feed_all(NIX_LOG.read_text().splitlines())
+        first_error = tracker.snapshot().first_error
+        assert first_error is not None and first_error.startswith("error: builder for '/nix/")
+        progress = {"first_error": first_error}
+        history.finish(record.id, FAILED, now, 5.0, 100, None, "c failed", 40, progress)
     app = tui()
     async with app.run_test(size=(160, 48)) as pilot:
         screen = await open_screen(app, pilot, record.id)
@@ -345,6 +352,16 @@ async def test_a_nix_build_log_reads_as_text_on_the_build_screen(tui, bench: Ben
         rows = visible_log(log)
         assert "wb-fixture-c> c.cc:1:1: error: expected unqualified-id" in rows
         assert not any(row.startswith("@nix") for row in rows)
+        # e: the line holding the stored first error (Nix's own error: line), not the first
+        # line that merely reads like one (ninja's FAILED: comes earlier).
+        await wait_until(pilot, "the stored error", lambda: log.recorded_error == first_error)
+        await pilot.press("e")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        shown = log.readable(log.match_line or 0)
+        assert first_error in shown and "failed with exit code 3" in shown, shown
+        # A build with no stored error: the first line that reads like one.
+        log.recorded_error = None
         await pilot.press("e")
         await app.workers.wait_for_complete()
         await pilot.pause()

@@ -448,7 +448,8 @@ class BuildScreen(Screen[None]):
             "first_error",
             "Error",
             id="build.first-error",
-            tooltip="Jump to the first line of the log that reads like an error",
+            tooltip="Jump to the build's first error (the one history shows), else to the first "
+            "line that reads like an error",
         ),
         Binding(
             "w",
@@ -704,6 +705,10 @@ class BuildScreen(Screen[None]):
         # markup (a "[@click=app.quit]" in a log line must not become an action), and no
         # control character left to act.
         title, detail = head_lines(record)
+        recorded_error = (record.progress or {}).get("first_error")
+        self.query_one(LogView).recorded_error = (
+            recorded_error if isinstance(recorded_error, str) else None
+        )
         produced = sizes_text(self.artefacts)
         if produced:
             detail = f"{detail} · {produced}" if detail else produced

@@ -94,6 +94,9 @@ class LogView(ScrollView, can_focus=True):
         self.search_text = ""
         self._search_pattern: re.Pattern[str] | None = None
         self.match_line: int | None = None
+        # The build's first error as its supervisor stored it (set by the build screen): `e`
+        # jumps to the line holding it.
+        self.recorded_error: str | None = None
         self._indexing = False
         self._scanned = 0  # bytes of complete lines searched for Nix's Build starts
         self._cache: OrderedDict[tuple[int, bool], tuple[Strip, int]] = OrderedDict()
@@ -374,11 +377,50 @@ class LogView(ScrollView, can_focus=True):
         self._find(compile_search(text), max(0, start), backwards, repr(text))
 
     def first_error(self) -> None:
-        """Jump to the first line that reads like an error (searched in a worker)."""
+        """Jump to the line holding `recorded_error`, the build's stored first error (the one
+        history and the report show), else to the first line that reads like an error (searched
+        in a worker)."""
         if self.index is None:
             return
         self.match_line = None
-        self._find(ERROR_PATTERN, 0, False, "first error")
+        recorded = (self.recorded_error or "").strip()
+        if recorded:
+            self._find_recorded(recorded)
+        else:
+            self._find(ERROR_PATTERN, 0, False, "first error")
+
+    @work(thread=True, exclusive=True, group="log-search")
+    def _find_recorded(self, recorded: str) -> None:
+        """The first line whose readable text holds `recorded`; else the first error-like line.
+
+        The stored error is readable text (colours gone, a builder's line without its `name> `
+        prefix, Nix's message out of its JSON), so raw bytes cannot be searched for it: every
+        line that reads like an error is a candidate, made readable and compared.
+        """
+        index = self.index
+        if index is None:
+            return
+        worker = get_current_worker()
+        first: int | None = None  # the regex's answer, the fallback
+        found: int | None = None
+        line, count = 0, len(index)
+        try:
+            while line < count and found is None and not worker.is_cancelled:
+                candidate = index.search(ERROR_PATTERN, line)
+                if candidate is None:
+                    break
+                first = candidate if first is None else first
+                if recorded in readable_line(index.line(candidate), self.names)[0]:
+                    found = candidate
+                line = candidate + 1
+        except (OSError, ValueError, IndexError):  # truncated or closed meanwhile
+            found = None
+        if worker.is_cancelled:
+            return
+        if found is not None:
+            self.post_message(self.Found("first error (as recorded)", found))
+        else:
+            self.post_message(self.Found("first error", first))
 
     @work(thread=True, exclusive=True, group="log-search")
     def _find(self, pattern: re.Pattern[bytes], start: int, backwards: bool, what: str) -> None:
