@@ -23,7 +23,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Header, Input, Static
 from textual.worker import get_current_worker
 
-from workbench.configs.availability import unavailable_reason
+from workbench.configs.availability import of_variant, unavailable_reason
 from workbench.configs.matrix import Matrix
 from workbench.configs.variants import expand
 from workbench.tui import clock
@@ -69,6 +69,7 @@ class Row:
     isa: str
     caveat: str | None
     unavailable: str | None = None  # why the nixpkgs pin cannot build it (CUDA 12.4)
+    instead: str | None = None  # what to build instead (configs/matrix.toml's `instead`)
 
 
 def matrix_rows(matrix: Matrix) -> list[Row]:
@@ -82,6 +83,7 @@ def matrix_rows(matrix: Matrix) -> list[Row]:
             v.isa.name,
             v.caveat,
             unavailable_reason(v, matrix),
+            of_variant(v, matrix).instead,
         )
         for v in expand(matrix)
     ]
@@ -97,6 +99,12 @@ def matrix_rows(matrix: Matrix) -> list[Row]:
         for f in matrix.flavours
     ]
     return rows
+
+
+def unavailable_note(row: Row) -> str:
+    """The line under the table for a row the nixpkgs pin cannot build: why, and what instead."""
+    instead = f"; build {row.instead} instead" if row.instead else ""
+    return f"✗ not buildable at the nixpkgs pin: {row.unavailable}{instead}"
 
 
 def last_build_text(
@@ -422,7 +430,7 @@ class VariantsScreen(Screen[None]):
             if row.name in self.recommended:
                 note = "★ recommended for this host"
             elif row.unavailable:
-                note = f"✗ not buildable at the nixpkgs pin: {row.unavailable}"
+                note = unavailable_note(row)
             elif row.caveat:
                 note = f"! {row.caveat}"
         # A Text, never markup: the reasons quote config values.
