@@ -1,7 +1,8 @@
 """Smoke runs of built artifacts, the way the seeds check them; a hang is captured, not lost.
 
-- a Python (`--python PATH`, or a variant's `result-VARIANT/bin/python`): smoke_probe.py runs
-  in it: import onnxruntime, version and providers, the tiny model on each provider;
+- a Python (`--python PATH`, or a built variant's, workbench.artefacts.smoke_target): the
+  probe smoke_probe.py runs in it: import onnxruntime, version and providers, the tiny model
+  on each provider;
 - a command (`-- CMD...`, e.g. the flake's test app): run with ONNX_TEST_MODEL set and
   LD_LIBRARY_PATH extended, as the builder flake's apps do.
 
@@ -81,26 +82,6 @@ class SmokeResult:
             "check": self.check,
             "capture": self.capture_document,
         }
-
-
-def variant_python(variant: str, directory: Path | None = None) -> Path:
-    """A Flox-built variant's interpreter: ./result-VARIANT/bin/python."""
-    from workbench.configs.variants import NAME_PATTERN
-
-    if not NAME_PATTERN.match(variant):
-        raise WorkbenchError(
-            f"{variant!r} is not a variant name (onnxruntime-python3XX-"
-            "{cuda12_4,cuda12_9,cpu}[-smXX]-ISA); `workbench variants` lists them"
-        )
-    base = directory or Path.cwd()
-    python = base / f"result-{variant}" / "bin" / "python"
-    if not python.exists():
-        raise WorkbenchError(
-            f"{python} does not exist: build the variant first (in the Flox matrix: "
-            f"`flox build {variant}`, which leaves result-{variant} here), or point at an "
-            "interpreter with --python PATH"
-        )
-    return python
 
 
 def build_test_model(path: Path) -> bool:
