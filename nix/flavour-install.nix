@@ -4,7 +4,7 @@
 # hybrid CUDA build"); our own code.
 #
 # Plain shell and the tools stdenv puts on PATH ($AR, $RANLIB, find, cp), so
-# tests/test_flavour_layout.py runs these very steps under real Nix over a build tree of real
+# tests/artefacts/test_flavour_layout.py runs these very steps under real Nix over a build tree of real
 # archives, and checks the layout they leave.
 #
 #   linkage      "static", "hybrid" or "shared"
@@ -12,18 +12,24 @@
 #   cudnnLib     cuDNN's lib output (CUDA only), copied into lib/cudnn for consumers
 #   nvcc         nvcc's bin output (static CUDA only): device-link the provider's objects
 #   architectures  the CMAKE_CUDA_ARCHITECTURES list, for nvcc -dlink's -gencode
+#   inputArchives  archive file name -> the lib/ directory of the nixpkgs input that holds it
+#                  (static core only), for the dependencies ORT does not build itself (below)
 {
   linkage,
   cuda,
   cudnnLib ? null,
   nvcc ? null,
   architectures ? [ ],
+  inputArchives ? { },
 }:
 let
-  inherit (builtins) concatStringsSep map;
+  inherit (builtins) attrNames concatStringsSep map;
   staticCore = linkage != "shared";
   # The archives of the dependencies ORT fetches and builds itself (FetchContent, under
-  # _deps/), which a static link of libonnxruntime.a needs beside it.
+  # _deps/), which a static link of libonnxruntime.a needs beside it. Not all of them are there
+  # in a real build: nixpkgs' onnxruntime sets FETCHCONTENT_TRY_FIND_PACKAGE_MODE=ALWAYS and
+  # gives ORT nixpkgs' protobuf and cpuinfo as buildInputs, so find_package finds those and ORT
+  # builds neither; their archives come from the inputs instead (inputArchives).
   dependencyArchives = [
     "libonnx*.a"
     "libprotobuf*.a"
@@ -37,8 +43,31 @@ let
   gencode = concatStringsSep " " (
     map (arch: "-gencode=arch=compute_${arch},code=sm_${arch}") architectures
   );
+  # "NAME DIR" lines, one per archive a nixpkgs input must supply.
+  inputArchiveLines = concatStringsSep "\n" (
+    map (name: "${name} ${inputArchives.${name}}") (attrNames inputArchives)
+  );
+  # Whether every input archive is there: checked before the build starts (preConfigure),
+  # since the inputs are known then; an hour of compiling must not end in a layout without them.
+  checkInputArchives = ''
+    missing=""
+    while read -r name dir; do
+      [ -n "$name" ] || continue
+      [ -f "$dir/$name" ] || missing="$missing $dir/$name"
+    done <<'INPUTS'
+    ${inputArchiveLines}
+    INPUTS
+    if [ -n "$missing" ]; then
+      echo "workbench: the static core needs archives that nixpkgs' inputs do not have:$missing" >&2
+      echo "workbench: ORT finds these dependencies with find_package (FETCHCONTENT_TRY_FIND_PACKAGE_MODE=ALWAYS) and builds none of them, so a static link would lack them" >&2
+      exit 1
+    fi
+  '';
 in
 {
+  # Runs before CMake: fails at once when an input lacks an archive the layout needs.
+  preConfigure = if staticCore && inputArchives != { } then checkInputArchives else "";
+
   postInstall =
     ''
       mkdir -p "$out/lib"
@@ -50,6 +79,20 @@ in
           for pattern in ${concatStringsSep " " (map (p: "'${p}'") dependencyArchives)}; do
             find _deps -name "$pattern" -type f -exec cp -n {} "$out/lib/" \; 2>/dev/null || true
           done
+          # Those ORT found in nixpkgs instead of building: from the inputs (checked present
+          # in preConfigure; checked again here, never dropped silently).
+          while read -r name dir; do
+            [ -n "$name" ] || continue
+            [ -f "$out/lib/$name" ] && continue
+            if [ ! -f "$dir/$name" ]; then
+              echo "workbench: $name is neither under _deps nor in $dir" >&2
+              exit 1
+            fi
+            cp "$dir/$name" "$out/lib/"
+            chmod u+w "$out/lib/$name"
+          done <<'INPUTS'
+          ${inputArchiveLines}
+          INPUTS
         ''
       else
         ""
@@ -77,6 +120,14 @@ in
       if cuda && linkage == "static" && nvcc != null then
         ''
           # Separable CUDA compilation needs a device link of the provider's objects.
+          if [ ! -f "$out/lib/libonnxruntime_providers_cuda.a" ]; then
+            found=$(find . -name libonnxruntime_providers_cuda.a -not -path "$out/*" -print -quit)
+            if [ -z "$found" ]; then
+              echo "workbench: static CUDA build produced no libonnxruntime_providers_cuda.a" >&2
+              exit 1
+            fi
+            cp "$found" "$out/lib/"
+          fi
           dlink=$(mktemp -d)
           ( cd "$dlink" && "$AR" x "$out/lib/libonnxruntime_providers_cuda.a" )
           objects=$(find "$dlink" -name '*.cu.o')

@@ -155,11 +155,36 @@ let
       runsIsaCode = cpuFlags != [ ];
       # The flavours are the builder flake's libraries: no unit tests in them either.
       noUnitTests = runsIsaCode || isFlavour;
+      staticCore = isFlavour && linkage != "shared";
+      staticCuda = isFlavour && cuda && linkage == "static";
+      # nixpkgs' protobuf builds shared libraries only (pkgs/development/libraries/protobuf/
+      # generic.nix: enableShared ? !isStatic sets protobuf_BUILD_SHARED_LIBS), and ORT finds it
+      # instead of building its own (FETCHCONTENT_TRY_FIND_PACKAGE_MODE=ALWAYS): a static core
+      # gets a static protobuf, whose libprotobuf-lite.a goes beside libonnxruntime.a.
+      staticProtobuf = (need "protobuf").override { enableShared = false; };
+      # The same for cpuinfo: nixpkgs' (pkgs/by-name/cp/cpuinfo) leaves CPUINFO_LIBRARY_TYPE at
+      # "default" and sets no BUILD_SHARED_LIBS, so CMake builds its libcpuinfo.a.
+      cpuinfo = need "cpuinfo";
+      # The builder flake's static CUDA recipe links the CUDA math libraries statically.
+      staticCudaLibraries =
+        let
+          set = need toolkit.nixpkgs_attr;
+        in
+        map (name: set.${name}.static) [
+          "libcublas"
+          "libcurand"
+          "libcusparse"
+          "libcufft"
+        ];
       install = import ./flavour-install.nix {
         inherit linkage cuda;
         cudnnLib = if cuda then let cudnn = (need toolkit.nixpkgs_attr).cudnn; in cudnn.lib or cudnn else null;
         nvcc = if cuda then nvccBin else null;
         architectures = if archFlags == null then [ ] else lib.splitSemicolons archFlags;
+        inputArchives = lib.optionalAttrs staticCore {
+          "libprotobuf-lite.a" = "${staticProtobuf}/lib";
+          "libcpuinfo.a" = "${cpuinfo}/lib";
+        };
       };
       # Static archives are what a consumer links with its own toolchain: no LTO bytecode in them.
       ltoOff = shared == false;
@@ -203,6 +228,7 @@ let
         }
         // lib.optionalAttrs cuda { cudaPackages = need toolkit.nixpkgs_attr; }
         // lib.optionalAttrs (isFlavour && cuda) { ncclSupport = false; }
+        // lib.optionalAttrs staticCore { protobuf = staticProtobuf; }
         # The wheel inside the C++ build must be built for the variant's Python.
         // lib.optionalAttrs (pythonPackages != null) { python3Packages = need pythonPackages; }
       );
@@ -241,15 +267,25 @@ let
       # flake's consumers expect; the post-install steps lay the libraries out.
       // lib.optionalAttrs isFlavour {
         outputs = [ "out" ];
-        postInstall = (old.postInstall or "") + install.postInstall;
+        # nixpkgs' postInstall (the headers' install) ends without a newline when it is a plain
+        # string: ours starts on a line of its own.
+        postInstall = (old.postInstall or "") + "\n" + install.postInstall;
         postFixup = install.postFixup;
+      }
+      // lib.optionalAttrs staticCuda {
+        buildInputs = (old.buildInputs or [ ]) ++ staticCudaLibraries;
       }
       // appendEnv old {
         CFLAGS = cxxFlags;
         CXXFLAGS = cxxFlags;
         CUDAFLAGS = if cuda then cudaFlags else "";
       }
-      // lib.optionalAttrs settings.ccache { preConfigure = ccacheHook + (old.preConfigure or ""); }
+      # ccache's hook, then the static core's check that nixpkgs' inputs hold the archives its
+      # layout needs (at once, before an hour of compiling), then nixpkgs' own.
+      // lib.optionalAttrs (settings.ccache || install.preConfigure != "") {
+        preConfigure =
+          (if settings.ccache then ccacheHook else "") + install.preConfigure + (old.preConfigure or "");
+      }
     );
 in
 rec {

@@ -100,7 +100,8 @@ let
 
   # The builder flake's linkage flavours are not tied to an SM or ISA. CUDA ones use the newest
   # toolkit of the matrix; their architectures come from settings.toml's cuda_architectures, or,
-  # when that is empty, from nixpkgs' own cudaCapabilities (see nix/overrides.nix).
+  # when that is empty, from the flavour's own cuda_architectures in configs/flavours.toml, never
+  # nixpkgs' every-architecture default (see nix/overrides.nix).
   newestToolkit = builtins.foldl' (
     best: toolkit: if best == null || builtins.compareVersions toolkit.version best.version > 0 then toolkit else best
   ) null (builtins.filter (toolkit: toolkit.atPin) config.toolkits);

@@ -402,9 +402,11 @@ def test_isa_variants_run_no_tests_and_no_import_check_where_they_are_built(tmp_
         assert cmake_values(flags, "onnxruntime_BUILD_UNIT_TESTS") == ["FALSE"]
         assert record["python"]["derived"]["runsImportCheckAtBuild"] is False
         assert record["cpp"]["attrs"]["passthru"]["workbench"]["skipsBuildTimeChecks"] is True
-    # The CPU flavour has no ISA flags: nixpkgs' own tests still run there (x86_64).
+    # The CPU flavour has no ISA flags, so nothing warns about skipped checks; it still runs
+    # no unit tests, because it is a flavour (the builder flake's library, not nixpkgs' package).
     cpu = probe_json(tmp_path, "flavours.onnxruntime-cpu")
     assert cpu["attrs"]["passthru"]["workbench"]["skipsBuildTimeChecks"] is False
+    assert cpu["attrs"]["doCheck"] is False and cpu["derived"]["runsTestsAtBuild"] is False
 
 
 def test_static_builds_turn_nixpkgs_lto_off_and_keep_nvcc_out_of_the_closure(tmp_path):
@@ -754,6 +756,84 @@ def test_settings_enabled_patches_is_neither_read_nor_required(tmp_path):
     settings.write_text(re.sub(r"(?m)^enabled_patches = .*\n", "", settings.read_text()))
     assert "enabled_patches" not in settings.read_text()
     assert package(tmp_path, H100_AVX512, configs, patches) == before
+
+
+STANDIN_STORE = "/nix/store/00000000000000000000000000000000-standin-"
+NIXPKGS_POST_INSTALL = (
+    "install -m644 -Dt $out/include ../include/onnxruntime/core/session/onnxruntime_*.h"
+)
+STATIC_CUDA_LIBRARIES = [
+    f"cudaPackages_12_9.{name}.static"
+    for name in ("libcublas", "libcurand", "libcusparse", "libcufft")
+]
+
+
+@pytest.mark.parametrize("name", ["cpu", "cuda-hybrid", "cuda-dyn", "cuda-static"])
+def test_each_flavours_install_and_fixup_steps(tmp_path, name):
+    series = (REPO / "patches" / "series.toml").read_text()
+    configs, patches = repo_copy(
+        tmp_path, series, {patch: f"{patch}.patch" for patch in STATIC_SERIES}
+    )
+    flavour = load_matrix(CONFIGS).flavour(name)
+    record = package(tmp_path, name, configs, patches)
+    attrs, args = record["attrs"], record["overrideArgs"]
+    install, fixup = attrs["postInstall"], attrs["postFixup"]
+    static_core = flavour.linkage != "shared"
+
+    # nixpkgs' own step first, on its own line, then ours.
+    assert install.split("\n")[:2] == [NIXPKGS_POST_INSTALL, 'mkdir -p "$out/lib"']
+    # No unit tests, the promised layout in passthru, one output.
+    assert attrs["doCheck"] is False and record["derived"]["runsTestsAtBuild"] is False
+    assert attrs["passthru"]["workbench"]["produces"] == list(flavour.produces)
+    assert attrs["passthru"]["workbench"]["linkage"] == flavour.linkage
+    assert attrs["outputs"] == ["out"]
+
+    # The static core: ORT's _deps archives, the archives of the inputs ORT found in nixpkgs
+    # (protobuf made static), checked before the build, and one merged archive.
+    assert ('find _deps -name "$pattern"' in install) is static_core
+    assert ('"$AR" -M < merge.mri' in install) is static_core
+    inputs = [
+        f"libcpuinfo.a {STANDIN_STORE}cpuinfo/lib",
+        f"libprotobuf-lite.a {STANDIN_STORE}protobuf-overridden/lib",
+    ]
+    if static_core:
+        assert args["protobuf"] == {"standin": "protobuf", "overrideArgs": {"enableShared": False}}
+        assert "\n".join(inputs) in install
+        assert "\n".join(inputs) in attrs["preConfigure"]
+        assert "exit 1" in attrs["preConfigure"]
+    else:
+        assert "protobuf" not in args and "preConfigure" not in attrs
+        assert "libcpuinfo.a" not in install
+
+    # Hybrid: both providers copied beside the core (or the build fails naming one).
+    hybrid_loop = "for f in libonnxruntime_providers_cuda.so libonnxruntime_providers_shared.so"
+    assert (hybrid_loop in install) is (flavour.linkage == "hybrid")
+
+    # Static CUDA: the math libraries' static outputs, a device link for the configured
+    # architectures with nixpkgs' nvcc, and the provider archive required.
+    nvcc = f"{STANDIN_STORE}cudaPackages_12_9.cuda_nvcc.bin"
+    dlink = (
+        f'"{nvcc}/bin/nvcc" -dlink -gencode=arch=compute_90,code=sm_90 '
+        '-gencode=arch=compute_120,code=sm_120 -o "$out/lib/cuda_device_link.o" $objects'
+    )
+    static_cuda = name == "cuda-static"
+    assert (dlink in install) is static_cuda
+    assert ("produced no libonnxruntime_providers_cuda.a" in install) is static_cuda
+    static_libraries = [lib for lib in attrs["buildInputs"] if lib in STATIC_CUDA_LIBRARIES]
+    assert static_libraries == (STATIC_CUDA_LIBRARIES if static_cuda else [])
+
+    # CUDA: cuDNN copied for consumers, NCCL off, every file scrubbed of nvcc.
+    cudnn = f'cp -L {STANDIN_STORE}cudaPackages_12_9.cudnn.lib/lib/libcudnn*.so* "$out/lib/cudnn/"'
+    assert (cudnn in install) is flavour.cuda
+    if flavour.cuda:
+        assert args["ncclSupport"] is False
+        assert cmake_values(attrs["cmakeFlags"], "onnxruntime_USE_NCCL") == ["FALSE"]
+        assert fixup == (
+            'find "$out" -type f -print0 | xargs -0 --no-run-if-empty '
+            f'remove-references-to -t "{nvcc}"\n'
+        )
+    else:
+        assert "ncclSupport" not in args and fixup == ""
 
 
 def test_shared_and_cpu_flavours(tmp_path):

@@ -22,10 +22,37 @@ REPO = Path(__file__).resolve().parents[2]
 pytestmark = needs_nix
 
 
-def build(tmp_path: Path, linkage: str, cuda: bool, **flags: bool) -> Path:
+STANDIN_NVCC = REPO / "tests" / "nix" / "standin-nvcc"
+
+
+def standin_input(tmp_path: Path, name: str, archives: tuple[str, ...]) -> Path:
+    """A stand-in for a nixpkgs input (protobuf, cpuinfo): lib/ with real archives."""
+    directory = tmp_path / name
+    (directory / "lib").mkdir(parents=True, exist_ok=True)
+    source = tmp_path / f"{name}.c"
+    source.write_text(f"int standin_{name.replace('-', '_')}(void) {{ return 1; }}\n")
+    subprocess.run(["cc", "-c", str(source), "-o", str(tmp_path / f"{name}.o")], check=True)
+    for archive in archives:
+        subprocess.run(
+            ["ar", "rcs", str(directory / "lib" / archive), str(tmp_path / f"{name}.o")],
+            check=True,
+        )
+    return directory
+
+
+def run_build(
+    tmp_path: Path,
+    linkage: str,
+    cuda: bool,
+    cpuinfo_archives: tuple[str, ...] = ("libcpuinfo.a",),
+    extra: tuple[str, ...] = (),
+    **flags: bool,
+) -> subprocess.CompletedProcess[str]:
     cudnn = tmp_path / "cudnn"
     (cudnn / "lib").mkdir(parents=True, exist_ok=True)
     (cudnn / "lib" / "libcudnn.so.9").write_bytes(b"\x7fELF stand-in cudnn")
+    protobuf = standin_input(tmp_path, "protobuf", ("libprotobuf-lite.a", "libprotobuf.a"))
+    cpuinfo = standin_input(tmp_path, "cpuinfo", cpuinfo_archives)
     argv = [
         "nix-build",
         str(REPO / "tests" / "nix" / "flavour-build.nix"),
@@ -38,13 +65,24 @@ def build(tmp_path: Path, linkage: str, cuda: bool, **flags: bool) -> Path:
         "--arg",
         "cudnn",
         str(cudnn),
+        "--arg",
+        "protobuf",
+        str(protobuf),
+        "--arg",
+        "cpuinfo",
+        str(cpuinfo),
         "--no-out-link",
+        *extra,
     ]
     for name, value in flags.items():
         argv += ["--arg", name, "true" if value else "false"]
-    done = subprocess.run(
+    return subprocess.run(
         argv, env=nix_env(tmp_path), capture_output=True, text=True, timeout=300, check=False
     )
+
+
+def build(tmp_path: Path, linkage: str, cuda: bool, **flags: bool) -> Path:
+    done = run_build(tmp_path, linkage, cuda, **flags)
     assert done.returncode == 0, done.stderr[-3000:]
     return Path(done.stdout.strip().splitlines()[-1])
 
@@ -114,3 +152,87 @@ def test_file_contains_finds_a_needle_across_chunk_boundaries(tmp_path):
     blob.write_bytes(b"x" * ((1 << 20) - 5) + needle + b"y" * 100)
     assert file_contains(blob, needle)
     assert not file_contains(blob, b"/nix/store/other/lib/")
+
+
+def test_the_dependency_archives_come_from_nixpkgs_inputs_when_ort_built_none(tmp_path, flavours):
+    # As in a real build (FETCHCONTENT_TRY_FIND_PACKAGE_MODE=ALWAYS), _deps/ has no protobuf
+    # and no cpuinfo archive: the install copies them from the inputs, byte for byte.
+    output = build(tmp_path, "static", False)
+    assert check_layout(output, flavours["cpu"]) == []
+    for name, archive in (("protobuf", "libprotobuf-lite.a"), ("cpuinfo", "libcpuinfo.a")):
+        copied = (output / "lib" / archive).read_bytes()
+        assert copied == (tmp_path / name / "lib" / archive).read_bytes()
+
+
+def test_an_input_without_its_static_archive_fails_the_build_at_once_naming_it(tmp_path):
+    done = run_build(tmp_path, "static", False, cpuinfo_archives=())
+    assert done.returncode != 0
+    assert "the static core needs archives that nixpkgs' inputs do not have:" in done.stderr
+    missing = done.stderr.split("do not have:")[1].splitlines()[0].split()
+    assert len(missing) == 1 and missing[0].endswith("-cpuinfo/lib/libcpuinfo.a")
+    # Before the build: nothing of the tree was built.
+    assert "stand-in: building the ORT tree" not in done.stderr
+
+
+def test_the_static_cuda_flavour_device_links_and_merges(tmp_path, flavours):
+    flavour = flavours["cuda-static"]
+    architectures = '[ "90" "120a" ]'
+    done = run_build(
+        tmp_path,
+        "static",
+        True,
+        extra=("--arg", "nvcc", str(STANDIN_NVCC), "--arg", "architectures", architectures),
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    output = Path(done.stdout.strip().splitlines()[-1])
+    assert check_layout(output, flavour) == []
+    lib = output / "lib"
+    members = subprocess.run(
+        ["ar", "t", str(lib / "libonnxruntime.a")], capture_output=True, text=True, check=True
+    ).stdout.split()
+    # The provider's objects and the device link of its .cu objects, in the one archive.
+    assert {"kernels_a.cu.o", "kernels_b.cu.o", "cuda_device_link.o"} <= set(members)
+    symbols = subprocess.run(
+        ["nm", str(lib / "cuda_device_link.o")], capture_output=True, text=True, check=True
+    ).stdout
+    assert "standin_dlink_sm_90" in symbols and "standin_dlink_sm_120a" in symbols
+    linked = subprocess.run(
+        ["strings", str(lib / "cuda_device_link.o")], capture_output=True, text=True, check=True
+    ).stdout
+    assert "kernels_a.cu.o kernels_b.cu.o" in linked and "cuda_execution_provider" not in linked
+    assert (lib / "cudnn" / "libcudnn.so.9").is_file()
+
+
+def test_the_standin_nvcc_refuses_what_real_nvcc_refuses(tmp_path):
+    # A -gencode whose arch and code differ, and a missing input: as nvcc, a fatal error.
+    obj = tmp_path / "a.o"
+    subprocess.run(["cc", "-c", "-x", "c", "/dev/null", "-o", str(obj)], check=True)
+    nvcc = str(STANDIN_NVCC / "bin" / "nvcc")
+    bad = subprocess.run(
+        [
+            nvcc,
+            "-dlink",
+            "-gencode=arch=compute_90,code=sm_80",
+            "-o",
+            str(tmp_path / "x.o"),
+            str(obj),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert bad.returncode == 1 and "Unsupported gpu architecture" in bad.stderr
+    missing = subprocess.run(
+        [
+            nvcc,
+            "-dlink",
+            "-gencode=arch=compute_90,code=sm_90",
+            "-o",
+            str(tmp_path / "x.o"),
+            "no.o",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert missing.returncode == 1 and "Could not open input file 'no.o'" in missing.stderr

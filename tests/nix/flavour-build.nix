@@ -2,25 +2,48 @@
 # out what ORT's CMake install leaves (component archives in $out/lib, headers in $out/include,
 # the FetchContent dependencies' archives under _deps/, the hybrid providers in the build tree)
 # from real archives and shared objects made with the host's cc and ar, then runs the flavour's
-# own post-install steps from nix/flavour-install.nix over it. What those steps leave is what
-# tests/artefacts/test_flavour_layout.py checks with workbench.artefacts.layout.
+# own steps from nix/flavour-install.nix over it: preConfigure before the "build", postInstall
+# after it. What those steps leave is what tests/artefacts/test_flavour_layout.py checks with
+# workbench.artefacts.layout.
+#
+# As in a real build of nixpkgs' onnxruntime (pkgs/by-name/on/onnxruntime/package.nix:
+# FETCHCONTENT_TRY_FIND_PACKAGE_MODE=ALWAYS, protobuf and cpuinfo in buildInputs), _deps/ holds
+# no protobuf and no cpuinfo archive: find_package found nixpkgs' and ORT built neither. Their
+# archives are in `protobuf` and `cpuinfo`, stand-ins for those inputs (directories the test
+# makes, with lib/*.a when the input has a static archive).
 #
 #   linkage            static | hybrid | shared
 #   cuda               a CUDA flavour (cuDNN is a stand-in directory with libcudnn.so.9)
 #   runtimePathOk      whether the core embeds $out/lib/ (nixpkgs' GetRuntimePath postPatch)
 #   dropProvider       leave libonnxruntime_providers_cuda.so out of the build tree
+#   nvcc               static CUDA only: a directory with bin/nvcc (tests/nix/standin-nvcc)
+#   architectures      the CMAKE_CUDA_ARCHITECTURES list nvcc -dlink gets as -gencode
 {
   linkage,
   cuda ? false,
   runtimePathOk ? true,
   dropProvider ? false,
   cudnn,
+  protobuf ? null,
+  cpuinfo ? null,
+  nvcc ? null,
+  architectures ? [ ],
 }:
 let
+  staticCore = linkage != "shared";
   install = import ../../nix/flavour-install.nix {
-    inherit linkage cuda;
+    inherit linkage cuda architectures;
     cudnnLib = if cuda then cudnn else null;
-    nvcc = null;
+    nvcc = if nvcc == null then null else "${nvcc}";
+    # As nix/overrides.nix passes them: the inputs' lib/ directories.
+    inputArchives =
+      if staticCore then
+        {
+          "libprotobuf-lite.a" = "${protobuf}/lib";
+          "libcpuinfo.a" = "${cpuinfo}/lib";
+        }
+      else
+        { };
   };
 in
 derivation {
@@ -31,15 +54,18 @@ derivation {
   PATH = "/usr/local/bin:/usr/bin:/bin";
   AR = "ar";
   RANLIB = "ranlib";
-  inherit (install) postInstall;
+  inherit (install) preConfigure postInstall;
   runtimePath = if runtimePathOk then "OUT/lib/" else "/nowhere/lib/";
   inherit linkage;
+  cuda = if cuda then "1" else "";
   dropProvider = if dropProvider then "1" else "";
   args = [
     "-c"
     ''
       set -eu
       mkdir -p "$TMPDIR/build" && cd "$TMPDIR/build"
+      eval "$preConfigure"
+      echo "stand-in: building the ORT tree"
       where=$(printf '%s' "$runtimePath" | sed "s|^OUT|$out|")
       printf 'const char *ort_runtime_path = "%s";\nint ort_core(void) { return 1; }\n' "$where" > core.c
       cc -c -fPIC core.c -o core.o
@@ -52,12 +78,23 @@ derivation {
       else
         ar rcs "$out/lib/libonnxruntime_common.a" core.o
         ar rcs "$out/lib/libonnxruntime_session.a" core.o
-        for dep in onnx-build/libonnx.a onnx-build/libonnx_proto.a \
-            protobuf-build/libprotobuf-lite.a re2-build/libre2.a \
-            abseil_cpp-build/absl/base/libabsl_base.a pytorch_cpuinfo-build/libcpuinfo.a; do
+        # What ORT builds itself from FETCHCONTENT_SOURCE_DIR_*: no protobuf, no cpuinfo.
+        for dep in onnx-build/libonnx.a onnx-build/libonnx_proto.a re2-build/libre2.a \
+            abseil_cpp-build/absl/base/libabsl_base.a; do
           mkdir -p "_deps/$(dirname "$dep")"
           ar rcs "_deps/$dep" core.o
         done
+      fi
+      if [ "$linkage" = static ] && [ -n "$cuda" ]; then
+        # The static CUDA provider as ORT's install leaves it: host objects and the .cu objects
+        # whose relocatable device code nvcc -dlink links.
+        printf 'int provider_kernel_%s(void) { return 2; }\n' a > kernels_a.c
+        printf 'int provider_kernel_%s(void) { return 3; }\n' b > kernels_b.c
+        cc -c -fPIC kernels_a.c -o kernels_a.cu.o
+        cc -c -fPIC kernels_b.c -o kernels_b.cu.o
+        cp core.o cuda_execution_provider.cc.o
+        ar rcs "$out/lib/libonnxruntime_providers_cuda.a" \
+          kernels_a.cu.o kernels_b.cu.o cuda_execution_provider.cc.o
       fi
       if [ "$linkage" = hybrid ]; then
         mkdir -p onnxruntime/providers

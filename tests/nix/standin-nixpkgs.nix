@@ -189,8 +189,28 @@ let
         args.python3Packages.python
       ]
       ++ (if cuda then [ nvcc ] else [ ]);
+      # package.nix's buildInputs, the parts nix/ cares about: the protobuf and cpuinfo that
+      # ORT finds (FETCHCONTENT_TRY_FIND_PACKAGE_MODE=ALWAYS) and the CUDA libraries' default
+      # (shared) outputs.
+      buildInputs = [
+        (args.protobuf or pkgs.protobuf)
+        pkgs.cpuinfo
+      ]
+      ++ (
+        if cuda then
+          map (name: args.cudaPackages.${name}) [
+            "libcublas"
+            "libcurand"
+            "libcusparse"
+            "libcufft"
+            "cudnn"
+          ]
+        else
+          [ ]
+      );
       cmakeFlags = [
         "-DFETCHCONTENT_FULLY_DISCONNECTED:BOOL=TRUE"
+        "-DFETCHCONTENT_TRY_FIND_PACKAGE_MODE:STRING=ALWAYS"
         "-Donnxruntime_BUILD_SHARED_LIB:BOOL=TRUE"
         "-Donnxruntime_BUILD_UNIT_TESTS:BOOL=${if doCheck then "TRUE" else "FALSE"}"
         "-Donnxruntime_USE_CUDA:BOOL=${if cuda then "TRUE" else "FALSE"}"
@@ -333,7 +353,24 @@ let
     cudnn = leaf "${attr}.cudnn" // {
       lib = leaf "${attr}.cudnn.lib";
     };
-  };
+  }
+  # The CUDA redistributables' outputs (pkgs/development/cuda-modules: a package whose redist
+  # has lib/*.a gets a `static` output): the math libraries ORT links.
+  // builtins.listToAttrs (
+    map
+      (name: {
+        inherit name;
+        value = leaf "${attr}.${name}" // {
+          static = leaf "${attr}.${name}.static";
+        };
+      })
+      [
+        "libcublas"
+        "libcurand"
+        "libcusparse"
+        "libcufft"
+      ]
+  );
 
   # aliases.nix at the pin: the removed toolkits are throws, which `or` does not catch.
   removedCuda =
@@ -513,6 +550,20 @@ let
       withPackages = pythonWithPackages "python3" pkgs.python3Packages;
     };
 
+    # pkgs/development/libraries/protobuf/generic.nix: `enableShared ? !isStatic` (shared
+    # libraries only, unless overridden); the override is recorded.
+    protobuf = leaf "protobuf" // {
+      override =
+        args:
+        leaf "protobuf" // {
+          outPath = storePath "protobuf-overridden";
+          standinRecord = {
+            standin = "protobuf";
+            overrideArgs = describe args;
+          };
+        };
+    };
+    cpuinfo = leaf "cpuinfo";
     ninja = leaf "ninja";
     cmake = leaf "cmake";
     pkg-config = leaf "pkg-config";
