@@ -82,6 +82,7 @@ def _open_debug(captured):
     return run_before
 
 
+@pytest.mark.snapshot
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("name", VERDICT_CAPTURES)
 def test_debug_screen_with_a_verdict_per_thread(

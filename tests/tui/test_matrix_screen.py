@@ -80,6 +80,7 @@ def static_text(screen: MatrixScreen, selector: str) -> str:
     return str(screen.query_one(selector, Static).render())
 
 
+@pytest.mark.snapshot
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("moment", ["mid-build", "ended"])
 def test_matrix_screen(snap_compare, tmp_path: Path, size, moment: str) -> None:
