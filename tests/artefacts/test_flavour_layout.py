@@ -8,7 +8,11 @@ leave and fails, naming the file, on what they do not.
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -236,3 +240,96 @@ def test_the_standin_nvcc_refuses_what_real_nvcc_refuses(tmp_path):
         check=False,
     )
     assert missing.returncode == 1 and "Could not open input file 'no.o'" in missing.stderr
+
+
+# --- `workbench env` and `workbench layout` on the built outputs ------------------------------
+
+
+def checkout_with(tmp_path: Path, links: dict[str, Path]) -> Path:
+    """A checkout (configs/ and a flake.nix) holding `links` (link name -> built output)."""
+    checkout = tmp_path / "checkout"
+    shutil.copytree(REPO / "configs", checkout / "configs")
+    (checkout / "flake.nix").write_text("{ outputs = { self }: { }; }\n")
+    for name, target in links.items():
+        (checkout / name).symlink_to(target)
+    return checkout
+
+
+def workbench(checkout: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "workbench", "--config", str(checkout / "configs"), *args],
+        capture_output=True,
+        text=True,
+        cwd=checkout,
+        env={**os.environ, "HOME": str(checkout.parent / "home")},
+        timeout=60,
+        check=False,
+    )
+
+
+def test_env_and_layout_of_a_good_build(tmp_path):
+    output = build(tmp_path, "hybrid", True)
+    checkout = checkout_with(tmp_path, {"result-onnxruntime-cuda-hybrid": output})
+    layout = workbench(checkout, "layout", "cuda-hybrid")
+    assert layout.returncode == 0, layout.stderr
+    assert layout.stdout == f"✓ cuda-hybrid: 9 promised files in {output}\n"
+    assert layout.stderr == ""
+    env = workbench(checkout, "env", "cuda-hybrid")
+    assert env.returncode == 0, env.stderr
+    # What a consumer's shell gets from eval "$(workbench env cuda-hybrid)".
+    shell = f'LD_LIBRARY_PATH=/old; eval "{env.stdout}"; echo "$ORT_LIB_LOCATION|$LD_LIBRARY_PATH"'
+    seen = subprocess.run(["sh", "-c", shell], capture_output=True, text=True, check=True)
+    assert seen.stdout == f"{output}/lib|{output}/lib/cudnn:/old\n"
+    document = json.loads(workbench(checkout, "env", "cuda-hybrid", "--json").stdout)
+    assert document["env"]["ORT_LIB_LOCATION"] == f"{output}/lib"
+
+
+def test_layout_of_a_broken_build_exits_1_naming_each_problem(tmp_path):
+    # A hybrid core whose runtime path is elsewhere, and a CPU build linked as the hybrid one.
+    broken = build(tmp_path, "hybrid", True, runtimePathOk=False)
+    checkout = checkout_with(tmp_path, {"result-onnxruntime-cuda-hybrid": broken})
+    layout = workbench(checkout, "layout", "cuda-hybrid")
+    assert layout.returncode == 1
+    assert layout.stdout.startswith(
+        "✗ lib/libonnxruntime.a: its runtime path (ORT's GetRuntimePath)"
+    )
+    assert len(layout.stdout.splitlines()) == 1
+    cpu = build(tmp_path / "cpu", "static", False)
+    (checkout / "result-onnxruntime-cuda-hybrid").unlink()
+    (checkout / "result-onnxruntime-cuda-hybrid").symlink_to(cpu)
+    layout = workbench(checkout, "layout", "cuda-hybrid", "--json")
+    assert layout.returncode == 1
+    problems = json.loads(layout.stdout)["problems"]
+    assert "lib/libonnxruntime_providers_cuda.so: missing" in problems
+
+
+def test_no_result_link_is_an_error_and_a_stale_bare_result_is_not_taken(tmp_path):
+    cpu = build(tmp_path, "static", False)
+    checkout = checkout_with(tmp_path, {})
+    for command in ("env", "layout"):
+        done = workbench(checkout, command, "cpu")
+        assert done.returncode == 2 and done.stdout == ""
+        assert done.stderr.startswith(
+            f"workbench: error: no result-onnxruntime-cpu or result-cpu (nor result) in {checkout}"
+        )
+    # A bare `result` from another package (this stand-in's name is standin-ort-static).
+    (checkout / "result").symlink_to(cpu)
+    done = workbench(checkout, "layout", "cpu")
+    assert done.returncode == 2
+    assert f"result points at {cpu}, not a build of onnxruntime-cpu" in done.stderr
+    # --result names it explicitly: then it is checked.
+    done = workbench(checkout, "layout", "cpu", "--result", str(checkout / "result"))
+    assert done.returncode == 0, done.stderr
+    # A bare `result` that is this flavour's package (onnxruntime-cpu-VERSION) is taken, saying so.
+    named = run_build(
+        tmp_path / "named", "static", False, extra=("--argstr", "pname", "onnxruntime-cpu")
+    )
+    assert named.returncode == 0, named.stderr[-3000:]
+    (checkout / "result").unlink()
+    (checkout / "result").symlink_to(named.stdout.strip().splitlines()[-1])
+    done = workbench(checkout, "layout", "cpu")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == (
+        f"workbench: note: no result-onnxruntime-cpu or result-cpu in {checkout}: "
+        "using result (onnxruntime-cpu-1.23.2)\n"
+    )

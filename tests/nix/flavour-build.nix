@@ -18,6 +18,8 @@
 #   dropProvider       leave libonnxruntime_providers_cuda.so out of the build tree
 #   nvcc               static CUDA only: a directory with bin/nvcc (tests/nix/standin-nvcc)
 #   architectures      the CMAKE_CUDA_ARCHITECTURES list nvcc -dlink gets as -gencode
+#   pname              the package's name, as the flavour's attr names it (onnxruntime-cpu):
+#                      the store path is then PNAME-1.23.2, as a real flavour's
 {
   linkage,
   cuda ? false,
@@ -28,6 +30,7 @@
   cpuinfo ? null,
   nvcc ? null,
   architectures ? [ ],
+  pname ? null,
 }:
 let
   staticCore = linkage != "shared";
@@ -47,7 +50,7 @@ let
   };
 in
 derivation {
-  name = "standin-ort-${linkage}${if cuda then "-cuda" else ""}";
+  name = if pname != null then "${pname}-1.23.2" else "standin-ort-${linkage}${if cuda then "-cuda" else ""}";
   version = "1.23.2";
   system = builtins.currentSystem;
   builder = "/bin/sh";

@@ -80,13 +80,15 @@ cp build/libfixture.a "$out/lib/"
 """
 
 
-def _cpu_layout_lines() -> str:
+def _cpu_layout_lines(leave_out: str | None = None) -> str:
     """Builder lines that lay out what the cpu flavour promises (configs/flavours.toml
     `produces`), the fixture's archive standing in for each archive, so `workbench build`'s
-    layout check after the build sees a whole flavour."""
+    layout check after the build sees a whole flavour (all but `leave_out`, for a broken one)."""
     flavour = load_matrix(REPO / "configs").flavour("cpu")
     lines = []
     for pattern in flavour.produces:
+        if pattern == leave_out:
+            continue
         path = pattern.replace("*", "fixture")
         lines.append(f'mkdir -p "$out/{Path(path).parent}"')
         source = "build/libfixture.a" if path.endswith(".a") else "/dev/null"
@@ -195,6 +197,9 @@ def test_single_user_nix_build(bench: Bench, standin_flake: Path) -> None:
     bench.extra_env["NIX_CONFIG"] = NIX_CONFIG
     result = bench.run("build", "cpu", "-C", str(standin_flake), "--jobs", "2", timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
+    # The layout check after the build, on the link this build made.
+    link = standin_flake / "result-onnxruntime-cpu"
+    assert f"layout: cpu has every promised file ({link} -> {link.resolve()})" in result.stderr
     build_id = build_id_from(result.stderr)
     measured = _check_fixture_build(bench, build_id)
     nix = [g for g in measured["processes_seen"] if g["tool"] == "nix"]
@@ -206,6 +211,21 @@ def test_single_user_nix_build(bench: Bench, standin_flake: Path) -> None:
     dry = bench.run("build", "cpu", "-C", str(standin_flake), "--dry-run", timeout=60)
     assert dry.returncode == 0, dry.stderr
     assert f"measured: build #{build_id} of cpu on " in dry.stderr
+
+
+def test_a_build_missing_a_promised_file_fails_its_layout_check(
+    bench: Bench, standin_flake: Path
+) -> None:
+    bench.extra_env["NIX_CONFIG"] = NIX_CONFIG
+    (standin_flake / "builder.sh").write_text(BUILDER + _cpu_layout_lines("lib/libcpuinfo.a"))
+    result = bench.run("build", "cpu", "-C", str(standin_flake), "--jobs", "2", timeout=300)
+    assert result.returncode == 1, result.stderr[-3000:]
+    link = standin_flake / "result-onnxruntime-cpu"
+    assert "layout: lib/libcpuinfo.a: missing" in result.stderr
+    assert f"error: {link} is not a whole cpu build (1 problems)" in result.stderr
+    assert "has every promised file" not in result.stderr
+    # The build itself succeeded: its record says so; the layout is what failed.
+    assert bench.record(build_id_from(result.stderr)).state == SUCCEEDED
 
 
 def test_daemon_builders_are_found_as_nixbld_users(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,8 @@ def register(subcommands: argparse._SubParsersAction) -> None:
         parser.add_argument(
             "--result",
             metavar="PATH",
-            help="the built output (default: the checkout's result-FLAVOUR, else result)",
+            help="the built output (default: the checkout's result-ATTR or result-FLAVOUR, "
+            "else result if it is a build of this flavour)",
         )
         parser.add_argument("--json", action="store_true", help="print JSON")
     env.set_defaults(handler=run_env)
@@ -33,9 +35,10 @@ def register(subcommands: argparse._SubParsersAction) -> None:
 
 
 def _built(args: argparse.Namespace) -> tuple[Any, Path]:
-    from workbench.artefacts.out_links import find_result
+    from workbench.artefacts.layout import find_flavour_result
     from workbench.cli.common import load_config
     from workbench.errors import WorkbenchError
+    from workbench.logs.visible import visible
     from workbench.supervision.launch import default_flake_directory
 
     directory, matrix = load_config(args)
@@ -51,13 +54,15 @@ def _built(args: argparse.Namespace) -> tuple[Any, Path]:
         output = Path(args.result).expanduser()
     else:
         checkout = default_flake_directory(directory)
-        found = find_result(checkout, flavour.attr, flavour.name)
-        if found is None:
+        found = find_flavour_result(checkout, flavour)
+        if found.link is None:
             raise WorkbenchError(
-                f"no result-{flavour.attr} (or result) in {checkout}: build it first "
+                f"{visible(found.note or '')}: build it first "
                 f"(`workbench build {flavour.name}`), or name it with --result PATH"
             )
-        output = found
+        if found.note:
+            print(f"workbench: note: {visible(found.note)}", file=sys.stderr)
+        output = found.link
     if not output.exists():
         raise WorkbenchError(f"{output}: does not exist (--result names the built output)")
     return flavour, output

@@ -333,14 +333,18 @@ def run_build(args: argparse.Namespace) -> int:
 
 def _check_flavour_layout(checkout: Path, flavour: Any) -> int:
     """After a flavour builds: is every file its layout promises there? (exit 1 if not)."""
-    from workbench.artefacts.layout import check_layout
-    from workbench.artefacts.out_links import find_result
+    from workbench.artefacts.layout import check_layout, find_flavour_result
     from workbench.logs.visible import visible
 
-    output = find_result(checkout, flavour.attr, flavour.name)
-    if output is None:
-        _say(f"note: no result-{flavour.name} in {checkout}; its layout was not checked")
+    # Only the link this build made: a bare `result` may be another build's.
+    found = find_flavour_result(checkout, flavour, bare=False)
+    if found.link is None:
+        _say(
+            f"warning: {visible(found.note or '')} after the build, so its layout was NOT "
+            f"checked (`workbench layout {flavour.name} --result PATH` checks it)"
+        )
         return 0
+    output = found.link
     problems = check_layout(output, flavour)
     for problem in problems:
         _say(f"layout: {visible(problem)}")
