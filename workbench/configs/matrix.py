@@ -71,6 +71,7 @@ class Flavour:
     defines: tuple[str, ...]
     cuda_architectures: tuple[str, ...] = ()  # used when settings.toml names none
     produces: tuple[str, ...] = ()  # the output's layout: globs relative to it
+    experimental_why: str = ""  # what an experimental flavour risks (flavours.toml)
 
     @property
     def shared(self) -> bool:
@@ -254,6 +255,12 @@ def _load_flavours(path: Path) -> tuple[Flavour, ...]:
         linkage = reader.get(t, "linkage", str, "flavours")
         if linkage not in LINKAGES:
             raise reader.fail("linkage", f"{linkage!r} is not one of {', '.join(LINKAGES)}")
+        experimental = reader.get(t, "experimental", bool, "flavours")
+        why = reader.get(t, "experimental_why", str, "flavours") if "experimental_why" in t else ""
+        if experimental and not why.strip():
+            raise reader.fail(
+                "experimental_why", f"{t.get('name')!r} is experimental: say why (what it risks)"
+            )
         flavours.append(
             Flavour(
                 name=reader.get(t, "name", str, "flavours"),
@@ -261,10 +268,11 @@ def _load_flavours(path: Path) -> tuple[Flavour, ...]:
                 description=reader.get(t, "description", str, "flavours"),
                 cuda=reader.get(t, "cuda", bool, "flavours"),
                 linkage=linkage,
-                experimental=reader.get(t, "experimental", bool, "flavours"),
+                experimental=experimental,
                 defines=reader.get(t, "defines", tuple, "flavours"),
                 cuda_architectures=reader.get(t, "cuda_architectures", tuple, "flavours"),
                 produces=reader.get(t, "produces", tuple, "flavours"),
+                experimental_why=" ".join(why.split()),
             )
         )
     return tuple(flavours)

@@ -9,15 +9,6 @@ from workbench.configs.matrix import Flavour, Matrix
 from workbench.configs.settings import BuildSettings, set_setting
 from workbench.host.hardware import GpuReport
 
-# Why the static CUDA flavour is experimental, in the user's terms (configs/flavours.toml).
-STATIC_CUDA_HANG = (
-    "in one static link the CUDA provider's bridge calls loop back into themselves while "
-    "g_host is still null at static initialisation (DataTypeImpl::GetType<T> <-> "
-    "ProviderHostImpl::DataTypeImpl__GetType_T): the program spins at start-up unless the "
-    "whole imported patch series holds; `workbench debug-bt -- PROGRAM` captures and names "
-    "the loop"
-)
-
 
 @dataclass(frozen=True)
 class LinkingAdvice:
@@ -42,7 +33,7 @@ def recommend_flavour(matrix: Matrix, has_gpu: bool) -> LinkingAdvice:
     """cuda-hybrid where there is a GPU (the builder flake's own choice), else cpu."""
     by_linkage = {(f.cuda, f.linkage): f for f in matrix.flavours if not f.experimental}
     experimental = tuple(
-        (f, STATIC_CUDA_HANG if f.cuda and f.linkage == "static" else "marked experimental")
+        (f, f.experimental_why)  # configs/flavours.toml: required of an experimental one
         for f in matrix.flavours
         if f.experimental
     )

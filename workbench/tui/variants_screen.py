@@ -94,7 +94,7 @@ def matrix_rows(matrix: Matrix) -> list[Row]:
             "-",
             "flake's own",
             "-",
-            "experimental" if f.experimental else None,
+            f"experimental: {f.experimental_why}" if f.experimental else None,
         )
         for f in matrix.flavours
     ]
