@@ -34,20 +34,15 @@ from workbench.supervision.history import EarlierRun, History
 # Extrapolating from the first per cent of a build is noise: configure steps, then fast files.
 _MIN_FRACTION = 0.05
 _MIN_ELAPSED_S = 10.0
-# A run this short that never showed work in progress had nothing to do ("ninja: no work to
-# do", everything in the Nix store): it says nothing about how long building takes.
-NO_OP_S = 5.0
 # Earlier runs of the same work read at start: enough that full builds survive a streak of
 # incremental ones, few enough that reading their edges stays well under a second.
 REFERENCE_RUNS = 20
 
 
 def did_work(run: EarlierRun) -> bool:
-    """Whether an earlier run built something: it took longer than a no-op could, or its
-    progress was seen below complete."""
-    if run.duration_s >= NO_OP_S:
-        return True
-    return any(fraction < 1.0 for _, fraction in run.curve) and run.duration_s >= 1.0
+    """Whether an earlier run built something (EarlierRun.did_work; history's earlier_runs
+    already passes no-ops over)."""
+    return run.did_work()
 
 
 @dataclass(frozen=True)

@@ -374,6 +374,10 @@ class Measured:
         }
 
 
+# A run this short that never showed work in progress had nothing to do.
+NO_OP_S = 5.0
+
+
 @dataclass(frozen=True)
 class EarlierRun:
     """A finished earlier build with the same ETA key: how long it took and its progress curve."""
@@ -382,6 +386,17 @@ class EarlierRun:
     duration_s: float
     curve: tuple[tuple[float, float], ...]
     """(seconds since start, fraction done so far) per sample, in time order; never falls."""
+    ran_steps: bool = False
+    """Its log counted finished steps (ninja's `[f/t]`, Nix's built derivations)."""
+
+    def did_work(self) -> bool:
+        """Whether it built something: it took longer than a no-op could, its log counted
+        finished steps, or its progress was seen below complete ("ninja: no work to do" and a
+        Nix build found in the store did none of these, and say nothing about how long
+        building takes)."""
+        if self.duration_s >= NO_OP_S or self.ran_steps:
+            return True
+        return any(fraction < 1.0 for _, fraction in self.curve) and self.duration_s >= 1.0
 
 
 @dataclass(frozen=True)
@@ -1055,19 +1070,23 @@ class History:
     # -- what earlier builds tell ------------------------------------------------------------
 
     def earlier_runs(self, eta_key: str, before_id: int, limit: int = 5) -> list[EarlierRun]:
-        """The latest successful builds with this ETA key (same target and settings)."""
+        """The latest `limit` successful builds with this ETA key (same target and settings)
+        that did work: no-ops are passed over before the limit counts, so a streak of them
+        (an iterate loop's unchanged cycles) never pushes the real builds out."""
         runs: list[EarlierRun] = []
         rows = self._db.execute(
             "SELECT id, started, duration_s, progress FROM builds "
             "WHERE eta_key = ? AND id < ? AND state = ? AND duration_s IS NOT NULL "
-            "ORDER BY id DESC LIMIT ?",
-            (eta_key, before_id, SUCCEEDED, limit * 3),
-        ).fetchall()
+            "ORDER BY id DESC",
+            (eta_key, before_id, SUCCEEDED),
+        )  # read lazily: only as far back as it takes to find `limit` runs that did work
         for build_id, started, duration, progress in rows:
             # A Nix build that found everything in the store took seconds: it says nothing
             # about how long building takes.
-            if _loads(progress, {}).get("nix") and not _loads(progress, {}).get("done"):
+            final = _loads(progress, {})
+            if final.get("nix") and not final.get("done"):
                 continue
+            ran_steps = bool(final.get("done") or (final.get("step") or {}).get("done"))
             curve: list[tuple[float, float]] = []
             reached = 0.0
             for t, fraction in self._db.execute(
@@ -1079,7 +1098,10 @@ class History:
                 # can search it by bisection.
                 reached = max(reached, fraction)
                 curve.append((t - started, reached))
-            runs.append(EarlierRun(build_id, duration, tuple(curve)))
+            run = EarlierRun(build_id, duration, tuple(curve), ran_steps)
+            if not run.did_work():
+                continue
+            runs.append(run)
             if len(runs) == limit:
                 break
         return runs
