@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 from driving import needs_cxx_tools, wait_until
 from supervision.supervised import Bench, build_id_from
 from textual.widgets import DataTable, Static
 
 from workbench.tui.build_screen import BuildScreen
 from workbench.tui.history_screen import HistoryScreen, ReportScreen
+from workbench.tui.widgets.key_footer import KeyFooter
 
 
 def build(bench: Bench, checkout: Path, build_dir: Path, *ninja: str) -> int:
@@ -107,3 +110,50 @@ async def test_history_of_an_empty_state_directory(tui) -> None:
         await pilot.press("r", "c")  # nothing to report or compare: no crash, a hint
         await pilot.pause()
         assert app.screen is screen
+
+
+def drawn(widget: Static) -> str:
+    """The widget's one row as the terminal shows it (the screen's composed row)."""
+    row = widget.screen._compositor.render_strips()[widget.region.y]
+    return row.crop(widget.region.x, widget.region.right).text.strip()
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+async def test_a_failed_build_shows_its_first_error_under_the_table(
+    bench: Bench, tui, tmp_path: Path, size: tuple[int, int]
+) -> None:
+    if shutil.which("g++") is None:
+        pytest.skip("needs g++")
+    # A real compile that fails, run by the real supervisor; the file name is markup-like: the
+    # line must show it as text.
+    source = tmp_path / "[b]bad.cc"
+    source.write_text("// a line with the word error in it\nint main() { return undeclared; }\n")
+    failed = bench.run("run", "--name", "broken", "--", "g++", "-c", source.name, cwd=tmp_path)
+    assert failed.returncode == 1, failed.stderr
+    failed_id = build_id_from(failed.stderr)
+    passed = bench.run("run", "--name", "fine", "--", "true", cwd=tmp_path)
+    assert passed.returncode == 0, passed.stderr
+    app = tui()
+    async with app.run_test(size=size) as pilot:
+        await app.workers.wait_for_complete()
+        app.action_history()  # type: ignore[attr-defined]
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, HistoryScreen)
+        await wait_until(pilot, "the history", lambda: screen.loads >= 1, 20)
+        table = screen.query_one("#history-table", DataTable)
+        line = screen.query_one("#history-failure", Static)
+        assert screen.highlighted_id() != failed_id  # the newest (succeeded) build first
+        await wait_until(pilot, "an empty line", lambda: drawn(line) == "", 5)
+
+        table.move_cursor(row=table.get_row_index(str(failed_id)))
+        expected = f"#{failed_id} failed (exit 1): [b]bad.cc:2:21: error: ‘undeclared’"
+        await wait_until(pilot, "the first error", lambda: drawn(line).startswith(expected[:60]), 5)
+        shown = drawn(line)
+        # Whole on the screen, on one row, cut with an ellipsis when the terminal is narrow.
+        assert line.region.bottom <= screen.query_one(KeyFooter).region.y
+        assert line.region.right <= size[0] and line.region.height == 1
+        if size[0] == 80:
+            assert shown.endswith("…") and len(shown) <= 80
+        else:
+            assert shown.startswith(expected) and "was not declared in this scope" in shown

@@ -18,6 +18,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.content import Content
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Header, Static
@@ -52,6 +53,16 @@ class HistoryRow:
     peak_rss: int | None
     note: str | None
     signal: int | None = None
+    first_error: str | None = None  # Nix's `error:` line or the compiler's first error
+
+    @property
+    def failure(self) -> str:
+        """Why a build that ended badly did: its first error, else its note; "" otherwise."""
+        if self.state == "succeeded" or self.active:
+            return ""
+        if self.state == "failed":
+            return self.first_error or self.note or ""
+        return self.note or self.first_error or ""  # killed, stopped, lost: the note says how
 
     @property
     def outcome(self) -> str:
@@ -142,6 +153,13 @@ def cells(row: HistoryRow, marked: bool, now: float | None = None) -> tuple[str,
     )
 
 
+def failure_line(row: HistoryRow | None) -> str:
+    """The line under the table for the highlighted build: "#7 failed (exit 1): error: ..."."""
+    if row is None or not row.failure:
+        return ""
+    return visible(f"#{row.id} {row.outcome}: {row.failure}")
+
+
 def load_rows(state_directory: Path, limit: int = HISTORY_LIMIT) -> list[HistoryRow]:
     """The latest builds with their measurements (lost supervisors marked as `status` does)."""
     from workbench.supervision import liveness
@@ -167,9 +185,15 @@ def load_rows(state_directory: Path, limit: int = HISTORY_LIMIT) -> list[History
                     cpu_percent=measured.cpu_utilisation if measured else None,
                     peak_rss=measured.peak_rss if measured else None,
                     note=record.note,
+                    first_error=_first_error(record.progress),
                 )
             )
     return rows
+
+
+def _first_error(progress: dict[str, Any] | None) -> str | None:
+    found = (progress or {}).get("first_error")
+    return found if isinstance(found, str) and found.strip() else None
 
 
 def report_markdown(state_directory: Path, ids: list[int]) -> str:
@@ -291,6 +315,7 @@ class HistoryScreen(Screen[None]):
         yield Header()
         yield Static("", id="history-summary")
         yield DataTable(id="history-table", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="history-failure")
         yield KeyFooter()
 
     def on_mount(self) -> None:
@@ -353,6 +378,7 @@ class HistoryScreen(Screen[None]):
         if highlighted is not None and str(highlighted) in table.rows:
             table.move_cursor(row=table.get_row_index(str(highlighted)), animate=False)
         self._summarise()
+        self._show_failure()
 
     def _summarise(self) -> None:
         if not self.rows:
@@ -365,6 +391,14 @@ class HistoryScreen(Screen[None]):
                 text += " · marked: " + ", ".join(f"#{build_id}" for build_id in self.marked)
                 text += " (c compares)" if len(self.marked) == 2 else " (mark one more)"
         self.query_one("#history-summary", Static).update(text)
+
+    @on(DataTable.RowHighlighted, "#history-table")
+    def _show_failure(self) -> None:
+        """Why the highlighted build failed, under the table (build output: Text, never markup)."""
+        build_id = self.highlighted_id()
+        row = next((row for row in self.rows if row.id == build_id), None)
+        # Content built from a plain str is text, never markup; the CSS cuts it with an ellipsis.
+        self.query_one("#history-failure", Static).update(Content(failure_line(row)))
 
     def highlighted_id(self) -> int | None:
         """The id of the highlighted build."""
