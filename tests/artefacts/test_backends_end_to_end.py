@@ -27,19 +27,23 @@ CUDA = "onnxruntime-python313-cuda12_9-sm90-avx512"
 pytestmark = [*needs_nix, pytest.mark.slow]
 
 
-@pytest.fixture(scope="module")
-def checkout(tmp_path_factory) -> dict:
+GIT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.invalid",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.invalid",
+}
+
+
+@pytest.fixture
+def checkout(tmp_path) -> dict:
+    """A fresh committed copy of the checkout on the stand-in nixpkgs, for each test alone (the
+    builds are cached in the Nix store, so a test that builds again pays little)."""
     pytest.importorskip("onnxruntime", reason="the smoke check needs the onnxruntime wheel")
     pytest.importorskip("onnx", reason="the smoke model is built with the onnx package")
-    base = tmp_path_factory.mktemp("e2e")
+    base = tmp_path
     repo = flake_on_the_standin(base)
-    git = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@example.invalid",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@example.invalid",
-    }
+    git = {**os.environ, **GIT_IDENTITY}
     for argv in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "copy"]):
         subprocess.run(argv, cwd=repo, env=git, check=True, capture_output=True)
     tools = base / "bin"
@@ -124,11 +128,33 @@ def test_both_backends_leave_result_name_and_record_sizes(checkout) -> None:
 
 
 def test_smoke_runs_the_built_variant_and_says_which_build(checkout) -> None:
+    built = workbench(checkout, "build", CPU, "--jobs", "2")
+    assert built.returncode == 0, built.stderr[-3000:]
     smoke = workbench(checkout, "smoke", CPU)
     assert smoke.returncode == 0, smoke.stdout + smoke.stderr
-    assert f"smoking result-{CPU} ->" in smoke.stdout and "build #" in smoke.stdout
+    assert f"smoking result-{CPU} ->" in smoke.stdout and "build #1 (nix, " in smoke.stdout
     assert f"in its environment result-{CPU}-env" in smoke.stdout
     assert "PASSED" in smoke.stdout
+
+
+def test_smoke_right_after_a_flox_build_says_it_smoked_the_flox_build(checkout) -> None:
+    repo = checkout["repo"]
+    flox = workbench(checkout, "build", CPU, "--backend", "flox", "--jobs", "2")
+    assert flox.returncode == 0, flox.stderr[-3000:]
+    # Flox left its log beside the result; it is not an output and is not recorded as one.
+    assert (repo / f"result-{CPU}-log").is_symlink()
+    [recorded] = json.loads(workbench(checkout, "history", "--json").stdout)["builds"]
+    assert [o["link"] for o in recorded["artefacts"]["outputs"]] == [f"result-{CPU}"]
+    smoke = workbench(checkout, "smoke", CPU)
+    assert smoke.returncode == 0, smoke.stdout + smoke.stderr
+    said = smoke.stdout.splitlines()[0]
+    assert said.startswith(f"smoking result-{CPU} -> {os.path.realpath(repo / f'result-{CPU}')}")
+    assert f"build #{recorded['id']} (flox, " in said, said
+    # The same store path built by Nix afterwards: the newest build is the one said.
+    nix = workbench(checkout, "build", CPU, "--jobs", "2")
+    assert nix.returncode == 0, nix.stderr[-3000:]
+    again = workbench(checkout, "smoke", CPU).stdout.splitlines()[0]
+    assert f"build #{recorded['id'] + 1} (nix, " in again, again
 
 
 def test_a_cuda_variant_without_its_cuda_provider_fails_the_smoke(checkout) -> None:
@@ -140,34 +166,65 @@ def test_a_cuda_variant_without_its_cuda_provider_fails_the_smoke(checkout) -> N
     assert "a CUDA variant without CUDAExecutionProvider" in smoke.stdout
 
 
-def test_flox_publish_in_the_checkout(checkout) -> None:
-    repo, env = checkout["repo"], checkout["env"]
-    refused = subprocess.run(
-        ["flox", "publish", CPU], cwd=repo, env=env, capture_output=True, text=True, check=False
-    )
-    # The first `nix build` wrote flake.lock: Flox publishes what is committed, so commit it.
-    assert refused.returncode == 1 and "not clean" in refused.stderr
-    status = subprocess.run(
-        ["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True, check=True
-    ).stdout
-    assert status.split()[-1] == "flake.lock" and len(status.splitlines()) == 1, status
-    git = {
-        **env,
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@example.invalid",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@example.invalid",
-    }
-    subprocess.run(["git", "add", "flake.lock"], cwd=repo, check=True)
-    subprocess.run(["git", "commit", "-qm", "lock"], cwd=repo, env=git, check=True)
-    published = subprocess.run(
-        ["flox", "publish", CPU],
-        cwd=checkout["repo"],
-        env=checkout["env"],
+def git(repo: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["git", *args],
+        cwd=repo,
+        env={**os.environ, **GIT_IDENTITY},
         capture_output=True,
         text=True,
-        timeout=300,
-        check=False,
+        check=True,
     )
+
+
+def test_flox_publish_in_the_checkout(checkout, tmp_path) -> None:
+    repo, env = checkout["repo"], checkout["env"]
+
+    def publish() -> subprocess.CompletedProcess:
+        return subprocess.run(
+            ["flox", "publish", CPU],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+
+    # Flox publishes a revision its remote has: without an upstream there is none.
+    refused = publish()
+    assert refused.returncode == 1 and "has no upstream remote configured" in refused.stderr
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    git(repo, "remote", "add", "origin", str(remote))
+    git(repo, "push", "-q", "-u", "origin", "HEAD")
+    # `nix build` wrote flake.lock and git-added it with --intent-to-add (Nix does that in a
+    # git flake): a tracked change, so publishing is refused until it is committed and pushed.
+    assert workbench(checkout, "build", CPU, "--jobs", "2").returncode == 0
+    assert git(repo, "status", "--porcelain").stdout == " A flake.lock\n"
+    locked = publish()
+    assert locked.returncode == 1 and "has dirty tracked files" in locked.stderr
+    git(repo, "add", "flake.lock")
+    git(repo, "commit", "-qm", "lock")
+    git(repo, "push", "-q")
+    # Untracked files outside .flox/ do not matter (Flox checks tracked files only).
+    (repo / "notes.txt").write_text("mine\n")
+    published = publish()
     assert published.returncode == 0, published.stderr
-    assert f"would publish {CPU}" in published.stdout
+    head = git(repo, "rev-parse", "HEAD").stdout.strip()
+    assert f"would publish {CPU} (" in published.stdout and f"at {head}" in published.stdout
+    # A changed tracked file is refused; committed but not pushed, too.
+    readme = repo / "README.md"
+    readme.write_text(readme.read_text() + "\nchanged\n")
+    dirty = publish()
+    assert dirty.returncode == 1 and "has dirty tracked files" in dirty.stderr
+    git(repo, "commit", "-qam", "readme")
+    unpushed = publish()
+    assert unpushed.returncode == 1 and "not present on remote 'origin/" in unpushed.stderr
+    git(repo, "push", "-q")
+    assert publish().returncode == 0
+    # An untracked file under .flox/ would be missing from the clean checkout: refused.
+    (repo / ".flox" / "pkgs" / "extra.nix").write_text("{ }: null\n")
+    untracked = publish()
+    assert untracked.returncode == 1
+    assert "environment files are not tracked by git:\n- .flox/pkgs/extra.nix" in untracked.stderr
