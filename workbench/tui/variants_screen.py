@@ -150,6 +150,9 @@ class VariantsScreen(Screen[None]):
     # The table from the start: with the filter focused first, its typing keys would hide the
     # screen's keys from the footer until focus moved (a frame or more later).
     AUTO_FOCUS = "#variants"
+    # At 80 columns these give way before Settings and Patches (a newcomer looks for those): the
+    # filter field says "/ filter" itself, a column header click sorts, the matrix is for fleets.
+    FOOTER_GIVES_WAY_FIRST = ("cycle_sort", "focus_filter", "matrix")
     BINDINGS = [
         Binding(
             "slash",

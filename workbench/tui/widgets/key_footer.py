@@ -1,6 +1,8 @@
 """The footer of every screen: all its keys when they fit; when they do not (80 columns), the
-compact style, then the app's navigation keys (history, settings, patches) give way before any
-of the screen's own, and `? Help` and `q Quit` always stay: the help lists every key."""
+compact style, then the keys the screen names in `FOOTER_GIVES_WAY_FIRST` (in that order: what
+the screen shows another way, like a filter field's "/" placeholder), then the app's navigation
+keys (history, settings, patches) before any of the screen's own; `? Help` and `q Quit` always
+stay: the help lists every key."""
 
 from __future__ import annotations
 
@@ -23,14 +25,16 @@ def key_width(key_display: str, description: str, compact: bool) -> int:
     return len(key_display) + 2 + len(description) + 1
 
 
-# What gives way first when the keys do not fit: the app's navigation, then the screen's own.
+# What gives way when the keys do not fit, highest rank first: the screen's FOOTER_GIVES_WAY_FIRST
+# (ranks above NAVIGATION, the first named highest), the app's navigation, the screen's own.
 KEEP, SCREEN, NAVIGATION = 0, 1, 2
 PALETTE_WIDTH = len("^p palette") + 4
 
 
 def choose_keys(keys: Sequence[tuple[str, str, int]], width: int) -> tuple[list[int], bool, bool]:
     """Which keys a footer `width` cells wide shows, given (key shown, description, rank) in
-    footer order: (indices kept, compact, whether the palette's key shows too)."""
+    footer order: (indices kept, compact, whether the palette's key shows too). The highest
+    rank gives way first, the rightmost key first within a rank; KEEP never does."""
     every = list(range(len(keys)))
     for compact in (False, True):
         total = sum(key_width(key, text, compact) for key, text, _ in keys)
@@ -40,7 +44,7 @@ def choose_keys(keys: Sequence[tuple[str, str, int]], width: int) -> tuple[list[
             return every, compact, False
     kept = list(every)
     total = sum(key_width(key, text, True) for key, text, _ in keys)
-    for rank in (NAVIGATION, SCREEN):
+    for rank in sorted({rank for _, _, rank in keys} - {KEEP}, reverse=True):
         for index in reversed(every):
             if total <= width:
                 return kept, True, False
@@ -48,6 +52,15 @@ def choose_keys(keys: Sequence[tuple[str, str, int]], width: int) -> tuple[list[
                 kept.remove(index)
                 total -= key_width(keys[index][0], keys[index][1], True)
     return kept, True, False
+
+
+def rank_of(binding: Binding, of_the_app: bool, gives_way_first: Sequence[str]) -> int:
+    """How soon a key gives way in a narrow footer (see `choose_keys`)."""
+    if binding.action in ALWAYS:
+        return KEEP
+    if binding.action in gives_way_first:
+        return NAVIGATION + len(gives_way_first) - list(gives_way_first).index(binding.action)
+    return NAVIGATION if of_the_app else SCREEN
 
 
 class KeyFooter(Footer):
@@ -61,11 +74,16 @@ class KeyFooter(Footer):
         if not self._bindings_ready:
             return
         screen, app = self.screen, self.app
+        first: Sequence[str] = getattr(screen, "FOOTER_GIVES_WAY_FIRST", ())
         shown: dict[str, tuple[Binding, bool, str, int]] = {}
         for node, binding, enabled, tooltip in screen.active_bindings.values():
             if binding.show and binding.action not in shown:
-                rank = KEEP if binding.action in ALWAYS else NAVIGATION if node is app else SCREEN
-                shown[binding.action] = (binding, enabled, tooltip, rank)
+                shown[binding.action] = (
+                    binding,
+                    enabled,
+                    tooltip,
+                    rank_of(binding, node is app, first),
+                )
         # Help and quit at the right, where they are looked for.
         entries = sorted(shown.values(), key=lambda entry: entry[3] == KEEP)
         kept, compact, palette = choose_keys(
