@@ -6,19 +6,25 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from workbench.configs.matrix import Matrix, load_matrix
 from workbench.paths import config_dir
+
+if TYPE_CHECKING:
+    from workbench.configs.matrix import Matrix
 
 
 def load_config(args: argparse.Namespace) -> tuple[Path, Matrix]:
     """The config directory chosen by --config / $WORKBENCH_CONFIG / the repo, and its matrix."""
+    # Here, not at the top: `bt` prints JSON through this module and races plain gdb.
+    from workbench.configs.matrix import load_matrix
+
     directory = config_dir(args.config)
     return directory, load_matrix(directory)
 
 
 def print_json(document: Any) -> None:
-    """Stable JSON on stdout: sorted keys, two-space indent."""
+    """Stable JSON on stdout, as the README promises for every `--json`: sorted keys at every
+    level, two-space indent."""
     json.dump(document, sys.stdout, indent=2, sort_keys=True)
     sys.stdout.write("\n")

@@ -16,6 +16,7 @@ import argparse
 import sys
 from typing import Any
 
+from workbench.cli.common import print_json
 from workbench.errors import WorkbenchError
 
 
@@ -179,8 +180,6 @@ def _add_to_series(config: Any, file: Any, bridge: Any) -> None:
 
 def run_bt(args: argparse.Namespace) -> int:
     """Capture PID, diagnose, print; 0 complete, 1 partial (the process exited part-way)."""
-    import json
-
     from workbench.debugging.gdb_session import GdbSession, find_gdb
 
     # gdb first: it loads itself while Python imports the capture and diagnosis code.
@@ -199,22 +198,15 @@ def run_bt(args: argparse.Namespace) -> int:
     except ProcessExitedError as exc:
         # It was there and ended by itself: not the user's error (2), the partial case (1).
         if args.json:
-            print(
-                json.dumps(
-                    {
-                        "schema": "workbench-bt/1",
-                        "pid": args.pid,
-                        "exited": True,
-                        "message": str(exc),
-                    }
-                )
+            print_json(
+                {"schema": "workbench-bt/1", "pid": args.pid, "exited": True, "message": str(exc)}
             )
         else:
             print(str(exc))
         return 1
     diagnosis = _diagnose_and_patch(args, captured)
     if args.json:
-        print(json.dumps(bt_document(captured, diagnosis), indent=2))
+        print_json(bt_document(captured, diagnosis))
     else:
         print(render_text(captured, diagnosis))
     return 0 if captured.complete else 1
@@ -230,8 +222,6 @@ def _command(argv: list[str], what: str) -> list[str]:
 
 def run_debug_bt(args: argparse.Namespace) -> int:
     """Start CMD, capture after --after seconds, diagnose, stop it; nothing is left running."""
-    import json
-
     from workbench.debugging.capture import capture
     from workbench.debugging.errors import ProcessGoneError
     from workbench.debugging.program import Program, describe_status, pick_target
@@ -266,16 +256,8 @@ def run_debug_bt(args: argparse.Namespace) -> int:
                 f"{args.after:g} s: it did not hang"
             )
             if args.json:
-                print(
-                    json.dumps(
-                        {
-                            "schema": "workbench-bt/1",
-                            "program": info,
-                            "exited": True,
-                            "message": message,
-                        }
-                    )
-                )
+                exited = {"schema": "workbench-bt/1", "program": info, "exited": True}
+                print_json({**exited, "message": message})
             else:
                 print(message)
                 tail = info["output_tail"]
@@ -284,7 +266,7 @@ def run_debug_bt(args: argparse.Namespace) -> int:
                     print(f"output (last lines):\n{lines}")
             return 1
         if args.json:
-            print(json.dumps(bt_document(captured, diagnosis, program=info), indent=2))
+            print_json(bt_document(captured, diagnosis, program=info))
         else:
             print(render_text(captured, diagnosis))
             if status is None:
@@ -298,8 +280,6 @@ def run_debug_bt(args: argparse.Namespace) -> int:
 
 def run_smoke(args: argparse.Namespace) -> int:
     """Run the smoke check; 0 passed, 1 failed or error, 3 hung (stacks captured)."""
-    import json
-
     from workbench.debugging import smoke
 
     target = list(args.target)
@@ -330,7 +310,7 @@ def run_smoke(args: argparse.Namespace) -> int:
     else:
         raise WorkbenchError("workbench smoke: give a VARIANT, --python PATH, or -- CMD [ARGS...]")
     if args.json:
-        print(json.dumps(result.to_json(), indent=2))
+        print_json(result.to_json())
     else:
         print(smoke.render_text(result))
     return {"passed": 0, "hung": 3}.get(result.status, 1)

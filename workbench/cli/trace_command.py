@@ -63,7 +63,7 @@ def run_trace(args: argparse.Namespace) -> int:
         peak_rss=analysis.peak_rss,
     )
     if args.output == "-":
-        json.dump(document, sys.stdout)
+        json.dump(document, sys.stdout, sort_keys=True)  # as every JSON the CLI prints
         sys.stdout.write("\n")
         return 0
     target = Path(args.output or f"build-{record.id}.trace.json")
