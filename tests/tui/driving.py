@@ -11,6 +11,7 @@ import pytest
 from supervision.supervised import Bench, build_id_from
 from textual.app import App
 from textual.pilot import Pilot
+from textual.widgets import DataTable
 
 from workbench.tui.build_screen import BuildScreen
 from workbench.tui.widgets.log_view import LogView
@@ -30,6 +31,19 @@ async def wait_until(
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
         await pilot.pause(0.1)
+
+
+async def widths_hold(pilot: Pilot, table: DataTable, timeout: float = 20.0) -> None:
+    """Let the app run until the table's column widths (and its size) are the same at four looks
+    0.05 s apart (bounded): a worker may fill a column and the table widen it a refresh later."""
+    deadline = time.monotonic() + timeout
+    looks: list[tuple[object, ...]] = []
+    while len(looks) < 4 or len(set(looks[-4:])) != 1:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the column widths kept changing for {timeout:.0f} s")
+        await pilot.pause(0.05)
+        widths = tuple(column.get_render_width(table) for column in table.columns.values())
+        looks.append((table.virtual_size, widths))
 
 
 async def open_screen(app: App, pilot: Pilot, build_id: int) -> BuildScreen:

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 from recorded_host import recorded_doctor
-from textual.command import CommandPalette
+from textual.command import CommandList, CommandPalette
 from textual.widgets import DataTable, Static
 from textual.widgets._footer import FooterKey
-from tui.driving import needs_cxx_tools, open_screen, start, wait_until
+from tui.driving import needs_cxx_tools, open_screen, start, wait_until, widths_hold
 
 from workbench.tui.app import WorkbenchApp, make_app
 from workbench.tui.error_screen import ErrorScreen
@@ -172,13 +172,21 @@ async def test_the_palette_runs_a_screen_key(config_copy: Path, tmp_path: Path) 
     async with app.run_test(size=(80, 24)) as pilot:
         await app.workers.wait_for_complete()
         await pilot.press("ctrl+p")
-        await pilot.pause()
-        assert isinstance(app.screen, CommandPalette)
+        await wait_until(pilot, "the palette", lambda: isinstance(app.screen, CommandPalette), 10)
+        palette = app.screen
         await pilot.press(*"history")
-        await pilot.pause(0.5)
+        commands = palette.query_one(CommandList)
+
+        def history_highlighted() -> bool:
+            at = commands.highlighted
+            return at is not None and "History" in str(commands.get_option_at_index(at).prompt)
+
+        # The search runs in a worker: Enter before its hits arrive would run nothing.
+        await wait_until(pilot, "History among the hits, highlighted", history_highlighted, 10)
         await pilot.press("enter")
-        await pilot.pause(0.5)
-        assert type(app.screen).__name__ == "HistoryScreen"
+        await wait_until(
+            pilot, "the history screen", lambda: type(app.screen).__name__ == "HistoryScreen", 10
+        )
 
 
 async def test_the_help_lists_each_key_with_what_it_does(config_copy: Path, tmp_path: Path):
@@ -216,9 +224,12 @@ async def test_the_variants_table_and_footer_fit_the_terminal(
     app = app_on(config_copy, tmp_path)
     async with app.run_test(size=size) as pilot:
         await app.workers.wait_for_complete()
-        await pilot.pause()
-        await pilot.pause()
         table = app.screen.query_one("#variants", DataTable)
+        # The host detected (the row note says the cursor's row is for it), then a worker fills
+        # the last-build column and the table widens it on a later refresh.
+        note = app.screen.query_one("#row-note", Static)
+        await wait_until(pilot, "the row note", lambda: "for this host" in text_of(note), 20)
+        await widths_hold(pilot, table)
         labels = [str(column.label) for column in table.columns.values()]
         assert "ISA" in labels and "last build" in labels
         # Every column fits beside the scrollbar: nothing is pushed off to the right.
@@ -230,9 +241,10 @@ async def test_the_variants_table_and_footer_fit_the_terminal(
             assert labels[3:5] == ["CUDA", "Py"]
         assert_footer_whole(app, size[0])
         shown = {key.action for key in footer_keys(app)}
+        # The main keys at every size: what a newcomer looks for (issue 14: "Settings
+        # invisible" at 80 columns).
         assert {"build", "toggle_mark", "sample_build", "help", "quit"} <= shown
-        if size[0] >= 160:
-            assert {"patches", "settings", "history"} <= shown  # every main key at 160
+        assert {"patches", "settings", "history"} <= shown
         newcomer = text_of(app.screen.query_one("#newcomer", Static))
         assert len(newcomer) <= size[0] - 2  # the hint line is never cut
 
@@ -488,6 +500,12 @@ async def test_host_notices_are_one_line_with_details_on_w_and_q_says_the_build_
         other.wait()
 
 
+def _sampled(screen) -> bool:
+    """The build screen holds a record whose live view has a sample of the running build."""
+    record = screen.record
+    return record is not None and bool((record.live or {}).get("t"))
+
+
 def tmp_ninja_sleeper(directory: Path) -> subprocess.Popen:
     """A real ninja running a sleep: another build on this host, as preflight sees one."""
     directory.mkdir(parents=True)
@@ -516,7 +534,11 @@ async def test_a_shows_every_process_and_d_debugs_a_hung_test_binary(
     async with app.run_test(size=size) as pilot:
         screen = await open_screen(app, pilot, build_id)
         table = screen.query_one(ProcessTable)
-        await pilot.pause(2.5)  # a poll or two: the supervisor's view has no compiler in it
+        # Two polls after the supervisor's first sample (taken while the program already ran):
+        # the table was filled from a view that could have shown it, and did not.
+        await wait_until(pilot, "the supervisor's first sample", lambda: _sampled(screen), 20)
+        polled = screen.polls
+        await wait_until(pilot, "two more polls", lambda: screen.polls >= polled + 2, 20)
         assert not any(row.file and row.file.endswith("spin_test.py") for row in table.rows_shown)
         await pilot.press("a")
         await wait_until(
