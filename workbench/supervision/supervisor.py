@@ -43,12 +43,9 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from workbench.logs.readable_map import ReadableMapWriter, readable_paths
-from workbench.monitor import PeakTracker, Sample, Sampler, oom_note, procfs
-from workbench.progress import Progress, ProgressTracker
-from workbench.supervision import build_cgroup, eta, private_state, tree
+from workbench.supervision import build_cgroup, private_state, tree
 from workbench.supervision.history import (
     FAILED,
     KILLED,
@@ -63,7 +60,18 @@ from workbench.supervision.history import (
     Sampled,
     build_directory,
 )
-from workbench.supervision.pipeline import READ_SIZE, LogPipeline
+
+if TYPE_CHECKING:
+    from workbench.logs.readable_map import ReadableMapWriter
+    from workbench.monitor import PeakTracker, Sample, Sampler
+    from workbench.progress import Progress, ProgressTracker
+    from workbench.supervision.eta import LiveEta
+    from workbench.supervision.pipeline import LogPipeline
+
+# What follows the build (the progress tracker, the sampler, the ETA, the log pipeline and its
+# readable form) is imported once the build has started, in `Supervisor._start_following` and
+# the methods that run after it: importing it first put about 35 ms (a third of the supervisor's
+# start) between `workbench iterate` and its build tool (benchmarks/iterate_cycle.py).
 
 SAMPLE_INTERVAL_S = 1.0
 # Progress reaches the history at most this often between samples: a few writes a second.
@@ -123,6 +131,8 @@ def progress_json(
 
 def _readable(record: BuildRecord, log_size: int) -> tuple[ReadableMapWriter, tuple[int, int]]:
     """The writer of the log's readable form, and its two files (0600, never through links)."""
+    from workbench.logs.readable_map import ReadableMapWriter, readable_paths
+
     readable_path, map_path = readable_paths(Path(record.log_path))
     flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
     readable_fd = private_state.open_private(readable_path, flags)
@@ -144,6 +154,8 @@ class Census:
 
     def add(self, sample: Sample) -> None:
         """Count the processes of a sample that were not seen before."""
+        from workbench.monitor import procfs
+
         for process in sample.processes:
             if self._seen.get(process.pid) == process.started:
                 continue
@@ -200,13 +212,14 @@ class Supervisor:
         self.history = history
         self.record = record
         self.say = log
-        self.tracker = ProgressTracker(ninja_status=os.environ.get("NINJA_STATUS") or None)
-        self.peaks = PeakTracker()
+        # Made by `_start_following`, once the build has started.
+        self.tracker: ProgressTracker
+        self.peaks: PeakTracker
+        self.eta: LiveEta
         self.census = Census()
         self.sampler: Sampler | None = None
         self.last_sample: Sample | None = None
         self.earlier: list[EarlierRun] = []
-        self.eta = eta.LiveEta(history, record.id)
         self.process: subprocess.Popen[bytes] | None = None
         self.root: tree.Member | None = None
         self.pgid: int | None = None
@@ -268,14 +281,6 @@ class Supervisor:
         signal.signal(signal.SIGCHLD, lambda *_: None)  # only to wake select() via wake_w
         if not tree.set_child_subreaper():
             self.say("could not become child subreaper: orphans of the build go to init")
-        self.earlier = (
-            self._guarded(
-                "reading earlier builds",
-                lambda: self.history.earlier_runs(record.eta_key, record.id),
-            )
-            or []
-        )
-        self.eta.earlier = self.earlier
         oom_before = _oom_kills()
         self.edge_recorder = self._guarded("finding the ninja log", self._start_edges)
         self.cgroup_oom = self._guarded("reading the memory cgroup", self._cgroup_oom_before)
@@ -315,18 +320,7 @@ class Supervisor:
         self.history.mark_running(record.id, pid, pid, self.started_wall)
         self._tell_started()
         self.say(f"build #{record.id}: started pid {pid}: {record.argv}")
-        self.sampler = self._guarded(
-            "starting the sampler", lambda: Sampler(root_pid=pid, daemon=record.nix)
-        )
-
-        log_size = os.fstat(log_fd).st_size
-        readable = self._guarded(
-            "keeping the log's readable form", lambda: _readable(record, log_size)
-        )
-        pipeline = LogPipeline(
-            log_fd, self.tracker, self.say, log_size, readable[0] if readable else None
-        )
-        self.pipeline = pipeline
+        pipeline, readable = self._start_following(pid, log_fd)
         self._loop(pipeline, out_r, wake_r)
         pipeline.close()
         if readable:
@@ -355,6 +349,40 @@ class Supervisor:
         os.close(log_fd)
         return 0
 
+    def _start_following(
+        self, pid: int, log_fd: int
+    ) -> tuple[LogPipeline, tuple[ReadableMapWriter, tuple[int, int]] | None]:
+        """What follows the started build: the tracker, ETA and sampler, the log's pipeline."""
+        from workbench.monitor import PeakTracker, Sampler
+        from workbench.progress import ProgressTracker
+        from workbench.supervision.eta import LiveEta
+        from workbench.supervision.pipeline import LogPipeline
+
+        record = self.record
+        self.tracker = ProgressTracker(ninja_status=os.environ.get("NINJA_STATUS") or None)
+        self.peaks = PeakTracker()
+        self.eta = LiveEta(self.history, record.id)
+        self.earlier = (
+            self._guarded(
+                "reading earlier builds",
+                lambda: self.history.earlier_runs(record.eta_key, record.id),
+            )
+            or []
+        )
+        self.eta.earlier = self.earlier
+        self.sampler = self._guarded(
+            "starting the sampler", lambda: Sampler(root_pid=pid, daemon=record.nix)
+        )
+        log_size = os.fstat(log_fd).st_size
+        readable = self._guarded(
+            "keeping the log's readable form", lambda: _readable(record, log_size)
+        )
+        pipeline = LogPipeline(
+            log_fd, self.tracker, self.say, log_size, readable[0] if readable else None
+        )
+        self.pipeline = pipeline
+        return pipeline, readable
+
     def _tell_started(self) -> None:
         if self.started_fd is not None:
             with contextlib.suppress(OSError):
@@ -362,6 +390,8 @@ class Supervisor:
             self.started_fd = None
 
     def _loop(self, pipeline: LogPipeline, out_r: int, wake_r: int) -> None:
+        from workbench.supervision.pipeline import READ_SIZE
+
         eof = False
         next_sample = time.monotonic()
         next_flush = next_sample + FLUSH_INTERVAL_S
@@ -452,6 +482,8 @@ class Supervisor:
     # -- sampling and recording ---------------------------------------------------------------
 
     def _sample(self) -> None:
+        from workbench.supervision import eta
+
         progress = self.tracker.snapshot()
         fraction = eta.progress_fraction(progress)
         live: dict[str, Any] | None = None
@@ -491,6 +523,8 @@ class Supervisor:
         self._flushed_lost = self._lost_bytes()
 
     def _live(self, sample: Sample, progress: Progress) -> dict[str, Any]:
+        from workbench.supervision import eta
+
         build = sample.build
         jobs = [
             p for p in sample.processes if p.kind in ("compiler", "cuda", "linker") or p.derivation
@@ -530,6 +564,8 @@ class Supervisor:
         }
 
     def _flush_progress(self) -> None:
+        from workbench.supervision import eta
+
         progress = self.tracker.snapshot()
         fraction = eta.progress_fraction(progress)
         self.history.update_live(
@@ -677,6 +713,8 @@ class Supervisor:
     # -- the end ------------------------------------------------------------------------------
 
     def _finish(self, pipeline: LogPipeline, oom_before: int | None) -> None:
+        from workbench.supervision import eta
+
         ended = time.time()
         duration = time.monotonic() - self.started_mono
         status = self.root_status
@@ -783,6 +821,8 @@ class Supervisor:
     def _follow_edges(self, sample: Sample) -> None:
         if self.edge_recorder is None:
             return
+        from workbench.supervision import eta
+
         self.edge_recorder.observe((p.pid, p.started, p.tool) for p in sample.processes)
         new = self.edge_recorder.poll()
         if self.eta.work_key is None:
@@ -821,6 +861,7 @@ class Supervisor:
         if self.edge_recorder is None:
             return
         from workbench.analysis.recorder import SampledJob
+        from workbench.supervision import eta
         from workbench.supervision.history import EdgeRow
 
         jobs = [
@@ -864,6 +905,8 @@ class Supervisor:
         pipeline: LogPipeline,
         progress: Progress,
     ) -> tuple[str, str | None]:
+        from workbench.monitor import oom_note
+
         if self.stop_reason is not None:
             how = "KILL after the grace period" if self.stop_phase == "kill" else "TERM"
             return STOPPED, f"{self.stop_reason}; ended by {how}"
