@@ -4,11 +4,13 @@ ID, and other builds on the host are one line (each process with --verbose)."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_errors import one_error_line
 from supervision.supervised import Bench
 
 from workbench.configs.matrix import load_matrix
@@ -86,3 +88,72 @@ def test_other_builds_on_the_host_are_one_line_unless_verbose(bench: Bench, tmp_
     assert len(said) == 1 and "(--verbose lists them)" in said[0]
     assert f"pid {ninja.pid} " not in quiet.stderr
     assert f"pid {ninja.pid} ninja" in loud.stderr
+
+
+def test_config_set_takes_a_value_that_starts_with_a_dash(bench: Bench, config_copy: Path) -> None:
+    config = ("--config", str(config_copy))
+    flags = bench.run(*config, "config", "set", "optimization_flags", "-O3")
+    assert flags.returncode == 0, flags.stderr
+    assert bench.run(*config, "config", "get", "optimization_flags").stdout == "-O3\n"
+    several = bench.run(*config, "config", "set", "optimization_flags", "-O2", "-march=native")
+    assert several.returncode == 0, several.stderr
+    assert bench.run(*config, "config", "get", "optimization_flags").stdout == "-O2,-march=native\n"
+    # `--` still works, and --config after the value is still the global option.
+    dashes = bench.run(*config, "config", "set", "optimization_flags", "--", "-Os")
+    assert dashes.returncode == 0, dashes.stderr
+    assert bench.run(*config, "config", "get", "optimization_flags").stdout == "-Os\n"
+    after = bench.run("config", "set", "optimization_flags", "-O1", "--config", str(config_copy))
+    assert after.returncode == 0, after.stderr
+    assert bench.run("config", "get", "optimization_flags", *config).stdout == "-O1\n"
+    assert "give the value" in one_error_line(bench.run(*config, "config", "set", "ninja_jobs"))
+
+
+def test_a_config_directory_the_nix_build_does_not_read_is_warned_about(
+    bench: Bench, config_copy: Path, tmp_path: Path
+) -> None:
+    from workbench.supervision.build_preview import preview_targets
+
+    outside = bench.run("--config", str(config_copy), "build", "cpu", "--dry-run", cwd=tmp_path)
+    said = [line for line in outside.stderr.splitlines() if str(config_copy) in line]
+    assert said == [
+        f"workbench: warning: the Nix build evaluates {REPO / 'configs'}, not the chosen config "
+        f"directory {config_copy}: only its job counts reach the build (keep it as configs/ "
+        f"beside a flake.nix, or edit {REPO / 'configs'})"
+    ]
+    inside = bench.run("build", "cpu", "--dry-run", cwd=tmp_path)
+    assert "the Nix build evaluates" not in inside.stderr
+    checkout = tmp_path / "checkout"  # configs/ beside a flake.nix: that flake reads them
+    shutil.copytree(config_copy, checkout / "configs")
+    (checkout / "flake.nix").write_text("{ outputs = { self }: { }; }\n")
+    beside = bench.run("--config", str(checkout / "configs"), "build", "cpu", "--dry-run")
+    assert "the Nix build evaluates" not in beside.stderr
+    assert beside.stdout.startswith("nix ") and f"# in {checkout}\n" in beside.stderr
+    # The TUI's `b` shows the same line before it asks.
+    warnings = [
+        line
+        for line in preview_targets(config_copy, tmp_path / "preview", ["cpu"]).lines()
+        if "the Nix build evaluates" in line
+    ]
+    assert warnings == [said[0].removeprefix("workbench: ")]
+    assert not any(
+        "the Nix build evaluates" in line
+        for line in preview_targets(REPO / "configs", tmp_path / "preview", ["cpu"]).lines()
+    )
+
+
+@pytest.mark.skipif(shutil.which("gdb") is None, reason="needs gdb")
+def test_bt_shows_the_whole_command_shell_quoted(bench: Bench) -> None:
+    from workbench.supervision.launch import display
+
+    # Longer than the 100 characters the header once cut it to, with words that need quoting.
+    argv = ["sh", "-c", 'sleep 120; : "$@"', "workbench-test", "it's " + "long " * 30 + "end"]
+    waiting = subprocess.Popen(argv, start_new_session=True)
+    try:
+        result = bench.run("bt", str(waiting.pid))
+    finally:
+        waiting.kill()
+        waiting.wait()
+    assert result.returncode == 0, result.stderr
+    header = result.stdout.splitlines()[0]
+    assert header.startswith(f"process {waiting.pid} ({display(argv)}): ")
+    assert "'it'\"'\"'s long" in header and "end'" in header

@@ -19,7 +19,15 @@ def register(subcommands: argparse._SubParsersAction) -> None:
     get.add_argument("key")
     set_ = actions.add_parser("set", help="change one setting, e.g. `config set ninja_jobs 8`")
     set_.add_argument("key")
-    set_.add_argument("value", help='the new value; lists comma-separated ("90,120")')
+    # The rest of the line, as given: a value may start with "-" (`optimization_flags -O3`),
+    # which argparse would otherwise take for an option and answer "arguments are required".
+    set_.add_argument(
+        "value",
+        nargs=argparse.REMAINDER,
+        metavar="VALUE",
+        help='the new value; lists comma-separated ("90,120"), flags as they are '
+        '("-O3 -march=native")',
+    )
     parser.set_defaults(handler=run)
 
 
@@ -34,6 +42,8 @@ def run(args: argparse.Namespace) -> int:
         settings_path,
     )
 
+    if args.config_action == "set":
+        args.value = _value_words(args)
     directory, matrix = load_config(args)
     if args.config_action == "set":
         settings = set_setting(directory, matrix, args.key, args.value)
@@ -61,3 +71,30 @@ def run(args: argparse.Namespace) -> int:
             f"    # {spec.meaning}"
         )
     return 0
+
+
+def _value_words(args: argparse.Namespace) -> str:
+    """The value of `config set KEY VALUE...`: its words joined by spaces (argparse has taken
+    a `--` before them away). --config and --state-dir among them are still the global options,
+    as after every other command; none is a compiler flag or a setting's value."""
+    from workbench.cli.main import GLOBAL_OPTIONS
+    from workbench.errors import WorkbenchError
+
+    words = list(args.value)
+    kept: list[str] = []
+    while words:
+        word = words.pop(0)
+        name, equals, value = word.partition("=")
+        if name not in GLOBAL_OPTIONS:
+            kept.append(word)
+            continue
+        if not equals:
+            if not words:
+                raise WorkbenchError(f"{name} needs a directory")
+            value = words.pop(0)
+        setattr(args, name[2:].replace("-", "_"), value)
+    if not kept:
+        raise WorkbenchError(
+            f"config set {args.key}: give the value, e.g. `workbench config set {args.key} VALUE`"
+        )
+    return " ".join(kept)

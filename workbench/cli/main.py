@@ -70,14 +70,21 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     for module_name in (only,) if only else COMMAND_MODULES:
         importlib.import_module(module_name).register(subcommands)
     # The global options are accepted after the command too (`workbench doctor --state-dir D`);
-    # SUPPRESS keeps a value given before the command from being reset.
-    for command in subcommands.choices.values():
+    # SUPPRESS keeps a value given before the command from being reset. An action's parser
+    # (`config get`, `patches show`) gets them too: argparse hands a sub-parser's leftovers to
+    # no one, so `config get KEY --config D` would be "unrecognized arguments".
+    commands = list(subcommands.choices.values())
+    while commands:
+        command = commands.pop()
         command.add_argument(
             "--config", metavar="DIR", default=argparse.SUPPRESS, help=argparse.SUPPRESS
         )
         command.add_argument(
             "--state-dir", metavar="DIR", default=argparse.SUPPRESS, help=argparse.SUPPRESS
         )
+        for action in command._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                commands += action.choices.values()
     return parser
 
 
