@@ -47,6 +47,8 @@ from typing import Any
 from workbench.debugging.model import Capture, Diagnosis, Finding, ThreadActivity, ThreadStack
 from workbench.debugging.names import display_name
 from workbench.debugging.procfs import STATE_WORDS
+from workbench.logs.visible import visible
+from workbench.supervision.shell_command import display
 
 SCHEMA = "workbench-bt/1"
 KIND_TITLES = {
@@ -187,9 +189,11 @@ def _thread_header(
 
 def render_text(capture: Capture, diagnosis: Diagnosis) -> str:
     """The whole human report: header, diagnosis, threads, notes."""
-    command = " ".join(capture.command) or capture.executable or "?"
+    # Whole and shell-quoted, as the build's title shows its command, so it can be pasted;
+    # made visible, as the process chose its own command line.
+    command = display(capture.command) if capture.command else capture.executable or "?"
     header = (
-        f"process {capture.pid} ({command[:100]}): {len(capture.samples)} of "
+        f"process {capture.pid} ({visible(command)}): {len(capture.samples)} of "
         f"{capture.requested_samples} sample(s)"
         + (f", {capture.interval:g} s apart" if capture.requested_samples > 1 else "")
         + (f", {capture.pc_rounds} program-counter rounds first" if capture.pc_rounds else "")
