@@ -281,6 +281,7 @@ def run_build(args: argparse.Namespace) -> int:
         raise LaunchError("; ".join(problems) + " (--force builds it anyway)")
     flake = Path(args.directory).expanduser() if args.directory else None
     flake = flake or default_flake_directory(directory)
+    _say_unread_configs(directory, flake)
     history = _history(args)
     choice = choose_jobs_for(history, settings, target.name, target.cuda, args.jobs)
     job_memory = choice.job_memory
@@ -329,6 +330,15 @@ def run_build(args: argparse.Namespace) -> int:
     if followed.finished and followed.code == 0 and target.flavour is not None:
         return _check_flavour_layout(Path(plan.cwd), target.flavour)
     return followed.code
+
+
+def _say_unread_configs(directory: Path, flake: Path) -> None:
+    """Warn when the build will not read the chosen config directory (--config elsewhere)."""
+    from workbench.supervision.build_preview import config_not_read_warning
+
+    unread = config_not_read_warning(directory, flake)
+    if unread:
+        _say(f"warning: {unread}")
 
 
 def _check_flavour_layout(checkout: Path, flavour: Any) -> int:

@@ -27,6 +27,8 @@ class BuildPreview:
     """Why a target cannot build here (wrong platform, toolkit too old); starting needs --force."""
     missing_tool: str | None
     """The command's program when it is not installed (then it cannot start)."""
+    unread_configs: str | None = None
+    """config_not_read_warning's line: the build does not read the chosen config directory."""
     checks_note: str | None = None
     """build_time_checks_notes' line: ISA variants' unit tests and import check are skipped."""
 
@@ -47,6 +49,8 @@ class BuildPreview:
             f"{choice.job_memory.gb:.2f} GiB = {self.peak_gib:.1f} GiB of "
             f"{self.available_bytes / GIB:.1f} GiB available ({choice.job_memory.source})",
         ]
+        if self.unread_configs:
+            lines.append(f"warning: {self.unread_configs}")
         if choice.warning:
             lines.append(f"warning: {choice.warning}")
         lines += [f"cannot build here: {problem}" for problem in self.problems]
@@ -55,6 +59,22 @@ class BuildPreview:
         if self.missing_tool:
             lines.append(f"{self.missing_tool}: command not found (install Nix: nix-bin)")
         return lines
+
+
+def config_not_read_warning(config_directory: Path, flake: Path) -> str | None:
+    """One line when the Nix build will not read `config_directory`: the flake evaluates the
+    configs/ beside its own flake.nix (nix/config.nix's `configDir ? ../configs`), so a
+    `--config DIR` elsewhere changes what the workbench shows and plans, not what is built."""
+    chosen = config_directory.resolve()
+    read = (flake / "configs").resolve()
+    if chosen == read or not read.is_dir():  # a flake without configs/ is not ours to explain
+        return None
+    # The job counts are command-line options (--cores, --max-jobs): those do reach it.
+    return (
+        f"the Nix build evaluates {read}, not the chosen config directory {chosen}: only "
+        f"its job counts reach the build (keep it as configs/ beside a flake.nix, or edit "
+        f"{read})"
+    )
 
 
 def preview_targets(config_directory: Path, state: Path, names: list[str]) -> BuildPreview:
@@ -102,5 +122,8 @@ def preview_targets(config_directory: Path, state: Path, names: list[str]) -> Bu
     threads = settings.nvcc_threads if targets[0].cuda else 1
     missing = plan.argv[0] if shutil.which(plan.argv[0]) is None else None
     note = build_time_checks_notes([target.variant for target in targets])
+    unread = config_not_read_warning(config_directory, flake)
     available = detect_memory().available
-    return BuildPreview(plan, choice, threads, available, problems, missing, checks_note=note)
+    return BuildPreview(
+        plan, choice, threads, available, problems, missing, unread, checks_note=note
+    )
