@@ -103,11 +103,15 @@ let
       # out the files the workbench looks for afterwards (a flavour's promised layout). Its out
       # path hashes every attribute, so asking for it forces them all, and make-derivation's
       # checks with them.
-      built = standinDerivation (attrs.name or "${attrs.pname}-${attrs.version}") attrs;
+      # mkDerivation's name when only pname and version are given (pkgs/stdenv/generic/
+      # make-derivation.nix): `flox build` reads it, and nix-instantiate needs it.
+      name = attrs.name or "${attrs.pname}-${attrs.version}";
+      built = standinDerivation name attrs;
     in
     (attrs.passthru or { })
     // attrs
     // {
+      inherit name;
       inherit (built) type drvPath outputName;
       outputs = [ "out" ];
       outPath = builtins.deepSeq (describe attrs) (builtins.seq (derive attrs) built.outPath);
