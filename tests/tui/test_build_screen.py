@@ -28,9 +28,11 @@ from workbench.supervision.history import (
     History,
     NewBuild,
 )
+from workbench.supervision.shell_command import display
 from workbench.tui.build_screen import (
     ConfirmStop,
     StallWatch,
+    head_lines,
     last_progress_change,
     stall_threshold,
 )
@@ -525,3 +527,24 @@ async def test_a_stalled_build_is_flagged_and_d_debugs_its_process(
         assert str(screen.query_one(ProcessTable).get_row_at(0)[0]).startswith("⚠")
         await pilot.press("d")
         assert debugged == [me.pid]
+
+
+def test_the_title_shows_the_command_as_a_shell_reads_it_on_one_line(tmp_path: Path) -> None:
+    argv = ("sh", "-c", "echo 'a b'\necho c", "it's")
+    with History(tmp_path) as history:
+        record = history.create(
+            NewBuild(
+                name="quoted",
+                backend="run",
+                argv=argv,
+                cwd=str(tmp_path),
+                checkout=str(tmp_path),
+                settings={},
+                eta_key="quoted",
+                nix=False,
+            )
+        )
+    title, _ = head_lines(record)
+    # The debug screen's sub-title and the CLI quote with the same function: one line, pasteable.
+    assert title.endswith(": " + display(argv))
+    assert "\n" not in title and "sh -c $'echo \\'a b\\'\\necho c' 'it'\"'\"'s'" in title

@@ -15,6 +15,7 @@ from textual.widgets import DataTable, Footer
 from textual.widgets._footer import FooterKey
 
 from workbench.debugging.model import capture_from_json
+from workbench.supervision.shell_command import display
 from workbench.tui.app import make_app
 from workbench.tui.debug_screen import DebugScreen, DiagnosisView
 
@@ -157,3 +158,30 @@ async def test_a_hostile_thread_name_is_shown_as_text(config_copy: Path, tmp_pat
         await pilot.pause()
         title = screen.query_one("#debug-frames").border_title
         assert "[bold red]x" in str(Text.from_markup(str(title)).plain)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_the_sub_title_shows_the_command_shell_quoted_and_cut_only_at_its_end(
+    config_copy: Path, tmp_path: Path, size: tuple[int, int]
+) -> None:
+    captured = _recorded("spin_mixed")
+    captured.command = ["/opt/my app/bin/onnx test", "--gtest_filter=Provider*", "it's", "[b]"]
+    captured.command += [f"--case={n}" for n in range(12)]
+    whole = display(captured.command)
+    assert len(whole) > 100  # longer than the 60 characters it was once clipped to
+    app = make_app(str(config_copy), str(tmp_path / "state"), doctor=recorded_doctor())
+    async with app.run_test(size=size) as pilot:
+        await app.workers.wait_for_complete()
+        await app.push_screen(DebugScreen(capture=captured, source_roots=[RECORDED.parent]))
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        screen = app.screen
+        assert screen.sub_title == f"debug · process {captured.pid} · {whole}"
+        await screen_still(pilot)
+        header = app.screen._compositor.render_strips()[0].text.strip()
+        # The command as a shell reads it, from its start; the header cuts it at its end.
+        shown = header.split(f"debug · process {captured.pid} · ", 1)[1]
+        assert shown.endswith("…") and whole.startswith(shown[:-1])
+        assert shown.startswith("'/opt/my app/bin/onnx")  # quoted: the space is in the name
+        if size[0] >= 160:
+            assert "'--gtest_filter=Provider*' 'it'\"'\"'s' '[b]' --case=0" in shown  # text

@@ -15,7 +15,6 @@ values, so it is tested without a screen.
 from __future__ import annotations
 
 import math
-import shlex
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from workbench.errors import WorkbenchError
 from workbench.logs.visible import visible
 from workbench.supervision.follow import duration, eta_text, outcome_line, progress_text
 from workbench.supervision.history import BuildRecord, History, Sampled
+from workbench.supervision.shell_command import display
 from workbench.tui.build_tree import TreeReader
 from workbench.tui.screen_commands import ScreenCommands
 from workbench.tui.widgets.key_footer import KeyFooter
@@ -261,7 +261,7 @@ def sizes_text(artefacts: dict[str, Any] | None) -> str:
 
 def head_lines(record: BuildRecord, now: float | None = None) -> tuple[str, str]:
     """The title line and the detail line (derivation and phase, or the current step)."""
-    command = shlex.join(record.argv)  # whole and quoted: it can be copied into a shell
+    command = display(record.argv)  # whole and quoted, one line: it can be copied into a shell
     title = (
         f"#{record.id} {record.name} · {record.state} · {duration(record.elapsed(now))}"
         f" · {record.backend}: {command}"

@@ -8,7 +8,6 @@ as it is. `r` samples the same PID again; `g` hands the terminal to an interacti
 from __future__ import annotations
 
 import itertools
-import shlex
 import subprocess
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -45,6 +44,7 @@ from workbench.debugging.report import (
 )
 from workbench.errors import WorkbenchError
 from workbench.logs.visible import visible
+from workbench.supervision.shell_command import display
 from workbench.tui.screen_commands import ScreenCommands
 from workbench.tui.widgets.key_footer import KeyFooter
 
@@ -552,8 +552,10 @@ class DebugScreen(Screen[None]):
     def _show_capture(self) -> None:
         capture = self.capture
         assert capture is not None
-        command = " ".join(capture.command) or capture.executable or "?"
-        self.sub_title = f"debug · process {capture.pid} ({_clip(visible(command), 60)})"
+        # Whole and shell-quoted, as the build screen shows a build's command; the header cuts
+        # it with an ellipsis at its end when the terminal is narrower.
+        command = display(capture.command) if capture.command else capture.executable or "?"
+        self.sub_title = f"debug · process {capture.pid} · {visible(command)}"
         self._title_diagnosis()
         self.query_one(DiagnosisView).show(capture, self.diagnosis)
         if self.thread_tid is None and self.diagnosis and self.diagnosis.primary.threads:
@@ -748,9 +750,10 @@ class DebugScreen(Screen[None]):
                 subprocess.run(argv, check=False)
         except SuspendNotSupported:
             self.notify(
-                f"This terminal cannot be handed over; run it yourself: {shlex.join(argv)}",
+                f"This terminal cannot be handed over; run it yourself: {display(argv)}",
                 severity="warning",
                 timeout=10,
+                markup=False,  # a path in the command is text, never markup
             )
             return
         except OSError as exc:
