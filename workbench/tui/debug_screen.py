@@ -47,6 +47,7 @@ from workbench.logs.visible import visible
 from workbench.supervision.shell_command import display
 from workbench.tui.screen_commands import ScreenCommands
 from workbench.tui.widgets.key_footer import KeyFooter
+from workbench.tui.widgets.steady_table import SteadyTable
 
 # Lines read on each side of a frame's line; the view shows as many of them as fit.
 SOURCE_RADIUS = 12
@@ -330,7 +331,7 @@ class SourceView(Widget):
         return syntax
 
 
-class StackTable(DataTable[object]):
+class StackTable(SteadyTable):
     """A DataTable whose rows in the diagnosis are styled from the stylesheet."""
 
     COMPONENT_CLASSES = DataTable.COMPONENT_CLASSES | {INVOLVED, *VERDICT_CLASSES.values()}

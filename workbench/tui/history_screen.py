@@ -31,6 +31,7 @@ from workbench.tui import clock
 from workbench.tui.columns import set_columns
 from workbench.tui.names import short_target
 from workbench.tui.widgets.key_footer import KeyFooter
+from workbench.tui.widgets.steady_table import SteadyTable
 
 HISTORY_LIMIT = 500
 RELOAD_WHILE_RUNNING_S = 2.0
@@ -314,7 +315,7 @@ class HistoryScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static("", id="history-summary")
-        yield DataTable(id="history-table", cursor_type="row", zebra_stripes=True)
+        yield SteadyTable(id="history-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="history-failure")
         yield KeyFooter()
 

@@ -30,6 +30,7 @@ from workbench.tui import clock
 from workbench.tui.columns import set_columns
 from workbench.tui.names import short_target, took
 from workbench.tui.widgets.key_footer import KeyFooter
+from workbench.tui.widgets.steady_table import SteadyTable
 
 REFRESH_S = 1.0
 # (label, key); below WIDE_COLUMNS cells the closure size gives way to the first error.
@@ -128,7 +129,7 @@ class MatrixScreen(Screen[None]):
         yield Header()
         yield Static("", id="matrix-summary")
         yield Static("", id="matrix-hosts")
-        yield DataTable(id="matrix-table", cursor_type="row", zebra_stripes=True)
+        yield SteadyTable(id="matrix-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="matrix-detail")
         yield KeyFooter()
 

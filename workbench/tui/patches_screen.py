@@ -25,6 +25,7 @@ from workbench.patches.checking import ALREADY_APPLIED, APPLIES, PatchCheck, Ser
 from workbench.patches.series import Series, SeriesPatch, load_series, set_enabled, target_name
 from workbench.tui.screen_commands import ScreenCommands
 from workbench.tui.widgets.key_footer import KeyFooter
+from workbench.tui.widgets.steady_table import SteadyTable
 
 STATUS_STYLE = {APPLIES: "green", ALREADY_APPLIED: "yellow"}
 
@@ -123,7 +124,7 @@ class PatchesScreen(Screen[None]):
                 placeholder="a source tree (type it, then Enter or c)",
                 id="patches-source",
             )
-        yield DataTable(id="patches-table", cursor_type="row", zebra_stripes=True)
+        yield SteadyTable(id="patches-table", cursor_type="row", zebra_stripes=True)
         with VerticalScroll(id="patch-detail"):
             yield Static(id="patch-description")
             yield Static(id="patch-diff")

@@ -30,6 +30,7 @@ from workbench.tui import clock
 from workbench.tui.columns import set_columns
 from workbench.tui.names import ago, short_target, took
 from workbench.tui.widgets.key_footer import KeyFooter
+from workbench.tui.widgets.steady_table import SteadyTable
 
 if TYPE_CHECKING:
     from workbench.configs.settings import BuildSettings
@@ -224,7 +225,7 @@ class VariantsScreen(Screen[None]):
                 id="newcomer",
             )
         yield Input(placeholder="/ filter: e.g. sm90 avx512", id="filter")
-        yield DataTable(id="variants", cursor_type="row", zebra_stripes=True)
+        yield SteadyTable(id="variants", cursor_type="row", zebra_stripes=True)
         yield Static(Text(LEGEND), id="row-note")
         yield KeyFooter()
 

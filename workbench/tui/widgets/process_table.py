@@ -19,6 +19,7 @@ from textual.widgets import DataTable
 from workbench.logs.visible import visible
 from workbench.supervision.follow import duration, size
 from workbench.supervision.history import JobRow
+from workbench.tui.widgets.steady_table import SteadyTable
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,7 @@ def sorted_rows(rows: Iterable[ProcessRow], key: str, descending: bool) -> list[
     return sorted(rows, key=lambda row: sort_value(row, key), reverse=descending)
 
 
-class ProcessTable(DataTable[Any]):
+class ProcessTable(SteadyTable):
     """PID, kind, tool, file, CPU %, RSS, running time; `o` / a header click sorts."""
 
     BINDINGS = [
