@@ -357,9 +357,7 @@ def test_a_remote_sampler_told_this_builds_derivations_leaves_other_builds_out(
     setup = prepare_ssh(config.hosts, tmp_path / "state")
     host = config.by_name("remote")
     assert host is not None
-    assert derivation_names([f"/nix/store/{'a' * 32}-{SLOW_DERIVATION}.drv"]) == (
-        SLOW_DERIVATION,
-    )
+    assert derivation_names([f"/nix/store/{'a' * 32}-{SLOW_DERIVATION}.drv"]) == (SLOW_DERIVATION,)
     ours = RemoteSampler(setup, host, derivations=(SLOW_DERIVATION,))
     others = RemoteSampler(setup, host, derivations=("another-build-2.0",))
     try:

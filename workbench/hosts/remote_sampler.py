@@ -106,7 +106,7 @@ def stream_arguments(derivations: tuple[str, ...]) -> str:
 
 
 def derivation_names(drv_paths: list[str]) -> tuple[str, ...]:
-    """"/nix/store/<hash>-onnxruntime-1.23.2.drv" -> "onnxruntime-1.23.2", as a builder's
+    """ "/nix/store/<hash>-onnxruntime-1.23.2.drv" -> "onnxruntime-1.23.2", as a builder's
     `name` says it (what the sampler matches builders by)."""
     names = []
     for path in drv_paths:

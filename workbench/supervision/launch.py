@@ -126,9 +126,7 @@ def target_problems(target: Target) -> list[str]:
     return problems
 
 
-def nix_build_argv(
-    attr: str, cores: int, max_jobs: int, out_link: str | None = None
-) -> list[str]:
+def nix_build_argv(attr: str, cores: int, max_jobs: int, out_link: str | None = None) -> list[str]:
     """`nix build .#ATTR` with the log format the supervisor parses and the given parallelism.
 
     `out_link` (result-NAME) is where the result goes, as `flox build NAME` leaves it, so the
