@@ -19,6 +19,7 @@ from typing import Any
 
 from workbench.artefacts.out_links import out_link_name
 from workbench.host.bounded_command import run_bounded
+from workbench.host.units import scaled_byte_size
 
 NIX_FLAGS = ["--extra-experimental-features", "nix-command flakes"]
 TIMEOUT_S = 60.0
@@ -251,12 +252,5 @@ def collect(
 
 
 def human_bytes(size: int | None) -> str:
-    """1536 -> "1.5 KiB"; None -> "-"."""
-    if size is None:
-        return "-"
-    value = float(size)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GiB"
+    """1536 -> "1.5 KiB"; None -> "-": host.units' formatter, so sizes read alike everywhere."""
+    return scaled_byte_size(size)

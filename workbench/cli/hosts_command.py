@@ -27,10 +27,6 @@ def register(subcommands: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run)
 
 
-def _gigabytes(value: int | None) -> str:
-    return "-" if value is None else f"{value / 1e9:.1f}"
-
-
 def run(args: argparse.Namespace) -> int:
     if args.action == "watch":
         return run_watch(args)
@@ -70,19 +66,19 @@ def run(args: argparse.Namespace) -> int:
             }
         )
     else:
-        print(f"{'host':<16} {'state':<11} {'nix':<8} {'cores':>5} {'mem GB free/total':>18} load")
+        from workbench.host.units import byte_size
+
+        print(f"{'host':<16} {'state':<11} {'nix':<8} {'cores':>5} {'memory free/total':>20} load")
         for status in statuses:
             state = "ready" if status.ready else ("unreachable" if not status.reachable else "no")
             if status.name == "local" and not config.local_builds:
                 state = "not used"
-            memory = (
-                f"{_gigabytes(status.memory_available_bytes)}/"
-                f"{_gigabytes(status.memory_total_bytes)}"
-            )
+            free, total = status.memory_available_bytes, status.memory_total_bytes
+            memory = f"{byte_size(free)}/{byte_size(total)}"
             load = " ".join(f"{value:.2f}" for value in status.load) if status.load else "-"
             print(
                 f"{status.name:<16} {state:<11} {status.nix_version or '-':<8} "
-                f"{status.cores if status.cores is not None else '-':>5} {memory:>18} {load}"
+                f"{status.cores if status.cores is not None else '-':>5} {memory:>20} {load}"
             )
             if status.problem and status.name != "local":
                 print(f"  {status.name}: {status.problem}")

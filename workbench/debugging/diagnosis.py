@@ -37,6 +37,7 @@ from workbench.debugging.model import (
     ThreadStack,
 )
 from workbench.debugging.names import display_name
+from workbench.host.units import scaled_byte_size
 
 MIN_RECURSION_REPEATS = 8
 MAX_CYCLE_PERIOD = 12
@@ -1265,4 +1266,4 @@ def _short(name: str) -> str:
 
 
 def _size(count: int) -> str:
-    return f"{count / 1024 / 1024:.1f} MB" if count >= 1 << 20 else f"{count / 1024:.0f} KB"
+    return scaled_byte_size(count)  # a stack is counted in powers of 1024: MiB, KiB

@@ -2,13 +2,16 @@
 
 Memory is measured in bytes and divided by powers of 1024, so it is labelled GiB and MiB:
 "21.85 GB" for 21.85 × 1024³ bytes would be 23.46 GB. One formatter for every place that shows
-a size (process table, history, report, matrix, CLI, doctor, OOM notes), so the labels agree.
+a size (process table, history, report, matrix, CLI, doctor, hosts, OOM notes), so the labels
+agree. `scaled_byte_size` is its finer form for sizes that can be a few bytes or many GiB (store
+paths' NAR and closure sizes, a thread's stack).
 """
 
 from __future__ import annotations
 
 GIB = 1024**3
 MIB = 1024**2
+KIB = 1024
 
 
 def byte_size(value: float | None) -> str:
@@ -21,3 +24,14 @@ def byte_size(value: float | None) -> str:
 def gib_size(gib: float) -> str:
     """A figure already in GiB (a setting, an estimate) in the same words as `byte_size`."""
     return byte_size(gib * GIB)
+
+
+def scaled_byte_size(value: float | None) -> str:
+    """Bytes in the largest binary unit that keeps them at 1 or more, one decimal: "512 B",
+    "1.5 KiB", "7.9 MiB", "2.3 GiB"; None as "-"."""
+    if value is None:
+        return "-"
+    for unit, size in (("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):
+        if value >= size:
+            return f"{value / size:.1f} {unit}"
+    return f"{value:.0f} B"
