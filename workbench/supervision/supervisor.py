@@ -16,7 +16,7 @@ cannot reach it, and `kill -9` of the CLI leaves it running. It then:
 4. on SIGTERM (what `workbench stop` sends) ends the whole tree: TERM to the build's group and
    every process found, KILL after the grace period the stop asked for;
 5. when the build ends, records exit status or signal, duration, the measurements and a note
-   (an OOM kill is told apart: "killed (OOM?) while compiling X, peak Y GB").
+   (an OOM kill is told apart: "killed (OOM?) while compiling X, peak Y GiB").
 
 The log pump is the part that must never stop: if it did, the build would die of SIGPIPE on its
 next write. So everything else (sampling, the database) is guarded, and a failure there is
