@@ -140,10 +140,16 @@ def test_every_json_command_sorts_its_keys_at_every_level(tmp_path: Path) -> Non
                 problems.append(f"{name}: keys not sorted: {wrong[:3]}")
             if name == "iterate":
                 build_id.append(json.loads(result.stdout)["build"]["id"])
-        # `trace -o -` is JSON on stdout too (a Chrome trace), sorted like the rest.
-        trace = bench.run("trace", str(build_id[0]), "-o", "-", cwd=repo.root)
-        assert trace.returncode == 0, trace.stderr
-        assert unsorted_objects(trace.stdout) == []
+        # `trace -o -` is JSON on stdout too (a Chrome trace), sorted like the rest ...
+        to_stdout = bench.run("trace", str(build_id[0]), "-o", "-", cwd=repo.root)
+        assert to_stdout.returncode == 0, to_stdout.stderr
+        assert unsorted_objects(to_stdout.stdout) == []
+        # ... and so is the trace written to a file (`-o FILE`, or build-ID.trace.json).
+        written = repo.root / "sorted.trace.json"
+        to_file = bench.run("trace", str(build_id[0]), "-o", str(written), cwd=repo.root)
+        assert to_file.returncode == 0, to_file.stderr
+        assert json.loads(written.read_text()) == json.loads(to_stdout.stdout)
+        assert unsorted_objects(written.read_text()) == []
         assert problems == []
     finally:
         sleeper.kill()

@@ -163,7 +163,7 @@ def write_trace(path: Path, document: dict[str, Any]) -> None:
         ) from None
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            json.dump(document, stream)
+            json.dump(document, stream, sort_keys=True)  # as every JSON the CLI writes
             stream.flush()
             os.fsync(stream.fileno())
         os.replace(temporary, path)
