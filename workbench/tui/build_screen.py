@@ -397,6 +397,9 @@ class BuildScreen(Screen[None]):
     COMMANDS = {ScreenCommands}
     VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    # At 80 columns these give way before the build's own keys and History: the matrix is for
+    # fleets, and a click on a process column's header sorts too (`?` lists both).
+    FOOTER_GIVES_WAY_FIRST = ("matrix", "next_sort")
     BINDINGS = [
         Binding(
             "x",
