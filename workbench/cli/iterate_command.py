@@ -201,6 +201,11 @@ def run_iterate(args: argparse.Namespace) -> int:
     from workbench.supervision.lock import LockBusy
 
     began = time.monotonic()
+    # The cycle's supervisor starts now, while the cycle is prepared (before the history is
+    # opened: see supervision.prestart).
+    from workbench.supervision import prestart
+
+    prestart.prestart()
     new_smoke = _smoke_argv(args)
     config = config_dir(args.config)
     state_directory = _state(args)

@@ -13,7 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workbench.errors import WorkbenchError
-from workbench.supervision import build_cgroup, liveness, preflight, private_state, tree
+from workbench.supervision import (
+    build_cgroup,
+    liveness,
+    preflight,
+    prestart,
+    private_state,
+    tree,
+)
 from workbench.supervision.history import (
     LOST,
     STARTING,
@@ -31,7 +38,7 @@ class Started:
     """A build handed to its supervisor, and what the user should be told about it."""
 
     record: BuildRecord
-    supervisor: subprocess.Popen[bytes]
+    supervisor: subprocess.Popen[bytes] | prestart.PrestartedSupervisor
     warnings: list[str] = field(default_factory=list)
 
 
@@ -59,8 +66,9 @@ def supervisor_argv(state: Path, build_id: int) -> list[str]:
 
 def spawn_supervisor(
     state: Path, record: BuildRecord, lock: BuildLock | None, started_fd: int | None = None
-) -> subprocess.Popen[bytes]:
-    """Start the supervisor in a session of its own, detached from any terminal.
+) -> subprocess.Popen[bytes] | prestart.PrestartedSupervisor:
+    """Start the supervisor in a session of its own, detached from any terminal (or hand the
+    build to the one this command prestarted: `prestart`).
 
     `started_fd`: the write end of a pipe that the supervisor closes once the build's row says
     it started (or failed to start), so that `wait_started` wakes then instead of polling."""
@@ -83,6 +91,11 @@ def spawn_supervisor(
         directory / "supervisor.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND
     )
     try:
+        prestarted = prestart.hand_over(
+            state, record.id, log, tuple(lock.fds) if lock else (), started_fd, package_parent
+        )
+        if prestarted is not None:
+            return prestarted
         return subprocess.Popen(
             argv,
             cwd=package_parent,
@@ -99,7 +112,7 @@ def spawn_supervisor(
 def wait_started(
     history: History,
     build_id: int,
-    supervisor: subprocess.Popen[bytes],
+    supervisor: subprocess.Popen[bytes] | prestart.PrestartedSupervisor,
     timeout_s: float = 30.0,
     started_fd: int | None = None,
 ) -> BuildRecord:

@@ -988,13 +988,25 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
-if __name__ == "__main__":
-    exit_code = main()
-    # Everything is written (the history's rows committed, the log fsynced): leave without the
-    # interpreter's teardown, which the CLI waiting for this exit would wait for too (every
-    # module torn down, and the last SQLite close checkpointing the WAL with three fdatasyncs;
-    # the WAL stays valid and the next connection that closes last checkpoints it).
+def main_and_exit(argv: list[str] | None = None) -> None:
+    """`main`, then leave at once (never returns: a prestarted supervisor is a fork of the
+    command, whose code must not go on in it).
+
+    Everything is written (the history's rows committed, the log fsynced): leave without the
+    interpreter's teardown, which the CLI waiting for this exit would wait for too (every
+    module torn down, and the last SQLite close checkpointing the WAL with three fdatasyncs;
+    the WAL stays valid and the next connection that closes last checkpoints it)."""
+    exit_code = 1
+    try:
+        exit_code = main(argv)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            traceback.print_exc()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError):
             stream.flush()
     os._exit(exit_code)
+
+
+if __name__ == "__main__":
+    main_and_exit()
