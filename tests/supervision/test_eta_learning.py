@@ -8,6 +8,7 @@ does not rebuild anything because of it) and without burning the CI machine's tw
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -88,7 +89,11 @@ def test_a_slower_host_is_followed_by_the_pace_of_the_build(tmp_path: Path) -> N
     try:
         first = build(bench, directory, "-j2")
         clean(directory)
-        set_unit(directory, 0.45)  # the host is now more than twice as slow
+        # The host is now three times as slow: far enough that each edge's fixed cost (a shell,
+        # awk, sleep, ninja's bookkeeping: more on a loaded machine, and the same in both runs)
+        # does not bring the two runs' times close (at 2.25x, load average 13 left the earlier
+        # run's estimate only 35% short).
+        set_unit(directory, 0.6)
         slower = build(bench, directory, "-j2")
         with bench.history() as history:
             replay = eta.Replay.of(history, slower)
@@ -97,10 +102,12 @@ def test_a_slower_host_is_followed_by_the_pace_of_the_build(tmp_path: Path) -> N
             learned = errors(replay, "learned")
             by_progress = errors(replay, "by_progress")
             late = replay.learned(0.75 * replay.duration_s)
-        # The earlier run alone says half of what is left; this run's pace corrects it.
+        # The earlier run alone says a third of what is left; this run's pace corrects it.
         assert all(abs(error) <= 0.3 for error in learned), learned
-        assert all(error <= -0.35 for error in by_progress), by_progress
-        assert "this run 2." in late.basis and late.low_s <= late.remaining_s <= late.high_s
+        assert all(error <= -0.4 for error in by_progress), by_progress
+        pace = re.search(r"this run ([0-9.]+)× their time", late.basis)
+        assert pace is not None and float(pace.group(1)) >= 2.0, late.basis
+        assert late.low_s <= late.remaining_s <= late.high_s
     finally:
         bench.cleanup()
 
