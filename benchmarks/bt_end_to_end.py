@@ -15,11 +15,17 @@ Prints JSON: per case the medians, their ratio (target <= 1.2) and every run.
 Both use the same debugger: `gdb`, else `cuda-gdb` (the lent GPU hosts have no plain gdb; it
 debugs programs without GPU code too), named to the workbench with --gdb.
 
+--versus DIR also times another checkout's `workbench bt` (a git worktree of the commit before a
+change) in the same alternation: the same console script, run with PYTHONPATH=DIR and cwd=DIR so
+that DIR's package is the one imported (the venv's editable install names this checkout, which
+gets PYTHONPATH=REPO likewise). Each case then says the other checkout's median and ratio too.
+
 Python's bytecode cache is allowed (PYTHONDONTWRITEBYTECODE is dropped from the environment,
 as an installed package has its cache); the first, unmeasured run of each command warms it and
 the page cache for both.
 
-    python benchmarks/bt_end_to_end.py [--threads 1 8 64] [--repetitions 7] [--out FILE]
+    python benchmarks/bt_end_to_end.py [--threads 1 8 64] [--repetitions 7] [--versus DIR]
+        [--out FILE]
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -43,6 +50,16 @@ PROGRAMS = {
     "cycle": ["bridge_provider.cc", "bridge_host.cc"],
     "waiting": ["many_threads.cc"],
 }
+
+
+def commit(checkout: Path) -> str | None:
+    done = subprocess.run(
+        ["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.stdout.strip() or None
 
 
 def build(directory: Path) -> dict[str, Path]:
@@ -64,24 +81,45 @@ def workbench_argv() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "workbench"]
 
 
-def environment() -> dict[str, str]:
+def environment(checkout: Path) -> dict[str, str]:
+    """The environment that imports `checkout`'s workbench package (checked in main)."""
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(checkout), *filter(None, [os.environ.get("PYTHONPATH")])]
+    )
     return env
 
 
-def time_workbench(pid: int, kind: str, env: dict[str, str], gdb: str) -> float:
+def imported_from(checkout: Path) -> Path:
+    """Where `workbench` is imported from when run for `checkout` (must be inside it)."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import workbench; print(workbench.__file__)"],
+        capture_output=True,
+        text=True,
+        env=environment(checkout),
+        cwd=checkout,
+        check=True,
+    )
+    return Path(done.stdout.strip()).resolve()
+
+
+def time_workbench(pid: int, kind: str, checkout: Path, gdb: str) -> float:
+    env = environment(checkout)
     begin = time.perf_counter()
     done = subprocess.run(
         [*workbench_argv(), "bt", str(pid), "--gdb", gdb],
         capture_output=True,
         text=True,
         env=env,
+        cwd=checkout,
         check=False,
     )
     elapsed = time.perf_counter() - begin
     if done.returncode != 0 or "Diagnosis:" not in done.stdout:
-        raise SystemExit(f"workbench bt failed ({done.returncode}): {done.stderr or done.stdout}")
+        raise SystemExit(
+            f"workbench bt ({checkout}) failed ({done.returncode}): {done.stderr or done.stdout}"
+        )
     if kind == "cycle" and "Diagnosis: call cycle (tail-calls) — HUNG" not in done.stdout:
         raise SystemExit(f"workbench bt did not find the cycle:\n{done.stdout[:2000]}")
     return elapsed
@@ -102,40 +140,50 @@ def time_gdb(pid: int, threads: int, gdb: str) -> float:
     return elapsed
 
 
-def measure(binary: Path, kind: str, threads: int, repetitions: int, gdb: str) -> dict[str, object]:
-    env = environment()
+def measure(
+    binary: Path, kind: str, threads: int, repetitions: int, gdb: str, versus: Path | None
+) -> dict[str, object]:
     program = subprocess.Popen(
         [str(binary), str(threads)], stdout=subprocess.PIPE, start_new_session=True
     )
+    timers: dict[str, Callable[[], float]] = {
+        "workbench": lambda: time_workbench(program.pid, kind, REPO, gdb),
+        "gdb": lambda: time_gdb(program.pid, threads, gdb),
+    }
+    if versus is not None:
+        timers["versus"] = lambda: time_workbench(program.pid, kind, versus, gdb)
+    runs: dict[str, list[float]] = {name: [] for name in timers}
+    order = list(timers)
     try:
         assert program.stdout is not None
         program.stdout.readline()  # "ready"
         time.sleep(0.5)  # every thread started and in its loop or wait
-        time_workbench(program.pid, kind, env, gdb)  # warm both caches, unmeasured
-        time_gdb(program.pid, threads, gdb)
-        workbench, batch = [], []
+        for timer in timers.values():  # warm the caches, unmeasured
+            timer()
         for repetition in range(repetitions):
-            if repetition % 2:
-                batch.append(time_gdb(program.pid, threads, gdb))
-                workbench.append(time_workbench(program.pid, kind, env, gdb))
-            else:
-                workbench.append(time_workbench(program.pid, kind, env, gdb))
-                batch.append(time_gdb(program.pid, threads, gdb))
+            # Each command goes first, second (and third) in turn: noise hits all alike.
+            shift = repetition % len(order)
+            for name in order[shift:] + order[:shift]:
+                runs[name].append(timers[name]())
     finally:
         os.killpg(program.pid, signal.SIGKILL)
         program.wait()
-    median_workbench = statistics.median(workbench)
-    median_batch = statistics.median(batch)
-    return {
+    medians = {name: statistics.median(values) for name, values in runs.items()}
+    case: dict[str, object] = {
         "program": kind,
         "threads": threads + 1,
-        "workbench_bt_s": round(median_workbench, 3),
-        "gdb_batch_bt_s": round(median_batch, 3),
-        "ratio": round(median_workbench / median_batch, 3),
-        "within_target": median_workbench / median_batch <= TARGET_RATIO,
-        "workbench_runs_s": [round(value, 3) for value in workbench],
-        "gdb_batch_runs_s": [round(value, 3) for value in batch],
+        "workbench_bt_s": round(medians["workbench"], 3),
+        "gdb_batch_bt_s": round(medians["gdb"], 3),
+        "ratio": round(medians["workbench"] / medians["gdb"], 3),
+        "within_target": medians["workbench"] / medians["gdb"] <= TARGET_RATIO,
+        "workbench_runs_s": [round(value, 3) for value in runs["workbench"]],
+        "gdb_batch_runs_s": [round(value, 3) for value in runs["gdb"]],
     }
+    if versus is not None:
+        case["versus_bt_s"] = round(medians["versus"], 3)
+        case["versus_ratio"] = round(medians["versus"] / medians["gdb"], 3)
+        case["versus_runs_s"] = [round(value, 3) for value in runs["versus"]]
+    return case
 
 
 def main() -> int:
@@ -144,7 +192,18 @@ def main() -> int:
     parser.add_argument("--programs", nargs="+", default=list(PROGRAMS), choices=list(PROGRAMS))
     parser.add_argument("--repetitions", type=int, default=7)
     parser.add_argument("--out", type=Path, help="also write the JSON to FILE")
+    parser.add_argument(
+        "--versus",
+        type=Path,
+        metavar="DIR",
+        help="also time DIR's workbench bt (another checkout, e.g. a worktree of the commit "
+        "before a change), in the same alternation",
+    )
     args = parser.parse_args()
+    versus = args.versus.resolve() if args.versus else None
+    for checkout in filter(None, [REPO, versus]):
+        if not imported_from(checkout).is_relative_to(checkout):
+            raise SystemExit(f"{checkout}: its workbench package is not the one imported")
     gdb = shutil.which("gdb") or shutil.which("cuda-gdb")
     if gdb is None or shutil.which("g++") is None:
         raise SystemExit("needs gdb (or cuda-gdb) and g++")
@@ -154,12 +213,16 @@ def main() -> int:
         binaries = build(Path(temp))
         for kind in args.programs:
             for threads in args.threads:
-                cases.append(measure(binaries[kind], kind, threads, args.repetitions, gdb))
+                cases.append(measure(binaries[kind], kind, threads, args.repetitions, gdb, versus))
     text = json.dumps(
         {
             "benchmark": "bt_end_to_end",
             "command": f"workbench bt PID --gdb {gdb}",
             "baseline": f"{gdb} -batch -p PID -ex 'thread apply all bt'",
+            "checkout": str(REPO),
+            "commit": commit(REPO),
+            "versus": str(versus) if versus else None,
+            "versus_commit": commit(versus) if versus else None,
             "gdb_version": version.stdout.splitlines()[0] if version.stdout else None,
             "python": sys.version.split()[0],
             "target_ratio": TARGET_RATIO,

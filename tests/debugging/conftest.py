@@ -24,6 +24,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from debug_programs import build_all, ptrace_works
 
 
+@pytest.fixture(scope="session", autouse=True)
+def gdb_index_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """gdb's index cache (on in every session the workbench starts) in a directory of the
+    test session's, not the user's ~/.cache; the CLIs the tests run inherit it."""
+    directory = tmp_path_factory.mktemp("gdb-index-cache")
+    before = os.environ.get("WORKBENCH_GDB_INDEX_CACHE")
+    os.environ["WORKBENCH_GDB_INDEX_CACHE"] = str(directory)
+    yield directory
+    if before is None:
+        os.environ.pop("WORKBENCH_GDB_INDEX_CACHE", None)
+    else:
+        os.environ["WORKBENCH_GDB_INDEX_CACHE"] = before
+
+
 @pytest.fixture(scope="session")
 def programs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The fixture programs, compiled once per session with the real g++."""

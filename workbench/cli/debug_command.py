@@ -181,9 +181,12 @@ def _add_to_series(config: Any, file: Any, bridge: Any) -> None:
 def run_bt(args: argparse.Namespace) -> int:
     """Capture PID, diagnose, print; 0 complete, 1 partial (the process exited part-way)."""
     from workbench.debugging.gdb_session import GdbSession, find_gdb
+    from workbench.debugging.gdb_start import take_early
 
-    # gdb first: it loads itself while Python imports the capture and diagnosis code.
-    session = GdbSession(find_gdb(args.gdb))
+    # gdb first (main started it before parsing, unless it could not): it loads itself
+    # while Python imports the capture and diagnosis code.
+    gdb = find_gdb(args.gdb)
+    session = GdbSession(gdb, started=take_early(gdb))
     try:
         from workbench.debugging.capture import capture
         from workbench.debugging.errors import ProcessExitedError

@@ -136,7 +136,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = tui_options(args_list)
     if options is not None:  # the TUI's fast path: its first screen is drawn sooner
         return open_tui(options.get("config"), options.get("state_dir"))
-    parser = build_parser(SOLE_COMMANDS.get(command_word(args_list) or ""))
+    command = command_word(args_list) or ""
+    if command == "bt":  # gdb starts first, as plain gdb does: it loads while we parse
+        from workbench.debugging.gdb_start import start_early
+
+        start_early(args_list[args_list.index(command) + 1 :])
+    parser = build_parser(SOLE_COMMANDS.get(command))
     args = parser.parse_args(args_list)
     from workbench.errors import WorkbenchError
 

@@ -26,32 +26,15 @@ from workbench.debugging.errors import (
     GdbTimeoutError,
     MiError,
 )
+from workbench.debugging.gdb_start import (  # noqa: F401 (SAFE_OPTIONS: re-exported)
+    GDB_CANDIDATES,
+    SAFE_OPTIONS,
+    gdb_command,
+)
 
-GDB_CANDIDATES = ("gdb", "cuda-gdb")
 INSTALL_HINT = (
     "install gdb (Debian/Ubuntu: sudo apt-get install gdb; Fedora: sudo dnf install gdb; "
     "Nix: nix shell nixpkgs#gdb), or pass --gdb PATH (cuda-gdb works too)"
-)
-# Options given before anything loads: no init files, no auto-loaded scripts (a hostile or
-# slow .gdbinit / python pretty-printer in the target's tree must not run), no network.
-SAFE_OPTIONS = (
-    "--interpreter=mi3",
-    "--nx",
-    "--quiet",
-    "-iex",
-    "set auto-load off",
-    "-iex",
-    "set debuginfod enabled off",
-    "-iex",
-    "set pagination off",
-    "-iex",
-    "set confirm off",
-    "-iex",
-    "set width 0",
-    "-iex",
-    "set height 0",
-    "-iex",
-    "set print thread-events off",
 )
 
 
@@ -67,23 +50,6 @@ def find_gdb(explicit: str | None = None) -> str:
         if found:
             return found
     raise GdbNotFoundError(f"gdb is not on PATH (nor cuda-gdb); {INSTALL_HINT}")
-
-
-def gdb_command(
-    gdb: str, *, symbols_only: bool = False, debug_dirs: tuple[str, ...] = ()
-) -> list[str]:
-    """gdb's argv; symbols_only adds --readnever: ELF symbols only, no DWARF (fast).
-
-    debug_dirs become gdb's debug-file-directory, where it looks for separate debug files
-    by build-id and by debuglink (colons cannot be in a directory name there).
-    """
-    argv = [gdb, *SAFE_OPTIONS]
-    usable = [directory for directory in debug_dirs if directory and ":" not in directory]
-    if usable:
-        argv += ["-iex", f"set debug-file-directory {':'.join(usable)}"]
-    if symbols_only:
-        argv.insert(1, "--readnever")
-    return argv
 
 
 def mi_quote(text: str) -> str:
@@ -132,8 +98,15 @@ class GdbSession:
     """One gdb process. Use as a context manager; `close()` always ends gdb."""
 
     def __init__(
-        self, gdb: str, *, symbols_only: bool = False, debug_dirs: tuple[str, ...] = ()
+        self,
+        gdb: str,
+        *,
+        symbols_only: bool = False,
+        debug_dirs: tuple[str, ...] = (),
+        started: subprocess.Popen[bytes] | None = None,
     ) -> None:
+        """Start gdb, or adopt `started`: a gdb started with gdb_command(gdb) and pipes
+        (gdb_start.start_early, before the command line was parsed)."""
         self.gdb = gdb
         self.symbols_only = symbols_only
         self.argv = gdb_command(gdb, symbols_only=symbols_only, debug_dirs=debug_dirs)
@@ -141,7 +114,7 @@ class GdbSession:
             # Started directly (not through pygdbmi's controller, whose import and reader
             # threads cost the CLI's start): `bt` starts gdb first thing so that it loads
             # while the rest of the workbench is imported.
-            process = subprocess.Popen(
+            process = started or subprocess.Popen(
                 self.argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,

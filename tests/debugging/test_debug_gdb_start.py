@@ -1,0 +1,137 @@
+"""`workbench bt`'s speed work, on real gdb and real programs: gdb started before the command
+line is parsed (and adopted by the capture), and gdb's index cache, written for the libraries
+and the program a capture reads so that the next capture reads an index instead of DWARF."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from workbench.debugging import gdb_start
+from workbench.debugging.gdb_session import GdbSession, find_gdb
+from workbench.debugging.symbols import read_elf
+
+
+def _workbench(*arguments: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "workbench", *arguments],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+
+
+def _gdbs_using(directory: Path) -> list[int]:
+    """gdb processes whose command line names `directory` (this test's index cache)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            words = (entry / "cmdline").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rpartition(")")[2].split()[0]
+        except OSError:
+            continue
+        if state != "Z" and any(str(directory).encode() in word for word in words):
+            found.append(int(entry.name))
+    return found
+
+
+def test_bt_words_that_start_gdb_early() -> None:
+    assert gdb_start.bt_gdb_option(["1234"]) == (True, None)
+    assert gdb_start.bt_gdb_option(["1234", "--gdb", "cuda-gdb"]) == (True, "cuda-gdb")
+    assert gdb_start.bt_gdb_option(["--gdb=/opt/gdb", "--json", "77"]) == (True, "/opt/gdb")
+    assert gdb_start.bt_gdb_option(["1234", "--help"]) == (False, None)
+    assert gdb_start.bt_gdb_option(["--samples", "x"]) == (False, None)
+    assert gdb_start.bt_gdb_option(["1234", "--gdb"]) == (False, None)
+
+
+def test_index_cache_setting(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("WORKBENCH_GDB_INDEX_CACHE", str(tmp_path / "c"))
+    argv = gdb_start.gdb_command("gdb")
+    assert argv[-4:] == [
+        "-iex",
+        f"set index-cache directory {tmp_path / 'c'}",
+        "-iex",
+        "set index-cache enabled on",
+    ]
+    # --readnever reads no DWARF: nothing to index.
+    readnever = gdb_start.gdb_command("gdb", symbols_only=True)
+    assert not any("index-cache" in word for word in readnever)
+    monkeypatch.setenv("WORKBENCH_GDB_INDEX_CACHE", "off")
+    assert not any("index-cache" in word for word in gdb_start.gdb_command("gdb"))
+    monkeypatch.delenv("WORKBENCH_GDB_INDEX_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert gdb_start.index_cache_directory() == str(tmp_path / "xdg" / "workbench" / "gdb-index")
+
+
+def test_early_gdb_is_adopted_only_when_it_is_the_gdb_wanted(tmp_path: Path) -> None:
+    gdb = find_gdb()
+    gdb_start.start_early(["4242", "--gdb", gdb])
+    process = gdb_start.take_early(gdb)
+    assert process is not None and process.poll() is None
+    with GdbSession(gdb, started=process) as session:
+        assert session.pid == process.pid
+        assert session.command("-list-features").ok
+    assert process.poll() is not None
+    assert gdb_start.take_early(gdb) is None  # taken once
+    # Another gdb wanted (a different --gdb): the early one is ended, not adopted.
+    other = tmp_path / "other-gdb"
+    other.symlink_to("/bin/true")
+    gdb_start.start_early(["4242", "--gdb", gdb])
+    early = gdb_start._early
+    assert early is not None
+    assert gdb_start.take_early(str(other)) is None
+    assert early[1].poll() is not None
+
+
+def test_bt_writes_and_then_reads_the_index_cache(start, programs, tmp_path: Path) -> None:
+    cache = tmp_path / "index-cache"
+    env = {**os.environ, "WORKBENCH_GDB_INDEX_CACHE": str(cache)}
+    program = start("bridge_o2", "2", settle=0.3)
+    facts = read_elf(programs["bridge_o2"])
+    assert facts is not None and facts.build_id
+    done = _workbench("bt", str(program.pid), env=env)
+    assert done.returncode == 0, done.stderr
+    assert "Diagnosis: call cycle (tail-calls) — HUNG" in done.stdout
+    written = {path.name for path in cache.iterdir()}
+    # The program's own index is there, and its libraries' (libc's, at least).
+    assert f"{facts.build_id}.gdb-index" in written
+    assert len(written) >= 2
+    # The next capture reads them: the same diagnosis, no index rewritten.
+    stamps = {path.name: path.stat().st_mtime_ns for path in cache.iterdir()}
+    again = _workbench("bt", str(program.pid), env=env)
+    assert again.returncode == 0, again.stderr
+    assert "Diagnosis: call cycle (tail-calls) — HUNG" in again.stdout
+    assert {path.name: path.stat().st_mtime_ns for path in cache.iterdir()} == stamps
+    assert program.state() in ("R", "S")  # left running (its main thread waits in a join)
+
+
+def test_bt_with_the_index_cache_off_writes_none(start, tmp_path: Path) -> None:
+    env = {**os.environ, "WORKBENCH_GDB_INDEX_CACHE": "off", "XDG_CACHE_HOME": str(tmp_path)}
+    program = start("lock_order", settle=0.3)
+    done = _workbench("bt", str(program.pid), env=env)
+    assert done.returncode == 0, done.stderr
+    assert "Diagnosis: deadlock — HUNG" in done.stdout
+    assert not (tmp_path / "workbench").exists()
+
+
+def test_a_bad_option_after_the_early_start_leaves_no_gdb(start, tmp_path: Path) -> None:
+    cache = tmp_path / "unique-cache-name"
+    env = {**os.environ, "WORKBENCH_GDB_INDEX_CACHE": str(cache)}
+    program = start("lock_order", settle=0.1)
+    done = _workbench("bt", str(program.pid), "--no-such-option", env=env)
+    assert done.returncode == 2
+    assert "unrecognized arguments: --no-such-option" in done.stderr
+    deadline = time.monotonic() + 10
+    while _gdbs_using(cache) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gdbs_using(cache) == []
+    assert program.state() in ("S", "R")
