@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from workbench.debugging import gdb_start
+from workbench.debugging.capture import CaptureOptions, capture
+from workbench.debugging.diagnosis import diagnose
 from workbench.debugging.gdb_session import GdbSession, find_gdb
 from workbench.debugging.symbols import read_elf
 
@@ -135,3 +137,22 @@ def test_a_bad_option_after_the_early_start_leaves_no_gdb(start, tmp_path: Path)
         time.sleep(0.05)
     assert _gdbs_using(cache) == []
     assert program.state() in ("S", "R")
+
+
+@pytest.mark.slow
+def test_64_threads_in_the_bridge_loop_step_one_thread(start) -> None:
+    # Two program-counter rounds of 64 threads: a few threads are caught in Provider_GetHost
+    # both times (no stub seen above it), and were a group of their own, stepped as well; on
+    # a busy machine both rounds can be one moment, and no thread shows the bridge: the
+    # groups by place (the stub, Provider_GetHost) were stepped each. Each step of a thread
+    # among 64 spinning ones costs a share of two cores.
+    program = start("bridge_o2", "64", settle=1.0)
+    for _ in range(2):
+        captured = capture(program.pid, CaptureOptions(samples=1))
+        diagnosis = diagnose(captured)
+        assert diagnosis.kind == "call-cycle" and diagnosis.hung is True, diagnosis.summary
+        assert "64 threads are caught in this loop" in diagnosis.summary
+        assert diagnosis.primary.bridge.counterpart == "DataTypeImpl::GetType<float>"
+        stepped = [thread for thread in captured.samples[0].threads if thread.trail]
+        assert len(stepped) == 1, [thread.tid for thread in stepped]
+    assert program.state() in ("R", "S")

@@ -816,12 +816,35 @@ def _pc_groups(pc_samples: dict[int, tuple[PcHit, ...]]) -> dict[int, tuple[str,
             if sampled_stub_callers(evidence):
                 bridged.add(key)
     settled = {key for key, places in top_level.items() if len(places) >= 2} - bridged
+    # A thread whose few samples all fell in places the bridge's threads were seen in (two
+    # rounds of 64 threads: both in Provider_GetHost) is in that loop too, not a group of
+    # its own to step: with it, 64 threads in the loop stepped two.
+    bridge_places = {
+        hit.place() for tid, key in groups.items() if key in bridged for hit in pc_samples[tid]
+    }
+    joined = {
+        tid
+        for tid, key in groups.items()
+        if key not in bridged and {hit.place() for hit in pc_samples[tid]} <= bridge_places
+    }
     # The bridge's threads share one key: one of them is stepped (its trail names the other
     # side of the bridge, which the samples never catch), not one per sampled place.
     return {
-        tid: SETTLED if key in settled else BRIDGED if key in bridged else key
+        tid: SETTLED
+        if key in settled and tid not in joined
+        else BRIDGED
+        if key in bridged or tid in joined
+        else key
         for tid, key in groups.items()
     }
+
+
+def _trail_repeats(names: tuple[str, ...]) -> bool:
+    """Whether a stepping trail went round a loop (a run of functions that repeats)."""
+    for period in range(1, len(names) // 2 + 1):
+        if all(names[i] == names[i + period] for i in range(len(names) - period)):
+            return True
+    return False
 
 
 SETTLED = ("(settled by program counters)",)
@@ -854,23 +877,40 @@ def _probe_steps(
         library = frames[0].library or ""
         if SYSTEM_LIBRARY.search(library) or "[vdso]" in library:
             continue
-        candidates.append((int(thread["id"]), tid))
+        candidates.append((int(thread["id"]), tid, frames[0].function))
     if not candidates:
         return {}
+    # A thread whose program counters were not sampled (not running at the first look, or
+    # the window ended first) but whose stack stops where a bridge thread's does is in the
+    # bridge's loop: not a group of its own to step.
+    bridge_tops = {
+        frames[0].function
+        for thread, frames, _ in raw
+        if frames and (groups or {}).get(_thread_tid(thread, 0)) == BRIDGED
+    }
     # One thread per group of threads running the same code first: 64 threads in one loop
     # need one stepped, and a second loop elsewhere must not wait behind them.
     seen_groups: set[tuple[str, ...]] = set()
     first, rest = [], []
-    for gdb_id, tid in candidates:
+    sampled_place: dict[int, str] = {}  # thread -> where its group's counters were most
+    for gdb_id, tid, top in candidates:
         if (groups or {}).get(tid) == SETTLED:
             continue
-        key = (groups or {}).get(tid, (str(tid),))
+        key = (groups or {}).get(tid) or (BRIDGED if top in bridge_tops else (str(tid),))
         (rest if key in seen_groups else first).append(gdb_id)
         seen_groups.add(key)
+        if tid in (groups or {}) and key not in (SETTLED, BRIDGED):
+            sampled_place[gdb_id] = key[0]
     ordered = first if groups else first + rest
     session.command("-gdb-set scheduler-locking on", timeout=options.command_timeout, check=False)
     trails: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+    went_through: set[str] = set()
     for gdb_id in ordered[: options.max_probed_threads]:
+        if sampled_place.get(gdb_id) in went_through:
+            # A loop stepped already goes through where this group's counters were: the
+            # same loop (a busy machine left two rounds of 64 threads one moment each, the
+            # bridge's threads split by where that moment fell), not a second one to step.
+            continue
         session.take_notifications()
         # Each step is followed by reading $sp: which functions run at the outermost stack
         # level tells calls (deeper) from tail calls (the same level).
@@ -905,6 +945,8 @@ def _probe_steps(
         ]
         top_level = tuple(dict.fromkeys(at_top))
         trails[gdb_id] = (collapsed, top_level)
+        if _trail_repeats(collapsed):
+            went_through.update(collapsed)
     session.command(
         "-gdb-set scheduler-locking replay", timeout=options.command_timeout, check=False
     )
