@@ -8,12 +8,19 @@ import os
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from workbench.debugging import gdb_start
-from workbench.debugging.capture import CaptureOptions, capture
+from workbench.debugging import gdb_start, procfs
+from workbench.debugging.capture import (
+    IDLE_LOOK_S,
+    ActivityTracker,
+    CaptureOptions,
+    _watch_and_sample,
+    capture,
+)
 from workbench.debugging.diagnosis import diagnose
 from workbench.debugging.gdb_session import GdbSession, find_gdb
 from workbench.debugging.symbols import read_elf
@@ -156,3 +163,26 @@ def test_64_threads_in_the_bridge_loop_step_one_thread(start) -> None:
         stepped = [thread for thread in captured.samples[0].threads if thread.trail]
         assert len(stepped) == 1, [thread.tid for thread in stepped]
     assert program.state() in ("R", "S")
+
+
+def test_while_only_gdb_is_awaited_proc_is_looked_at_seldom(start) -> None:
+    # A look at /proc reads every thread's stat and wchan (64 threads: 128 files), and was
+    # taken every 7.5 ms for as long as gdb loaded: CPU taken from gdb on a busy machine.
+    # Once nothing is left to sample, the watch waits on gdb's answer between looks.
+    program = start("many_threads", "8", settle=0.2)
+    tracker = ActivityTracker(program.pid, procfs.PROC)
+    with GdbSession(find_gdb()) as session:
+        loading = session.send(['-interpreter-exec console "shell sleep 0.4"'])
+        began = time.monotonic()
+        alive, _ = _watch_and_sample(
+            tracker,
+            0.12,
+            CaptureOptions(),
+            partial(session.answered, loading),
+            partial(session.wait_answered, loading),
+        )
+        waited = time.monotonic() - began
+        assert session.answered(loading)  # it ended because gdb answered, not before
+    assert alive and waited >= 0.4
+    looks = max(entry.observations for entry in tracker.activity.values())
+    assert 3 <= looks <= waited / IDLE_LOOK_S + 6, (looks, waited)  # before: over 300

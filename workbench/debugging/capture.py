@@ -53,6 +53,7 @@ FEW_THREADS_PC_ROUNDS = 10
 MIN_WATCH_S = 0.05  # /proc's CPU time needs this much wall time to say "always running"
 MIN_PC_ROUNDS_MANY = 2  # 32 threads and more: each round waits for every one to be scheduled
 PC_SAMPLE_BUDGET = 128  # thread-samples per capture: 16 rounds of 8 threads, 2 of 64
+IDLE_LOOK_S = 0.025  # /proc looks while only gdb is awaited (sampling over)
 
 # Innermost-first markers of a thread blocked in a futex, and what it waits for. The first
 # specific marker found in the top frames wins; a bare futex frame is the fallback.
@@ -271,7 +272,11 @@ def capture(
             window = options.observe if index == 0 else options.interval
             if index == 0 and not was_stopped and options.pc_rounds > 0 and window > 0:
                 alive, pcs = _watch_and_sample(
-                    tracker, window, options, partial(session.answered, loading)
+                    tracker,
+                    window,
+                    options,
+                    partial(session.answered, loading),
+                    partial(session.wait_answered, loading),
                 )
             else:
                 alive = tracker.watch(window, options.poll_every)
@@ -379,6 +384,7 @@ def _watch_and_sample(
     window: float,
     options: CaptureOptions,
     gdb_ready: Callable[[], bool],
+    gdb_wait: Callable[[float], bool] | None = None,
 ) -> tuple[bool, PcSamples | None]:
     """Watch /proc and sample the running threads' program counters until gdb is ready.
 
@@ -386,6 +392,11 @@ def _watch_and_sample(
     while it lasts no longer than that: it ends once gdb has answered, at least
     MIN_WATCH_S has passed and MIN_PC_ROUNDS rounds were taken; at the latest after
     `window` seconds, or when gdb is ready after that (a huge binary's symbols).
+
+    Once the sampling is over and only gdb is awaited, `gdb_wait(seconds)` waits on gdb's
+    answer between looks at /proc, IDLE_LOOK_S apart, instead of a look every few ms: a look
+    at 64 threads (stat and wchan of each) costs about 3 ms of CPU, which on a busy machine
+    is taken from gdb loading beside it.
     """
     sampler: PcSampler | None = None
     rounds = 0
@@ -413,6 +424,14 @@ def _watch_and_sample(
                 let_go = True
             else:
                 sampler.sample()
+        elif not done and gdb_wait is not None and (let_go or not sampler.traced):
+            # Nothing to sample: wait on gdb (back at once when it answers), not on a timer.
+            until_minimum = MIN_WATCH_S - elapsed
+            gdb_wait(IDLE_LOOK_S if until_minimum <= 0 else min(IDLE_LOOK_S, until_minimum))
+            elapsed = time.monotonic() - began
+            done = elapsed >= MIN_WATCH_S and (
+                (rounds >= least and elapsed >= window) or gdb_ready()
+            )
         return not done or (bool(sampler.traced) and not let_go)
 
     spacing = min(options.poll_every, window / max(1, options.pc_rounds))

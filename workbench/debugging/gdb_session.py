@@ -228,6 +228,20 @@ class GdbSession:
             self._read(time.monotonic() + 1.0, pending)
         return True
 
+    def wait_answered(self, pending: dict[int, str], timeout: float) -> bool:
+        """Whether gdb answers every command in `pending` within `timeout` seconds; returns
+        as soon as it has (a wait on its pipe, not a poll)."""
+        deadline = time.monotonic() + timeout
+        while not all(token in self._results for token in pending):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            ready, _, _ = select.select(self._fds, [], [], remaining)
+            if not ready:
+                return False
+            self._read(time.monotonic() + 1.0, pending)
+        return True
+
     def _first_waiting(self, pending: dict[int, str]) -> str:
         return next((cmd for token, cmd in pending.items() if token not in self._results), "")
 
