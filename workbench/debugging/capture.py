@@ -492,13 +492,19 @@ def take_sample(
     # thread list and stacks together get the time limit whose expiry means "too slow".
     limit = options.symbols_only_timeout if session.symbols_only else options.attach_timeout
     deadline = begin + limit
-    attach = session.command(f"-target-attach {pid}", timeout=limit, check=False)
+    attaching = session.send([f"-target-attach {pid}", "-thread-info"])
+    # While gdb attaches and reads the libraries' symbols (the bulk of a sample), Python does
+    # what needs no gdb: the address map, and importing the code that groups the threads.
+    libraries = _executable_mappings(pid, options.proc)
+    if pcs:
+        import workbench.debugging.diagnosis  # noqa: F401 (for _pc_groups, below)
+    attach, thread_info = session.collect(attaching, timeout=limit)
     if not attach.ok:
         _raise_attach_error(pid, attach.error, options.proc)
     try:
-        thread_info = session.command("-thread-info", timeout=_left(deadline))
+        if not thread_info.ok:
+            raise MiError("-thread-info", thread_info.error)
         threads = thread_info.payload.get("threads", [])
-        libraries = _executable_mappings(pid, options.proc)
         stacks = session.commands(
             [
                 f"-stack-list-frames --thread {thread['id']} 0 {options.max_frames}"

@@ -11,8 +11,8 @@ that nothing is loaded before gdb is on its way.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing before gdb starts
 if TYPE_CHECKING:
     import subprocess
 
