@@ -121,6 +121,12 @@ def test_bt_writes_and_then_reads_the_index_cache(start, programs, tmp_path: Pat
     assert "Diagnosis: call cycle (tail-calls) — HUNG" in again.stdout
     assert {path.name: path.stat().st_mtime_ns for path in cache.iterdir()} == stamps
     assert program.state() in ("R", "S")  # left running (its main thread waits in a join)
+    # bt leaves without the interpreter's teardown and without waiting for its detached
+    # gdb, which was told to exit: it does, by itself.
+    deadline = time.monotonic() + 10
+    while _gdbs_using(cache) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gdbs_using(cache) == []
 
 
 def test_bt_with_the_index_cache_off_writes_none(start, tmp_path: Path) -> None:
