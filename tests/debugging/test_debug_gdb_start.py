@@ -152,6 +152,37 @@ def test_a_bad_option_after_the_early_start_leaves_no_gdb(start, tmp_path: Path)
     assert program.state() in ("S", "R")
 
 
+def test_the_bridges_other_side_is_read_from_the_binary_not_stepped(start) -> None:
+    # Eight threads in the loop: their counters show the stub calling Provider_GetHost; the
+    # host method (a single jump, never sampled) is disassembled instead of stepping one
+    # thread through the loop.
+    program = start("bridge_o2", "8", settle=0.4)
+    for _ in range(2):
+        captured = capture(program.pid, CaptureOptions(samples=1))
+        diagnosis = diagnose(captured)
+        assert diagnosis.kind == "call-cycle" and diagnosis.hung is True, diagnosis.summary
+        assert "8 threads are caught in this loop" in diagnosis.summary
+        if not captured.bridge_code:  # no thread's counters caught the stub's call: stepped
+            assert any(thread.trail for thread in captured.samples[0].threads)
+            continue
+        read = captured.bridge_code["onnxruntime::DataTypeImpl::GetType<float>"]
+        assert read["host_method"] == "onnxruntime::ProviderHostImpl::DataTypeImpl__GetType_float"
+        assert not any(thread.trail for thread in captured.samples[0].threads)
+        bridge = diagnosis.primary.bridge
+        assert (bridge.host_method, bridge.counterpart) == (
+            "ProviderHostImpl::DataTypeImpl__GetType_float",
+            "DataTypeImpl::GetType<float>",
+        )
+        assert "onnxruntime::ProviderHostImpl::DataTypeImpl__GetType_float" in (
+            diagnosis.primary.functions
+        )
+        assert any(
+            "is `jmp 0x" in line and "in the binary (read with gdb, not stepped)" in line
+            for line in diagnosis.primary.evidence
+        ), diagnosis.primary.evidence
+    assert program.state() in ("R", "S")
+
+
 @pytest.mark.slow
 def test_64_threads_in_the_bridge_loop_step_one_thread(start) -> None:
     # Two program-counter rounds of 64 threads: a few threads are caught in Provider_GetHost
@@ -167,7 +198,8 @@ def test_64_threads_in_the_bridge_loop_step_one_thread(start) -> None:
         assert "64 threads are caught in this loop" in diagnosis.summary
         assert diagnosis.primary.bridge.counterpart == "DataTypeImpl::GetType<float>"
         stepped = [thread for thread in captured.samples[0].threads if thread.trail]
-        assert len(stepped) == 1, [thread.tid for thread in stepped]
+        # One stepped; none where the bridge's other side was read from the binary.
+        assert len(stepped) == (0 if captured.bridge_code else 1), [t.tid for t in stepped]
     assert program.state() in ("R", "S")
 
 

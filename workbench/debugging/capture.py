@@ -527,9 +527,14 @@ def take_sample(
         if pcs and result is not None:
             result.pc_samples = _symbolise(session, pcs, libraries, options)
         groups = _pc_groups(result.pc_samples) if result is not None else {}
+        read_bridge = False
+        if result is not None and BRIDGED in groups.values():
+            code = _read_bridge_code(session, _bridge_stubs(result.pc_samples, groups), options)
+            result.bridge_code.update(code)
+            read_bridge = bool(code)
         stalled = False
         try:
-            trails = _probe_steps(session, raw, states, options, groups)
+            trails = _probe_steps(session, raw, states, options, groups, skip_bridged=read_bridge)
         except GdbTimeoutError:
             # A stepped thread entered a blocking call: gdb waits for it and takes no
             # commands, so this gdb must go (the caller ends it and restores the process).
@@ -864,6 +869,75 @@ def _pc_groups(pc_samples: dict[int, tuple[PcHit, ...]]) -> dict[int, tuple[str,
     }
 
 
+def _bridge_stubs(
+    pc_samples: dict[int, tuple[PcHit, ...]], groups: dict[int, tuple[str, ...]]
+) -> set[str]:
+    """The bridge stubs the BRIDGED threads' program counters showed calling Provider_GetHost."""
+    from workbench.debugging.diagnosis import pc_evidence, sampled_stub_callers
+
+    stubs: set[str] = set()
+    for tid, key in groups.items():
+        if key == BRIDGED and tid in pc_samples:
+            stubs |= sampled_stub_callers(pc_evidence(pc_samples[tid]))
+    return stubs
+
+
+def _host_method_of(stub: str) -> str:
+    """`ns::DataTypeImpl::GetType<float>` -> `ns::ProviderHostImpl::DataTypeImpl__GetType_float`:
+    the host method ORT's bridge forwards to the stub's real definition."""
+    from workbench.debugging import bridge_names
+    from workbench.debugging.names import split_scope
+
+    namespace = split_scope(stub)[:-2]
+    return "::".join([*namespace, bridge_names.host_method_for(stub)])
+
+
+# `jmp    0x1340 <ns::DataTypeImpl::GetType<float>()>`: the target's name holds `<>` too.
+_BRANCH = re.compile(r"\b(jmp|call)q?\s+(0x[0-9a-fA-F]+)\s+<(.+)>\s*$")
+
+
+def _read_bridge_code(
+    session: GdbSession, stubs: set[str], options: CaptureOptions
+) -> dict[str, dict[str, str]]:
+    """The provider bridge's other side, read from the binary instead of single-stepping.
+
+    The program counters catch the stub calling Provider_GetHost but never the host method,
+    at -O2 a single jump back to the stub; stepping one thread walked the loop to see it
+    (80 commands: half a second among 64 threads under cuda-gdb). Here gdb disassembles the
+    host method ORT's naming gives the stub (`x/4i`), and the loop's other side is confirmed
+    when its first jump or call goes to the stub. Stubs it cannot confirm are left out (the
+    thread is stepped as before).
+    """
+    wanted = sorted(stubs)[:4]
+    if not wanted:
+        return {}
+    hosts = [_host_method_of(stub) for stub in wanted]
+    answers = session.commands(
+        ["-gdb-set print asm-demangle on"]
+        + [
+            f"-interpreter-exec console {mi_quote(f'x/4i {chr(39)}{host}{chr(39)}')}"
+            for host in hosts
+        ],
+        timeout=options.command_timeout,
+    )[1:]
+    found: dict[str, dict[str, str]] = {}
+    for stub, host, answer in zip(wanted, hosts, answers, strict=True):
+        if not answer.ok:
+            continue
+        for line in "".join(answer.console).splitlines():
+            branch = _BRANCH.search(line)
+            if branch is None:
+                continue
+            target = strip_signature(branch.group(3).split("+", 1)[0].strip())
+            if target == strip_signature(stub):
+                found[stub] = {
+                    "host_method": host,
+                    "instruction": f"{branch.group(1)} {branch.group(2)} <{target}>",
+                }
+            break  # the first branch decides
+    return found
+
+
 def _trail_repeats(names: tuple[str, ...]) -> bool:
     """Whether a stepping trail went round a loop (a run of functions that repeats)."""
     for period in range(1, len(names) // 2 + 1):
@@ -882,6 +956,7 @@ def _probe_steps(
     states: dict[int, tuple[str, str | None]],
     options: CaptureOptions,
     groups: dict[int, tuple[str, ...]] | None = None,
+    skip_bridged: bool = False,
 ) -> dict[int, tuple[tuple[str, ...], tuple[str, ...]]]:
     """Single-step running threads a few dozen instructions; the functions they go through.
 
@@ -922,6 +997,8 @@ def _probe_steps(
         if (groups or {}).get(tid) == SETTLED:
             continue
         key = (groups or {}).get(tid) or (BRIDGED if top in bridge_tops else (str(tid),))
+        if skip_bridged and key == BRIDGED:
+            continue  # the bridge's other side was read from the binary: nothing to step
         (rest if key in seen_groups else first).append(gdb_id)
         seen_groups.add(key)
         if tid in (groups or {}) and key not in (SETTLED, BRIDGED):

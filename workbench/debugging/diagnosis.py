@@ -252,7 +252,12 @@ def diagnose(capture: Capture) -> Diagnosis:
 
     for tid, history in histories.items():
         finding = _recursion(tid, history) or _tail_call_loop(
-            tid, history, capture.activity.get(tid), len(capture.samples), pcs.get(tid)
+            tid,
+            history,
+            capture.activity.get(tid),
+            len(capture.samples),
+            pcs.get(tid),
+            capture.bridge_code,
         )
         if finding:
             findings.append(finding)
@@ -524,6 +529,7 @@ def _tail_call_loop(
     activity: ThreadActivity | None,
     samples: int,
     pc: PcEvidence | None = None,
+    bridge_code: dict[str, dict[str, str]] | None = None,
 ) -> Finding | None:
     """A thread always running, its base unchanged, its top moving among a few functions.
 
@@ -548,10 +554,14 @@ def _tail_call_loop(
     if not loop and sampled:
         loop = sampled
     stub_callers = _stub_callers(history) | sampled_stub_callers(pc)
+    # The host method read from the binary: it jumps (or calls) to a stub this thread was
+    # seen calling Provider_GetHost from, so it is the loop's other side.
+    read = {stub: entry for stub, entry in (bridge_code or {}).items() if stub in stub_callers}
     seen = (
         {name for top in tops for name in top}
         | {name for trail in trails for name in trail}
         | set(sampled)
+        | {entry["host_method"] for entry in read.values()}
     )
     # A bridge frame that every sample caught sits in the common base, yet is part of the
     # loop: take the base's top frames while they belong to the bridge.
@@ -611,8 +621,15 @@ def _tail_call_loop(
             _bridge_summary(bridge, via) + f" ({describe(last)}, a tail-call loop at 100% CPU)"
         )
         evidence.append(_bridge_evidence(bridge, via))
+        evidence += [
+            f"{_short(entry['host_method'])} is `{entry['instruction']}` in the binary (read "
+            f"with gdb, not stepped): it goes straight back to {_short(stub)}"
+            for stub, entry in sorted(read.items())
+        ]
         if not any(bridge_names.host_method_parts(name) for name in functions):
-            functions.append(bridge.host_method)
+            # Its full name where the binary gave it, else the bridge's short one.
+            hosts = [entry["host_method"] for _, entry in sorted(read.items())]
+            functions.append(hosts[0] if hosts else bridge.host_method)
     else:
         summary = (
             f"{describe(last)} spins through {', '.join(_short(name) for name in functions)} "

@@ -245,10 +245,14 @@ class Capture:
     symbols: dict[str, Any] | None = None
     # /proc state letter when the capture began (T: stopped by a signal).
     initial_state: str | None = None
+    # The provider bridge's other side read from the binary (instead of stepping): stub ->
+    # {"host_method": the ProviderHostImpl method, "instruction": its jump or call to the stub}.
+    bridge_code: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "pid": self.pid,
+            "bridge_code": self.bridge_code,
             "initial_state": self.initial_state,
             "symbols": self.symbols,
             "pc_rounds": self.pc_rounds,
@@ -479,6 +483,7 @@ def capture_from_json(document: dict[str, Any]) -> Capture:
     return Capture(
         pc_samples=pc_samples,
         pc_rounds=document.get("pc_rounds", 0),
+        bridge_code=dict(document.get("bridge_code", {})),
         symbols=document.get("symbols"),
         initial_state=document.get("initial_state"),
         pid=document["pid"],

@@ -13,6 +13,8 @@ The JSON document (`bt_document`), schema "workbench-bt/1":
       "symbols": null | {"path", "level": "full"|"separate"|"names-only"|"none", "missing",
                   "debug_file", "build_id", "debuglink", "searched", "advice", "message"},
       "pc_rounds": 16,           # program-counter rounds taken before the first attach
+      "bridge_code": {"STUB": {"host_method", "instruction"}},  # the bridge read from the
+                                 # binary: the host method's jump/call to the stub
       "pc_samples": {"TID": [{"address", "sp", "function", "library",
                       "state",      # digest of all general registers at that read
                       "at_s",       # seconds after the capture's first read
