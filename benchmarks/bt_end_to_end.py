@@ -53,13 +53,18 @@ PROGRAMS = {
 
 
 def commit(checkout: Path) -> str | None:
+    """The checkout's commit; None where it is no git checkout of its own (a copy inside
+    another repository would otherwise name that repository's commit)."""
     done = subprocess.run(
-        ["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"],
+        ["git", "-C", str(checkout), "rev-parse", "--show-toplevel", "--short", "HEAD"],
         capture_output=True,
         text=True,
         check=False,
     )
-    return done.stdout.strip() or None
+    lines = done.stdout.split()
+    if len(lines) != 2 or Path(lines[0]).resolve() != checkout.resolve():
+        return None
+    return lines[1]
 
 
 def build(directory: Path) -> dict[str, Path]:
