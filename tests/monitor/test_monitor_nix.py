@@ -202,3 +202,21 @@ def test_daemon_builders_are_found_and_attributed(
     assert not any(p.tool == "sleep" and p.derivation != "wb-monitor-ours" for p in seen)
     # The host-wide scan (the preflight warning) sees both builds' builders.
     assert any(is_nixbld_user(process.user) for process in during)
+
+
+def test_a_builder_sampled_before_its_derivation_is_known_is_named_from_its_environment(
+    nix_daemon: Path, expressions: tuple[Path, Path]
+) -> None:
+    """The supervisor learns a build's derivations from the Nix log; a sample can come first
+    (the builder starts as Nix logs its start). The builder is then named from its own
+    environment, not shown as working for no derivation (CI saw `derivation: None`)."""
+    compile_expression, _ = expressions
+    ours = _nix_build(compile_expression, "wb-monitor-early", nix_daemon, source=_source())
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.PIPE, "text": True}
+    with started(ours, env=_env(nix_daemon), **quiet) as client:
+        with Sampler(client.pid, daemon=True) as sampler:  # no derivation known yet
+            seen = _sample_until_exit(sampler, client)
+        assert client.returncode == 0, (client.stderr.read() if client.stderr else "")[-2000:]
+    compilers = [p for p in seen if p.tool in ("g++", "cc1plus")]
+    assert compilers, [(p.tool, p.derivation) for p in seen]
+    assert {p.derivation for p in compilers} == {"wb-monitor-early"}

@@ -58,10 +58,15 @@ def builder_derivation(environment: dict[str, str], cwd: str | None) -> str | No
     return None
 
 
+def builder_name(pid: int) -> str | None:
+    """The derivation name the builder process `pid` works for (its environment, its build
+    directory), None when it says none."""
+    return builder_derivation(procfs.read_environ(pid, _ENV_NAMES), procfs.read_cwd(pid))
+
+
 def attribute_builder(pid: int, names: Collection[str]) -> str | None:
     """Which of `names` the builder process `pid` builds, else None (another build's)."""
-    environment = procfs.read_environ(pid, _ENV_NAMES)
-    found = builder_derivation(environment, procfs.read_cwd(pid))
+    found = builder_name(pid)
     if found is not None and found in names:
         return found
     return None

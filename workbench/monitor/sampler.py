@@ -33,7 +33,12 @@ from dataclasses import dataclass
 
 from workbench.monitor import procfs
 from workbench.monitor.classification import ProcessKind, classify
-from workbench.monitor.discovery import NIX_DAEMON, attribute_builder, is_nixbld_user
+from workbench.monitor.discovery import (
+    NIX_DAEMON,
+    attribute_builder,
+    builder_name,
+    is_nixbld_user,
+)
 from workbench.monitor.memory import MemoryProbe, MemoryState
 
 _JOB_KINDS = (ProcessKind.COMPILER, ProcessKind.CUDA, ProcessKind.LINKER)
@@ -473,7 +478,10 @@ class Sampler:
             if uid is None or not is_nixbld_user(procfs.user_name(uid)):
                 return False
         if not self._names:
-            return None
+            # No derivation learnt from the log yet: a builder can start (and be sampled)
+            # before the supervisor has read Nix's start event. It is taken, named from its own
+            # environment or build directory; a member keeps the name it joined with.
+            return builder_name(pid)
         derivation = attribute_builder(pid, self._names)
         if derivation is None:
             self._unattributed.add(pid)
