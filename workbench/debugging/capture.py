@@ -532,9 +532,29 @@ def take_sample(
             code = _read_bridge_code(session, _bridge_stubs(result.pc_samples, groups), options)
             result.bridge_code.update(code)
             read_bridge = bool(code)
+        # The loop the binary confirmed: its stub, host method and Provider_GetHost. A thread
+        # whose counters or stack top fell there is in that loop, whatever its group.
+        confirmed = (
+            {
+                strip_signature(name)
+                for stub, found in result.bridge_code.items()
+                for name in (stub, found.get("host_method", ""), "Provider_GetHost")
+                if name
+            }
+            if result is not None and read_bridge
+            else set()
+        )
         stalled = False
         try:
-            trails = _probe_steps(session, raw, states, options, groups, skip_bridged=read_bridge)
+            trails = _probe_steps(
+                session,
+                raw,
+                states,
+                options,
+                groups,
+                skip_bridged=read_bridge,
+                confirmed=confirmed,
+            )
         except GdbTimeoutError:
             # A stepped thread entered a blocking call: gdb waits for it and takes no
             # commands, so this gdb must go (the caller ends it and restores the process).
@@ -957,6 +977,7 @@ def _probe_steps(
     options: CaptureOptions,
     groups: dict[int, tuple[str, ...]] | None = None,
     skip_bridged: bool = False,
+    confirmed: set[str] | None = None,
 ) -> dict[int, tuple[tuple[str, ...], tuple[str, ...]]]:
     """Single-step running threads a few dozen instructions; the functions they go through.
 
@@ -999,6 +1020,8 @@ def _probe_steps(
         key = (groups or {}).get(tid) or (BRIDGED if top in bridge_tops else (str(tid),))
         if skip_bridged and key == BRIDGED:
             continue  # the bridge's other side was read from the binary: nothing to step
+        if confirmed and strip_signature(top or "") in confirmed:
+            continue  # stopped in the loop the binary confirmed: its group is that loop
         (rest if key in seen_groups else first).append(gdb_id)
         seen_groups.add(key)
         if tid in (groups or {}) and key not in (SETTLED, BRIDGED):
@@ -1006,7 +1029,9 @@ def _probe_steps(
     ordered = first if groups else first + rest
     session.command("-gdb-set scheduler-locking on", timeout=options.command_timeout, check=False)
     trails: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {}
-    went_through: set[str] = set()
+    # Loops known already (stepped, or confirmed from the binary): a group whose counters
+    # were there is that loop, not a second one to step.
+    went_through: set[str] = set(confirmed or ())
     for gdb_id in ordered[: options.max_probed_threads]:
         if sampled_place.get(gdb_id) in went_through:
             # A loop stepped already goes through where this group's counters were: the
