@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 from pathlib import Path
+
+from workbench_cli import run_workbench
 
 from workbench.host.units import GIB, MIB, byte_size, gib_size
 from workbench.monitor.peaks import PeakTracker, oom_note
@@ -21,14 +22,7 @@ DECIMAL_UNIT = re.compile(r"\d\s?[GM]B\b")
 
 
 def _cli(*args: str, state: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "workbench", "--state-dir", str(state), *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=60,
-        check=False,
-    )
+    return run_workbench(*args, state=state)
 
 
 def test_byte_size_says_the_binary_unit_it_divides_by() -> None:

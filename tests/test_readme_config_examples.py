@@ -11,8 +11,9 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
 from pathlib import Path
+
+from workbench_cli import run_workbench
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -38,14 +39,7 @@ def test_every_readme_config_set_example_is_written_and_read_back(tmp_path: Path
     shutil.copytree(REPO / "configs", configs)
 
     def cli(*words: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "workbench", "--config", str(configs), *words],
-            capture_output=True,
-            text=True,
-            cwd=REPO,
-            timeout=60,
-            check=False,
-        )
+        return run_workbench(*words, config=configs)
 
     for words in readme_config_set_examples():
         key = words[2]
