@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from driving import needs_cxx_tools, wait_until
+from driving import needs_cxx_tools, screen_still, wait_until
 from iterate.standin_repo import write_standin_repo
 from nix_testing import needs_nix, nix_env
 from patch_fixture import write_fixture_series, write_fixture_source
@@ -69,9 +69,16 @@ async def test_toggle_check_and_diff(config_copy: Path, tmp_path: Path, tui) -> 
 async def test_p_opens_the_series_of_the_highlighted_variant(config_copy: Path, tui) -> None:
     app = tui()
     async with app.run_test(size=(100, 36)) as pilot:
-        await pilot.pause()
+        # The cursor moves to the recommended variant once the host is read (a worker): wait
+        # for that move, then leave the recommendation so `p` must follow the cursor.
+        await wait_until(pilot, "the recorded host", lambda: app.report is not None, 30)
+        await screen_still(pilot)
         first = app.screen
+        recommended = first._highlighted()  # type: ignore[attr-defined]
+        await pilot.press("down")
+        await pilot.pause()
         highlighted = first._highlighted()  # type: ignore[attr-defined]
+        assert highlighted not in (None, recommended)
         await pilot.press("p")
         await pilot.pause()
         screen = app.screen
