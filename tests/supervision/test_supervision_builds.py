@@ -15,7 +15,7 @@ import pty
 import signal
 import subprocess
 import termios
-import time
+import threading
 from pathlib import Path
 
 import psutil
@@ -373,20 +373,34 @@ def test_stop_kills_what_ignores_term_and_what_escaped_the_group(
 
 
 def test_ctrl_c_detaches_and_attach_follows_to_the_end(bench: Bench, tmp_path: Path) -> None:
-    script = 'i=1; while [ $i -le 40 ]; do echo "[$i/40] step $i"; i=$((i+1)); sleep 0.1; done'
+    # The build holds after step 10 until the test lets it go: on a loaded machine the CLI may
+    # take seconds to show the first lines and to act on Ctrl-C, and a build that ran on by
+    # itself could end before the CLI detached from it.
+    script = (
+        'i=1; while [ $i -le 40 ]; do echo "[$i/40] step $i"; '
+        "if [ $i -eq 10 ]; then while [ ! -e go ]; do sleep 0.05; done; fi; "
+        "i=$((i+1)); sleep 0.1; done"
+    )
     cli = bench.start("run", "--name", "detach", "--", "sh", "-c", script, cwd=tmp_path)
+    assert cli.stdout is not None and cli.stderr is not None
+    shown: list[str] = []
+    reader = threading.Thread(target=lambda: shown.extend(cli.stdout), daemon=True)
+    reader.start()
     build_id = bench.wait_for(
         "the build to run", lambda: (r := _first(bench)) is not None and r.lines > 2 and r.id, 30
     )
-    bench.wait_for("the CLI to show a few lines", lambda: bench.record(build_id).lines > 8, 30)
-    time.sleep(1.0)  # the CLI polls the log twice a second
+    # What the CLI printed, not a time: it shows the log's lines as it polls them.
+    bench.wait_for("the CLI to show two lines", lambda: len(shown) >= 2, 60)
     cli.send_signal(signal.SIGINT)  # what Ctrl-C in its terminal does
-    out, err = cli.communicate(timeout=20)
+    cli.wait(timeout=20)
+    reader.join(timeout=20)
+    out, err = "".join(shown), cli.stderr.read()
     assert out.startswith("[1/40] step 1\n[2/40] step 2\n"), out  # it followed live
     assert cli.returncode == 0, err
     assert f"detached; build #{build_id} keeps running" in err
     assert f"attach {build_id}`" in err
     assert bench.record(build_id).active
+    (tmp_path / "go").touch()
 
     attached = bench.run("attach", str(build_id), timeout=60)
     assert attached.returncode == 0, attached.stderr
