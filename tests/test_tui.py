@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from recorded_host import recorded_doctor
 from textual.widgets import DataTable, Static
+from tui.driving import screen_still, wait_until
 
 from workbench.cli.main import tui_options
 from workbench.tui.app import make_app
@@ -61,8 +62,10 @@ make_app({config!r}, {state!r}, doctor=doctor).run(headless=True, size=(80, 24))
 async def test_first_screen_marks_the_recommended_variant(config_copy: Path, tmp_path: Path):
     app = make_app(str(config_copy), str(tmp_path / "state"), doctor=recorded_doctor())
     async with app.run_test(size=(120, 40)) as pilot:
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        # The report's worker is done, but the cursor moves to the recommendation after the
+        # refresh that its summary lines cause: wait for the screen to settle, not one pause.
+        await wait_until(pilot, "the recorded host", lambda: app.report is not None, 30)
+        await screen_still(pilot)
         table = app.screen.query_one("#variants", DataTable)
         assert table.row_count == 66 + 4  # the variants and the four linkage flavours
         assert "cuda-static" in table.rows
@@ -97,20 +100,24 @@ async def test_the_highlighted_rows_mark_is_explained(config_copy: Path, tmp_pat
             return str(app.screen.query_one("#row-note", Static).render())
 
         async def note_for(name: str, starts: str) -> str:
-            """Move to `name`'s row; the note, once it has followed (bounded wait)."""
+            """Move to `name`'s row; the note, once it has followed (bounded wait). Each row
+            visited below has another note than the one before it: the old note, which may
+            start the same way, is not taken for the new one."""
+            before = note()
             table.move_cursor(row=table.get_row_index(name), animate=False)
-            for _ in range(100):
-                await pilot.pause(0.05)
-                if note().startswith(starts):
-                    break
+            await wait_until(
+                pilot,
+                f"the note of {name}",
+                lambda: note() != before and note().startswith(starts),
+                30,
+            )
             return note()
 
         # The screen moves the cursor to the recommended row itself, after its first refresh:
         # wait for that first, or it would move the cursor back from under the test.
-        for _ in range(100):
-            if note() == "★ recommended for this host":
-                break
-            await pilot.pause(0.05)
+        await wait_until(
+            pilot, "the recommended row's note", lambda: note() == "★ recommended for this host", 30
+        )
         unavailable = "onnxruntime-python312-cuda12_4-sm90-avx2"
         assert table.get_row(unavailable)[0] == "✗"
         shown = await note_for(unavailable, "✗")
