@@ -190,13 +190,15 @@ def test_sleepers_cost_nothing_and_leave_cleanly() -> None:
         assert sampler.sample().processes == ()
 
 
-def test_exec_is_noticed() -> None:
+def test_exec_is_noticed(tmp_path: Path) -> None:
     """A process that execs another program is classified again."""
-    with (
-        started(["sh", "-c", "sleep 0.5; exec sleep 30"]) as parent,
-        Sampler(parent.pid) as sampler,
-    ):
+    # It execs once the test has seen it as sh (a file says so), not after a time a loaded
+    # machine may spend before the first sample.
+    go = tmp_path / "go"
+    script = f"while [ ! -e {go} ]; do sleep 0.05; done; exec sleep 30"
+    with started(["sh", "-c", script]) as parent, Sampler(parent.pid) as sampler:
         assert sampler.sample().processes[0].tool == "sh"
+        go.touch()
         deadline = time.monotonic() + 10
         tools: list[str] = []
         while time.monotonic() < deadline:
