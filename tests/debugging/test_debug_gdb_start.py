@@ -54,12 +54,22 @@ def _gdbs_using(directory: Path) -> list[int]:
 
 
 def test_bt_words_that_start_gdb_early() -> None:
-    assert gdb_start.bt_gdb_option(["1234"]) == (True, None)
-    assert gdb_start.bt_gdb_option(["1234", "--gdb", "cuda-gdb"]) == (True, "cuda-gdb")
-    assert gdb_start.bt_gdb_option(["--gdb=/opt/gdb", "--json", "77"]) == (True, "/opt/gdb")
-    assert gdb_start.bt_gdb_option(["1234", "--help"]) == (False, None)
-    assert gdb_start.bt_gdb_option(["--samples", "x"]) == (False, None)
-    assert gdb_start.bt_gdb_option(["1234", "--gdb"]) == (False, None)
+    def read(*words: str) -> tuple[int | None, str | None, tuple[str, ...]]:
+        found = gdb_start.bt_words(list(words))
+        return found.pid, found.gdb, found.debug_dirs
+
+    assert read("1234") == (1234, None, ())
+    assert read("1234", "--gdb", "cuda-gdb") == (1234, "cuda-gdb", ())
+    assert read("--gdb=/opt/gdb", "--json", "77") == (77, "/opt/gdb", ())
+    assert read("--debug-dir", "/d1", "5", "--debug-dir=~/d2") == (
+        5,
+        None,
+        ("/d1", os.path.expanduser("~/d2")),
+    )
+    assert read("1234", "--help") == (None, None, ())
+    assert read("--samples", "x") == (None, None, ())
+    assert read("1234", "--gdb")[0] is None
+    assert read("1234", "--debug-dir")[0] is None
 
 
 def test_index_cache_setting(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -84,8 +94,10 @@ def test_index_cache_setting(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
 def test_early_gdb_is_adopted_only_when_it_is_the_gdb_wanted(tmp_path: Path) -> None:
     gdb = find_gdb()
     gdb_start.start_early(["4242", "--gdb", gdb])
-    process = gdb_start.take_early(gdb)
-    assert process is not None and process.poll() is None
+    early = gdb_start.take_early(gdb)
+    assert early is not None and early.process.poll() is None
+    assert early.preloaded is None or not Path("/proc/4242").exists()
+    process = early.process
     with GdbSession(gdb, started=process) as session:
         assert session.pid == process.pid
         assert session.command("-list-features").ok
@@ -98,7 +110,76 @@ def test_early_gdb_is_adopted_only_when_it_is_the_gdb_wanted(tmp_path: Path) -> 
     early = gdb_start._early
     assert early is not None
     assert gdb_start.take_early(str(other)) is None
-    assert early[1].poll() is not None
+    assert early.process.poll() is not None
+
+
+class RecordingSession(GdbSession):
+    """A real gdb session that keeps every MI command sent to it."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.sent: list[str] = []
+
+    def send(self, commands: list[str]) -> dict[int, str]:
+        self.sent += commands
+        return super().send(commands)
+
+
+def _gdb_argv(pid: int) -> list[str]:
+    """gdb's argv, once the kernel shows it (right after the start it may read empty)."""
+    deadline = time.monotonic() + 10
+    while not (words := Path(f"/proc/{pid}/cmdline").read_bytes()):
+        assert time.monotonic() < deadline, "gdb's command line stayed empty"
+        time.sleep(0.01)
+    return [word.decode() for word in words.rstrip(b"\0").split(b"\0")]
+
+
+def test_the_early_gdb_reads_the_program_and_the_capture_does_not_ask_again(
+    start, programs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As `gdb -p PID` does, the early gdb is given the program on its command line, with the
+    # debug directories the capture would give it: it reads the symbols while Python imports.
+    monkeypatch.setenv("NIX_DEBUG_INFO_DIRS", str(tmp_path / "nix-debug"))
+    program = start("bridge_o2", "2", settle=0.3)
+    gdb = find_gdb()
+    gdb_start.start_early([str(program.pid), "--debug-dir", str(tmp_path / "given")])
+    early = gdb_start.take_early(gdb)
+    assert early is not None
+    executable = str(programs["bridge_o2"].resolve())
+    directories = (str(tmp_path / "given"), str(tmp_path / "nix-debug"), "/usr/lib/debug")
+    assert early.preloaded == (executable, directories)
+    argv = _gdb_argv(early.process.pid)
+    assert argv[-1] == executable
+    assert f"set debug-file-directory {':'.join(directories)}" in argv
+    session = RecordingSession(gdb, started=early.process, preloaded=early.preloaded)
+    options = CaptureOptions(samples=1, debug_dirs=(str(tmp_path / "given"),))
+    captured = capture(program.pid, options, session=session)
+    assert not any(command.startswith("-file-exec-and-symbols") for command in session.sent)
+    assert not any("debug-file-directory" in command for command in session.sent)
+    assert diagnose(captured).primary.kind == "call-cycle"
+    assert captured.samples[0].threads[0].frames[0].file  # DWARF read: file:line known
+
+    # Told other directories than the capture's (here: none given on the command line), the
+    # capture tells gdb its own and has the program read again.
+    gdb_start.start_early([str(program.pid)])
+    early = gdb_start.take_early(gdb)
+    assert early is not None and early.preloaded is not None
+    session = RecordingSession(gdb, started=early.process, preloaded=early.preloaded)
+    captured = capture(program.pid, options, session=session)
+    assert f"-gdb-set debug-file-directory {':'.join(directories)}" in session.sent
+    assert any(command.startswith("-file-exec-and-symbols") for command in session.sent)
+    assert diagnose(captured).primary.kind == "call-cycle"
+
+
+def test_no_program_to_read_when_the_pid_is_gone(tmp_path: Path) -> None:
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    gdb_start.start_early([str(gone.pid)])
+    early = gdb_start.take_early(find_gdb())
+    assert early is not None and early.preloaded is None
+    assert _gdb_argv(early.process.pid)[-1].startswith("set ")  # no program named
+    early.process.kill()
+    early.process.wait()
 
 
 def test_bt_writes_and_then_reads_the_index_cache(start, programs, tmp_path: Path) -> None:

@@ -186,7 +186,12 @@ def run_bt(args: argparse.Namespace) -> int:
     # gdb first (main started it before parsing, unless it could not): it loads itself
     # while Python imports the capture and diagnosis code.
     gdb = find_gdb(args.gdb)
-    session = GdbSession(gdb, started=take_early(gdb))
+    early = take_early(gdb)
+    session = GdbSession(
+        gdb,
+        started=early.process if early else None,
+        preloaded=early.preloaded if early else None,
+    )
     try:
         from workbench.debugging.capture import capture
         from workbench.debugging.errors import ProcessExitedError

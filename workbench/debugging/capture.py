@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.debugging import procfs
+from workbench.debugging.debug_directories import passable
 from workbench.debugging.errors import (
     AlreadyTracedError,
     DebugError,
@@ -256,12 +257,15 @@ def capture(
         session = GdbSession(gdb, symbols_only=result.symbols_only)
     # -gdb-set hands its text to gdb's `set` unquoted: a directory with a colon, a space or a
     # quote cannot be named there, and is left out.
-    usable = [d for d in directories if not any(c in d for c in ':"\\') and not _space(d)]
-    setup = [f"-gdb-set debug-file-directory {':'.join(usable)}"] if usable else []
-    if executable and os.path.isfile(executable) and not result.symbols_only:
-        # Reading the executable's symbols (the bulk of a static ORT binary's) needs no
-        # ptrace: gdb does it now, while the threads are watched, not after the attach.
-        setup.append(f"-file-exec-and-symbols {mi_quote(executable)}")
+    usable = passable(directories)
+    setup = []
+    # A gdb that start_early gave this program and these directories is reading it already.
+    if session.preloaded is None or session.preloaded != (executable, usable):
+        setup = [f"-gdb-set debug-file-directory {':'.join(usable)}"] if usable else []
+        if executable and os.path.isfile(executable) and not result.symbols_only:
+            # Reading the executable's symbols (the bulk of a static ORT binary's) needs no
+            # ptrace: gdb does it now, while the threads are watched, not after the attach.
+            setup.append(f"-file-exec-and-symbols {mi_quote(executable)}")
     setup.append("-gdb-set print thread-events off")  # always one answer to wait for
     loading = session.send(setup)
     pcs: PcSamples | None = None
@@ -356,10 +360,6 @@ def capture(
             "did not hang" + (f" ({'; '.join(result.notes)})" if result.notes else "")
         )
     return result
-
-
-def _space(text: str) -> bool:
-    return any(char.isspace() for char in text)
 
 
 def _symbols_json(status: SymbolStatus | None) -> dict[str, Any] | None:

@@ -104,11 +104,14 @@ class GdbSession:
         symbols_only: bool = False,
         debug_dirs: tuple[str, ...] = (),
         started: subprocess.Popen[bytes] | None = None,
+        preloaded: tuple[str, tuple[str, ...]] | None = None,
     ) -> None:
         """Start gdb, or adopt `started`: a gdb started with gdb_command(gdb) and pipes
-        (gdb_start.start_early, before the command line was parsed)."""
+        (gdb_start.start_early, before the command line was parsed), given the program
+        `preloaded` names (its path, and the debug directories it was told) to read."""
         self.gdb = gdb
         self.symbols_only = symbols_only
+        self.preloaded = preloaded if started is not None else None
         self.argv = gdb_command(gdb, symbols_only=symbols_only, debug_dirs=debug_dirs)
         try:
             # Started directly (not through pygdbmi's controller, whose import and reader

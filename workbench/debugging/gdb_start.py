@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 
+from workbench.debugging.debug_directories import passable, searched_directories
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing before gdb starts
 if TYPE_CHECKING:
     import subprocess
@@ -42,7 +44,7 @@ SAFE_OPTIONS = (
 # Words after `bt` that mean no capture follows: nothing is started for them.
 _NO_CAPTURE = {"-h", "--help", "--version"}
 
-_early: tuple[str, subprocess.Popen[bytes]] | None = None
+_early: EarlyGdb | None = None
 
 
 def index_cache_directory() -> str | None:
@@ -74,7 +76,7 @@ def gdb_command(
     by build-id and by debuglink (colons cannot be in a directory name there).
     """
     argv = [gdb, *SAFE_OPTIONS]
-    usable = [directory for directory in debug_dirs if directory and ":" not in directory]
+    usable = passable(debug_dirs)
     if usable:
         argv += ["-iex", f"set debug-file-directory {':'.join(usable)}"]
     cache = index_cache_directory()
@@ -105,43 +107,92 @@ def chosen_gdb(explicit: str | None) -> str | None:
     return next(filter(None, map(which, GDB_CANDIDATES)), None)
 
 
-def bt_gdb_option(words: list[str]) -> tuple[bool, str | None]:
-    """For the words after `bt`: whether they name a capture (a PID, no --help), and the
-    --gdb value if given. Conservative: anything unclear is no capture (the parser decides)."""
-    pid = False
+class BtWords:
+    """What `start_early` reads from the words after `bt`: the PID (None: no capture follows,
+    or the words are unclear, and the parser decides), --gdb's value, the --debug-dir values."""
+
+    __slots__ = ("debug_dirs", "gdb", "pid")
+
+    def __init__(self, pid: int | None, gdb: str | None, debug_dirs: tuple[str, ...]) -> None:
+        self.pid = pid
+        self.gdb = gdb
+        self.debug_dirs = debug_dirs
+
+
+def bt_words(words: list[str]) -> BtWords:
+    """The words after `bt`, read conservatively: anything unclear is no capture."""
+    pid = None
     explicit = None
+    debug_dirs: list[str] = []
     rest = list(words)
+    unclear = BtWords(None, None, ())
     while rest:
         word = rest.pop(0)
         if word in _NO_CAPTURE or word == "--":
-            return False, None
-        if word == "--gdb":
+            return unclear
+        if word in ("--gdb", "--debug-dir"):
             if not rest:
-                return False, None
-            explicit = rest.pop(0)
-        elif word.startswith("--gdb="):
-            explicit = word.partition("=")[2]
+                return unclear
+            value = rest.pop(0)
+        elif word.startswith(("--gdb=", "--debug-dir=")):
+            word, _, value = word.partition("=")
         elif word.isdigit():
-            pid = True
-    return pid, explicit
+            pid = int(word)
+            continue
+        else:
+            continue
+        if word == "--gdb":
+            explicit = value
+        else:
+            debug_dirs.append(os.path.expanduser(value))
+    return BtWords(pid, explicit, tuple(debug_dirs))
+
+
+class EarlyGdb:
+    """The gdb start_early started: its process, and the program it was given to read with
+    the debug directories it was told (`preloaded`), or None if it was given none."""
+
+    __slots__ = ("gdb", "preloaded", "process")
+
+    def __init__(
+        self,
+        gdb: str,
+        process: subprocess.Popen[bytes],
+        preloaded: tuple[str, tuple[str, ...]] | None,
+    ) -> None:
+        self.gdb = gdb
+        self.process = process
+        self.preloaded = preloaded
 
 
 def start_early(words_after_bt: list[str]) -> None:
     """Start gdb for `bt` now, from its raw arguments; run_bt adopts it (take_early).
 
-    A run that ends before the capture (a bad option) leaves gdb nothing but the end of its
-    input, on which it exits.
+    gdb is given the process's executable on its command line, as `gdb -p PID` reads it
+    first thing: it reads the symbols (for a static ORT binary, the bulk of the wait) while
+    Python imports the rest of the workbench. A run that ends before the capture (a bad
+    option) leaves gdb nothing but the end of its input, on which it exits.
     """
     global _early
-    capture, explicit = bt_gdb_option(words_after_bt)
-    gdb = chosen_gdb(explicit) if capture else None
+    words = bt_words(words_after_bt)
+    gdb = chosen_gdb(words.gdb) if words.pid is not None else None
     if gdb is None or _early is not None:
         return
     import subprocess
 
+    preloaded = None
+    argv = gdb_command(gdb)
+    try:
+        executable = os.readlink(f"/proc/{words.pid}/exe")
+    except OSError:
+        executable = ""
+    if executable.startswith("/") and os.path.isfile(executable):
+        directories = passable(searched_directories(executable, words.debug_dirs))
+        argv = [*gdb_command(gdb, debug_dirs=directories), executable]
+        preloaded = (executable, directories)
     try:
         process = subprocess.Popen(
-            gdb_command(gdb),
+            argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -149,22 +200,21 @@ def start_early(words_after_bt: list[str]) -> None:
         )
     except (ValueError, OSError):
         return  # run_bt starts it again and says why it cannot
-    _early = (gdb, process)
+    _early = EarlyGdb(gdb, process, preloaded)
 
 
-def take_early(gdb: str) -> subprocess.Popen[bytes] | None:
+def take_early(gdb: str) -> EarlyGdb | None:
     """The gdb start_early started, if it is `gdb` and still running; otherwise None (one
     that is not the wanted gdb is ended)."""
     global _early
     early, _early = _early, None
     if early is None:
         return None
-    started, process = early
-    if os.path.realpath(started) == os.path.realpath(gdb) and process.poll() is None:
-        return process
+    if os.path.realpath(early.gdb) == os.path.realpath(gdb) and early.process.poll() is None:
+        return early
     import contextlib
 
     with contextlib.suppress(OSError):
-        process.kill()
-    process.wait()
+        early.process.kill()
+    early.process.wait()
     return None

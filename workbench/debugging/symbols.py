@@ -17,8 +17,7 @@ import os
 import struct
 from dataclasses import dataclass, field
 
-DEFAULT_DEBUG_DIRS = ("/usr/lib/debug",)
-NIX_STORE = "/nix/store/"
+from workbench.debugging.debug_directories import NIX_STORE, searched_directories
 
 
 @dataclass(frozen=True)
@@ -133,27 +132,6 @@ def read_elf(path: str | os.PathLike[str]) -> ElfFacts | None:
         return None
 
 
-def debug_directories(extra: tuple[str, ...] = ()) -> tuple[str, ...]:
-    """Where gdb should look: given ones, then NIX_DEBUG_INFO_DIRS (as nixpkgs' gdb does),
-    then the system default."""
-    nix = tuple(part for part in os.environ.get("NIX_DEBUG_INFO_DIRS", "").split(":") if part)
-    return tuple(dict.fromkeys([*extra, *nix, *DEFAULT_DEBUG_DIRS]))
-
-
-def _nix_debug_outputs(path: str) -> list[str]:
-    """`/nix/store/HASH-NAME/bin/x` → the debug directories of any `*-NAME-debug` output."""
-    if not path.startswith(NIX_STORE):
-        return []
-    store_name = path[len(NIX_STORE) :].split("/", 1)[0]
-    name = store_name.split("-", 1)[1] if "-" in store_name else store_name
-    try:
-        entries = os.listdir(NIX_STORE)
-    except OSError:
-        return []
-    suffix = f"-{name}-debug"
-    return [f"{NIX_STORE}{entry}/lib/debug" for entry in entries if entry.endswith(suffix)]
-
-
 def find_debug_file(path: str, facts: ElfFacts, directories: tuple[str, ...]) -> str | None:
     """gdb's search for a separate debug file: by build-id first, then by debuglink."""
     candidates = []
@@ -181,7 +159,7 @@ def check_symbols(path: str | None, extra_dirs: tuple[str, ...] = ()) -> SymbolS
     facts = read_elf(path)
     if facts is None:
         return None
-    directories = tuple(dict.fromkeys([*debug_directories(extra_dirs), *_nix_debug_outputs(path)]))
+    directories = searched_directories(path, extra_dirs)
     if facts.has_dwarf:
         return SymbolStatus(path, "full", facts, searched=directories)
     found = find_debug_file(path, facts, directories)
