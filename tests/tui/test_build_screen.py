@@ -14,7 +14,14 @@ from pathlib import Path
 
 import psutil
 import pytest
-from driving import needs_cxx_tools, open_screen, start, visible_log, wait_until
+from driving import (
+    needs_cxx_tools,
+    open_screen,
+    screen_still,
+    start,
+    visible_log,
+    wait_until,
+)
 from supervision.supervised import Bench, token_processes
 from textual.app import App, ComposeResult
 from textual.widgets import ProgressBar, Static
@@ -77,8 +84,9 @@ async def test_watches_a_real_build_to_its_end(
         assert any(row.file and row.file.endswith(".cc") for row in table.rows_shown)
         log = screen.query_one(LogView)
         await wait_until(pilot, "the last ninja line", lambda: log.line_count >= 16, 10)
-        await pilot.pause(0.3)
-        assert "[15/15] Linking CXX executable fixture_main" in visible_log(log)
+        # Following the end, the view scrolls to the new lines on a later refresh: wait for it.
+        link = "[15/15] Linking CXX executable fixture_main"
+        await wait_until(pilot, "the link line drawn", lambda: link in visible_log(log), 10)
 
 
 def _running_from_the_log(
@@ -251,14 +259,18 @@ async def test_a_200k_line_log_scrolls_and_searches_at_once(tmp_path: Path) -> N
         await pilot.pause()
         assert log.follow and log.scroll_offset.y == log.max_scroll_y
         await pilot.press("home")
-        started = time.perf_counter()
+        # "At once" is the work the search and the redraw cost: this process's CPU time (all
+        # its threads), which a loaded machine does not stretch as it stretches the wall clock
+        # (0.08 s alone, 0.5 s beside eight busy loops on two cores). The wall clock only
+        # guards against a search that waits.
+        started, cpu_started = time.perf_counter(), time.process_time()
         log.search("file_199990.cc")
         await app.workers.wait_for_complete()
         await pilot.pause()
-        elapsed = time.perf_counter() - started
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
         assert log.match_line == 199_989
         assert any("file_199990.cc" in row for row in visible_log(log))
-        assert elapsed < 1.0, elapsed
+        assert cpu < 1.0 and elapsed < 5.0, (cpu, elapsed)
         await pilot.press("N")  # previous match: none before it
         await app.workers.wait_for_complete()
         await pilot.pause()
@@ -281,8 +293,8 @@ async def test_a_growing_log_is_followed_and_scrolling_up_stops_following(tmp_pa
         with path.open("a") as handle:
             handle.write("".join(f"line {n}\n" for n in range(100, 150)) + "partial")
         await wait_until(pilot, "the new lines", lambda: log.line_count == 151, 5)
-        await pilot.pause(0.2)
-        assert visible_log(log)[-1] == "partial"
+        # Following, the view scrolls to them on a later refresh: wait for the end to be drawn.
+        await wait_until(pilot, "the end drawn", lambda: visible_log(log)[-1] == "partial", 10)
         with path.open("a") as handle:
             handle.write(" line done\n")
         await wait_until(pilot, "the partial line", lambda: "partial line done" in visible_log(log))
@@ -350,9 +362,9 @@ async def test_a_nix_build_log_reads_as_text_on_the_build_screen(tui, bench: Ben
         screen = await open_screen(app, pilot, record.id)
         log = screen.query_one(LogView)
         await wait_until(pilot, "the log", lambda: log.line_count > 0, 10)
-        await pilot.pause(0.3)
+        error = "wb-fixture-c> c.cc:1:1: error: expected unqualified-id"
+        await wait_until(pilot, "the error line drawn", lambda: error in visible_log(log), 10)
         rows = visible_log(log)
-        assert "wb-fixture-c> c.cc:1:1: error: expected unqualified-id" in rows
         assert not any(row.startswith("@nix") for row in rows)
         # e: the line holding the stored first error (Nix's own error: line), not the first
         # line that merely reads like one (ninja's FAILED: comes earlier).
@@ -468,7 +480,9 @@ async def test_layout_fits_small_and_large_terminals(tui, bench: Bench, size) ->
     app = tui()
     async with app.run_test(size=size) as pilot:
         screen = await open_screen(app, pilot, record.id)
-        await pilot.pause(0.3)
+        # The first poll (a worker) finds no job and switches a short terminal to the log.
+        await wait_until(pilot, "the first poll", lambda: screen.polls >= 1, 20)
+        await screen_still(pilot)
         table, log = screen.query_one(ProcessTable), screen.query_one(LogView)
         if size == (80, 24):
             assert screen.has_class("-short")
