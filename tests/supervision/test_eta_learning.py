@@ -35,7 +35,8 @@ def write_work(directory: Path, unit_s: float) -> None:
         "rule work",
         "  command = sh edge.sh $out $units",
         "rule join",
-        "  command = cat $in > $out",
+        # A test holds the build at its last edge with a file named `hold` (see set_hold).
+        "  command = while [ -e hold ]; do sleep 0.05; done; cat $in > $out",
     ]
     for n, units in enumerate(UNITS):
         (directory / "in" / f"part_{n}").write_text(f"{n}\n")
@@ -48,6 +49,15 @@ def write_work(directory: Path, unit_s: float) -> None:
 
 def set_unit(directory: Path, unit_s: float) -> None:
     (directory / "unit_s").write_text(f"{unit_s}\n")
+
+
+def set_hold(directory: Path, held: bool) -> None:
+    """While held, the join edge waits: the build stays running whatever the machine's load."""
+    hold = directory / "hold"
+    if held:
+        hold.touch()
+    else:
+        hold.unlink()
 
 
 def clean(directory: Path) -> None:
@@ -177,6 +187,9 @@ def test_the_live_eta_shows_a_range_and_learns_a_found_ninja(tmp_path: Path) -> 
         assert bench.run("run", "--", *wrapper, cwd=directory).returncode == 0
         first = bench.latest_id()
         clean(directory)
+        # Held at its last edge until the ETA is seen: a quick build (3 s) on a loaded machine
+        # could end before the sampler found its ninja and the ETA learned from it.
+        set_hold(directory, True)
         process = bench.start("run", "-d", "--", *wrapper, cwd=directory)
         assert process.wait(timeout=60) == 0
         second = bench.latest_id()
@@ -197,7 +210,8 @@ def test_the_live_eta_shows_a_range_and_learns_a_found_ninja(tmp_path: Path) -> 
         assert f"#{first}" in live["eta_basis"]
         line = status_line(record)
         assert "ETA " in line and "–" in line
-        bench.wait_ended(second)
+        set_hold(directory, False)
+        assert bench.wait_ended(second).state == "succeeded"
         with bench.history() as history:
             assert history.edge_build_info(first)[1] is not None
             assert history.edge_build_info(first)[1] == history.edge_build_info(second)[1]
