@@ -23,6 +23,7 @@ PROGRAMS: dict[str, tuple[list[str], list[str]]] = {
     "short_lived": (["short_lived.cc"], ["-O2"]),
     "many_threads": (["many_threads.cc"], ["-O2"]),
     "spin": (["spin.cc"], ["-O2"]),
+    "interpreter_loop": (["interpreter_loop.cc"], ["-O2"]),
 }
 
 

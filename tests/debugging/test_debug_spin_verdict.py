@@ -84,3 +84,18 @@ def test_an_inlined_atomic_load_is_not_a_call_cycle(start, capsys) -> None:
         assert any(thread["trail"] for thread in document["samples"][0]["threads"])
         diagnosis = document["diagnosis"]
         assert diagnosis["kind"] == "spin" and diagnosis["hung"] is True, diagnosis["summary"]
+
+
+def test_an_interpreter_loop_with_inlined_helpers_is_not_a_call_cycle(start, capsys) -> None:
+    # Stepping goes evaluate_frame → decode → dispatch → add_object → evaluate_frame …, and
+    # decode and dispatch run at evaluate_frame's stack level: they are inlined into it (one
+    # ELF symbol), so this is one function looping and calling add_object, which computes as
+    # it goes. It used to be "a call cycle made of tail calls", HUNG.
+    program = start("interpreter_loop", settle=0.2)
+    for _ in range(3):
+        document = _bt(program.pid, capsys)
+        trails = [thread["trail"] for thread in document["samples"][0]["threads"]]
+        assert any({"decode", "evaluate_frame"} <= set(trail) for trail in trails), trails
+        diagnosis = document["diagnosis"]
+        assert diagnosis["kind"] == "spin" and diagnosis["hung"] is None, diagnosis["summary"]
+        assert "tail call" not in diagnosis["summary"]

@@ -970,6 +970,39 @@ SETTLED = ("(settled by program counters)",)
 BRIDGED = ("(the provider bridge's loop, by program counters)",)
 
 
+def _one_name_per_function(
+    session: GdbSession, named: list[tuple[str, str | None]], options: CaptureOptions
+) -> tuple[str, ...]:
+    """The names stepped through at one stack level, one per function of the binary.
+
+    gdb names a step's place from DWARF, where code inlined into a function is named after
+    the inlined function: an interpreter's dispatch loop, its helpers inlined, would look like
+    functions jumping to each other (a tail-call cycle) while it is one function looping.
+    Each name's first address is looked up with `info symbol` (the ELF symbol, which inlined
+    code has not); names in one symbol count once (the symbol's own name where it is one).
+    """
+    first: dict[str, str | None] = {}
+    for name, address in named:
+        first.setdefault(name, address)
+    if len(first) < 2:
+        return tuple(first)
+    lookups = [(name, address) for name, address in first.items() if address]
+    answers = session.commands(
+        [f'-interpreter-exec console "info symbol {address}"' for _, address in lookups],
+        timeout=options.command_timeout,
+    )
+    symbol_of = {}
+    for (name, _), answer in zip(lookups, answers, strict=True):
+        text = _symbol(answer)
+        symbol_of[name] = strip_signature(text.split(" + ")[0].strip()) if text else name
+    kept: dict[str, str] = {}  # symbol -> the name kept for it
+    for name in first:
+        symbol = symbol_of.get(name, name)
+        if symbol not in kept or name == symbol:
+            kept[symbol] = name
+    return tuple(name for name in first if name in kept.values())
+
+
 def _probe_steps(
     session: GdbSession,
     raw: list[tuple[dict[str, Any], list[Frame], bool]],
@@ -1068,10 +1101,11 @@ def _probe_steps(
         known = [pointer for pointer in pointers if pointer is not None]
         outermost = max(known) if known else None
         at_top = [
-            name for name, pointer in zip(names, pointers, strict=True) if pointer == outermost
+            (name, frame.get("addr"))
+            for name, frame, pointer in zip(names, stops, pointers, strict=True)
+            if pointer == outermost
         ]
-        top_level = tuple(dict.fromkeys(at_top))
-        trails[gdb_id] = (collapsed, top_level)
+        trails[gdb_id] = (collapsed, _one_name_per_function(session, at_top, options))
         if _trail_repeats(collapsed):
             went_through.update(collapsed)
     session.command(
