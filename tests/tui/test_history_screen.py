@@ -102,8 +102,14 @@ async def test_history_of_an_empty_state_directory(tui) -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await app.workers.wait_for_complete()
         app.action_history()  # type: ignore[attr-defined]
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        # The screen mounts, starts its loading worker, and the rows come as a message after
+        # the worker ended: wait for that message, not for the workers running now.
+        await wait_until(
+            pilot,
+            "the history",
+            lambda: isinstance(app.screen, HistoryScreen) and app.screen.loads >= 1,
+            20,
+        )
         screen = app.screen
         assert isinstance(screen, HistoryScreen)
         assert "No builds yet" in str(screen.query_one("#history-summary", Static).render())

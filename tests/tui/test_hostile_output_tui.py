@@ -59,7 +59,18 @@ async def test_markup_from_a_build_is_shown_as_text(bench: Bench, tui, tmp_path:
             lambda: screen.record is not None and screen.record.state == "failed",
             60,
         )
-        await pilot.pause(1.5)  # a poll or two more: the finished jobs and the note drawn
+        # The finished jobs and the note, drawn from the poll that saw the end: wait for the
+        # note (bounded) rather than for a time.
+        await wait_until(
+            pilot,
+            "the failure's note",
+            lambda: (
+                "FAILED: [/][@click=app.quit]unit.o"
+                in str(screen.query_one("#build-detail", Static).render())
+            ),
+            20,
+        )
+        await pilot.pause()
         title = str(screen.query_one("#build-title", Static).render())
         detail = str(screen.query_one("#build-detail", Static).render())
         assert "FAILED: [/][@click=app.quit]unit.o" in title  # the command line shows it
@@ -74,7 +85,9 @@ async def test_markup_from_a_build_is_shown_as_text(bench: Bench, tui, tmp_path:
         log = screen.query_one(LogView)
         await wait_until(pilot, "the log", lambda: log.line_count >= 5, 10)
         log.action_scroll_home()
-        await pilot.pause(0.3)
+        await wait_until(
+            pilot, "the log's top drawn", lambda: "[@click=app.quit]Click me[/]" in visible_log(log)
+        )
         shown = visible_log(log)
         assert "[@click=app.quit]Click me[/]" in shown
         assert "[/" in shown and "[bold]never closed" in shown
