@@ -160,14 +160,20 @@ def test_a_hanging_nvidia_smi_is_ended_with_its_whole_group(
 
     child_pid = tmp_path / "child.pid"
     monkeypatch.setenv("STANDIN_NVIDIA_SMI_CHILD_PID", str(child_pid))
-    monkeypatch.setattr(hardware, "NVIDIA_SMI_TIMEOUT_S", 1.5)
+    # Long enough for the stand-in (a Python program) to start its child first: beside eight
+    # busy loops on two cores it took 0.7 s to, and a 1.5 s timeout could end it before.
+    monkeypatch.setattr(hardware, "NVIDIA_SMI_TIMEOUT_S", 5.0)
     report = detect_gpus(matrix, nvidia_smi("hangs-with-child.toml"))
-    assert report.status == "error" and "did not answer within 1.5 s" in report.message
+    assert report.status == "error" and "did not answer within 5.0 s" in report.message
+    assert child_pid.exists() and child_pid.read_text(), "the stand-in never started its child"
     child = int(child_pid.read_text())
     # The stand-in's own child (its process group) is gone too, not left sleeping.
-    deadline = time.monotonic() + 5
-    while Path(f"/proc/{child}").exists():
-        state = Path(f"/proc/{child}/stat").read_text().rpartition(")")[2].split()[0]
+    deadline = time.monotonic() + 30
+    while True:
+        try:  # it may be reaped between two looks
+            state = Path(f"/proc/{child}/stat").read_text().rpartition(")")[2].split()[0]
+        except FileNotFoundError:
+            break
         if state == "Z":
             break
         assert time.monotonic() < deadline, "the child outlived the timeout"
