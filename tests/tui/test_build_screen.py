@@ -292,7 +292,7 @@ async def test_a_growing_log_is_followed_and_scrolling_up_stops_following(tmp_pa
         await pilot.pause()
         with path.open("a") as handle:
             handle.write("".join(f"line {n}\n" for n in range(100, 150)) + "partial")
-        await wait_until(pilot, "the new lines", lambda: log.line_count == 151, 5)
+        await wait_until(pilot, "the new lines", lambda: log.line_count == 151, 20)
         # Following, the view scrolls to them on a later refresh: wait for the end to be drawn.
         await wait_until(pilot, "the end drawn", lambda: visible_log(log)[-1] == "partial", 10)
         with path.open("a") as handle:
@@ -304,7 +304,7 @@ async def test_a_growing_log_is_followed_and_scrolling_up_stops_following(tmp_pa
         top = log.scroll_offset.y
         with path.open("a") as handle:
             handle.write("more\n")
-        await wait_until(pilot, "the next line", lambda: log.line_count == 152, 5)
+        await wait_until(pilot, "the next line", lambda: log.line_count == 152, 20)
         await pilot.pause(0.2)
         assert log.scroll_offset.y == top  # not dragged back to the end
 

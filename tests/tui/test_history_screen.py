@@ -150,11 +150,13 @@ async def test_a_failed_build_shows_its_first_error_under_the_table(
         table = screen.query_one("#history-table", DataTable)
         line = screen.query_one("#history-failure", Static)
         assert screen.highlighted_id() != failed_id  # the newest (succeeded) build first
-        await wait_until(pilot, "an empty line", lambda: drawn(line) == "", 5)
+        await wait_until(pilot, "an empty line", lambda: drawn(line) == "", 20)
 
         table.move_cursor(row=table.get_row_index(str(failed_id)))
         expected = f"#{failed_id} failed (exit 1): [b]bad.cc:2:21: error: ‘undeclared’"
-        await wait_until(pilot, "the first error", lambda: drawn(line).startswith(expected[:60]), 5)
+        await wait_until(
+            pilot, "the first error", lambda: drawn(line).startswith(expected[:60]), 20
+        )
         shown = drawn(line)
         # Whole on the screen, on one row, cut with an ellipsis when the terminal is narrow.
         assert line.region.bottom <= screen.query_one(KeyFooter).region.y
