@@ -71,6 +71,10 @@ async def test_the_last_build_column_shows_the_recorded_closure_size(bench, tui,
         # And drawn: filtered to the CPU variants, its row on screen carries the size.
         await pilot.press("/", *"cpu avx2", "enter")
         await wait_until(pilot, "the filter", lambda: table.row_count < 10, 20)
-        await pilot.pause(0.2)
-        drawn = app.export_screenshot().replace("&#160;", " ")
-        assert "ok 11m, 2m ago, 1.5 GiB" in drawn
+        # Drawn once the table has redrawn (and widened the column) for the filtered rows.
+        await wait_until(
+            pilot,
+            "the size drawn",
+            lambda: "ok 11m, 2m ago, 1.5 GiB" in app.export_screenshot().replace("&#160;", " "),
+            20,
+        )
