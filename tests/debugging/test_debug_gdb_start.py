@@ -305,3 +305,23 @@ def test_while_only_gdb_is_awaited_proc_is_looked_at_seldom(start) -> None:
     assert alive and waited >= 0.4
     looks = max(entry.observations for entry in tracker.activity.values())
     assert 3 <= looks <= waited / IDLE_LOOK_S + 6, (looks, waited)  # before: over 300
+
+
+def test_the_spawned_process_acts_as_popen_where_the_session_uses_it() -> None:
+    # The early gdb is spawned without subprocess (its import delayed gdb's start by up to
+    # 14 ms): its stand-in for Popen must pipe, poll, wait, time out and kill as Popen does.
+    echo = gdb_start.SpawnedProcess(["/bin/sh", "-c", "read line; echo got $line; exit 3"])
+    assert echo.poll() is None
+    echo.stdin.write(b"words\n")
+    assert echo.stdout.read(64) == b"got words\n"
+    assert echo.wait(timeout=10) == 3 and echo.poll() == 3
+    sleeper = gdb_start.SpawnedProcess(["/bin/sleep", "30"])
+    with pytest.raises(subprocess.TimeoutExpired):
+        sleeper.wait(timeout=0.05)
+    sleeper.kill()
+    assert sleeper.wait(timeout=10) == -9
+    for process in (echo, sleeper):
+        for stream in (process.stdin, process.stdout, process.stderr):
+            stream.close()
+    with pytest.raises(FileNotFoundError):
+        gdb_start.SpawnedProcess(["/no/such/gdb"])

@@ -495,9 +495,11 @@ def take_sample(
     attaching = session.send([f"-target-attach {pid}", "-thread-info"])
     # While gdb attaches and reads the libraries' symbols (the bulk of a sample), Python does
     # what needs no gdb: the address map, and importing the code that groups the threads.
+    # The diagnosis (about 10 ms of imports) is needed after the capture in any case: the
+    # attach hides it, where after the stacks it would delay the detach and the answer.
     libraries = _executable_mappings(pid, options.proc)
-    if pcs:
-        import workbench.debugging.diagnosis  # noqa: F401 (for _pc_groups, below)
+    import workbench.debugging.diagnosis  # noqa: F401 (for _pc_groups, below, and the caller)
+
     attach, thread_info = session.collect(attaching, timeout=limit)
     if not attach.ok:
         _raise_attach_error(pid, attach.error, options.proc)

@@ -29,6 +29,7 @@ from workbench.debugging.errors import (
 from workbench.debugging.gdb_start import (  # noqa: F401 (SAFE_OPTIONS: re-exported)
     GDB_CANDIDATES,
     SAFE_OPTIONS,
+    SpawnedProcess,
     gdb_command,
 )
 
@@ -103,7 +104,7 @@ class GdbSession:
         *,
         symbols_only: bool = False,
         debug_dirs: tuple[str, ...] = (),
-        started: subprocess.Popen[bytes] | None = None,
+        started: subprocess.Popen[bytes] | SpawnedProcess | None = None,
         preloaded: tuple[str, tuple[str, ...]] | None = None,
     ) -> None:
         """Start gdb, or adopt `started`: a gdb started with gdb_command(gdb) and pipes
@@ -127,7 +128,7 @@ class GdbSession:
         except (ValueError, OSError) as exc:
             raise GdbNotFoundError(f"cannot start {gdb}: {exc}; {INSTALL_HINT}") from None
         assert process.stdout is not None and process.stdin is not None
-        self._process: subprocess.Popen[bytes] = process
+        self._process: subprocess.Popen[bytes] | SpawnedProcess = process
         self._fds = [process.stdout.fileno()]
         if process.stderr is not None:
             self._fds.append(process.stderr.fileno())
