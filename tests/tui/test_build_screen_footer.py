@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from recorded_host import recorded_doctor
 from textual.widgets._footer import FooterKey
-from tui.driving import open_screen, start, wait_until
+from tui.driving import open_screen, screen_still, start, wait_until
 from tui.fixed_history import frozen_clock, write_history
 
 from workbench.tui.app import WorkbenchApp, make_app
@@ -69,7 +69,7 @@ async def test_a_finished_builds_footer_keeps_settings_and_sort_at_80_columns(
         await wait_until(pilot, "the history", lambda: getattr(app.screen, "loads", 0) > 0)
         await pilot.press("down", "enter")
         await wait_until(pilot, "the build", lambda: getattr(app.screen, "polls", 0) > 0)
-        await pilot.pause()
+        await screen_still(pilot)  # the footer recomposes a refresh after the bindings change
         shown = set(footer_actions(app, size[0]))
         assert ANY_BUILD_KEYS | {"next_sort", "settings"} <= shown, shown
         assert not (RUNNING_BUILD_KEYS - {"leave", "switch_pane"}) & shown, shown
