@@ -164,8 +164,12 @@ def _first(bench: Bench):
 
 def test_closing_the_terminal_loses_no_line(bench: Bench, tmp_path: Path) -> None:
     """The CLI runs on a pseudo-terminal as its session leader; the terminal goes away."""
+    # The build holds after line 5 until the terminal is gone: on a loaded machine it could
+    # otherwise end first, and its CLI exit 0 before the terminal closed.
     script = (
-        "i=0; while [ $i -lt 30 ]; do echo line $i; i=$((i+1)); sleep 0.05; done; "
+        "i=0; while [ $i -lt 30 ]; do echo line $i; "
+        "if [ $i -eq 5 ]; then while [ ! -e go ]; do sleep 0.05; done; fi; "
+        "i=$((i+1)); sleep 0.05; done; "
         "printf 'no newline at the end'"
     )
     master, slave = pty.openpty()
@@ -196,6 +200,8 @@ def test_closing_the_terminal_loses_no_line(bench: Bench, tmp_path: Path) -> Non
     cli.wait(timeout=20)
     # SIGHUP ends it (or, racing it, a write to the vanished terminal): either way it is gone.
     assert cli.returncode != 0
+    assert bench.record(build_id).active
+    (tmp_path / "go").touch()
     record = bench.wait_ended(build_id, timeout=60)
     assert record.state == SUCCEEDED
     expected = "".join(f"line {i}\n" for i in range(30)) + "no newline at the end"
