@@ -1062,6 +1062,8 @@ def _probe_steps(
         if tid in (groups or {}) and key not in (SETTLED, BRIDGED):
             sampled_place[gdb_id] = key[0]
     ordered = first if groups else first + rest
+    if not ordered:
+        return {}
     session.command("-gdb-set scheduler-locking on", timeout=options.command_timeout, check=False)
     trails: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {}
     # Loops known already (stepped, or confirmed from the binary): a group whose counters
