@@ -97,3 +97,12 @@ def test_digit_heavy_lines_never_raise(lines: list[str]) -> None:
             readable_line(nix)
         step = tracker.snapshot().step
         assert step is None or 0 <= step.done <= step.total < 10**MAX_DIGITS
+
+
+def test_the_iterate_cycles_ninja_summary_skips_a_status_line_of_huge_numbers() -> None:
+    # `workbench iterate` reads the cycle's ninja output after the build: the same line
+    # raised ValueError there (a traceback after the build) until its count was bounded too.
+    from workbench.iterate.ninja_output import parse
+
+    run = parse([f"[1/{HUGE}] Building CXX object a.o", "[1/2] Building CXX object src/b.cc.o"])
+    assert run.edges == 1 and run.total == 2

@@ -270,7 +270,9 @@ def run_debug_bt(args: argparse.Namespace) -> int:
                 print(message)
                 tail = info["output_tail"]
                 if tail:
-                    lines = "\n".join(f"  {line}" for line in tail.splitlines())
+                    from workbench.logs.visible import terminal_text
+
+                    lines = "\n".join(f"  {terminal_text(line)}" for line in tail.splitlines())
                     print(f"output (last lines):\n{lines}")
             return 1
         if args.json:

@@ -35,6 +35,7 @@ from typing import Any
 
 from workbench.debugging.errors import DebugError
 from workbench.errors import WorkbenchError
+from workbench.logs.visible import terminal_text
 
 SCHEMA = "workbench-smoke/1"
 PROBE = Path(__file__).with_name("smoke_probe.py")
@@ -327,5 +328,6 @@ def render_text(result: SmokeResult) -> str:
             lines.append(f"  proposed fix: {diagnosis['proposed_patch']['description']}")
     if result.output_tail and result.status != "passed":
         lines.append("  output (last lines):")
-        lines += [f"    {line}" for line in result.output_tail.splitlines()[-20:]]
+        # The program's output is data: its escapes must not act on the user's terminal.
+        lines += [f"    {terminal_text(line)}" for line in result.output_tail.splitlines()[-20:]]
     return "\n".join(lines)

@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from workbench.progress.steps import bounded_int
+
 NINJA_STATUS = "[%f/%t] "
 STATUS = re.compile(r"^(?:\S+> )?\[(\d+)/(\d+)\] (.*)$")
 COMPILE = re.compile(r"^Building (C|CXX|CUDA|ASM|Fortran|HIP|OBJC|OBJCXX) object (\S+)")
@@ -60,8 +62,11 @@ def parse(lines: list[str]) -> NinjaRun:
             if line.startswith("ninja: no work to do"):
                 run.no_work = True
             continue
+        total = bounded_int(found.group(2))
+        if total is None:  # a status line with thousands of digits: build output, not a count
+            continue
         run.edges += 1
-        run.total = max(run.total, int(found.group(2)))
+        run.total = max(run.total, total)
         description = found.group(3)
         compiled = COMPILE.match(description)
         if compiled:
