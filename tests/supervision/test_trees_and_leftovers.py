@@ -116,10 +116,11 @@ def test_a_daemon_that_outlives_the_build_is_listed_and_stopped(
     checkout = tmp_path / "checkout"
     (checkout / ".git").mkdir(parents=True)
     # The build ends once its daemon is `sleep` (setsid has exec'd it): the supervisor names
-    # what outlived the build as it finds it, and under load it could still be `setsid`.
+    # what outlived the build as it finds it, and under load it could still be `setsid`. The
+    # shell waits for that, bounded only against a daemon that never execs (about 2 min).
     script = (
         "setsid sleep 61 </dev/null >/dev/null 2>&1 & pid=$!; n=0; "
-        'while [ "$(cat /proc/$pid/comm 2>/dev/null)" != sleep ] && [ $n -lt 500 ]; '
+        'while [ "$(cat /proc/$pid/comm 2>/dev/null)" != sleep ] && [ $n -lt 12000 ]; '
         "do n=$((n+1)); sleep 0.01; done; exit 0"
     )
     result = bench.run("run", "--name", "daemonic", "--", "sh", "-c", script, cwd=checkout)
@@ -150,18 +151,45 @@ def test_a_daemon_that_outlives_the_build_is_listed_and_stopped(
     assert bench.run("run", "--", "true", cwd=checkout, timeout=60).returncode == 0
 
 
+def _release(bench: Bench, fifo: Path) -> None:
+    """Write a line to a FIFO a shell of the build reads: an open without blocking succeeds
+    once the shell has opened its end (ENXIO until then)."""
+
+    def opened() -> int | None:
+        try:
+            return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:
+            return None
+
+    writer = bench.wait_for("the build's shell to open the FIFO", opened, timeout=30)
+    os.write(writer, b"go\n")
+    os.close(writer)
+
+
 def test_a_lost_builds_note_stops_saying_processes_run_once_they_exited(
     bench: Bench, tmp_path: Path
 ) -> None:
-    started = bench.run("run", "-d", "--name", "brief", "--", "sleep", "3", cwd=tmp_path)
+    # The build waits on a FIFO until the test lets it go (a fixed `sleep 3` could end on a
+    # loaded machine before the status below looked at it).
+    hold = tmp_path / "hold"
+    os.mkfifo(hold)
+    script = f"read line < {hold}"
+    started = bench.run("run", "-d", "--name", "brief", "--", "sh", "-c", script, cwd=tmp_path)
     assert started.returncode == 0, started.stderr
     build_id = build_id_from(started.stderr)
-    sleeper = bench.record(build_id).build_pid or 0
-    _kill_supervisor(bench, build_id)
-    status = bench.json("status", "--json")
-    lost = next(b for b in status["recent"] if b["id"] == build_id)
-    assert lost["state"] == LOST and f"sleep ({sleeper})" in lost["note"]
-    bench.wait_for("the sleeper to exit", lambda: not _alive(sleeper), timeout=30)
+    waiter = bench.record(build_id).build_pid or 0
+    try:
+        _kill_supervisor(bench, build_id)
+        status = bench.json("status", "--json")
+        lost = next(b for b in status["recent"] if b["id"] == build_id)
+        assert lost["state"] == LOST and f"sh ({waiter})" in lost["note"]
+        assert _alive(waiter)
+        _release(bench, hold)
+        bench.wait_for("the waiting shell to exit", lambda: not _alive(waiter), timeout=30)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            if _alive(waiter):
+                os.kill(waiter, signal.SIGKILL)
     status = bench.json("status", "--json")
     lost = next(b for b in status["recent"] if b["id"] == build_id)
     assert "still run" not in lost["note"] and "no build process is left" not in lost["note"]
@@ -323,7 +351,14 @@ def test_an_empty_cgroup_a_killed_supervisor_left_is_removed_by_the_next_build(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Nothing else would remove it (its build's row may never be looked at again); one that
-    still holds a process, or that is too young to be abandoned, stays."""
+    still holds a process, or that is too young to be abandoned, stays.
+
+    The test names its cgroups with a prefix of its own: with the age limit at 0 the cleanup
+    would otherwise remove every empty build cgroup of this user, including the one a
+    concurrent build's supervisor has just made and not entered yet (other test runs on this
+    host run as the same user). Other builds' cleanups, which match the real prefix, leave
+    the test's cgroups alone in turn."""
+    monkeypatch.setattr(build_cgroup, "PREFIX", f"workbench-test{os.getpid()}-")
 
     def log(number: int) -> Path:
         folder = tmp_path / "builds" / str(number)
