@@ -18,7 +18,14 @@ from recorded_host import recorded_doctor
 from textual.command import CommandList, CommandPalette
 from textual.widgets import DataTable, Static
 from textual.widgets._footer import FooterKey
-from tui.driving import needs_cxx_tools, open_screen, start, wait_until, widths_hold
+from tui.driving import (
+    needs_cxx_tools,
+    open_screen,
+    screen_still,
+    start,
+    wait_until,
+    widths_hold,
+)
 
 from workbench.tui.app import WorkbenchApp, make_app
 from workbench.tui.error_screen import ErrorScreen
@@ -410,10 +417,13 @@ async def test_b_shows_the_exact_command_jobs_and_memory_and_starts_only_that(
     target = "cpu"
     app = tui()
     async with app.run_test(size=(80, 24)) as pilot:
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        # The report moves the cursor to the recommended variant a refresh after it arrives:
+        # let that happen first, or it would move the cursor off the cpu flavour again.
+        await wait_until(pilot, "the recorded host", lambda: app.report is not None, 30)
+        await screen_still(pilot)
         app.screen._move_to(target)  # the cpu linkage flavour: `.#onnxruntime-cpu`
         await pilot.pause()
+        assert app.screen._highlighted() == target
         await pilot.press("b")
         await wait_until(pilot, "the preview", lambda: isinstance(app.screen, ConfirmBuild))
         dialog = app.screen
@@ -448,11 +458,14 @@ async def test_b_shows_the_exact_command_jobs_and_memory_and_starts_only_that(
 @needs_cxx_tools
 @pytest.mark.parametrize("size", SIZES)
 async def test_host_notices_are_one_line_with_details_on_w_and_q_says_the_build_goes_on(
-    tui, bench, cxx_project, size: tuple[int, int]
+    tui, bench, cxx_project, size: tuple[int, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from workbench.tui.build_screen import BuildScreen, NoticesScreen
 
     checkout, _ = cxx_project
+    # The sample build takes seconds: on a loaded machine it could end before `q`, which then
+    # has no running build to speak of. Its g++ (the real one) waits for a file until then.
+    go = gate_gxx(checkout.parent / "gate", monkeypatch)
     # Another build on this host: a ninja that sleeps, started outside the workbench.
     other = tmp_ninja_sleeper(checkout.parent / "other")
     try:
@@ -496,8 +509,26 @@ async def test_host_notices_are_one_line_with_details_on_w_and_q_says_the_build_
         assert f"build #{screen.build_id} (sample-project) goes on" in said
         assert f"attach {screen.build_id}" in said and "--state-dir" in said
     finally:
+        go.touch()  # the sample build goes on to its end
         other.kill()
         other.wait()
+    bench.wait_ended(screen.build_id, timeout=180)
+
+
+def gate_gxx(directory: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Put a `g++` first on PATH that runs the real one once the returned file exists."""
+    real = shutil.which("g++")
+    assert real is not None
+    directory.mkdir(parents=True)
+    go = directory / "go"
+    wrapper = directory / "g++"
+    wrapper.write_text(
+        f"#!/bin/sh\nwhile [ ! -e {shlex.quote(str(go))} ]; do sleep 0.05; done\n"
+        f'exec {shlex.quote(real)} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{directory}{os.pathsep}{os.environ['PATH']}")
+    return go
 
 
 def _sampled(screen) -> bool:
