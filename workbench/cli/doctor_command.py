@@ -3,6 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from workbench.configs.matrix import Flavour
+    from workbench.host.selection import MixedGpus
 
 
 def register(subcommands: argparse._SubParsersAction) -> None:
@@ -49,6 +56,9 @@ def run(args: argparse.Namespace) -> int:
 
     linking = recommend_flavour(matrix, bool(report.hardware.gpu.gpus))
     document["linking"] = linking.to_json()
+    if document["mixed_gpus"] is not None and linking.flavour.cuda:
+        # The text says it too: the linking flavour builds the same cuda_architectures.
+        document["mixed_gpus"]["flavour"] = linking.flavour.name
     if args.json:
         print_json(document)
         return 0
@@ -97,18 +107,24 @@ def run(args: argparse.Namespace) -> int:
     mark = "[green]ok[/]" if report.ptrace.allowed else "[red]no[/]"
     console.print(f"  {mark} {report.ptrace.reason}")
     heading("Recommended variant")
+    mixed = report.selection.mixed
     if not report.selection.recommended:
         console.print("  [red]none[/]")
+    if mixed is not None:
+        print_mixed_gpus(console, mixed, linking.flavour if linking.flavour.cuda else None)
     for item in report.selection.recommended:
-        console.print(f"  [bold cyan]{item.variant.name}[/]")
+        # On a mixed host each variant is one GPU's: say whose (GPU names are nvidia-smi's text).
+        gpus = (
+            sorted({gpu for gpu, name in mixed.per_gpu if name == item.variant.name})
+            if mixed
+            else []
+        )
+        whose = f"{escape(', '.join(gpus))}: " if gpus else ""
+        console.print(f"  {whose}[bold cyan]{item.variant.name}[/]")
         for reason in item.reasons:
-            console.print(f"    - {reason}")
+            console.print(f"    - {escape(reason)}")
     for item in report.selection.alternatives:
         console.print(f"  also: {item.variant.name}: {item.reasons[0]}")
-    if report.selection.mixed is not None:
-        console.print("  [bold]mixed GPUs[/]:")
-        for line in report.selection.mixed.lines():
-            console.print(f"    - {escape(line)}")
     for note in report.selection.notes:
         console.print(f"  note: {escape(note)}")
     heading("Linking ORT into a Rust or C++ program")
@@ -140,3 +156,23 @@ def run(args: argparse.Namespace) -> int:
     for reason in advice.reasons:
         console.print(f"    - {reason}")
     return 0
+
+
+def print_mixed_gpus(console: Console, mixed: MixedGpus, cuda_flavour: Flavour | None) -> None:
+    """A host whose GPUs need different architectures, first: no one variant name covers them,
+    the one build for all of them (the setting, then the variant), then one variant per GPU."""
+    from rich.markup import escape
+
+    console.print(f"  [bold]{escape(mixed.headline())}.[/]")
+    console.print(f"  {escape(mixed.one_build_intro())}:")
+    for command in mixed.one_build_commands():
+        # Whole, whatever the width: a command cut in two cannot be pasted.
+        console.print(f"      {escape(command)}", soft_wrap=True)
+    note = mixed.setting_note()
+    if note:
+        console.print(f"    - {escape(note)}")
+    if cuda_flavour is not None:
+        console.print(
+            f"    - for linking, {cuda_flavour.name} (below) builds the same cuda_architectures"
+        )
+    console.print("  Or one variant per GPU:")

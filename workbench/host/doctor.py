@@ -7,7 +7,7 @@ import re
 import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -207,6 +207,9 @@ def build_report(
 ) -> DoctorReport:
     """The recommendation for what was detected (pure: no probing)."""
     selection = selection or select(hardware, matrix)
+    if selection.mixed is not None:  # its advice depends on the setting as it is now
+        mixed = replace(selection.mixed, configured=tuple(settings.cuda_architectures))
+        selection = replace(selection, mixed=mixed)
     primary = selection.primary
     cuda = bool(primary and primary.variant.is_gpu)
     job_memory = measured or (
@@ -289,6 +292,11 @@ def _mixed_json(mixed: Any) -> dict[str, Any] | None:
         "cuda_architectures": list(mixed.architectures),
         "variant": mixed.variant.name,
         "command": mixed.command,
+        "configured": list(mixed.configured),
+        "headline": mixed.headline(),
+        "one_build_commands": list(mixed.one_build_commands()),
         "per_gpu": [{"gpu": gpu, "variant": variant} for gpu, variant in mixed.per_gpu],
+        "gpu_sms": [{"gpu": gpu, "sm": sm} for gpu, sm in mixed.gpu_sms],
+        # What the text says, in its order: the headline, the one build, the per-GPU variants.
         "guidance": list(mixed.lines()),
     }

@@ -32,27 +32,81 @@ class MixedGpus:
     """Guidance for a host with GPUs of different architectures.
 
     No variant name covers two SMs, so the one build for all of them is `variant` with the
-    `cuda_architectures` setting naming every architecture; `per_gpu` is the variant each
-    GPU would get if they want one build each.
+    `cuda_architectures` setting naming every architecture (settings.toml's list replaces a
+    variant's own SM: nix/overrides.nix mkOrt); `per_gpu` is the variant each GPU would get if
+    they want one build each. `configured` is settings.toml's cuda_architectures as it is now.
     """
 
     architectures: tuple[str, ...]  # CMAKE_CUDA_ARCHITECTURES form: ("80", "89")
     variant: Variant
     command: str
     per_gpu: tuple[tuple[str, str], ...]  # (GPU name, variant name)
+    gpu_sms: tuple[tuple[str, str], ...] = ()  # (GPU name, SM name), each pair once
+    configured: tuple[str, ...] = ()
+
+    @property
+    def sm_names(self) -> tuple[str, ...]:
+        """The SMs needed, oldest first: ("sm80", "sm89")."""
+        return tuple(dict.fromkeys(sm for _, sm in self.gpu_sms))
+
+    @property
+    def already_set(self) -> bool:
+        """Whether settings.toml's cuda_architectures names every architecture already."""
+        return set(self.architectures) <= set(self.configured)
+
+    def headline(self) -> str:
+        """The first thing to say: why there is no one name to build."""
+        gpus = ", ".join(f"{gpu} {sm}" for gpu, sm in self.gpu_sms) or ",".join(self.architectures)
+        return (
+            f"These GPUs need {len(self.architectures)} architectures ({gpus}) and no single "
+            "variant name covers them all"
+        )
+
+    def one_build_intro(self) -> str:
+        """What the one build for all of them is, before its commands."""
+        return (
+            f"One build for all of them (CMAKE_CUDA_ARCHITECTURES={';'.join(self.architectures)}:"
+            " one binary with each architecture's code, a longer compile)"
+        )
+
+    def one_build_commands(self) -> tuple[str, ...]:
+        """The commands of the one build for all, in order (the setting first unless set)."""
+        build = f"workbench build {self.variant.name}"
+        return (build,) if self.already_set else (self.command, build)
+
+    def setting_note(self) -> str | None:
+        """What settings.toml's cuda_architectures says now, where it matters."""
+        if not self.configured:
+            return None
+        now = ",".join(self.configured)
+        if self.already_set:
+            return f"settings.toml's cuda_architectures is {now} already: it names them all"
+        return (
+            f"settings.toml's cuda_architectures is {now} now, which every variant builds "
+            "instead of its own SM"
+        )
+
+    def per_gpu_line(self) -> str:
+        """The per-GPU alternative: which variant each GPU gets."""
+        line = "Or one variant per GPU: " + "; ".join(
+            f"{gpu}: {variant}" for gpu, variant in self.per_gpu
+        )
+        if self.configured:
+            line += (
+                " (each builds settings.toml's cuda_architectures instead of its own SM until "
+                '`workbench config set cuda_architectures ""` empties it)'
+            )
+        return line
+
+    def one_build_line(self) -> str:
+        """The one build for all of them as one sentence, commands included."""
+        commands = ", then ".join(f"`{command}`" for command in self.one_build_commands())
+        note = self.setting_note()
+        return f"{self.one_build_intro()}: {commands}" + (f" ({note})" if note else "")
 
     def lines(self) -> tuple[str, ...]:
-        """What to tell the user, one line each."""
-        arches = ",".join(self.architectures)
-        return (
-            f"GPUs of {len(self.architectures)} architectures ({arches}): no single variant "
-            "name covers them all",
-            f"one build for all of them: `{self.command}`, then build {self.variant.name} "
-            f"(CMAKE_CUDA_ARCHITECTURES={';'.join(self.architectures)}; one binary, longer "
-            "compile, each architecture's code in it)",
-            "or one build per GPU: "
-            + "; ".join(f"{gpu}: {variant}" for gpu, variant in self.per_gpu),
-        )
+        """What to tell the user, one line each, in the order to say it."""
+        return (self.headline(), self.one_build_line(), self.per_gpu_line())
 
 
 @dataclass(frozen=True)
@@ -260,12 +314,17 @@ def _mixed(
         return None
     # The newest toolkit among them targets every one of the older architectures too.
     base = max(gpu_variants, key=lambda v: version_key(v.toolkit.version if v.toolkit else "0"))
-    arches = tuple(
-        sm.cmake_arch for sm in sorted(sms.values(), key=lambda s: version_key(s.capability))
+    oldest_first = sorted(sms.values(), key=lambda s: version_key(s.capability))
+    arches = tuple(sm.cmake_arch for sm in oldest_first)
+    order = [sm.name for sm in oldest_first]
+    gpu_sms = sorted(
+        {(gpu, variant.sm.name) for gpu, variant in per_gpu if variant.sm is not None},
+        key=lambda pair: (order.index(pair[1]), pair[0]),
     )
     return MixedGpus(
         architectures=arches,
         variant=base,
         command=f"workbench config set cuda_architectures {','.join(arches)}",
         per_gpu=tuple((gpu, variant.name) for gpu, variant in per_gpu),
+        gpu_sms=tuple(gpu_sms),
     )
