@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.debugging import procfs
-from workbench.debugging.debug_directories import passable
+from workbench.debugging.debug_directories import nix_debug_outputs, passable
 from workbench.debugging.errors import (
     AlreadyTracedError,
     DebugError,
@@ -46,7 +46,12 @@ from workbench.debugging.model import (
 from workbench.debugging.names import strip_signature
 from workbench.debugging.pc_sampling import PcSampler, PcSamples, RegisterRead
 from workbench.debugging.ptrace import check_ptrace, explain_attach_failure
-from workbench.debugging.symbols import SymbolStatus, check_symbols
+from workbench.debugging.symbols import (
+    SymbolStatus,
+    check_libraries,
+    check_symbols,
+    is_runtime_or_system_library,
+)
 
 Progress = Callable[[str], None]
 MIN_PC_ROUNDS = 4  # for many threads; few threads get at least FEW_THREADS_PC_ROUNDS
@@ -301,7 +306,15 @@ def capture(
                 try:
                     hits = pcs.by_thread if (pcs and not result.pc_samples) else {}
                     sample = take_sample(
-                        session, pid, index, started, tracker.last, options, hits, result
+                        session,
+                        pid,
+                        index,
+                        started,
+                        tracker.last,
+                        options,
+                        hits,
+                        result,
+                        given_dirs=usable,
                     )
                 except SteppingStalled as stalled:
                     sample = stalled.sample
@@ -350,6 +363,18 @@ def capture(
     if len(result.samples) > 1 and not result.exited and options.observe > 0:
         tracker.watch(options.observe, options.poll_every)
     result.activity = tracker.activity
+    # The shared libraries the threads run in (libonnxruntime.so in a python process, a
+    # provider loaded by dlopen) get the executable's check, after gdb has let the process
+    # go: only their ELF headers, and only of the libraries the threads' code is in.
+    libraries = check_libraries(_libraries_in_use(result), executable, options.debug_dirs)
+    if libraries:
+        result.symbols = _with_libraries(result.symbols, libraries)
+        missing = [status.message() for status in libraries if status.missing]
+        found = [status.message() for status in libraries if status.level == "separate"]
+        # What is missing is said first, right after the executable's own warning.
+        first = 1 if symbols is not None and symbols.level != "full" else 0
+        result.notes[first:first] = missing
+        result.notes.extend(found)
     if pcs is not None:
         result.pc_rounds = pcs.rounds
         if pcs.problem:
@@ -377,6 +402,97 @@ def _symbols_json(status: SymbolStatus | None) -> dict[str, Any] | None:
         "advice": list(status.advice),
         "message": status.message(),
     }
+
+
+def _with_libraries(
+    executable: dict[str, Any] | None, libraries: list[SymbolStatus]
+) -> dict[str, Any]:
+    """The executable's symbols document with `libraries`: each checked library's own."""
+    document = dict(executable) if executable else {"path": None, "level": None}
+    document["missing"] = bool(executable and executable.get("missing"))
+    document["libraries"] = [_symbols_json(status) for status in libraries]
+    return document
+
+
+def _libraries_in_use(capture: Capture) -> list[str]:
+    """The mapped files the threads' code is in: where program counters were sampled, then
+    each thread's innermost frame and its innermost frame outside the runtime libraries
+    (a thread blocked in libc waits on behalf of that caller). Most frequent first."""
+    counts: dict[str, int] = {}
+    for hits in capture.pc_samples.values():
+        for hit in hits:
+            if hit.library:
+                counts[hit.library] = counts.get(hit.library, 0) + 1
+    for sample in capture.samples[-1:]:
+        for thread in sample.threads:
+            frames = thread.frames[:WAIT_SCAN_DEPTH]
+            caller = next(
+                (
+                    frame
+                    for frame in frames
+                    if frame.library and not is_runtime_or_system_library(frame.library)
+                ),
+                None,
+            )
+            for frame in (frames[0] if frames else None, caller):
+                if frame is not None and frame.library:
+                    counts[frame.library] = counts.get(frame.library, 0) + 1
+    return sorted(counts, key=lambda path: -counts[path])
+
+
+def _load_relative_libraries(
+    session: GdbSession, mappings: list[tuple[int, int, str]], timeout: float
+) -> None:
+    """Load the libraries gdb could not find because the program named them relative to its
+    own directory (dlopen("./libx.so"), ctypes.CDLL("./libx.so")): gdb looks for them
+    relative to its own. Their mapped paths' directories become solib-search-path, where
+    gdb looks for a library by its base name, and `sharedlibrary` loads them. Nothing is
+    sent when every library was found (the usual case)."""
+    unfound = {
+        os.path.basename(str(payload.get("host-name") or payload.get("id") or ""))
+        for record in session.notifications
+        if record.get("message") == "library-loaded"
+        and isinstance(payload := record.get("payload"), dict)
+        and not str(payload.get("host-name") or payload.get("id") or "/").startswith("/")
+    }
+    directories = passable(
+        tuple(
+            dict.fromkeys(
+                os.path.dirname(path)
+                for _, _, path in mappings
+                if os.path.basename(path) in unfound
+            )
+        )
+    )
+    if directories:
+        session.commands(
+            [
+                f"-gdb-set solib-search-path {':'.join(directories)}",
+                '-interpreter-exec console "sharedlibrary"',
+            ],
+            timeout=timeout,
+        )
+
+
+def _library_debug_directories(
+    pcs: dict[int, list[RegisterRead]],
+    mappings: list[tuple[int, int, str]],
+    given: tuple[str, ...],
+) -> tuple[str, ...]:
+    """The Nix `-debug` outputs of the store libraries the program counters landed in that
+    gdb was not given: empty unless such a library runs (then gdb is told before it attaches
+    and loads the library's symbols). The store is listed once per process."""
+    landed: set[str] = set()
+    for reads in pcs.values():
+        for read in reads:
+            library = _library_of(read.pc, mappings)
+            if library and library.startswith("/nix/store/"):
+                landed.add(library)
+    extra: list[str] = []
+    for library in sorted(landed):
+        if not is_runtime_or_system_library(library):
+            extra += [d for d in nix_debug_outputs(library) if d not in given and d not in extra]
+    return passable(tuple(extra))
 
 
 def _watch_and_sample(
@@ -484,26 +600,46 @@ def take_sample(
     options: CaptureOptions,
     pcs: dict[int, list[RegisterRead]] | None = None,
     result: Capture | None = None,
+    given_dirs: tuple[str, ...] = (),
 ) -> Sample:
-    """Attach, read every thread's frames (and what blocked threads wait for), detach."""
+    """Attach, read every thread's frames (and what blocked threads wait for), detach.
+
+    `given_dirs`: the debug directories gdb was told; a Nix store library the sampled
+    program counters landed in adds its `-debug` output's before the attach."""
     begin = time.monotonic()
     session.take_notifications()
     # gdb reads symbols while attaching and while unwinding the first time: the attach,
     # thread list and stacks together get the time limit whose expiry means "too slow".
     limit = options.symbols_only_timeout if session.symbols_only else options.attach_timeout
     deadline = begin + limit
+    libraries: list[tuple[int, int, str]] = []
+    directories: dict[int, str] = {}
+    if pcs:
+        # The address map first (a fraction of a millisecond): gdb reads a library's
+        # separate debug file when the attach loads it, so a Nix library's debug output
+        # must be named before. Nothing is sent or listed unless a store library runs.
+        libraries = _executable_mappings(pid, options.proc)
+        more = _library_debug_directories(pcs, libraries, given_dirs)
+        if more:
+            directories = session.send(
+                [f"-gdb-set debug-file-directory {':'.join([*given_dirs, *more])}"]
+            )
     attaching = session.send([f"-target-attach {pid}", "-thread-info"])
     # While gdb attaches and reads the libraries' symbols (the bulk of a sample), Python does
     # what needs no gdb: the address map, and importing the code that groups the threads.
     # The diagnosis (about 10 ms of imports) is needed after the capture in any case: the
     # attach hides it, where after the stacks it would delay the detach and the answer.
-    libraries = _executable_mappings(pid, options.proc)
+    if not pcs:
+        libraries = _executable_mappings(pid, options.proc)
     import workbench.debugging.diagnosis  # noqa: F401 (for _pc_groups, below, and the caller)
 
+    if directories:
+        session.collect(directories, timeout=limit)
     attach, thread_info = session.collect(attaching, timeout=limit)
     if not attach.ok:
         _raise_attach_error(pid, attach.error, options.proc)
     try:
+        _load_relative_libraries(session, libraries, _left(deadline))
         if not thread_info.ok:
             raise MiError("-thread-info", thread_info.error)
         threads = thread_info.payload.get("threads", [])

@@ -26,6 +26,14 @@ def debug_directories(extra: tuple[str, ...] = ()) -> tuple[str, ...]:
     return tuple(dict.fromkeys([*extra, *nix, *DEFAULT_DEBUG_DIRS]))
 
 
+def store_path(path: str) -> str | None:
+    """`/nix/store/HASH-NAME/lib/libx.so` → `/nix/store/HASH-NAME`; None outside the store."""
+    if not path.startswith(NIX_STORE):
+        return None
+    entry = path[len(NIX_STORE) :].split("/", 1)[0]
+    return f"{NIX_STORE}{entry}" if entry else None
+
+
 def nix_debug_outputs(path: str) -> list[str]:
     """`/nix/store/HASH-NAME/bin/x` → the debug directories of any `*-NAME-debug` output.
 

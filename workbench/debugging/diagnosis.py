@@ -799,9 +799,14 @@ def _without_symbols(
         return None
     symbols = capture.symbols or {}
     where = ", ".join(sorted(name.rsplit("/", 1)[-1] for name in libraries))
-    evidence_lines = []
-    if symbols.get("message"):
-        evidence_lines.append(str(symbols["message"]))
+    # The symbol checks of the files these threads run in (the executable's, or a shared
+    # library's: libonnxruntime.so in a python process): their messages and how to get them.
+    checked = [symbols, *(symbols.get("libraries") or [])]
+    mine = [doc for doc in checked if doc.get("path") in libraries and doc.get("message")]
+    if not mine and symbols.get("message"):
+        mine = [symbols]
+    advice = [line for doc in mine for line in doc.get("advice") or []]
+    evidence_lines = [str(doc["message"]) for doc in mine]
     if addresses:
         low, high = min(addresses), max(addresses)
         evidence_lines.append(
@@ -820,8 +825,8 @@ def _without_symbols(
         summary=f"cannot tell without symbols: {len(blind)} running thread(s) are in code of "
         f"{where} that has no symbols, so a loop cannot be told from progress. "
         + (
-            "Get symbols: " + "; or ".join(symbols.get("advice", []))
-            if symbols.get("advice")
+            "Get symbols: " + "; or ".join(dict.fromkeys(advice))
+            if advice
             else "Rebuild with -g and without stripping, or install the debug output, and run again"
         ),
         hung=None,

@@ -11,7 +11,9 @@ The JSON document (`bt_document`), schema "workbench-bt/1":
       "notes": ["..."],
       "initial_state": "R",      # /proc state when found (T: stopped by a signal)
       "symbols": null | {"path", "level": "full"|"separate"|"names-only"|"none", "missing",
-                  "debug_file", "build_id", "debuglink", "searched", "advice", "message"},
+                  "debug_file", "build_id", "debuglink", "searched", "advice", "message",
+                  "libraries": [{the same, per shared library the threads run in}]},
+                  # "missing" is the executable's; each library has its own
       "pc_rounds": 16,           # program-counter rounds taken before the first attach
       "bridge_code": {"STUB": {"host_method", "instruction"}},  # the bridge read from the
                                  # binary: the host method's jump/call to the stub
@@ -202,20 +204,32 @@ def render_text(capture: Capture, diagnosis: Diagnosis) -> str:
         + f", with {capture.gdb}"
         + (" (symbols only)" if capture.symbols_only else "")
     )
-    symbols = symbols_warning(capture)
-    lines = [header, *([symbols] if symbols else []), ""]
+    warnings = symbols_warnings(capture)
+    lines = [header, *map(visible, warnings), ""]
     lines += [*render_diagnosis(diagnosis), "", *render_capture(capture, diagnosis)]
     lines += ["", *render_thread_verdicts(capture, diagnosis)]
-    notes = [note for note in capture.notes if note != symbols]
+    notes = [note for note in capture.notes if note not in warnings]
     if notes:
         lines += ["", "Notes:", *[f"  - {note}" for note in notes]]
     return "\n".join(lines)
 
 
 def symbols_warning(capture: Capture) -> str | None:
-    """The missing-symbols message, shown before anything else when symbols are missing."""
+    """The first missing-symbols message, or None when nothing the threads run lacks them."""
+    warnings = symbols_warnings(capture)
+    return warnings[0] if warnings else None
+
+
+def symbols_warnings(capture: Capture) -> list[str]:
+    """The missing-symbols messages, shown before anything else: the executable's, then
+    each shared library's that the threads run in."""
     symbols = capture.symbols or {}
-    return str(symbols["message"]) if symbols.get("missing") and symbols.get("message") else None
+    documents = [symbols, *(symbols.get("libraries") or [])]
+    return [
+        str(document["message"])
+        for document in documents
+        if document.get("missing") and document.get("message")
+    ]
 
 
 @dataclass(frozen=True)

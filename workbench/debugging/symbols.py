@@ -14,10 +14,26 @@ runtime dependency would have to reach pyproject.toml and the flake's Python set
 from __future__ import annotations
 
 import os
+import re
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from workbench.debugging.debug_directories import NIX_STORE, searched_directories
+from workbench.debugging.debug_directories import NIX_STORE, searched_directories, store_path
+
+# Libraries whose missing debug info is normal and not the user's to fix: the C and C++
+# runtimes and the loader (every distribution and Nix ship them stripped, their debug info
+# optional), and NVIDIA's driver libraries (shipped stripped, with no debug files at all).
+# Code running there is no alarm about symbols; the diagnosis reads their callers instead.
+RUNTIME_LIBRARY = re.compile(
+    r"/(libc|libpthread|libstdc\+\+|libgcc_s|libm|libdl|librt|ld-linux[^/]*|ld64)[.-][^/]*$"
+    r"|/ld-[^/]*$|/lib(cuda|nvidia-[^/]*)\.so[^/]*$"
+)
+# Libraries a distribution installed (its own debug packages cover them), unless a Python
+# package put them there: a pip wheel's libonnxruntime.so is the user's to get symbols for.
+DISTRIBUTION_DIRECTORY = re.compile(r"^/(usr/)?lib(64|exec)?/")
+PYTHON_PACKAGES = re.compile(r"/(site|dist)-packages/")
+MAX_CHECKED_LIBRARIES = 8
 
 
 @dataclass(frozen=True)
@@ -166,10 +182,13 @@ def check_symbols(path: str | None, extra_dirs: tuple[str, ...] = ()) -> SymbolS
     if found:
         return SymbolStatus(path, "separate", facts, debug_file=found, searched=directories)
     advice = []
-    if path.startswith(NIX_STORE):
+    package = store_path(path)
+    if package:
+        name = package[len(NIX_STORE) :].split("-", 1)[-1]
         advice.append(
-            "build the package's debug output (separateDebugInfo = true; nix build "
-            ".#PACKAGE.debug) and put its lib/debug in NIX_DEBUG_INFO_DIRS"
+            f"build the debug output of {name} ({package}: separateDebugInfo = true, then "
+            f"nix build of its .debug output) and put that output's lib/debug in "
+            "NIX_DEBUG_INFO_DIRS or pass it with --debug-dir"
         )
     if facts.build_id:
         advice.append(
@@ -184,3 +203,42 @@ def check_symbols(path: str | None, extra_dirs: tuple[str, ...] = ()) -> SymbolS
         searched=directories,
         advice=tuple(advice),
     )
+
+
+def is_runtime_or_system_library(path: str) -> bool:
+    """Whether missing symbols in `path` are normal (libc, the loader, the GPU driver, a
+    distribution's own libraries): no alarm is raised for them."""
+    if RUNTIME_LIBRARY.search(path):
+        return True
+    return bool(DISTRIBUTION_DIRECTORY.match(path)) and not PYTHON_PACKAGES.search(path)
+
+
+_library_cache: dict[tuple[str, tuple[str, ...], tuple[str, ...]], SymbolStatus | None] = {}
+
+
+def check_libraries(
+    paths: Iterable[str], executable: str | None, extra_dirs: tuple[str, ...] = ()
+) -> list[SymbolStatus]:
+    """The symbol status of each shared library in `paths` that matters: not the executable
+    (checked on its own), not a runtime or system library, at most MAX_CHECKED_LIBRARIES;
+    in the order given. Each file's ELF headers are read once per process and directories."""
+    wanted: list[str] = []
+    for path in paths:
+        if (
+            path
+            and path.startswith("/")
+            and path != executable
+            and path not in wanted
+            and not is_runtime_or_system_library(path)
+        ):
+            wanted.append(path)
+    nix = tuple(part for part in os.environ.get("NIX_DEBUG_INFO_DIRS", "").split(":") if part)
+    statuses = []
+    for path in wanted[:MAX_CHECKED_LIBRARIES]:
+        key = (path, extra_dirs, nix)
+        if key not in _library_cache:
+            _library_cache[key] = check_symbols(path, extra_dirs)
+        status = _library_cache[key]
+        if status is not None:
+            statuses.append(status)
+    return statuses
