@@ -27,7 +27,11 @@ stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
 if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip
   .venv/bin/python -m pip install --quiet -e '.[test]'
-  rm -f .venv/.installed-* && touch "$stamp"
+  rm -f .venv/.installed-*
+  # What the venv holds as made here: .ci/run refuses a venv that differs from it later
+  # (a package installed, removed or upgraded by hand is not what a fresh clone gets).
+  .venv/bin/python scripts/venv_contents.py > .venv/.installed-contents
+  touch "$stamp"
 fi
 
 export PATH="$PWD/.venv/bin:$PATH"
