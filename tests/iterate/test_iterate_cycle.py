@@ -67,13 +67,14 @@ def test_patches_are_commits_with_trailers_and_cycles_rebuild_only_what_changed(
     first = loop.iterate_json("--no-smoke")
     # git log reads as the series; each patch commit says which version of its file it holds.
     trailers = _trailers(loop)
-    for commit, name in zip(trailers, ["tune-light-7", "tune-light-3"], strict=False):
+    assert trailers[0]["Workbench-Upstream"] == "nixpkgs postPatch"  # after the series
+    for commit, name in zip(trailers[1:], ["tune-light-7", "tune-light-3"], strict=False):
         file = loop.series.directory / f"{name}.patch"
         assert commit["Workbench-Patch"] == name
         assert commit["Workbench-Patch-File"] == f"{name}.patch"
         assert commit["Workbench-Patch-Sha256"] == hashlib.sha256(file.read_bytes()).hexdigest()
-    assert trailers[2]["Workbench-Upstream"] == "nixpkgs patchPhase"
-    assert trailers[3]["Workbench-Upstream"].startswith("unpackPhase of /nix/store/")
+    assert trailers[3]["Workbench-Upstream"] == "nixpkgs patchPhase"
+    assert trailers[4]["Workbench-Upstream"].startswith("unpackPhase of /nix/store/")
     assert "+ 3;" in (loop.src / "light_3.cc").read_text()
     assert "+ 70);" in (loop.src / "light_7.cc").read_text()
     assert "+ 10;" not in (loop.src / "light_10.cc").read_text()  # stale-context: disabled
@@ -125,7 +126,7 @@ def test_patches_are_commits_with_trailers_and_cycles_rebuild_only_what_changed(
     three = (loop.src / "light_3.cc").read_text()
     assert "+ 33;" in three and "+ 3;" not in three
     new_sha = hashlib.sha256(patch_file.read_bytes()).hexdigest()
-    assert _trailers(loop)[1]["Workbench-Patch-Sha256"] == new_sha
+    assert _trailers(loop)[2]["Workbench-Patch-Sha256"] == new_sha
     assert loop.git("diff", "--name-only").split() == ["light_11.cc"]
     assert user.stat().st_mtime_ns == user_stamp and "+ 110);" in user.read_text()
     assert (loop.src / "light_7.cc").stat().st_mtime_ns == seven_stamp

@@ -21,9 +21,10 @@ from workbench.iterate.check import cmake_definitions, read_cache
 pytestmark = [needs_tools, *needs_nix, pytest.mark.slow]
 
 SUBJECTS = [
+    "nixpkgs: the derivation's postPatch",
     "tune-light-7: light_7 allocates seventy more",
     "tune-light-3: light_3 returns a constant",
-    "nixpkgs: the derivation's own patches and postPatch",
+    "nixpkgs: the derivation's own patches",
     "upstream source",
 ]
 # A consumer of the library: loads it by name (as ORT's bindings dlopen libonnxruntime.so)
@@ -47,10 +48,11 @@ def _derivation(loop: Loop, attribute: str) -> object:
 
 def test_the_workspace_is_made_and_rebuilt_in_the_derivations_environment(loop: Loop) -> None:
     first = loop.iterate_json("--smoke", "--", sys.executable, "-c", CONSUMER, str(loop.build))
-    # unpackPhase's tree, nixpkgs' own patches and postPatch as one commit, the series after.
+    # unpackPhase's tree, nixpkgs' own patches as one commit, the series, then postPatch (in
+    # patchPhase's order: all the patches, then postPatch).
     assert loop.git("log", "--format=%s").splitlines() == SUBJECTS
-    own = loop.git("show", "--name-only", "--format=", "HEAD~2").split()
-    assert sorted(own) == ["CMakeLists.txt", "light_1.cc"]  # its patch and its postPatch
+    assert loop.git("show", "--name-only", "--format=", "HEAD~3").split() == ["light_1.cc"]
+    assert loop.git("show", "--name-only", "--format=", "HEAD").split() == ["CMakeLists.txt"]
     assert "standin_dep.h" in (loop.src / "light_1.cc").read_text()
     assert "add_library(fixture SHARED" in (loop.src / "CMakeLists.txt").read_text()
     assert first["series_change"]["created"] is True

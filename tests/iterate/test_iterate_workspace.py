@@ -34,9 +34,10 @@ from workbench.iterate.workspace import (
 from workbench.patches.series import set_enabled
 
 SUBJECTS = [
+    "nixpkgs: the derivation's postPatch",
     "tune-light-7: light_7 allocates seventy more",
     "tune-light-3: light_3 returns a constant",
-    "nixpkgs: the derivation's own patches and postPatch",
+    "nixpkgs: the derivation's own patches",
     "upstream source",
 ]
 
@@ -123,10 +124,11 @@ def test_disabling_a_patch_takes_its_commit_out(loop: Loop) -> None:
     assert prepared.applied.replaced_from == 0
     assert prepared.applied.reverted == ["tune-light-3", "tune-light-7"]
     assert prepared.applied.applied == ["tune-light-7"]
-    assert loop.git("log", "--format=%s").splitlines() == [SUBJECTS[0], *SUBJECTS[2:]]
+    assert loop.git("log", "--format=%s").splitlines() == [*SUBJECTS[:2], *SUBJECTS[3:]]
     assert (loop.src / "light_3.cc").read_text() == (loop.source / "light_3.cc").read_text()
     assert (loop.src / "light_7.cc").stat().st_mtime_ns == seven  # same content, same mtime
-    assert prepared.applied.kept_mtimes == 1
+    # light_7.cc and postPatch's CMakeLists.txt, re-made with the same content.
+    assert prepared.applied.kept_mtimes == 2 and prepared.applied.post_patch is True
     # The flake reads the series: its derivation changed, so the environment is due again.
     assert any("the derivation changed" in step for step in prepared.due), prepared.due
 
@@ -224,18 +226,21 @@ def test_a_broken_series_on_the_first_run_keeps_the_patches_before_it(loop: Loop
     document = json.loads(result.stdout)
     assert document["build"]["state"] == "failed"
     assert document["smoke_note"] == "not run: the build failed"
-    assert loop.git("log", "--format=%s").splitlines() == SUBJECTS
+    assert loop.git("log", "--format=%s").splitlines() == SUBJECTS[1:]  # no postPatch yet
     assert loop.git("status", "--porcelain") == ""
 
-    # Fixed, the next cycle goes on from there: the patch is applied on top, then configure.
+    # Fixed, the next cycle goes on from there: the patch is applied on top, then postPatch,
+    # then configure.
     fixed = edited(loop.source, "light_9.cc", "+ digits;", "- digits;")
     (loop.series.directory / "stale-context.patch").write_text(diff_of({"light_9.cc": fixed}))
     prepared = loop.prepare()
     assert prepared.applied.replaced_from == 2 and prepared.applied.applied == ["stale-context"]
     assert loop.git("log", "--format=%s").splitlines() == [
+        SUBJECTS[0],
         "stale-context: light_9 subtracts its digits",
-        *SUBJECTS,
+        *SUBJECTS[1:],
     ]
+    assert "add_library(fixture SHARED" in (loop.src / "CMakeLists.txt").read_text()
     assert any("no build files" in step for step in prepared.due), prepared.due
 
 

@@ -279,6 +279,11 @@ def run_iterate(args: argparse.Namespace) -> int:
     configured_state = prepared.state.get("configured") or {}
     configured = float(configured_state.get("at") or 0) >= cycle_began
     reasons = list(configured_state.get("reasons") or []) if configured else []
+    # The phases made layers of the source again (a new src, own patches or postPatch).
+    remade = prepared.state.get("source_remade") or {}
+    source_reasons = (
+        list(remade.get("reasons") or []) if float(remade.get("at") or 0) >= cycle_began else []
+    )
     failed_phase = prepared.state.get("failed_phase") or {}
     phase_failure = None
     if followed.code != 0 and float(failed_phase.get("at") or 0) >= cycle_began:
@@ -338,6 +343,11 @@ def run_iterate(args: argparse.Namespace) -> int:
         prepared, working_copy, configured, reasons, record, ninja, smoke_result, smoke_note
     )
     document["failed_phase"] = phase_failure.to_json() if phase_failure else None
+    document["source_remade"] = source_reasons
+    document["steps"] = [
+        *prepared.due,
+        *(f"the source is made again: {reason}" for reason in source_reasons),
+    ]
     ended = time.monotonic()
     # After the build, the smoke run aside: git's status, the log's ninja lines, the note.
     timings["after_build_s"] = round(ended - started_at - followed_s - smoke_s, 3)
@@ -487,6 +497,7 @@ def _say_patches(prepared: Any) -> None:
             f"series changed: reverted {', '.join(applied.reverted) or 'nothing'}; applied "
             f"{', '.join(applied.applied) or 'nothing'}"
             + (f"; your edits kept: {', '.join(applied.edits_kept)}" if applied.edits_kept else "")
+            + ("; postPatch run again on top" if applied.post_patch else "")
             + f"; {applied.kept_mtimes} unchanged files keep their modification time"
         )
     else:
@@ -549,6 +560,7 @@ def _document(
         "smoke": smoke_result.to_json() if smoke_result is not None else None,
         "smoke_note": smoke_note,
         "failed_phase": None,
+        "source_remade": [],
         "timings": {},
     }
 
@@ -575,6 +587,8 @@ def _summary(document: dict[str, Any], smoke_result: Any) -> str:
     else:
         patches = f"unchanged ({', '.join(names) or 'none'})"
     lines.append(f"  patches:   {patches}")
+    if document["source_remade"]:
+        lines.append(f"  source:    made again: {visible('; '.join(document['source_remade']))}")
     if document["workspace"]["edits"]:
         lines.append(f"  your edits (uncommitted): {', '.join(document['workspace']['edits'])}")
     failed = document.get("failed_phase")

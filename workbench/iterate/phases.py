@@ -7,8 +7,10 @@ output is the build's log, with progress, and the history has it) and does, as f
 1. record the environment (dev_env.record: `nix print-dev-env`, building the inputs);
 2. make the working copy, when there is none: `unpackPhase` in ROOT/unpack, the tree committed
    as "upstream source"; `patchPhase` with nixpkgs' own patches (the derivation's `patches`
-   that are not files of the series) and its `postPatch`, committed as one commit; then one
-   commit per series patch (workspace.create);
+   that are not files of the series, and its `prePatch`) as one commit; one commit per series
+   patch (workspace.create, workspace.apply_series); then its `postPatch` as the last commit.
+   When there is one, make again what the derivation changed since (sync_source): a new `src`
+   (the whole source), other own patches (them, the series, postPatch) or another postPatch;
 3. configure, when what configure depends on changed (dev_env.configure_inputs), from a fresh
    cache (CMake keeps a value it read once, such as CXXFLAGS, for ever), saying why;
 4. exec the build tool of the build phase (ninja, else make) in the recorded environment.
@@ -19,6 +21,8 @@ Every phase runs in bash after sourcing env.sh, exactly as in `nix develop`.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -30,12 +34,19 @@ from typing import IO, Any
 from workbench.errors import WorkbenchError
 from workbench.iterate import dev_env
 from workbench.iterate.workspace import (
+    OWN_PATCHES_NOTE,
+    POST_PATCH_NOTE,
     TRAILER_UPSTREAM,
     Git,
+    Step,
+    WantedPatch,
     WorkspacePaths,
+    apply_as_commit,
     apply_series,
     create,
     load_state,
+    read_history,
+    rebuild_from,
     save_state,
     sha256_of,
 )
@@ -47,12 +58,38 @@ PRELUDE = (
     "set -e; "
 )
 UNPACK = PRELUDE + 'cd "$2"; runPhase unpackPhase; printf "%s" "$sourceRoot" > "$3"'
-PATCH = PRELUDE + 'cd "$2"; patches="$3"; runPhase patchPhase'
+# patchPhase is prePatch, each of `patches` (nixpkgs' own, then the series: nix/overrides.nix
+# appends it), then postPatch. The workspace cuts it in two around the series: the own
+# patches with postPatch switched off, and postPatch alone on top of the series, so that its
+# tree is patchPhase's (a postPatch that rewrites what a series patch touched, as ORT's
+# substituteInPlace on cmake files may, sees the patched file, as in `nix build`) while each
+# series patch stays a commit of its own that can be edited and re-applied. The price: a new
+# series re-runs postPatch (workspace.update), which is cheap next to the build.
+OWN_PATCHES = (
+    PRELUDE + 'cd "$2"; patches="$3"; postPatch=""; unset -f postPatch; runPhase patchPhase'
+)
+POST_PATCH = PRELUDE + 'cd "$2"; patches=""; prePatch=""; unset -f prePatch; runPhase patchPhase'
 PATCH_AS_IS = PRELUDE + 'cd "$2"; runPhase patchPhase'
 CONFIGURE = PRELUDE + 'cd "$2"; runPhase configurePhase; pwd > "$3"'
 # The build tool in the recorded environment: only the exported variables, no functions.
 RUN_IN_ENV = 'source "$1" || exit 1; shift; exec "$@"'
-NIXPKGS_SUBJECT = "nixpkgs: the derivation's own patches and postPatch"
+OWN_SUBJECT = "nixpkgs: the derivation's own patches"
+POST_PATCH_SUBJECT = "nixpkgs: the derivation's postPatch"
+# What each layer of the source is made from: a change to any of these makes the layer again
+# (and those above it). The layers, lowest first: the source, the own patches, postPatch.
+SOURCE_INPUTS = (
+    "src",
+    "srcs",
+    "sourceRoot",
+    "setSourceRoot",
+    "unpackPhase",
+    "preUnpack",
+    "postUnpack",
+    "dontUnpack",
+)
+OWN_INPUTS = ("prePatch", "patchFlags", "patchPhase")
+POST_PATCH_INPUTS = ("postPatch",)
+LAYERS = ("source", "own", "post_patch")
 
 
 class PhaseError(WorkbenchError):
@@ -118,45 +155,217 @@ def own_patches(env: dev_env.DevEnv, series: set[str]) -> list[str]:
     return own
 
 
+def unpack_into(root: Path, into: Path) -> tuple[str, int]:
+    """unpackPhase in ROOT/unpack, its sourceRoot moved to `into`: (sourceRoot, files)."""
+    unpack_directory = root / "unpack"
+    shutil.rmtree(unpack_directory, ignore_errors=True)
+    unpack_directory.mkdir()
+    record = root / "unpack.sourceRoot"
+    run_phase(UNPACK, str(root / dev_env.ENV_SCRIPT), str(unpack_directory), str(record))
+    source_root = record.read_text().strip()
+    unpacked = (unpack_directory / source_root).resolve()
+    if not source_root or not unpacked.is_dir() or unpack_directory not in unpacked.parents:
+        raise PhaseError(f"unpackPhase left sourceRoot {source_root!r}, not a directory")
+    unpacked.rename(into)
+    shutil.rmtree(unpack_directory, ignore_errors=True)
+    record.unlink()
+    return source_root, sum(len(files) for _, _, files in os.walk(into))
+
+
+def own_patches_step(root: Path, own: list[str], made: dict[str, str]) -> Step:
+    """The commit of the derivation's own patches (and prePatch), postPatch switched off;
+    its hash goes to made["commit"]."""
+
+    def step(git: Git) -> str:
+        before = git.untracked()
+        run_phase(OWN_PATCHES, str(root / dev_env.ENV_SCRIPT), str(git.tree), " ".join(own))
+        names = "\n".join(f"  {Path(patch).name}" for patch in own) or "  (none)"
+        made["commit"] = git.commit_changes(
+            f"{OWN_SUBJECT}\n\nApplied by the derivation's patchPhase (with its prePatch), "
+            f"before the series:\n{names}\n\n{TRAILER_UPSTREAM}: {OWN_PATCHES_NOTE}\n",
+            before,
+        )
+        return made["commit"]
+
+    return step
+
+
+def post_patch_step(root: Path, out: IO[str] | None = None) -> Step:
+    """The commit of the derivation's postPatch, run on top of the series as patchPhase runs
+    it after all the patches (see POST_PATCH)."""
+
+    def step(git: Git) -> str:
+        before = git.untracked()
+        run_phase(POST_PATCH, str(root / dev_env.ENV_SCRIPT), str(git.tree), out=out)
+        return git.commit_changes(
+            f"{POST_PATCH_SUBJECT}\n\nRun by the derivation's patchPhase after all the "
+            "patches, the series included; run again whenever the series changes.\n\n"
+            f"{TRAILER_UPSTREAM}: {POST_PATCH_NOTE}\n",
+            before,
+        )
+
+    return step
+
+
+def series_step(patch: WantedPatch) -> Step:
+    def step(git: Git) -> str:
+        return apply_as_commit(git, patch)
+
+    return step
+
+
+def layer_inputs(env: dev_env.DevEnv, own: list[str]) -> dict[str, dict[str, str]]:
+    """What each layer of the source is made from now: a digest to compare, and what a person
+    is shown when it changed."""
+
+    def digest(names: tuple[str, ...], *extra: str) -> str:
+        parts = [json.dumps([env.value(name), env.functions.get(name)]) for name in names]
+        return hashlib.sha256("\0".join([*parts, *extra]).encode()).hexdigest()
+
+    return {
+        "source": {"digest": digest(SOURCE_INPUTS), "shown": str(env.value("src") or "")},
+        "own": {
+            "digest": digest(OWN_INPUTS, *own),
+            "shown": ", ".join(Path(patch).name for patch in own) or "none",
+        },
+        "post_patch": {"digest": digest(POST_PATCH_INPUTS), "shown": ""},
+    }
+
+
+def layer_changes(
+    recorded: dict[str, Any] | None, now: dict[str, dict[str, str]]
+) -> tuple[str | None, list[str]]:
+    """The lowest layer to make again (None: none) and why, in words."""
+    if not recorded:
+        return "own", [
+            "the workspace was made with postPatch before the series; patchPhase runs it after "
+            "all the patches, so its layers are made again in that order"
+        ]
+    lowest = None
+    reasons = []
+    for layer in LAYERS:
+        before, after = recorded.get(layer) or {}, now[layer]
+        if before.get("digest") == after["digest"]:
+            continue
+        lowest = lowest or layer
+        if layer == "source":
+            shown = (before.get("shown"), after["shown"])
+            reasons.append(
+                f"src changed ({shown[0]} -> {shown[1]})"
+                if shown[0] != shown[1]
+                else "how the source is unpacked changed (sourceRoot, unpackPhase or its hooks)"
+            )
+        elif layer == "own":
+            shown = (before.get("shown"), after["shown"])
+            reasons.append(
+                f"nixpkgs' own patches changed ({shown[0]} -> {shown[1]})"
+                if shown[0] != shown[1]
+                else "nixpkgs' own patches changed (their contents, prePatch or patchFlags)"
+            )
+        else:
+            reasons.append("postPatch changed")
+    return lowest, reasons
+
+
 def make_source(
-    paths: WorkspacePaths, env: dev_env.DevEnv, config_directory: Path
-) -> tuple[str, str]:
-    """The working copy: unpackPhase, then nixpkgs' patches as one commit (the series comes
-    after, `workspace.apply_series`). Returns (pristine commit, the commit the series starts
-    from)."""
+    paths: WorkspacePaths,
+    state: dict[str, Any],
+    env: dev_env.DevEnv,
+    config_directory: Path,
+    wanted: list[WantedPatch],
+) -> None:
+    """The working copy: unpackPhase, nixpkgs' own patches as one commit, the series (one
+    commit per patch), postPatch as the last commit. What it was made from goes to `state`,
+    saved before the series (a patch that does not apply leaves a working copy that the
+    next cycle goes on from, workspace.update, not one iterate disowns)."""
     root = paths.root
     own = own_patches(env, series_checksums(config_directory))
     pristine: dict[str, str] = {}
+    made: dict[str, str] = {}
 
     def unpack(into: Path) -> int:
-        unpack_directory = root / "unpack"
-        shutil.rmtree(unpack_directory, ignore_errors=True)
-        unpack_directory.mkdir()
-        record = root / "unpack.sourceRoot"
-        run_phase(UNPACK, str(root / dev_env.ENV_SCRIPT), str(unpack_directory), str(record))
-        source_root = record.read_text().strip()
-        unpacked = (unpack_directory / source_root).resolve()
-        if not source_root or not unpacked.is_dir() or unpack_directory not in unpacked.parents:
-            raise PhaseError(f"unpackPhase left sourceRoot {source_root!r}, not a directory")
-        unpacked.rename(into)
-        shutil.rmtree(unpack_directory, ignore_errors=True)
-        record.unlink()
-        pristine["source_root"] = source_root
-        return sum(len(files) for _, _, files in os.walk(into))
+        pristine["source_root"], count = unpack_into(root, into)
+        return count
 
     def nixpkgs_commit(git: Git) -> str:
         pristine["commit"] = git.head()
-        run_phase(PATCH, str(root / dev_env.ENV_SCRIPT), str(git.tree), " ".join(own))
-        git.run("add", "-A", "--force", ".")
-        names = "\n".join(f"  {Path(patch).name}" for patch in own) or "  (none)"
-        return git.commit(
-            f"{NIXPKGS_SUBJECT}\n\nApplied by the derivation's patchPhase, before the series:\n"
-            f"{names}\n\n{TRAILER_UPSTREAM}: nixpkgs patchPhase\n"
-        )
+        return own_patches_step(root, own, made)(git)
 
     src = env.value("src") or "(the derivation's src)"
     base = create(paths, unpack, f"unpackPhase of {src}", print, nixpkgs_commit)
-    return pristine.get("commit", ""), base
+    state["pristine_commit"] = pristine.get("commit", "")
+    state["upstream_commit"] = base
+    state["layers"] = layer_inputs(env, own)
+    state["created"] = time.time()
+    save_state(paths, state)
+    git = Git(paths.src)
+    apply_series(git, wanted)
+    post_patch_step(root)(git)
+
+
+def sync_source(
+    paths: WorkspacePaths,
+    state: dict[str, Any],
+    env: dev_env.DevEnv,
+    config_directory: Path,
+    wanted: list[WantedPatch],
+) -> list[str]:
+    """Make again the layers of the source that the derivation changed since the workspace was
+    made from it (its `src`, its own patches or prePatch, its postPatch: none of them feeds
+    configure, so nothing else would notice), keeping the series commits and the user's
+    uncommitted edits (a commit of the user's own is refused, naming it). Returns why (empty:
+    nothing changed)."""
+    root = paths.root
+    own = own_patches(env, series_checksums(config_directory))
+    now = layer_inputs(env, own)
+    lowest, reasons = layer_changes(state.get("layers"), now)
+    if lowest is None:
+        return []
+    git = Git(paths.src)
+    history = read_history(git, state["upstream_commit"])
+    history.refuse_others(git, "the derivation's source changed (" + "; ".join(reasons) + ")")
+    print(
+        "workbench iterate: making the source again from its "
+        + {"source": "unpackPhase", "own": "own patches", "post_patch": "postPatch"}[lowest]
+        + ", because "
+        + "; ".join(reasons),
+        flush=True,
+    )
+    made: dict[str, str] = {}
+    steps = [
+        own_patches_step(root, own, made),
+        *(series_step(patch) for patch in wanted),
+        post_patch_step(root),
+    ]
+    pristine = state["pristine_commit"]
+    if lowest == "source":
+        partial = paths.partial
+        shutil.rmtree(partial, ignore_errors=True)
+        try:
+            unpack_into(root, partial)
+            pristine = git.commit_directory(
+                partial,
+                f"upstream source\n\nThe pristine source, before any patch of the series.\n\n"
+                f"{TRAILER_UPSTREAM}: unpackPhase of {env.value('src')}\n",
+            )
+        finally:
+            shutil.rmtree(partial, ignore_errors=True)
+        base = pristine
+    elif lowest == "own":
+        base = pristine
+    else:
+        base = history.patches[-1].commit if history.patches else state["upstream_commit"]
+        steps = steps[-1:]
+    try:
+        rebuild_from(git, base, steps)
+    except WorkbenchError as exc:  # the next cycle tries again (failed_phase)
+        raise PhaseError(f"making the source again failed: {exc}", "patchPhase") from None
+    state["pristine_commit"] = pristine
+    state["upstream_commit"] = made.get("commit", state["upstream_commit"])
+    state["layers"] = now
+    state["source_remade"] = {"at": time.time(), "reasons": reasons}
+    save_state(paths, state)
+    return reasons
 
 
 def configure(paths: WorkspacePaths, state: dict[str, Any], env: dev_env.DevEnv) -> Path:
@@ -224,18 +433,13 @@ def _run(args: argparse.Namespace, paths: WorkspacePaths) -> list[str]:
         save_state(paths, state)
     else:
         env = dev_env.load(env_json)
+    config = Path(args.config)
     if not (paths.src / ".git").is_dir():
-        config = Path(args.config)
-        series = load_series(config, load_matrix(config))
-        wanted = wanted_patches(series, args.target)
-        pristine, base = make_source(paths, env, config)
-        state["pristine_commit"] = pristine
-        state["upstream_commit"] = base
-        state["created"] = time.time()
-        # Recorded before the series: a patch that does not apply leaves a working copy that
-        # the next cycle goes on from (workspace.update), not one iterate disowns.
-        save_state(paths, state)
-        apply_series(Git(paths.src), wanted)
+        wanted = wanted_patches(load_series(config, load_matrix(config)), args.target)
+        make_source(paths, state, env, config, wanted)
+    elif state.get("upstream_commit"):
+        wanted = wanted_patches(load_series(config, load_matrix(config)), args.target)
+        sync_source(paths, state, env, config, wanted)
     inputs = env.configure_inputs()
     configured = state.get("configured") or {}
     reasons = []

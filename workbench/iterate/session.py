@@ -187,7 +187,16 @@ def prepare(
         if (paths.src / ".git").is_dir() and state.get("upstream_commit"):
             git = Git(paths.src)
             history = read_history(git, state["upstream_commit"])
-            applied = update(git, state["upstream_commit"], wanted, say, history)
+            # postPatch goes on top of the series again (phases.POST_PATCH says why), in the
+            # recorded environment; the phases make it again if the derivation's changed too.
+            layered = bool(state.get("layers"))
+            post_patch = phases.post_patch_step(paths.root, out=sys.stderr) if layered else None
+            applied = update(git, state["upstream_commit"], wanted, say, history, post_patch)
+            if not layered:
+                due.append(
+                    "the workspace was made with postPatch before the series: its nixpkgs "
+                    "layers are made again in patchPhase's order"
+                )
             patches = (
                 history.patches
                 if applied.replaced_from is None

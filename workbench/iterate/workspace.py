@@ -3,7 +3,7 @@
 Layout, under the state directory:
 
     workspaces/<TARGET>/src             git working copy: "upstream source", nixpkgs' own
-                                        patches, then the series
+                                        patches, the series, then nixpkgs' postPatch
     workspaces/<TARGET>/src/build       the build directory configurePhase made (the cmake
                                         hook's default; workspace.json has the real one)
     workspaces/<TARGET>/env*            the derivation's environment (iterate/dev_env.py)
@@ -19,8 +19,9 @@ so `git log` reads as the series, and the trailers say which version of each pat
 When the series changes (a patch file edited, a patch enabled, disabled or moved), the patch
 commits from the first one that differs onwards are replaced: the user's uncommitted edits are
 stashed, HEAD is reset to the commit before, the new tail is applied (one commit per patch),
-and the edits are put back. Any failure rolls back to the previous HEAD and edits. Files whose
-content ends up as it was keep their old modification time, so ninja rebuilds only what changed.
+the derivation's postPatch is run again as the last commit, and the edits are put back. Any
+failure rolls back to the previous HEAD and edits. Files whose content ends up as it was keep
+their old modification time, so ninja rebuilds only what changed.
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ TRAILER_PATCH = "Workbench-Patch"
 TRAILER_FILE = "Workbench-Patch-File"
 TRAILER_SHA = "Workbench-Patch-Sha256"
 TRAILER_UPSTREAM = "Workbench-Upstream"
+# Workbench-Upstream of the commit of the derivation's own patches, and of its postPatch.
+OWN_PATCHES_NOTE = "nixpkgs patchPhase"
+POST_PATCH_NOTE = "nixpkgs postPatch"
 IDENTITY = {
     "GIT_AUTHOR_NAME": "workbench",
     "GIT_AUTHOR_EMAIL": "workbench@localhost",
@@ -70,6 +74,8 @@ GIT_OPTIONS = (
 # HEAD and the changed tracked files in one call, NUL-separated (`parse_status` reads it).
 STATUS_V2 = ("status", "--porcelain=v2", "-z", "--branch", "--untracked-files=no")
 Say = Callable[[str], None]
+Step = Callable[["Git"], str]
+"""Makes one commit on HEAD (a patch applied, a phase's changes) and returns it."""
 
 
 class GitError(WorkbenchError):
@@ -186,8 +192,8 @@ class Git:
             raise GitError(f"`git {' '.join(args)}` failed in {self.tree}: {said}")
         return done
 
-    def text(self, *args: str) -> str:
-        return self.run(*args).stdout.decode("utf-8", "surrogateescape")
+    def text(self, *args: str, stdin: bytes | None = None) -> str:
+        return self.run(*args, stdin=stdin).stdout.decode("utf-8", "surrogateescape")
 
     def head(self) -> str:
         return self.text("rev-parse", "HEAD").strip()
@@ -235,6 +241,38 @@ class Git:
     def commit(self, message: str) -> str:
         self.run("commit", "-q", "--no-verify", "--allow-empty", "-F", "-", stdin=message.encode())
         return self.head()
+
+    def untracked(self) -> list[str]:
+        """Untracked files that git does not ignore (the user's new files, say)."""
+        out = self.text("ls-files", "-z", "--others", "--exclude-standard")
+        return [name for name in out.split("\0") if name]
+
+    def commit_changes(self, message: str, untracked_before: list[str]) -> str:
+        """Commit what a phase changed in the tree: every tracked file, and the new files it
+        made, leaving out the files that were untracked before it ran (the user's own) and
+        what git ignores (the build directory). A new file that upstream's .gitignore names is
+        left out too, unlike at creation (`create` adds everything): --check names it then."""
+        leave_out = [f":(exclude,literal){name}" for name in untracked_before]
+        self.run("add", "-A", "--", ".", *leave_out)
+        return self.commit(message)
+
+    def commit_directory(self, directory: Path, message: str) -> str:
+        """A new root commit holding `directory`'s files (all of them, as `create` commits
+        them), made without touching the working tree or the index."""
+        import tempfile  # not on a cycle's fast path
+
+        with tempfile.TemporaryDirectory(prefix="workbench-index-") as temporary:
+            env = {**self.env, "GIT_INDEX_FILE": str(Path(temporary) / "index")}
+            argv = ["git", *GIT_OPTIONS, f"--git-dir={self.tree / '.git'}"]
+            outside = [*argv, f"--work-tree={directory}"]
+            for command in (["add", "-A", "--force", "."], ["write-tree"]):
+                done = subprocess.run(
+                    [*outside, *command], cwd=directory, env=env, capture_output=True, text=True
+                )
+                if done.returncode != 0:
+                    raise GitError(f"`git {command[0]}` of {directory} failed: {done.stderr}")
+            tree = done.stdout.strip()
+        return self.text("commit-tree", tree, "-F", "-", stdin=message.encode()).strip()
 
 
 @dataclass(frozen=True)
@@ -353,6 +391,21 @@ class PatchCommits:
     patches: list[AppliedPatch] = field(default_factory=list)
     others: list[tuple[str, str]] = field(default_factory=list)
     """(commit, subject) of commits that are not patch commits (the user's own)."""
+    post_patch: str | None = None
+    """The commit of the derivation's postPatch, after the series (None: not made yet, or a
+    workspace made before it had its own commit)."""
+
+    def refuse_others(self, git: Git, why: str) -> None:
+        """Commits of the user's own cannot be carried over a change of what is under them."""
+        if not self.others:
+            return
+        listing = ", ".join(f"{commit[:10]} {subject!r}" for commit, subject in self.others)
+        raise WorkspaceError(
+            f"{git.tree} has commits that are not patches of the series ({listing}); {why} and "
+            "the commits after it must be replaced. Turn your commits into a patch "
+            "(`workbench patches new NAME --from DIR`) and reset them away, then run iterate "
+            "again"
+        )
 
 
 def read_history(git: Git, upstream: str) -> PatchCommits:
@@ -365,7 +418,9 @@ def read_history(git: Git, upstream: str) -> PatchCommits:
             continue
         commit, _, body = record.partition("\0")
         trailers = _trailers(body)
-        if TRAILER_PATCH in trailers and TRAILER_SHA in trailers:
+        if trailers.get(TRAILER_UPSTREAM) == POST_PATCH_NOTE:
+            history.post_patch = commit
+        elif TRAILER_PATCH in trailers and TRAILER_SHA in trailers:
             history.patches.append(
                 AppliedPatch(
                     commit,
@@ -491,6 +546,8 @@ class Applied:
     """Files rewritten with their old content, whose old mtime was put back."""
     edits_kept: list[str] = field(default_factory=list)
     """The user's uncommitted files, stashed and put back."""
+    post_patch: bool = False
+    """The derivation's postPatch was run again on top of the series."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -500,6 +557,7 @@ class Applied:
             "applied": self.applied,
             "kept_mtimes": self.kept_mtimes,
             "edits_kept": self.edits_kept,
+            "post_patch": self.post_patch,
         }
 
 
@@ -575,41 +633,68 @@ def update(
     wanted: list[WantedPatch],
     say: Say,
     history: PatchCommits | None = None,
+    post_patch: Step | None = None,
 ) -> Applied:
     """Bring the patch commits in line with the series; the user's edits stay uncommitted.
 
-    Nothing happens when every patch commit is the wanted patch (same name and file sha256).
-    Otherwise the commits from the first difference on are replaced (see the module's
-    docstring). On failure the working copy is as it was: HEAD, edits, and modification times.
-    `history` is `read_history(git, upstream)` when the caller has read it already.
+    Nothing happens when every patch commit is the wanted patch (same name and file sha256)
+    and the postPatch commit is there. Otherwise the commits from the first difference on are
+    replaced (see the module's docstring), and `post_patch` (the derivation's postPatch, which
+    patchPhase runs after all the patches: phases.post_patch_step) makes its commit again on
+    top. On failure the working copy is as it was: HEAD, edits, and modification times.
+    `history` is `read_history(git, upstream)` when the caller has read it already;
+    `post_patch` is None for a workspace made before postPatch had its own commit (the phases
+    make its layers again, phases.sync_source).
     """
     history = history or read_history(git, upstream)
     index = first_difference(history.patches, wanted)
-    if index is None:
+    post_missing = post_patch is not None and history.post_patch is None
+    if index is None and not post_missing:
         return Applied()
-    if history.others:
-        listing = ", ".join(f"{commit[:10]} {subject!r}" for commit, subject in history.others)
-        raise WorkspaceError(
-            f"{git.tree} has commits that are not patches of the series ({listing}); the "
-            "series changed and its commits must be replaced. Turn your commits into a patch "
-            "(`workbench patches new NAME --from DIR`) and reset them away, then run iterate "
-            "again"
-        )
+    if index is None:  # the series is in, its postPatch is not (a series that failed midway)
+        index = len(wanted)
+    history.refuse_others(git, "the series changed")
     base = history.patches[index - 1].commit if index > 0 else upstream
-    old_head = git.head()
     dirty = git.dirty_files()
     first = wanted[index].name if index < len(wanted) else "the end"
     say(
         f"the series changed at patch #{index + 1} ({first}): replacing "
         f"{len(history.patches) - index} patch commits with {len(wanted) - index}"
+        + (", then postPatch again" if post_patch is not None else "")
         + (f", your edits ({', '.join(dirty[:5])}) stashed meanwhile" if dirty else "")
     )
+    result = Applied(replaced_from=index)
+    result.reverted = [patch.name for patch in history.patches[index:]]
+
+    def applying(patch: WantedPatch) -> Step:
+        def step(tree: Git) -> str:
+            commit = apply_as_commit(tree, patch)
+            result.applied.append(patch.name)
+            return commit
+
+        return step
+
+    steps = [applying(patch) for patch in wanted[index:]]
+    if post_patch is not None:
+        steps.append(post_patch)
+        result.post_patch = True
+    result.edits_kept, result.kept_mtimes = rebuild_from(git, base, steps)
+    return result
+
+
+def rebuild_from(git: Git, base: str, steps: list[Step]) -> tuple[list[str], int]:
+    """HEAD reset to `base`, then `steps` (each makes one commit), the user's uncommitted edits
+    stashed meanwhile and put back; returns (the edits kept, the files whose old modification
+    time was put back: same content, so ninja does not rebuild them).
+
+    Any failure rolls back to the previous HEAD and edits, with their modification times, and
+    says so."""
+    old_head = git.head()
+    dirty = git.dirty_files()
     stamps = Stamps(git.tree)
     stamps.record(git.changed_between(base, old_head))
     stamps.record(dirty)
     stash: str | None = None
-    result = Applied(replaced_from=index)
-    result.reverted = [patch.name for patch in history.patches[index:]]
     try:
         if dirty:
             git.run(
@@ -621,9 +706,8 @@ def update(
             )
             stash = git.text("rev-parse", "stash@{0}").strip()
         git.run("reset", "-q", "--hard", base)
-        for patch in wanted[index:]:
-            apply_as_commit(git, patch)
-            result.applied.append(patch.name)
+        for step in steps:
+            step(git)
         if stash is not None:
             put_back = git.run("stash", "apply", "--index", stash, check=False)
             if put_back.returncode != 0:  # the staged part clashed: put it all back unstaged
@@ -636,7 +720,6 @@ def update(
                     f"series: {said.splitlines()[-1] if said else 'git stash apply failed'}"
                 )
             _drop_stash(git, stash)
-            result.edits_kept = dirty
     except BaseException as failure:
         _roll_back(git, old_head, stash)
         kept = stamps.restore()
@@ -656,9 +739,9 @@ def update(
         if isinstance(failure, WorkbenchError):
             raise WorkspaceError(f"{failure}\n{state}") from failure
         raise
-    result.kept_mtimes = len(stamps.restore())
+    kept_mtimes = len(stamps.restore())
     git.run("update-index", "-q", "--refresh", check=False)
-    return result
+    return dirty, kept_mtimes
 
 
 def _drop_stash(git: Git, stash: str) -> None:
