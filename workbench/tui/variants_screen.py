@@ -35,6 +35,7 @@ from workbench.tui.widgets.steady_table import SteadyTable
 if TYPE_CHECKING:
     from workbench.configs.settings import BuildSettings
     from workbench.host.doctor import DoctorReport
+    from workbench.host.selection import MixedGpus
 
 # Longest wait for the first frame before the workers start anyway.
 FIRST_FRAME_WAIT_S = 5.0
@@ -145,6 +146,56 @@ def settings_in_force(matrix: Matrix, settings: BuildSettings, report: DoctorRep
     return f"auto = {choice.jobs} × {threads} {unit}"
 
 
+def mixed_recommendation(mixed: MixedGpus) -> str:
+    """The recommendation line for GPUs of different architectures, most needed words first
+    (at 80 columns it is cut after the command): no variant covers them all, the one build."""
+    sms = "+".join(mixed.sm_names) or ",".join(mixed.architectures)
+    if mixed.already_set:
+        one_build = (
+            f"cuda_architectures {','.join(mixed.configured)} is set, build {mixed.variant.name}"
+        )
+    else:
+        one_build = f"{mixed.command}, then build {mixed.variant.name}"
+    return f"★ No variant covers {sms}: {one_build}; or one per GPU: ★ rows"
+
+
+def mixed_notification(mixed: MixedGpus) -> str:
+    """The recommendation line in full (it is cut at 80 columns), as the doctor says it."""
+    if mixed.already_set:
+        one_build = f"cuda_architectures is {','.join(mixed.configured)} already: build "
+    else:
+        one_build = f"`{mixed.command}`, then build "
+    return (
+        f"{mixed.headline()}.\n"
+        f"One build for all of them: {one_build}{mixed.variant.name}.\n"
+        "Or one variant per GPU: the ★ rows (each row's note names its GPU)."
+    )
+
+
+def mixed_row_note(mixed: MixedGpus, name: str, flavour: str | None) -> str | None:
+    """What a ★ row is for on a host with GPUs of different architectures (None: not one of
+    the GPUs' variants, nor the linking flavour)."""
+    everything = ",".join(mixed.architectures)
+    if name == flavour:
+        if mixed.configured and not mixed.already_set:
+            return (
+                f"★ recommended for linking: it builds cuda_architectures "
+                f"{','.join(mixed.configured)}; `{mixed.command}` for every GPU here"
+            )
+        return f"★ recommended for linking: it builds for every GPU here ({everything})"
+    gpus = ", ".join(sorted({gpu for gpu, variant in mixed.per_gpu if variant == name}))
+    if not gpus:
+        return None
+    if name == mixed.variant.name:
+        if mixed.already_set:
+            return f"★ one build for every GPU here: cuda_architectures is {everything} already"
+        return f"★ all GPUs in one build after `{mixed.command}`; as it is, for {gpus} only"
+    return (
+        f"★ for {gpus} alone (one variant per GPU); one build for every GPU: "
+        f"{short_target(mixed.variant.name)} with cuda_architectures {everything}"
+    )
+
+
 class VariantsScreen(Screen[None]):
     """Variants and flavours, the recommended one marked; select and launch."""
 
@@ -207,6 +258,9 @@ class VariantsScreen(Screen[None]):
         self.doctor = doctor
         self.rows = matrix_rows(matrix)
         self.recommended: set[str] = set()
+        # GPUs of different architectures: what each ★ row is for, and the linking flavour.
+        self.mixed: MixedGpus | None = None
+        self.linking_flavour: str | None = None
         self.marked: set[str] = set()
         self.last_builds: dict[str, str] = {}
         self.sort_index = -1
@@ -390,13 +444,30 @@ class VariantsScreen(Screen[None]):
 
         self.recommended = {item.variant.name for item in report.selection.recommended}
         # The flavour to link with (cuda-hybrid with a GPU) is starred too.
-        self.recommended.add(
-            recommend_flavour(self.matrix, bool(report.hardware.gpu.gpus)).flavour.name
-        )
-        recommendation.update(f"★ {primary.variant.name}  ({'; '.join(primary.reasons[:2])})")
+        self.linking_flavour = recommend_flavour(
+            self.matrix, bool(report.hardware.gpu.gpus)
+        ).flavour.name
+        self.recommended.add(self.linking_flavour)
+        self.mixed = mixed = report.selection.mixed
+        first = primary.variant.name
+        if mixed is None:
+            recommendation.update(f"★ {first}  ({'; '.join(primary.reasons[:2])})")
+        else:
+            # One line, cut rather than wrapped: the whole advice is in the notification, and
+            # each ★ row's note says which GPU it is for.
+            recommendation.styles.text_wrap = "nowrap"
+            recommendation.styles.text_overflow = "ellipsis"
+            recommendation.update(Text(mixed_recommendation(mixed)))
+            self.notify(
+                mixed_notification(mixed),
+                title="GPUs of different architectures",
+                timeout=20,
+                markup=False,  # GPU names are nvidia-smi's text
+            )
+            first = mixed.variant.name
         self._fill()
         # After the layout that the new summary lines cause, so the row lands where it is drawn.
-        self.call_after_refresh(self._move_to, primary.variant.name)
+        self.call_after_refresh(self._move_to, first)
 
     def _move_to(self, name: str) -> None:
         table = self.query_one("#variants", DataTable)
@@ -431,7 +502,14 @@ class VariantsScreen(Screen[None]):
         row = next((row for row in self.rows if row.name == event.row_key.value), None)
         note = LEGEND
         if row is not None:
-            if row.name in self.recommended:
+            mixed_note = (
+                mixed_row_note(self.mixed, row.name, self.linking_flavour)
+                if self.mixed is not None and row.name in self.recommended
+                else None
+            )
+            if mixed_note is not None:
+                note = mixed_note
+            elif row.name in self.recommended:
                 note = "★ recommended for this host"
             elif row.unavailable:
                 note = unavailable_note(row)
