@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import re
 import shutil
 import signal
 import subprocess
@@ -383,3 +384,100 @@ def test_a_remote_sampler_told_this_builds_derivations_leaves_other_builds_out(
         for sampler in (ours, others):
             sampler.stop()
         close_connection(setup, host)
+
+
+def _two_layer_flake(directory: Path, seconds: int) -> Path:
+    """Two stand-in variants in two layers, as the real flake builds them: the compile runs in
+    a dependency derivation (nix/overrides.nix: `pname = "${spec.name}-cpp"`, the C++ library)
+    and the target (the Python layer) only depends on it. The dependency's builder runs the
+    real g++ of SLOW_UNIT for `seconds`."""
+    stamp = uuid.uuid4().hex
+    directory.mkdir()
+    (directory / "flake.nix").write_text(
+        f"""{{
+  outputs = {{ self }}: let
+    cpp = name: derivation {{
+      name = "${{name}}-cpp"; system = "x86_64-linux"; builder = "/bin/sh"; stamp = "{stamp}";
+      unit = "{SLOW_UNIT}";
+      args = [ "-c" ''
+        echo "$unit" > slow_unit.cc
+        echo compiling slow_unit.cc
+        /usr/bin/timeout {seconds} /usr/bin/g++ -std=c++17 \\
+          -fconstexpr-loop-limit=2147483647 -fconstexpr-ops-limit=4294967295 \\
+          -c slow_unit.cc -o slow_unit.o
+        echo ${{name}} > $out
+      '' ];
+    }};
+    python = name: derivation {{
+      inherit name; system = "x86_64-linux"; builder = "/bin/sh"; stamp = "{stamp}";
+      library = cpp name;
+      args = [ "-c" "/bin/cat $library > $out" ];
+    }};
+  in {{
+    packages.x86_64-linux = {{
+      onnxruntime-python313-cpu-avx2 = python "avx2";
+      onnxruntime-python313-cpu-avx512 = python "avx512";
+    }};
+  }};
+}}
+"""
+    )
+    return directory
+
+
+def test_a_remote_compiling_in_a_dependency_derivation_is_shown_while_it_builds(
+    hosts_config: Path, loopback_host: LoopbackHost, tmp_path: Path
+) -> None:
+    """The compile of a variant runs in its C++ dependency, not in the target's own derivation:
+    the remote's sampler learns every derivation Nix starts there from the build's log, so the
+    per-host view shows the remote's g++ while the dependency builds (it said "nothing
+    compiling" when told the targets' names only)."""
+    ensure_build_users()
+    remote_conf = loopback_host.directory / "remote-nix" / "nix.conf"
+    remote_conf.write_text(
+        remote_conf.read_text().replace("build-users-group =", "build-users-group = nixbld")
+    )
+    # Everything goes to the remote (nix build --max-jobs 0 here), one derivation at a time.
+    hosts_toml = hosts_config / "hosts.toml"
+    hosts_toml.write_text(
+        hosts_toml.read_text().replace("local_builds = true", "local_builds = false")
+    )
+    flake = _two_layer_flake(tmp_path / "flake", seconds=8)
+    state = tmp_path / "state"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "workbench",
+            "--config",
+            str(hosts_config),
+            "--state-dir",
+            str(state),
+            "build",
+            "onnxruntime-python313-cpu-avx2",
+            "onnxruntime-python313-cpu-avx512",
+            "-C",
+            str(flake),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+        env=nix_env_for_hosts(tmp_path),
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [
+        line
+        for view in done.stderr.split("workbench: per host:\n")[1:]
+        for line in view.splitlines()
+        if line.startswith("  remote ")
+    ]
+    # While a C++ layer built there, its g++ was sampled and shown on the remote's line.
+    compiling = [
+        line
+        for line in lines
+        if re.match(r"  remote +1 building: avx(2|512)-cpp; compiling slow_unit\.cc \(", line)
+    ]
+    assert compiling, done.stderr
+    assert all("[sampled via shipped]" in line for line in compiling)
+    assert "Traceback" not in done.stderr

@@ -258,6 +258,11 @@ class MatrixWatch:
             rows=tuple(rows),
         )
 
+    @property
+    def fleet(self) -> Fleet | None:
+        """The build's fleet as read so far (None before the first `view`)."""
+        return self._reader.fleet if self._reader is not None else None
+
     def start_sampling(self, config_directory: Path) -> FleetSampling | str:
         """Start a sampler on each remote host of the build `view` last read (see
         `remote_sampler`); a line saying why not when hosts.toml cannot be read."""
@@ -388,11 +393,13 @@ class PerHostLines:
         from workbench.logs.visible import visible
 
         self.reader.catch_up()
+        sampling = self.sampling
+        if sampling is not None:
+            sampling.learn(self.reader.fleet)  # what Nix started on each host: dependencies too
         if not self.reader.caught_up():
             return []
         now = time.monotonic() if now is None else now
         hosts = hosts_now(self.reader.fleet, self.hosts)
-        sampling = self.sampling
         sampled = sampling.lines() if sampling else None
         lines = [visible(line) for line in host_lines(hosts, sampled)]
         shape = host_lines(hosts, sampling.shape() if sampling else None)

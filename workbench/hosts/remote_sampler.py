@@ -15,6 +15,11 @@ How the code gets there, in this order (the one used is said in the host's line)
    its Python environment is copied there (`nix copy --to`, through the same connection) and
    run from the host's store.
 A host where none works, or whose sampler ends, says so in its line; the build goes on.
+
+Which builders are this build's: the sampler is started with the targets' derivation names
+and then told, on the session's stdin, every derivation Nix starts on that host as the build's
+log reveals it (`FleetSampling.learn`): the compile of a variant runs in a dependency (the
+flake's `NAME-cpp` C++ layer, below the target's Python layer), not in the target itself.
 """
 
 from __future__ import annotations
@@ -29,12 +34,16 @@ import sys
 import threading
 import time
 import zipfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.hosts.config import BuildHost
 from workbench.hosts.ssh import SshSetup
+
+if TYPE_CHECKING:
+    from workbench.hosts.fleet import Fleet
 
 # The modules the sampler needs (workbench.monitor imports nothing else of the workbench).
 _SHIPPED = (
@@ -77,6 +86,9 @@ sys.exit(stream.main(["--via", "shipped", "--stdin-eof", *sys.argv[1:]]))
 """
 
 _STREAM = "-m workbench.monitor.stream --stdin-eof"
+# Said by the remote script before the loader reads the zipped sampler on stdin: only then is
+# it sent (an installed sampler reads nothing but derivation names there).
+_SEND_BUNDLE = '{"send": "sampler"}'
 
 # The remote side of the session: installed, else shipped, else a line saying what is missing.
 _REMOTE_SCRIPT = f"""
@@ -88,6 +100,7 @@ if [ -n "$wb" ]; then
   fi
 fi
 if command -v python3 >/dev/null 2>&1; then
+  echo '{_SEND_BUNDLE}'
   exec python3 -c {shlex.quote(_LOADER)} @ARGS@
 fi
 if command -v nix-store >/dev/null 2>&1; then nix=yes; else nix=no; fi
@@ -227,6 +240,32 @@ class RemoteSampler:
     _stopping: bool = False
     _thread: threading.Thread | None = None
     _stderr: list[str] = field(default_factory=list)
+    _names: set[str] = field(default_factory=set)  # every name known, the command line's too
+    _live: subprocess.Popen[bytes] | None = None  # the session whose sampler reads names now
+    _stdin_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self._names = set(self.derivations)
+
+    def add_derivations(self, names: Iterable[str]) -> None:
+        """More derivations of this build that Nix builds on this host (names, as
+        `derivation_names` gives them): sent to the remote sampler on its stdin, at once if it
+        runs, else as soon as it says hello."""
+        with self._stdin_lock:
+            new = sorted(set(names) - self._names)
+            if not new:
+                return
+            self._names.update(new)
+            if self._live is not None:
+                self._send_names(self._live, new)
+
+    def _send_names(self, process: subprocess.Popen[bytes], names: list[str]) -> None:
+        """One `{"derivations": [...]}` line on the session's stdin (under `_stdin_lock`)."""
+        if process.stdin is None or not names:
+            return
+        with contextlib.suppress(OSError, ValueError):  # ended: its end is said elsewhere
+            process.stdin.write((json.dumps({"derivations": names}) + "\n").encode())
+            process.stdin.flush()
 
     def start(self) -> None:
         """Start in the background (the SSH handshake may take seconds): never blocks."""
@@ -295,15 +334,15 @@ class RemoteSampler:
         self._process = process
         threading.Thread(target=self._read_stderr, args=(process,), daemon=True).start()
         assert process.stdin is not None and process.stdout is not None
-        if bundle is not None:
-            try:
-                process.stdin.write(f"{len(bundle):0{_LENGTH_DIGITS}d}".encode() + bundle)
-                process.stdin.flush()
-            except (BrokenPipeError, OSError):
-                pass  # the session ended already: its end says why below
-        # stdin stays open: the remote sampler ends when it closes (stop()).
+        # stdin stays open: the remote sampler reads derivation names on it, and ends when it
+        # closes (stop()).
         for raw in process.stdout:
             line = raw.decode("utf-8", "replace").strip()
+            if line == _SEND_BUNDLE and bundle is not None:
+                with self._stdin_lock, contextlib.suppress(OSError, ValueError):
+                    process.stdin.write(f"{len(bundle):0{_LENGTH_DIGITS}d}".encode() + bundle)
+                    process.stdin.flush()
+                continue
             sample = parse_sample(line, self.clock())
             if sample is not None:
                 self.latest = sample
@@ -318,9 +357,16 @@ class RemoteSampler:
             elif isinstance(data, dict) and "hello" in data:
                 self.via = str(data.get("via", "?"))
                 self.remote_pid = int(data.get("pid") or 0) or None
+                with self._stdin_lock:  # it reads names now: those learnt meanwhile go first
+                    self._live = process
+                    self._send_names(process, sorted(self._names - set(self.derivations)))
             elif isinstance(data, dict) and "error" in data:
+                with self._stdin_lock:
+                    self._live = None
                 self._close(process)
                 return data
+        with self._stdin_lock:
+            self._live = None
         code = process.wait()
         if not self._stopping:
             said = self._stderr[-1] if self._stderr else ""
@@ -382,6 +428,7 @@ class FleetSampling:
     """A sampler per remote host of a build, started together and stopped together."""
 
     samplers: dict[str, RemoteSampler]
+    _learnt: int = 0  # the fleet's attempts told to the samplers so far
 
     @classmethod
     def for_hosts(
@@ -421,6 +468,15 @@ class FleetSampling:
         return cls.for_hosts(
             prepare_ssh(config.hosts, state_directory), hosts, derivation_names(drvs)
         )
+
+    def learn(self, fleet: Fleet) -> None:
+        """Tell each host's sampler the derivations Nix started on it since the last call
+        (activity 105 names the host): dependencies of the targets included."""
+        for attempt in fleet.attempts[self._learnt :]:
+            sampler = self.samplers.get(attempt.host)
+            if sampler is not None:
+                sampler.add_derivations(derivation_names([attempt.drv]))
+        self._learnt = len(fleet.attempts)
 
     def lines(self) -> dict[str, str]:
         """host name -> what its line says of its processes."""

@@ -12,7 +12,9 @@ to stdout, flushed, a first line `{"hello": ..., "via": ..., "pid": ...}` and th
 `jobs` holds one entry per compile or link job (its top process's file, the CPU and RSS of
 the whole job: g++ with its cc1plus and as). It stops when its stdout is closed (the SSH
 session ended) or, with `--stdin-eof`, when its stdin reaches end of file (the workbench
-closed it). Needs the standard library only (no psutil where /proc/meminfo is readable).
+closed it); with `--stdin-eof`, each stdin line `{"derivations": [...]}` adds names to those
+of `--derivation` (a dependency's builder, learnt from the build's log as Nix starts it there).
+Needs the standard library only (no psutil where /proc/meminfo is readable).
 """
 
 from __future__ import annotations
@@ -77,10 +79,35 @@ def sample_line(sample: Sample) -> str:
     )
 
 
-def _end_at_stdin_eof() -> None:
+class LearntNames:
+    """Derivation names the workbench sends on stdin as the build's log reveals them, one JSON
+    line each `{"derivations": [NAME, ...]}` (a dependency's builder, "onnxruntime-cpp-1.23",
+    is not one of the targets named on the command line); other lines are ignored."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._names: list[str] = []
+
+    def read_line(self, line: bytes) -> None:
+        try:
+            data = json.loads(line)
+        except ValueError:
+            return
+        names = data.get("derivations") if isinstance(data, dict) else None
+        if isinstance(names, list):
+            with self._lock:
+                self._names += [name for name in names if isinstance(name, str) and name]
+
+    def take(self) -> list[str]:
+        with self._lock:
+            names, self._names = self._names, []
+        return names
+
+
+def _end_at_stdin_eof(learnt: LearntNames) -> None:
     def watch() -> None:
-        while sys.stdin.buffer.read(65536):
-            pass
+        for line in sys.stdin.buffer:
+            learnt.read_line(line)
         os._exit(0)  # the workbench closed our stdin: its session is over
 
     threading.Thread(target=watch, daemon=True).start()
@@ -97,8 +124,9 @@ def run(
 
     `derivations`: only builders of these derivations (names, "onnxruntime-1.23.2") count;
     without names, every Nix build on the host does."""
+    learnt = LearntNames()
     if stdin_eof:
-        _end_at_stdin_eof()
+        _end_at_stdin_eof(learnt)
     out = sys.stdout
     hello = {"hello": PROTOCOL, "via": via, "pid": os.getpid(), "python": sys.version.split()[0]}
     try:
@@ -115,6 +143,7 @@ def run(
             while count is None or done < count:
                 next_at += interval_s
                 time.sleep(max(0.0, next_at - time.monotonic()))
+                sampler.add_derivations(learnt.take())
                 out.write(sample_line(sampler.sample()) + "\n")
                 out.flush()
                 done += 1

@@ -167,6 +167,11 @@ class MatrixScreen(Screen[None]):
         elif self.sampling is not None and (view is None or not view.active):
             self.sampling.stop()
             self.sampling = None
+        sampling, fleet = self.sampling, self.watch.fleet
+        if sampling is not None and fleet is not None:
+            # Every derivation Nix started on a host reaches its sampler: the compile of a
+            # variant runs in its C++ dependency, not in the target's own derivation.
+            sampling.learn(fleet)
         self.post_message(self.Refreshed(view))
 
     def on_unmount(self) -> None:
