@@ -154,3 +154,30 @@ async def test_one_architecture_keeps_the_plain_recommendation(
         assert "No variant covers" not in first and not list(app._notifications)
         note = drawn_lines(app.screen.query_one("#row-note", Static))[0]
         assert note == "★ recommended for this host"
+
+
+async def test_with_the_setting_in_place_the_line_says_build(
+    config_copy: Path, tmp_path: Path
+) -> None:
+    from workbench.configs.settings import set_settings
+
+    app = make_app(
+        str(config_copy), str(tmp_path / "state"), doctor=recorded_doctor("a100-and-rtx4090.toml")
+    )
+    set_settings(config_copy, app.matrix, {"cuda_architectures": "80,89"})
+    async with app.run_test(size=(160, 48)) as pilot:
+        await app.workers.wait_for_complete()
+        await wait_until(pilot, "the report", lambda: getattr(app, "report", None) is not None)
+        screen = app.screen
+        one_build = app.report.selection.mixed.variant.name
+        await wait_until(pilot, "the cursor", lambda: screen._highlighted() == one_build)
+        await pilot.pause()
+        first = drawn_lines(screen.query_one("#recommendation", Static))[0]
+        assert first == (
+            f"★ No variant covers sm80+sm89: cuda_architectures 80,89 is set, build {one_build}; "
+            "or one per GPU: ★ rows"
+        )
+        note = drawn_lines(screen.query_one("#row-note", Static))[0]
+        assert note == "★ one build for every GPU here: cuda_architectures is 80,89 already"
+        [notification] = list(app._notifications)
+        assert "already: build " + one_build in notification.message
