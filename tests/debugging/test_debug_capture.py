@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from process_states import wait_for_state
 
 from workbench.debugging.capture import CaptureOptions, capture
 from workbench.debugging.diagnosis import diagnose
@@ -142,17 +143,21 @@ def test_a_stopped_process_stays_stopped_and_a_running_one_keeps_running(start) 
     stopped = start("many_threads", "2")
     running = start("many_threads", "2")
     os.kill(stopped.pid, signal.SIGSTOP)
-    time.sleep(0.1)
-    assert stopped.state() == "T"
+    # The stop takes effect when the kernel delivers it: wait for state T, not a pause.
+    assert wait_for_state(stopped.pid, {"T"}) == "T"
 
     result = capture(stopped.pid, CaptureOptions(samples=2, interval=0.05, observe=0.05))
     assert any("left stopped" in note for note in result.notes)
     assert len(result.samples[-1].threads) == 3
     capture(running.pid, CaptureOptions(samples=2, interval=0.05, observe=0.05))
 
-    time.sleep(0.1)
+    # Left as found: the stopped one stays T (a SIGCONT would have made it S or R at once),
+    # the running one goes back to waiting for its threads (S): a process left stopped (T)
+    # or traced (t) never gets there. Its state is waited for, as the detach's wake-up may
+    # show it runnable (R) for a moment.
     assert stopped.state() == "T"
-    assert running.state() == "S"
+    assert wait_for_state(running.pid, {"S"}) == "S"
+    assert stopped.state() == "T"
     os.kill(stopped.pid, signal.SIGCONT)
 
 
@@ -247,8 +252,9 @@ def test_slow_gdb_falls_back_to_symbols_only(start) -> None:
     frames = [frame for thread in captured.samples[0].threads for frame in thread.frames]
     assert frames and all(frame.line is None for frame in frames)
     assert diagnose(captured).kind == "deadlock"
-    time.sleep(0.1)
-    assert program.state() == "S"  # not left stopped by the killed gdb
+    # Not left stopped (T) or traced (t) by the killed gdb: back to waiting (S), which a
+    # process left stopped never reaches (its wake-up may show R for a moment first).
+    assert wait_for_state(program.pid, {"S"}) == "S"
 
 
 def test_interactive_gdb_command_loads_no_init_files() -> None:
