@@ -437,7 +437,7 @@ class VariantsScreen(Screen[None]):
         recommendation = self.query_one("#recommendation", Static)
         if primary is None:
             recommendation.update(
-                "No variant runs on this host: " + "; ".join(report.selection.notes)
+                Text("No variant runs on this host: " + "; ".join(report.selection.notes))
             )
             return
         from workbench.host.linking import recommend_flavour
@@ -451,7 +451,8 @@ class VariantsScreen(Screen[None]):
         self.mixed = mixed = report.selection.mixed
         first = primary.variant.name
         if mixed is None:
-            recommendation.update(f"★ {first}  ({'; '.join(primary.reasons[:2])})")
+            # The reasons quote what nvidia-smi said: data, never markup.
+            recommendation.update(Text(f"★ {first}  ({'; '.join(primary.reasons[:2])})"))
         else:
             # One line, cut rather than wrapped: the whole advice is in the notification, and
             # each ★ row's note says which GPU it is for.
