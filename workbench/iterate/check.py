@@ -139,9 +139,8 @@ def compare_source(result: CheckResult, paths: WorkspacePaths, tree: Path) -> No
     for line in out.splitlines():
         status, _, name = line.partition("\t")
         words = {"A": "only in nix build's source", "D": "only in the workspace's commits"}
-        result.add(
-            "source", f"{name}: {words.get(status, 'differs from nix build`s patched source')}"
-        )
+        differs = "differs from nix build's patched source"
+        result.add("source", f"{name}: {words.get(status, differs)}")
     for name in git.dirty_files():
         result.add("source", f"{name}: your uncommitted edit (no clean build has it)")
     result.checked.append("the workspace's commits against nix build's unpackPhase + patchPhase")

@@ -315,12 +315,28 @@ def sync_source(
     configure, so nothing else would notice), keeping the series commits and the user's
     uncommitted edits (a commit of the user's own is refused, naming it). Returns why (empty:
     nothing changed)."""
-    root = paths.root
     own = own_patches(env, series_checksums(config_directory))
     now = layer_inputs(env, own)
     lowest, reasons = layer_changes(state.get("layers"), now)
     if lowest is None:
         return []
+    try:
+        return _remake_layers(paths, state, env, wanted, own, now, lowest, reasons)
+    except WorkbenchError as exc:  # the next cycle tries again (failed_phase), and says so
+        raise PhaseError(f"making the source again failed: {exc}", "patchPhase") from None
+
+
+def _remake_layers(
+    paths: WorkspacePaths,
+    state: dict[str, Any],
+    env: dev_env.DevEnv,
+    wanted: list[WantedPatch],
+    own: list[str],
+    now: dict[str, dict[str, str]],
+    lowest: str,
+    reasons: list[str],
+) -> list[str]:
+    root = paths.root
     git = Git(paths.src)
     history = read_history(git, state["upstream_commit"])
     history.refuse_others(git, "the derivation's source changed (" + "; ".join(reasons) + ")")
@@ -356,10 +372,7 @@ def sync_source(
     else:
         base = history.patches[-1].commit if history.patches else state["upstream_commit"]
         steps = steps[-1:]
-    try:
-        rebuild_from(git, base, steps)
-    except WorkbenchError as exc:  # the next cycle tries again (failed_phase)
-        raise PhaseError(f"making the source again failed: {exc}", "patchPhase") from None
+    rebuild_from(git, base, steps)
     state["pristine_commit"] = pristine
     state["upstream_commit"] = made.get("commit", state["upstream_commit"])
     state["layers"] = now
