@@ -5,14 +5,18 @@ not in the store, and a host killed mid-build is shown as gone without losing lo
 
 The targets are stand-ins for ONNX Runtime variants (nixpkgs cannot exist here): a flake whose
 packages are named like the matrix's CPU variants, each `derivation { builder = "/bin/sh"; }`
-that sleeps and writes its output; the bf16 one fails as a compile error would.
+that sleeps and writes its output; the bf16 one fails as a compile error would. Where a test
+must catch a build while it runs, whatever the machine's load, the builds are held on a file
+instead of sleeping: each waits until the test creates HOLD/release.
 """
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -31,12 +35,24 @@ TARGETS = [
 ]
 FAILING = "onnxruntime-python313-cpu-avx512bf16"
 FIRST_ERROR = "error: bf16_kernels.cc:12: no such intrinsic"
+# The derivation names of the targets that build (the last word of each target's name).
+BUILDING = {name.rsplit("-", 1)[1] for name in TARGETS if name != FAILING}
+# How long a held build waits for its release at most (a test that failed never releases).
+HOLD_AT_MOST_S = 120
 
 
-def standin_variant_flake(directory: Path, seconds: int) -> Path:
-    """A flake with stand-in packages named like four CPU variants (one fails)."""
+def standin_variant_flake(directory: Path, seconds: int, hold: Path | None = None) -> Path:
+    """A flake with stand-in packages named like four CPU variants (one fails). With `hold`,
+    the builds that succeed wait until `hold`/release exists instead of sleeping `seconds`."""
     stamp = uuid.uuid4().hex  # fresh derivations: nothing of an earlier run is in the store
     directory.mkdir()
+    wait = f"/bin/sleep {seconds}"
+    if hold is not None:
+        tries = HOLD_AT_MOST_S * 5
+        wait = (
+            f"i=0; while [ ! -e {hold}/release ] && [ $i -lt {tries} ]; "
+            "do /bin/sleep 0.2; i=$((i+1)); done"
+        )
     packages = "\n".join(
         f'      {name} = ok "{name.rsplit("-", 1)[1]}";' for name in TARGETS if name != FAILING
     )
@@ -47,7 +63,7 @@ def standin_variant_flake(directory: Path, seconds: int) -> Path:
       inherit name; system = "x86_64-linux"; builder = "/bin/sh"; args = [ "-c" script ];
       stamp = "{stamp}";
     }};
-    ok = n: mk n "echo compiling ${{n}}; /bin/sleep {seconds}; echo ${{n}} > $out";
+    ok = n: mk n "echo compiling ${{n}}; {wait}; echo ${{n}} > $out";
   in {{
     packages.x86_64-linux = {{
 {packages}
@@ -58,6 +74,15 @@ def standin_variant_flake(directory: Path, seconds: int) -> Path:
 """
     )
     return directory
+
+
+def held_builds(host: LoopbackHost, hold: Path) -> Path:
+    """A folder the stand-in builds wait on, seen inside the remote's sandbox too (its
+    nix.conf's sandbox-paths; this machine's builds run without a sandbox)."""
+    hold.mkdir(mode=0o755)
+    conf = host.directory / "remote-nix" / "nix.conf"
+    conf.write_text(conf.read_text().replace("sandbox-paths = ", f"sandbox-paths = {hold} "))
+    return hold
 
 
 def _workbench(config: Path, state: Path, tmp_path: Path, *args: str, timeout: float = 120):
@@ -88,6 +113,17 @@ def _rows(state: Path, build_id: int) -> dict[str, tuple]:
             (build_id,),
         ).fetchall()
     return {row[0]: row[1:] for row in found}
+
+
+def _wait_for_the_end(state: Path, build_id: int, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with sqlite3.connect(state / "history.sqlite3") as db:
+            state_now = db.execute("SELECT state FROM builds WHERE id = ?", (build_id,)).fetchone()
+        if state_now[0] not in ("starting", "running", "stopping"):
+            return
+        time.sleep(0.5)
+    pytest.fail(f"build #{build_id} did not end within {timeout_s:g} s")
 
 
 def _build_ids(state: Path) -> list[int]:
@@ -140,45 +176,44 @@ def test_a_matrix_spreads_over_both_hosts_keeps_going_and_resumes(
 def test_a_host_killed_mid_build_is_gone_and_nothing_local_is_lost(
     hosts_config: Path, loopback_host: LoopbackHost, tmp_path: Path
 ) -> None:
-    flake = standin_variant_flake(tmp_path / "flake", seconds=6)
+    hold = held_builds(loopback_host, tmp_path / "hold")
+    flake = standin_variant_flake(tmp_path / "flake", seconds=6, hold=hold)
     state = tmp_path / "state"
     started = _workbench(
         hosts_config, state, tmp_path, "build", "--match", "cpu avx", "-C", str(flake), "-d"
     )
     assert started.returncode == 0, started.stderr
     build_id = _build_ids(state)[-1]
-    deadline = time.monotonic() + 40
-    view = ""
-    while time.monotonic() < deadline:
-        view = _workbench(
-            hosts_config, state, tmp_path, "hosts", "watch", str(build_id), "--once"
-        ).stdout
-        if "on remote" in view and "building" in view:
-            break
-        time.sleep(0.3)
-    assert "remote         1 building" in view, view  # the per-host view, mid-build
-    loopback_host.kill()
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        with sqlite3.connect(state / "history.sqlite3") as db:
-            state_now = db.execute("SELECT state FROM builds WHERE id = ?", (build_id,)).fetchone()
-        if state_now[0] not in ("starting", "running", "stopping"):
-            break
-        time.sleep(0.5)
-    else:
-        pytest.fail("the build did not end within 60 s of its host dropping")
+    try:
+        # Until the remote builds one of the held targets (held: it cannot end before the kill).
+        deadline = time.monotonic() + 60
+        view, on_remote = "", None
+        while on_remote is None and time.monotonic() < deadline:
+            view = _workbench(
+                hosts_config, state, tmp_path, "hosts", "watch", str(build_id), "--once"
+            ).stdout
+            found = re.search(r"^remote +1 building: (\S+)$", view, re.MULTILINE)
+            if found and found.group(1) in BUILDING:
+                on_remote = found.group(1)
+            else:
+                time.sleep(0.3)
+        assert on_remote is not None, view
+        loopback_host.kill()
+    finally:
+        (hold / "release").touch()  # the builds here go on to their end
+    _wait_for_the_end(state, build_id, 60)
     after = _workbench(hosts_config, state, tmp_path, "hosts", "watch", str(build_id), "--once")
     assert after.returncode == 0, after.stderr
     assert "remote         GONE" in after.stdout, after.stdout
     rows = _rows(state, build_id)
     assert set(rows) == set(TARGETS)
-    on_remote_when_killed = [n for n, row in rows.items() if row[0] == "remote"]
-    assert on_remote_when_killed, rows
-    for name in on_remote_when_killed:
-        assert rows[name][1] == "failed" and "connection" in rows[name][6], rows[name]
+    killed = next(name for name in TARGETS if name.endswith(f"-{on_remote}"))
+    host, outcome, *_, first_error = rows[killed]
+    assert (host, outcome) == ("remote", "failed") and "connection" in first_error, rows[killed]
     # Every other target was built here, the ones Nix could not send any more included.
-    for name in set(TARGETS) - set(on_remote_when_killed) - {FAILING}:
+    for name in set(TARGETS) - {killed, FAILING}:
         assert rows[name][:2] == ("local", "built"), rows
+    assert rows[FAILING][1] == "failed"
     log = state / "builds" / str(build_id) / "build.log"
     assert "unexpected end-of-file" in log.read_text()
 
@@ -187,26 +222,55 @@ def test_attach_shows_what_each_host_builds_live(
     hosts_config: Path, loopback_host: LoopbackHost, tmp_path: Path
 ) -> None:
     """`workbench attach` of a matrix build started in the background: the per-host view as it
-    changes, real Nix building on this machine and on the loopback remote at once."""
-    flake = standin_variant_flake(tmp_path / "flake", seconds=4)
+    changes, real Nix building on this machine and on the loopback remote at once (the builds
+    held until attach has said both hosts building, then released)."""
+    hold = held_builds(loopback_host, tmp_path / "hold")
+    flake = standin_variant_flake(tmp_path / "flake", seconds=4, hold=hold)
     state = tmp_path / "state"
     started = _workbench(
         hosts_config, state, tmp_path, "build", "--match", "cpu avx", "-C", str(flake), "-d"
     )
     assert started.returncode == 0, started.stderr
     build_id = _build_ids(state)[-1]
-    attached = _workbench(hosts_config, state, tmp_path, "attach", str(build_id))
-    assert attached.returncode == 1, attached.stderr  # the bf16 target failed
-    said = attached.stderr
-    views = said.split("workbench: per host:\n")[1:]
-    assert len(views) >= 2, said  # said again as it changed
+    both = re.compile(r"^  local +\d+ building: .*\n  remote +1 building: ", re.MULTILINE)
+    said: list[str] = []
+    out = tmp_path / "attach.out"
+    with open(out, "w") as stdout:
+        attached = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "workbench",
+                "--config",
+                str(hosts_config),
+                "--state-dir",
+                str(state),
+                "attach",
+                str(build_id),
+            ],
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=nix_env_for_hosts(tmp_path),
+        )
+        assert attached.stderr is not None
+        reader = threading.Thread(target=lambda: said.extend(attached.stderr), daemon=True)
+        reader.start()
+        try:
+            deadline = time.monotonic() + 60
+            while not both.search("".join(said)) and time.monotonic() < deadline:
+                time.sleep(0.2)
+        finally:
+            (hold / "release").touch()
+        code = attached.wait(timeout=120)
+        reader.join(timeout=10)
+    stderr = "".join(said)
+    assert code == 1, stderr  # the bf16 target failed
+    views = stderr.split("workbench: per host:\n")[1:]
+    assert len(views) >= 2, stderr  # said again as it changed
     # Some moment had both hosts building, each its own variant.
-    both = [
-        v
-        for v in views
-        if "  local          1 building: " in v and "  remote         1 building: " in v
-    ]
-    assert both, said
-    assert "\x1b" not in said.replace("\r\x1b[K", "")  # only attach's own status-line clearing
+    assert any(both.search(view) for view in views), stderr
+    assert "\x1b" not in stderr.replace("\r\x1b[K", "")  # only attach's own status-line clearing
     # The build's own lines went to stdout, the view to stderr.
-    assert "per host:" not in attached.stdout and "compiling" in attached.stdout
+    stdout_text = out.read_text()
+    assert "per host:" not in stdout_text and "compiling" in stdout_text

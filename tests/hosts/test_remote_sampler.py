@@ -128,7 +128,9 @@ def test_samples_of_a_remote_compile_stream_over_one_connection_and_a_killed_sam
             return latest is not None and any(
                 job.file is not None
                 and job.file.endswith("slow_unit.cc")
-                and job.cpu_percent > 20
+                # Busy, but how busy depends on the machine's load (at load 10 on 2 cores a
+                # process gets ~20 %): only that it runs is the sampler's to show.
+                and job.cpu_percent > 0
                 and job.rss > 1 << 20
                 for job in latest.jobs
             )
@@ -183,17 +185,23 @@ def test_a_host_without_python_says_so_in_one_line(
             close_connection(setup, host)
 
 
+# A system feature only the loopback remote has, and that it takes only derivations asking
+# for (mandatory): the avx2 stand-in must build there, the avx512 one cannot.
+REMOTE_ONLY = "wb-loopback-remote"
+
+
 def _compile_flake(directory: Path, seconds: int) -> Path:
-    """Two stand-in variants whose builders run the real g++ of SLOW_UNIT for `seconds`."""
+    """Two stand-in variants whose builders run the real g++ of SLOW_UNIT for `seconds`; the
+    avx2 one asks for REMOTE_ONLY (only the remote builds it, and nothing else goes there)."""
     stamp = uuid.uuid4().hex
     directory.mkdir()
     unit = SLOW_UNIT.replace("\\n", " ")
     (directory / "flake.nix").write_text(
         f"""{{
   outputs = {{ self }}: let
-    mk = name: derivation {{
+    mk = name: features: derivation {{
       inherit name; system = "x86_64-linux"; builder = "/bin/sh"; stamp = "{stamp}";
-      unit = "{unit}";
+      unit = "{unit}"; requiredSystemFeatures = features;
       args = [ "-c" ''
         echo "$unit" > slow_unit.cc
         echo compiling slow_unit.cc
@@ -205,8 +213,8 @@ def _compile_flake(directory: Path, seconds: int) -> Path:
     }};
   in {{
     packages.x86_64-linux = {{
-      onnxruntime-python313-cpu-avx2 = mk "avx2";
-      onnxruntime-python313-cpu-avx512 = mk "avx512";
+      onnxruntime-python313-cpu-avx2 = mk "avx2" [ "{REMOTE_ONLY}" ];
+      onnxruntime-python313-cpu-avx512 = mk "avx512" [ ];
     }};
   }};
 }}
@@ -224,6 +232,17 @@ def test_attach_of_a_matrix_build_shows_what_the_remote_compiles(
     remote_conf = loopback_host.directory / "remote-nix" / "nix.conf"
     remote_conf.write_text(
         remote_conf.read_text().replace("build-users-group =", "build-users-group = nixbld")
+        + f"system-features = {REMOTE_ONLY}\n"
+    )
+    # Exactly one build goes to the remote: avx2, which only it can build (the connections
+    # counted below are Nix's one for it and the workbench's one).
+    hosts_toml = hosts_config / "hosts.toml"
+    hosts_toml.write_text(
+        hosts_toml.read_text().replace(
+            'features = ["big-parallel"]\n',
+            f'features = ["big-parallel", "{REMOTE_ONLY}"]\n'
+            f'mandatory_features = ["{REMOTE_ONLY}"]\n',
+        )
     )
     flake = _compile_flake(tmp_path / "flake", seconds=12)
     state = tmp_path / "state"
@@ -260,11 +279,13 @@ def test_attach_of_a_matrix_build_shows_what_the_remote_compiles(
     compiling = [
         view
         for view in views
-        if "  remote         1 building: " in view
-        and "; compiling slow_unit.cc (" in view
+        if "  remote         1 building: avx2; compiling slow_unit.cc (" in view
         and "[sampled via shipped]" in view
     ]
     assert compiling, done.stderr
+    remote_store = [path.name for path in (loopback_host.remote_store_root / "nix/store").iterdir()]
+    assert any(name.endswith("-avx2") for name in remote_store)
+    assert not any(name.endswith("-avx512") for name in remote_store)
     # Nix's own builder connection and the workbench's one (probe and sampler share it),
     # however many samples: no connection per sample.
     assert _connections(loopback_host) <= 2

@@ -10,6 +10,7 @@ command that followed it, or later by `workbench hosts watch ID`.
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -55,11 +56,19 @@ def work_out_rows(history: History, record: BuildRecord) -> list[TargetRow]:
     built_outs = [
         t["out"] for t, s in zip(targets, states, strict=True) if s.state in ("done", "in store")
     ]
-    sizes = path_sizes(built_outs) if built_outs else {}
+    # A build whose stop event came without Nix's "builder for ... failed" (Nix 2.8 leaves it
+    # out of the log when another target failed too) looks done: its output says otherwise.
+    missing = invalid_paths(built_outs)
+    sizes = path_sizes([out for out in built_outs if out not in missing])
     rows = []
     for target, state in zip(targets, states, strict=True):
         started, ended = times.get(target.get("drv", ""), (state.started, state.ended))
         nar, closure = sizes.get(target.get("out", ""), (None, None))
+        outcome = outcomes.get(state.state, "not built")
+        first_error = state.first_error
+        if outcome == "built" and target.get("out", "") in missing:
+            outcome = "failed"
+            first_error = first_error or "its output is not in the store after the build"
         rows.append(
             TargetRow(
                 name=target["name"],
@@ -67,16 +76,35 @@ def work_out_rows(history: History, record: BuildRecord) -> list[TargetRow]:
                 drv_path=target.get("drv", ""),
                 out_path=target.get("out", ""),
                 host=state.host,
-                outcome=outcomes.get(state.state, "not built"),
+                outcome=outcome,
                 tried_on=",".join(state.retried_from),
                 started=started,
                 ended=ended,
                 nar_size=nar,
                 closure_size=closure,
-                first_error=state.first_error,
+                first_error=first_error,
             )
         )
     return rows
+
+
+def invalid_paths(paths: list[str]) -> set[str]:
+    """Those of `paths` that are not valid in this machine's store (`nix-store
+    --check-validity --print-invalid`); none when Nix cannot be asked."""
+    if not paths:
+        return set()
+    try:
+        check = subprocess.run(
+            ["nix-store", "--check-validity", "--print-invalid", *paths],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return set()
+    return set(check.stdout.split()) & set(paths)
 
 
 def record_rows(state_directory: Path, build_id: int, rows: list[TargetRow]) -> None:
