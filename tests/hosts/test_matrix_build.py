@@ -12,6 +12,7 @@ instead of sleeping: each waits until the test creates HOLD/release.
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 import subprocess
@@ -115,6 +116,14 @@ def _rows(state: Path, build_id: int) -> dict[str, tuple]:
     return {row[0]: row[1:] for row in found}
 
 
+def _out_paths(state: Path, build_id: int) -> dict[str, str]:
+    with sqlite3.connect(state / "history.sqlite3") as db:
+        found = db.execute(
+            "SELECT name, out_path FROM build_targets WHERE build_id = ?", (build_id,)
+        ).fetchall()
+    return dict(found)
+
+
 def _wait_for_the_end(state: Path, build_id: int, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -158,6 +167,14 @@ def test_a_matrix_spreads_over_both_hosts_keeps_going_and_resumes(
     store = loopback_host.remote_store_root / "nix" / "store"
     assert any(p.name.endswith(remote_built[0].rsplit("-", 1)[1]) for p in store.iterdir())
     assert "left out" not in first.stderr
+    # Each target built has its out-link in the checkout, pointing at its row's out path (a
+    # GC root, as `flox build NAME` leaves it); the failed one has none.
+    outs = _out_paths(state, build_id)
+    for name in set(TARGETS) - {FAILING}:
+        assert os.readlink(flake / f"result-{name}") == outs[name], name
+        assert Path(outs[name]).read_text().strip() == name.rsplit("-", 1)[1]
+    assert not (flake / f"result-{FAILING}").is_symlink()
+    assert f"out-links in {flake.resolve()}: " in first.stdout
 
     again = _workbench(
         hosts_config, state, tmp_path, "build", "--match", "cpu avx", "-C", str(flake)
@@ -274,3 +291,42 @@ def test_attach_shows_what_each_host_builds_live(
     # The build's own lines went to stdout, the view to stderr.
     stdout_text = out.read_text()
     assert "per host:" not in stdout_text and "compiling" in stdout_text
+
+
+def test_hosts_that_cannot_build_are_left_out_in_one_line_each_before_the_build(
+    hosts_config: Path, loopback_host: LoopbackHost, tmp_path: Path
+) -> None:
+    """A host whose key is refused and one without Nix: one "left out" line each on stderr
+    before the build, which runs on this machine and the host that works."""
+    wrong_key = loopback_host.directory / "wrong_key"
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(wrong_key)], check=True
+    )
+    path = hosts_config / "hosts.toml"
+    path.write_text(
+        path.read_text()
+        + loopback_host.hosts_entry("badkey", key=wrong_key)
+        + loopback_host.hosts_entry("nonix", key=loopback_host.directory / "no_nix_key")
+    )
+    flake = standin_variant_flake(tmp_path / "flake", seconds=2)
+    state = tmp_path / "state"
+    done = _workbench(
+        hosts_config, state, tmp_path, "build", "--match", "cpu avx", "-C", str(flake)
+    )
+    assert done.returncode == 1, done.stderr  # the bf16 target failed; the others were built
+    lines = done.stderr.splitlines()
+    left_out = [line for line in lines if line.endswith("; left out")]
+    assert len(left_out) == 2, done.stderr
+    assert any(line.startswith("workbench: host badkey: ") for line in left_out), left_out
+    assert any(line.startswith("workbench: host nonix: ") for line in left_out), left_out
+    # Before the build: ahead of its first per-host view.
+    first_view = lines.index("workbench: per host:")
+    assert all(lines.index(line) < first_view for line in left_out), done.stderr
+    rows = _rows(state, _build_ids(state)[-1])
+    for name in set(TARGETS) - {FAILING}:
+        assert rows[name][1] == "built" and rows[name][0] in ("local", "remote"), rows
+    # Nix was given the working host only.
+    with sqlite3.connect(state / "history.sqlite3") as db:
+        argv = db.execute("SELECT argv FROM builds ORDER BY id DESC LIMIT 1").fetchone()[0]
+    assert str(loopback_host.client_key) in argv
+    assert str(wrong_key) not in argv and "no_nix_key" not in argv
