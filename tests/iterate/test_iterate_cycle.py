@@ -140,29 +140,37 @@ def test_patches_are_commits_with_trailers_and_cycles_rebuild_only_what_changed(
 @needs_nix[1]
 def test_a_workspace_that_is_building_is_not_touched(loop: Loop) -> None:
     loop.make_workspace()  # made and configured: the next cycle is the whole ninja build
+    # The build is held (an edge that waits while `hold` exists, as the supervision tests'
+    # hold edges do) until the second cycle has been refused: on a loaded machine the whole
+    # build could otherwise end before that cycle starts.
+    hold, held = loop.state.parent / "hold", loop.state.parent / "held"
+    hold.touch()
+    cmake_lists = loop.src / "CMakeLists.txt"
+    cmake_lists.write_text(
+        cmake_lists.read_text() + f'add_custom_target(hold ALL COMMAND sh -c "touch {held}; '
+        f'while [ -e {hold} ]; do sleep 0.05; done" VERBATIM)\n'
+    )
     first = loop.bench.start(
         "--config", str(loop.configs), "iterate", "cpu", "-j", "1", "--no-smoke"
     )
-
-    def running() -> bool:
-        try:
-            return loop.bench.record(1).state == "running"
-        except Exception:  # no history yet
-            return False
-
-    loop.bench.wait_for("the first cycle's build to run", running, timeout=120)
-    head = loop.git("rev-parse", "HEAD")
-    three = (loop.src / "light_3.cc").read_text()
-    (loop.series.directory / "tune-light-3.patch").write_text(
-        diff_of({"light_3.cc": edited(loop.source, "light_3.cc", "+ digits;", "+ 33;")})
-    )
-    result = loop.iterate()
-    assert result.returncode == 2, result.stderr[-3000:]
-    assert "build #1 of this workspace is still running" in result.stderr
-    assert "attach 1" in result.stderr and "stop 1" in result.stderr
-    assert result.stderr.count("workbench: error:") == 1
-    assert loop.git("rev-parse", "HEAD") == head
-    assert (loop.src / "light_3.cc").read_text() == three
+    try:
+        loop.bench.wait_for("the first cycle's build to reach its held edge", held.exists, 120)
+        assert loop.bench.record(1).state == "running"
+        head = loop.git("rev-parse", "HEAD")
+        three = (loop.src / "light_3.cc").read_text()
+        (loop.series.directory / "tune-light-3.patch").write_text(
+            diff_of({"light_3.cc": edited(loop.source, "light_3.cc", "+ digits;", "+ 33;")})
+        )
+        result = loop.iterate()
+        assert result.returncode == 2, result.stderr[-3000:]
+        assert "build #1 of this workspace is still running" in result.stderr
+        assert "attach 1" in result.stderr and "stop 1" in result.stderr
+        assert result.stderr.count("workbench: error:") == 1
+        assert loop.git("rev-parse", "HEAD") == head
+        assert (loop.src / "light_3.cc").read_text() == three
+        assert loop.bench.record(1).state == "running"  # held all along
+    finally:
+        hold.unlink(missing_ok=True)
     _, err = first.communicate(timeout=300)
     assert first.returncode == 0, err[-3000:]
     assert loop.bench.record(1).state == "succeeded"
