@@ -237,3 +237,41 @@ def test_which_libraries_are_checked(library) -> None:
         "/nix/store/abc-onnxruntime-1.20"
     )
     assert store_path(str(library["full"])) is None
+
+
+def test_a_nix_librarys_own_debug_output_is_named_and_given_to_gdb(
+    start, library, tmp_path: Path, monkeypatch
+) -> None:
+    # A stand-in Nix store in a temporary directory (this machine's /nix/store is not ours
+    # to write): the layout nixpkgs' separateDebugInfo makes, HASH-NAME/lib/libx.so with its
+    # DWARF in HASH-NAME-debug/lib/debug/.build-id/xx/rest.debug (nixpkgs'
+    # pkgs/build-support/setup-hooks/separate-debug-info.sh).
+    import workbench.debugging.debug_directories as debug_directories
+
+    store = tmp_path / "nix" / "store"
+    monkeypatch.setattr(debug_directories, "NIX_STORE", f"{store}/")
+    monkeypatch.setattr(debug_directories, "_store_listing", None)
+    monkeypatch.delenv("NIX_DEBUG_INFO_DIRS", raising=False)
+    package = store / "0a1b2c-bridgelib-1.0"
+    installed = package / "lib" / "libbridge.so"
+    installed.parent.mkdir(parents=True)
+    shutil.copy(library["stripped"], installed)
+
+    program = start(str(library["host"]), str(installed), settle=0.2)
+    captured = capture(program.pid, CaptureOptions(**FAST))
+    _assert_cannot_tell(captured, installed)
+    summary = diagnose(captured).summary
+    assert f"build the debug output of bridgelib-1.0 ({package}" in summary
+
+    # The debug output built: gdb is told of it before the attach (no --debug-dir, no
+    # NIX_DEBUG_INFO_DIRS), and reads the library's DWARF from it.
+    build_id = library["id"]
+    debug = store / "3d4e5f-bridgelib-1.0-debug" / "lib" / "debug"
+    target = debug / ".build-id" / build_id[:2] / f"{build_id[2:]}.debug"
+    target.parent.mkdir(parents=True)
+    _run("objcopy", "--only-keep-debug", str(library["full"]), str(target))
+    monkeypatch.setattr(debug_directories, "_store_listing", None)  # listed anew
+    captured = capture(program.pid, CaptureOptions(**FAST))
+    _assert_cycle(captured)
+    status = _library_status(captured, installed)
+    assert status["level"] == "separate" and status["debug_file"] == str(target)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.debugging import procfs
-from workbench.debugging.debug_directories import nix_debug_outputs, passable
+from workbench.debugging.debug_directories import nix_debug_outputs, passable, store_path
 from workbench.debugging.errors import (
     AlreadyTracedError,
     DebugError,
@@ -486,7 +486,7 @@ def _library_debug_directories(
     for reads in pcs.values():
         for read in reads:
             library = _library_of(read.pc, mappings)
-            if library and library.startswith("/nix/store/"):
+            if library and store_path(library):
                 landed.add(library)
     extra: list[str] = []
     for library in sorted(landed):

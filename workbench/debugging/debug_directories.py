@@ -39,9 +39,10 @@ def nix_debug_outputs(path: str) -> list[str]:
 
     The store is listed once per process (it may hold a hundred thousand entries)."""
     global _store_listing
-    if not path.startswith(NIX_STORE):
+    package = store_path(path)
+    if package is None:
         return []
-    store_name = path[len(NIX_STORE) :].split("/", 1)[0]
+    store_name = os.path.basename(package)
     name = store_name.split("-", 1)[1] if "-" in store_name else store_name
     if _store_listing is None:
         try:

@@ -19,7 +19,7 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from workbench.debugging.debug_directories import NIX_STORE, searched_directories, store_path
+from workbench.debugging.debug_directories import searched_directories, store_path
 
 # Libraries whose missing debug info is normal and not the user's to fix: the C and C++
 # runtimes and the loader (every distribution and Nix ship them stripped, their debug info
@@ -184,7 +184,7 @@ def check_symbols(path: str | None, extra_dirs: tuple[str, ...] = ()) -> SymbolS
     advice = []
     package = store_path(path)
     if package:
-        name = package[len(NIX_STORE) :].split("-", 1)[-1]
+        name = os.path.basename(package).split("-", 1)[-1]
         advice.append(
             f"build the debug output of {name} ({package}: separateDebugInfo = true, then "
             f"nix build of its .debug output) and put that output's lib/debug in "
@@ -213,15 +213,13 @@ def is_runtime_or_system_library(path: str) -> bool:
     return bool(DISTRIBUTION_DIRECTORY.match(path)) and not PYTHON_PACKAGES.search(path)
 
 
-_library_cache: dict[tuple[str, tuple[str, ...], tuple[str, ...]], SymbolStatus | None] = {}
-
-
 def check_libraries(
     paths: Iterable[str], executable: str | None, extra_dirs: tuple[str, ...] = ()
 ) -> list[SymbolStatus]:
     """The symbol status of each shared library in `paths` that matters: not the executable
     (checked on its own), not a runtime or system library, at most MAX_CHECKED_LIBRARIES;
-    in the order given. Each file's ELF headers are read once per process and directories."""
+    in the order given. Only the ELF headers are read (each capture anew: a debug file
+    placed since the last capture is found)."""
     wanted: list[str] = []
     for path in paths:
         if (
@@ -232,13 +230,5 @@ def check_libraries(
             and not is_runtime_or_system_library(path)
         ):
             wanted.append(path)
-    nix = tuple(part for part in os.environ.get("NIX_DEBUG_INFO_DIRS", "").split(":") if part)
-    statuses = []
-    for path in wanted[:MAX_CHECKED_LIBRARIES]:
-        key = (path, extra_dirs, nix)
-        if key not in _library_cache:
-            _library_cache[key] = check_symbols(path, extra_dirs)
-        status = _library_cache[key]
-        if status is not None:
-            statuses.append(status)
-    return statuses
+    statuses = [check_symbols(path, extra_dirs) for path in wanted[:MAX_CHECKED_LIBRARIES]]
+    return [status for status in statuses if status is not None]
