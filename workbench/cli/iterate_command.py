@@ -49,18 +49,20 @@ def register(subcommands: argparse._SubParsersAction) -> None:
         help="patch, rebuild incrementally and smoke-test a variant in a workspace",
         usage="workbench iterate VARIANT [-j N] [--flake DIR] [--refresh] [--check] "
         "[--smoke-timeout S] [--no-smoke] [--json] [--smoke -- CMD ARGS...]",
-        description="Work in the flake package's own build environment (`nix develop "
-        ".#ATTR`): its unpackPhase, patchPhase and configurePhase run once into a workspace in "
-        "the state directory (workspaces/VARIANT/src, a git working copy: the upstream source, "
-        "nixpkgs' own patches as one commit, each enabled patch of patches/series.toml as its "
-        "own), under the supervisor. Run it again after editing sources or a patch: the build "
-        "phase's tool rebuilds only what changed in that recorded environment (a changed patch "
-        "is re-applied, your uncommitted edits kept; configure runs again only when its inputs "
-        "changed, and says why), then the smoke command runs with the libraries just linked; a "
-        "hang is captured and diagnosed. --check builds the target cleanly with Nix and says "
-        "where the workspace disagrees (flags, source, files produced). A Flox package file "
-        "(.flox/pkgs/NAME.nix, from `workbench flox sync`) works the same way: it is called "
-        "with callPackage as Flox calls it, in a workspace of its own (workspaces/NAME.flox).",
+        description="Work in the flake package's own build environment (`nix develop .#ATTR`): its "
+        "unpackPhase, patchPhase and configurePhase run once into a workspace in the state "
+        "directory (workspaces/VARIANT/src, a git working copy: the upstream source, nixpkgs'"
+        " own patches as one commit, each enabled patch of patches/series.toml as its own, "
+        "then postPatch, as patchPhase orders them), under the supervisor. Run it again after"
+        " editing sources or a patch: the build phase's tool rebuilds only what changed in "
+        "that recorded environment (a changed patch is re-applied, your uncommitted edits "
+        "kept; a changed src, own patch or postPatch of the derivation is made again in the "
+        "workspace; configure runs again only when its inputs changed; each says why), then "
+        "the smoke command runs with the libraries just linked; a hang is captured and "
+        "diagnosed. --check builds the target cleanly with Nix and says where the workspace "
+        "disagrees (flags, source, files produced). A Flox package file (.flox/pkgs/NAME.nix,"
+        " from `workbench flox sync`) works the same way: it is called with callPackage as "
+        "Flox calls it, in a workspace of its own (workspaces/NAME.flox).",
         epilog="example: workbench iterate cuda-static "
         "--smoke -- ./onnxruntime_test_all --gtest_filter='*Static*'",
     )
