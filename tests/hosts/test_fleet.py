@@ -74,3 +74,56 @@ def test_half_a_log_shows_what_builds_now() -> None:
         for host, items in fleet.building_now().items()
     }
     assert now == {"remote": ["avx2.drv", "avx512.drv"], "local": ["avx512vnni.drv"]}
+
+
+# Recorded from test_matrix_build.py's host-killed test (real Nix 2.8, the loopback remote's
+# sshd killed while it built avx2): `unexpected end-of-file` naming no host, then, only when
+# the whole build ends, `builder for '...-avx2.drv' failed`.
+KILLED_LOG = Path(__file__).parent / "fixtures" / "nix-2.8-host-killed.log"
+REMOTE = "ssh-ng://root@workbench-remote?remote-store=local?root=/tmp/remote-store"
+OTHER = "ssh-ng://root@workbench-other"
+
+
+def _with_other_host_building(lines: list[str]) -> list[str]:
+    """The killed log with a second remote host building a derivation of its own when the
+    connection drops (its start line as Nix writes activity 105, with the other host's URI)."""
+    lost = next(i for i, line in enumerate(lines) if "unexpected end-of-file" in line)
+    start = next(line for line in lines if '"type":105' in line and REMOTE in line)
+    other = start.replace(REMOTE, OTHER).replace("-avx2.drv", "-other.drv")
+    other = other.replace('"id":', '"id":1', 1)
+    return [*lines[:lost], other, *lines[lost:]]
+
+
+def test_a_dropped_host_is_gone_and_its_build_says_connection_lost() -> None:
+    fleet = Fleet(host_names={REMOTE: "remote"}, clock=lambda: 0.0)
+    lines = KILLED_LOG.read_text().splitlines()
+    lost = next(i for i, line in enumerate(lines) if "unexpected end-of-file" in line)
+    for line in lines[: lost + 1]:
+        fleet.feed(line)
+    # Said at once (the only remote host building), not when the build ends.
+    assert fleet.gone["remote"].startswith("connection lost (error: unexpected end-of-file")
+    for line in lines[lost + 1 :]:
+        fleet.feed(line)
+    avx2 = next(a for a in fleet.attempts if a.drv.endswith("-avx2.drv"))
+    assert (avx2.host, avx2.outcome) == ("remote", "failed")
+    assert avx2.first_error == "connection to the host lost"
+    # Nix's "cannot build on" that follows does not hide why the host went.
+    assert fleet.gone["remote"].startswith("connection lost (")
+
+
+def test_a_lost_connection_naming_no_host_is_blamed_on_the_host_whose_builder_fails() -> None:
+    """Two remote hosts building when one drops: the other is not marked gone, nor is its
+    build said to have lost its connection."""
+    fleet = Fleet(host_names={REMOTE: "remote", OTHER: "other"}, clock=lambda: 0.0)
+    lines = _with_other_host_building(KILLED_LOG.read_text().splitlines())
+    lost = next(i for i, line in enumerate(lines) if "unexpected end-of-file" in line)
+    for line in lines[: lost + 1]:
+        fleet.feed(line)
+    assert "other" not in fleet.gone
+    for line in lines[lost + 1 :]:
+        fleet.feed(line)
+    assert "other" not in fleet.gone and "remote" in fleet.gone
+    other = next(a for a in fleet.attempts if a.host == "other")
+    assert other.first_error == ""
+    avx2 = next(a for a in fleet.attempts if a.drv.endswith("-avx2.drv"))
+    assert avx2.first_error == "connection to the host lost"

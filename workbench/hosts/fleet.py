@@ -7,9 +7,11 @@ new activity id: that nested start is the remote's report of the same build, not
 build here, and its log lines belong to the remote attempt.
 
 Faults, as Nix 2.8 reports them: a host that drops mid-build ends its builds with
-`unexpected end-of-file` and then `builder for 'X.drv' failed`; a host that cannot be reached
-says `cannot build on 'URI': ...` and Nix builds that derivation elsewhere (another host or
-here: a retry, visible as a second attempt on another host).
+`unexpected end-of-file` (naming no host) and, often only when the whole build ends, `builder
+for 'X.drv' failed`; a host that cannot be reached says `cannot build on 'URI': ...` and Nix
+builds that derivation elsewhere (another host or here: a retry, visible as a second attempt
+on another host). A lost connection is blamed on the host the message names; naming none, on
+the one remote host building then, else (several) on the host of the next builder that fails.
 """
 
 from __future__ import annotations
@@ -63,6 +65,10 @@ class Fleet:
     gone: dict[str, str] = field(default_factory=dict)  # host name -> why
     _by_activity: dict[int, Attempt] = field(default_factory=dict)
     _failed: dict[str, str] = field(default_factory=dict)  # drv -> the failure message
+    # A lost connection naming no host while several hosts built: its text, and the remote
+    # attempts running then (the one whose builder fails next was on the host that dropped).
+    _lost_unplaced: str = ""
+    _lost_suspects: list[Attempt] = field(default_factory=list)
 
     def host_of(self, uri: str) -> str:
         """The host name for a store URI in Nix's log ("" is this machine)."""
@@ -119,14 +125,19 @@ class Fleet:
         if cannot:
             host = self.host_of(cannot.group(1))
             reason = cannot.group(2).replace("error: ", "").strip()
-            self.gone[host] = f"cannot build there: {reason}"
+            # A host that dropped mid-build keeps that first reason.
+            self.gone.setdefault(host, f"cannot build there: {reason}")
             return
         lowered = first.lower()
         if any(mark in lowered for mark in _LOST_CONNECTION):
-            for attempt in self.attempts:
-                if attempt.ended is None and attempt.host != LOCAL:
-                    self.gone.setdefault(attempt.host, f"connection lost ({first.strip()})")
-                    attempt.first_error = attempt.first_error or "connection to the host lost"
+            running = [a for a in self.attempts if a.ended is None and a.host != LOCAL]
+            named = self._hosts_named(first) or {a.host for a in running}
+            if len(named) > 1 and not self._hosts_named(first):
+                # Which one dropped is said by the builder that fails next.
+                self._lost_unplaced, self._lost_suspects = first.strip(), running
+                return
+            for host in named:
+                self._lost(host, first.strip(), [a for a in running if a.host == host])
             return
         failed = _FAILED_BUILDER.search(first)
         if failed:
@@ -134,10 +145,28 @@ class Fleet:
             self._failed[drv] = first.removeprefix("error: ").strip()
             for attempt in reversed(self.attempts):
                 if attempt.drv == drv:
+                    if any(attempt is suspect for suspect in self._lost_suspects):
+                        on_host = [a for a in self._lost_suspects if a.host == attempt.host]
+                        self._lost(attempt.host, self._lost_unplaced, on_host)
+                        self._lost_unplaced, self._lost_suspects = "", []
                     self._end(attempt, "failed")
                     if not attempt.first_error:
                         attempt.first_error = attempt.last_line or self._failed[drv]
                     break
+
+    def _hosts_named(self, text: str) -> set[str]:
+        """The known hosts whose store URI (without its ?query) the text names."""
+        return {
+            name
+            for uri, name in self.host_names.items()
+            if uri.split("?")[0] and uri.split("?")[0] in text
+        }
+
+    def _lost(self, host: str, message: str, attempts: list[Attempt]) -> None:
+        """The connection to `host` was lost: it is gone, the builds it ran then say so."""
+        self.gone.setdefault(host, f"connection lost ({message})")
+        for attempt in attempts:
+            attempt.first_error = attempt.first_error or "connection to the host lost"
 
     def _end(self, attempt: Attempt, outcome: str) -> None:
         attempt.outcome = outcome
