@@ -162,3 +162,20 @@ def test_check_reports_a_committed_change_and_the_files_it_makes_differ(loop: Lo
     text = loop.iterate("--check", json=False, timeout=600)
     assert text.returncode == 1
     assert "source:  1 differ" in text.stdout and "files:   1 differ" in text.stdout
+
+
+def test_a_post_patch_that_fails_on_the_new_series_rolls_it_back(loop: Loop) -> None:
+    _add_to_post_patch(
+        loop, "grep -q 'x) + 70);' light_7.cc || { echo 'postPatch wants tune-light-7'; exit 1; }"
+    )
+    loop.iterate_json("--no-smoke")
+    head = loop.git("rev-parse", "HEAD")
+    set_enabled(loop.configs, "tune-light-7", False)
+    result = loop.iterate("--no-smoke")
+    assert result.returncode == 2, result.stderr[-3000:]
+    error = result.stderr
+    assert error.count("workbench: error:") == 1 and "Traceback" not in error
+    assert "postPatch: patchPhase failed (exit 1); its output ends:" in error
+    assert "postPatch wants tune-light-7" in error and "Rolled back" in error
+    assert loop.git("rev-parse", "HEAD") == head
+    assert "x) + 70);" in (loop.src / "light_7.cc").read_text()  # as it was

@@ -190,13 +190,30 @@ def own_patches_step(root: Path, own: list[str], made: dict[str, str]) -> Step:
     return step
 
 
-def post_patch_step(root: Path, out: IO[str] | None = None) -> Step:
+def post_patch_step(root: Path, quiet: bool = False) -> Step:
     """The commit of the derivation's postPatch, run on top of the series as patchPhase runs
-    it after all the patches (see POST_PATCH)."""
+    it after all the patches (see POST_PATCH). `quiet`: its output is kept out of the
+    terminal (a cycle's preparation, which the TUI runs too), and its end is in the error
+    when it fails."""
 
     def step(git: Git) -> str:
         before = git.untracked()
-        run_phase(POST_PATCH, str(root / dev_env.ENV_SCRIPT), str(git.tree), out=out)
+        script = str(root / dev_env.ENV_SCRIPT)
+        if not quiet:
+            run_phase(POST_PATCH, script, str(git.tree))
+        else:
+            import tempfile
+
+            with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as out:
+                try:
+                    run_phase(POST_PATCH, script, str(git.tree), out=out)
+                except PhaseError as failure:
+                    out.seek(0)
+                    said = "\n".join(out.read().splitlines()[-20:])
+                    failed = str(failure).replace("; its output is above", "")
+                    raise PhaseError(
+                        f"postPatch: {failed}; its output ends:\n{said}", "patchPhase"
+                    ) from None
         return git.commit_changes(
             f"{POST_PATCH_SUBJECT}\n\nRun by the derivation's patchPhase after all the "
             "patches, the series included; run again whenever the series changes.\n\n"

@@ -190,7 +190,7 @@ def prepare(
             # postPatch goes on top of the series again (phases.POST_PATCH says why), in the
             # recorded environment; the phases make it again if the derivation's changed too.
             layered = bool(state.get("layers"))
-            post_patch = phases.post_patch_step(paths.root, out=sys.stderr) if layered else None
+            post_patch = phases.post_patch_step(paths.root, quiet=True) if layered else None
             applied = update(git, state["upstream_commit"], wanted, say, history, post_patch)
             if not layered:
                 due.append(
