@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -448,3 +449,84 @@ def _rows(edges):  # edges as the history stores them (epoch times, no graph)
         EdgeRow(e.outputs, 1000.0 + e.start_s, 1000.0 + e.end_s, e.session, e.command_hash)
         for e in edges
     ]
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("unshare") is None,
+    reason="needs root and unshare(1) to give ninja a mount namespace of its own",
+)
+def test_a_ninja_in_another_mount_namespace_is_read_through_its_own_view(tmp_path: Path) -> None:
+    """As a sandboxed Nix builder's: ninja builds in a tmpfs mounted only in its own mount
+    namespace, so the directory `readlink /proc/PID/cwd` names does not exist in ours. The log,
+    the manifest and the graph are read through the process's view, the last entries after it
+    exited, and the edges keep ninja's own names."""
+    import psutil
+
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    (tmp_path / "build.ninja").write_text(MANIFEST)
+    script = (
+        f"mount -t tmpfs tmpfs {hidden} && mkdir {hidden}/build && "
+        f"cp {tmp_path}/build.ninja {hidden}/build/ && cd {hidden}/build && exec ninja -j3"
+    )
+    recorder = EdgeRecorder(["sh", "build.sh"], tmp_path)
+    open_before = len(os.listdir("/proc/self/fd"))
+    process = subprocess.Popen(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        started = psutil.Process(process.pid).create_time()
+        deadline = time.monotonic() + 30
+        while psutil.Process(process.pid).name() != "ninja":
+            assert time.monotonic() < deadline, "ninja did not start"
+            time.sleep(0.05)
+        named = Path(os.readlink(f"/proc/{process.pid}/cwd"))
+        assert named == hidden / "build" and not named.exists()  # not there in our namespace
+        recorder.observe([(process.pid, started, "ninja")])
+        assert recorder.graph_problems() == []
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    stored = {edge.outputs[0]: edge for edge in recorder.finish()}
+    assert sorted(stored) == sorted(
+        ["chain_1", "chain_2", "chain_3", "wide_1", "wide_2", "short_1", "short_2", "final"]
+    )
+    assert recorder.log_path == hidden / "build" / ".ninja_log"  # ninja's own name for it
+    assert stored["chain_2"].deps == ("chain_1",)  # from the graph, read through its view
+    assert sorted(stored["final"].deps or ()) == ["chain_3", "short_2", "wide_1", "wide_2"]
+    assert stored["final"].rule == "wait"
+    assert len(os.listdir("/proc/self/fd")) == open_before  # the directory was let go
+
+
+def test_a_held_log_is_read_to_its_end_after_its_directory_is_removed(tmp_path: Path) -> None:
+    """As a Nix builder's directory, removed as soon as the builder ends: what ninja wrote after
+    the reader's last look is read from the log the reader holds open."""
+    directory = _project(tmp_path)
+    reader = NinjaLogReader.at_build_start(directory / ".ninja_log")
+    reader.hold_open()
+    process = subprocess.Popen(
+        ["ninja", "-j3"], cwd=directory, stdout=subprocess.DEVNULL, start_new_session=True
+    )
+    try:
+        first: list[str] = []
+        deadline = time.monotonic() + 60
+        while not first:
+            assert time.monotonic() < deadline and process.poll() is None, "no entry in time"
+            first = [entry.output for entry in reader.read_new()]
+            time.sleep(0.05)
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    shutil.rmtree(directory)
+    rest = [entry.output for entry in reader.read_new()]
+    every = ["chain_1", "chain_2", "chain_3", "wide_1", "wide_2", "short_1", "short_2", "final"]
+    assert sorted(first + rest) == sorted([*every, "final.extra"])
+    assert "final" in rest
+    reader.close()
+    assert reader.read_new() == []  # nothing held, nothing at the path

@@ -181,6 +181,11 @@ def _check_fixture_build(bench: Bench, build_id: int) -> dict:
     assert steps == [(n, total) for n in range(1, total + 1)]
     assert progress["step"]["done"] == progress["step"]["total"] == total
     assert f"{DERIVATION}> [1/{total}] Building CXX object" in readable
+    # Exact edges: the builder's .ninja_log, found through its ninja's working directory.
+    with bench.history() as history:
+        edges = history.edges(build_id)
+    assert len(edges) == total, [edge.outputs for edge in edges]
+    assert any(edge.outputs[0].endswith(".o") and edge.deps is not None for edge in edges)
     measured = next(b for b in bench.json("history", "--json")["builds"] if b["id"] == build_id)[
         "measurements"
     ]

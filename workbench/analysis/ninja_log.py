@@ -10,15 +10,19 @@ entries are not the build's), then `read_new()` returns only the entries appende
 file order, at the cost of the new bytes only. ninja may rewrite the whole log ("recompacting"
 it when it loads, through a new file renamed over the old one: src/build_log.cc Recompact); the
 reader notices the new inode or a shorter file, reads it again and returns only entries it has
-not seen and that were not there before the build.
+not seen and that were not there before the build. A reader told to `hold_open()` keeps the log
+it last read open, and reads the rest from it once the path is gone (a Nix builder's directory
+is removed right after its ninja wrote the last entries).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from workbench.errors import WorkbenchError
 
@@ -84,6 +88,8 @@ class NinjaLogReader:
         self._before: set[int] = set()
         self._returned: set[int] = set()
         self._pending: list[LogEntry | None] = []
+        self._hold = False
+        self._held: BinaryIO | None = None
 
     @classmethod
     def at_build_start(cls, path: Path) -> NinjaLogReader:
@@ -126,9 +132,36 @@ class NinjaLogReader:
         self._pending = [parse_line(line) for line in reversed(taken)]
         self._returned |= wanted
 
+    def hold_open(self) -> None:
+        """Keep the log open between reads, so that what ninja wrote last can still be read
+        after the log's directory was removed; `close()` lets go of it."""
+        self._hold = True
+
+    def close(self) -> None:
+        """Let go of the log held open (`hold_open`)."""
+        self._hold = False
+        if self._held is not None:
+            self._held.close()
+            self._held = None
+
+    def _open(self) -> BinaryIO:
+        """The log by its path; when the path is gone, the one held open (if any)."""
+        try:
+            handle = open(self.path, "rb")  # noqa: SIM115 (held, or closed by the caller)
+        except FileNotFoundError:
+            if self._held is None:
+                raise
+            return self._held
+        if self._hold:
+            if self._held is not None:
+                self._held.close()
+            self._held = handle
+        return handle
+
     def _read_tail(self) -> tuple[bytes, bool] | None:
         """The bytes after the offset, and whether the file was rewritten since the last read."""
-        with open(self.path, "rb") as handle:
+        handle = self._open()
+        with contextlib.nullcontext(handle) if handle is self._held else handle:
             stat = os.fstat(handle.fileno())
             inode = (stat.st_dev, stat.st_ino)
             rewritten = self._inode is not None and (

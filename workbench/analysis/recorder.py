@@ -5,10 +5,18 @@ Where the log is:
   --build DIR`): known before the build starts, so the entries already there are left out
   exactly;
 - otherwise (a Nix builder in its temporary directory, ORT's build.sh, the iterate workspace's
-  driver): every `ninja` process the sampler sees is asked for its working directory and `-C`,
-  and the log there is followed from then on. Entries ninja wrote before it was found are taken
-  back when they fit the running ninja: the tail of the log whose end times rise and fit the
-  time since that ninja started.
+  driver): every `ninja` process the sampler sees is asked for its working directory (where
+  its `-C` took it) and targets, and the log there is followed from then on. Entries ninja
+  wrote before it was found are taken back when they fit the running ninja: the tail of the
+  log whose end times rise and fit the time since that ninja started.
+
+A found ninja's build directory is its working directory (ninja's first act is `chdir` to its
+`-C`), opened through the process's own view of the file system (`/proc/PID/cwd`): a sandboxed
+Nix builder (Nix's Linux default) runs in a mount namespace of its own, and the `/build/...` that
+`readlink /proc/PID/cwd` names does not exist in the supervisor's. The directory stays open
+(`O_PATH`) after ninja exits, so the log, the manifest and `ninja -t graph` are read through
+`/proc/<supervisor>/fd/N` until the recorder finishes; names (the stored log path, the work
+key) stay ninja's own.
 
 The ninja graph (`ninja -t graph`) is read as soon as a log is found (a Nix builder's directory
 is gone when the build ends) and again at the end when the directory is still there and its
@@ -137,8 +145,12 @@ class StoredEdge:
 class _Followed:
     reader: NinjaLogReader
     directory: Path
+    """The build directory as ninja names it (stored, and the work key's)."""
     targets: tuple[str, ...]
     ninja_started: float | None
+    opened: int | None = None
+    """A found ninja's directory, open (O_PATH) through the process's own view; None: the
+    directory is read by its name (the command's own, in the supervisor's view)."""
     assembler: EdgeAssembler = field(default_factory=EdgeAssembler)
     graph: BuildGraph | None = None
     graph_error: str | None = None
@@ -166,6 +178,28 @@ class _Followed:
                 if self.started_by is None or bound < self.started_by:
                     self.started_by = bound
         return self.assembler.add(entries)
+
+    @property
+    def readable(self) -> Path:
+        """Where the supervisor reads the build directory: through its open descriptor, or by
+        name."""
+        if self.opened is None:
+            return self.directory
+        return Path(f"/proc/{os.getpid()}/fd/{self.opened}")
+
+    def close(self) -> None:
+        """Let go of the open directory and log (the recorder finished)."""
+        self.reader.close()
+        if self.opened is not None:
+            os.close(self.opened)
+            self.opened = None
+
+
+def open_working_directory(pid: int) -> int:
+    """Process `pid`'s working directory, opened O_PATH through `/proc/PID/cwd`: it is there in
+    the process's mount namespace, which may not be ours (a sandboxed Nix builder's `/build`).
+    Raises OSError."""
+    return os.open(f"/proc/{pid}/cwd", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
 
 
 def _tail_of_this_run(path: Path, ninja_started: float, now: float) -> NinjaLogReader:
@@ -209,6 +243,9 @@ class EdgeRecorder:
         self.read_graph = graph_reader
         self.followed: dict[Path, _Followed] = {}
         self._seen: set[tuple[int, float]] = set()
+        # A found ninja's directory by its (device, inode): two sandboxed builders both name
+        # theirs /build/..., one ninja run after another in a directory is one log.
+        self._found: dict[tuple[int, int], Path] = {}
         self.command = ninja_command(argv, Path(cwd))
         if self.command is not None:
             log = self.command.directory / LOG_NAME
@@ -251,23 +288,52 @@ class EdgeRecorder:
             command = ninja_command(argv, cwd)
             if command is None:
                 continue
-            log = command.directory / LOG_NAME
-            known = self.followed.get(log)
+            try:
+                opened = open_working_directory(pid)
+            except OSError:
+                continue  # the process ended
+            status = os.fstat(opened)
+            identity = (status.st_dev, status.st_ino)
+            known = self._followed_directory(identity)
             if known is not None:
+                os.close(opened)
                 if known.ninja_started is None or started < known.ninja_started:
                     known.ninja_started = started
                 continue
-            reader = _tail_of_this_run(log, started, self.clock())
-            self.followed[log] = _Followed(reader, command.directory, command.targets, started)
-            self._read_graph(self.followed[log])
+            # ninja's first act is chdir(-C): its working directory is the build directory.
+            log = cwd / LOG_NAME
+            if log in self.followed:  # another namespace's directory of the same name
+                log = Path(f"{log} (ninja {pid})")
+            self._found[identity] = log
+            readable = Path(f"/proc/{os.getpid()}/fd/{opened}") / LOG_NAME
+            reader = _tail_of_this_run(readable, started, self.clock())
+            reader.hold_open()  # a Nix builder's directory goes as soon as the builder ends
+            followed = _Followed(reader, cwd, command.targets, started, opened)
+            self.followed[log] = followed
+            self._read_graph(followed)
+
+    def _followed_directory(self, identity: tuple[int, int]) -> _Followed | None:
+        """The log already followed in the directory with this (device, inode): an earlier
+        ninja's there, or the one the command named."""
+        if identity in self._found:
+            return self.followed[self._found[identity]]
+        if self.command is None:
+            return None
+        try:
+            status = os.stat(self.command.directory)
+        except OSError:
+            return None
+        if (status.st_dev, status.st_ino) != identity:
+            return None
+        return self.followed.get(self.command.directory / LOG_NAME)
 
     def _read_graph(self, followed: _Followed) -> None:
-        manifest = _manifest_stamp(followed.directory)
+        manifest = _manifest_stamp(followed.readable)
         if manifest is None:
             return
         followed.manifest = manifest
         try:
-            followed.graph = self.read_graph(followed.directory, followed.targets)
+            followed.graph = self.read_graph(followed.readable, followed.targets)
             followed.graph_error = None
         except GraphError as error:
             followed.graph_error = str(error)
@@ -293,9 +359,11 @@ class EdgeRecorder:
             followed.assembler.flush()
             edges = followed.assembler.edges
             if not edges:
+                followed.close()
                 continue
-            if followed.directory.is_dir() and not _same_manifest(followed, edges):
+            if followed.readable.is_dir() and not _same_manifest(followed, edges):
                 self._read_graph(followed)  # the final manifest (CMake may have re-run)
+            followed.close()
             graph = followed.graph
             rules = {}
             dependencies = None
@@ -358,7 +426,7 @@ def _same_manifest(followed: _Followed, edges: Sequence[Edge]) -> bool:
         return False
     if any(output.endswith(".ninja") for edge in edges for output in edge.outputs):
         return False
-    return _manifest_stamp(followed.directory) == followed.manifest
+    return _manifest_stamp(followed.readable) == followed.manifest
 
 
 def _same_source(job_file: str, source: str) -> bool:
