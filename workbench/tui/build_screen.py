@@ -743,7 +743,8 @@ class BuildScreen(Screen[None]):
         banner.update(Text(visible(stall.describe(hint))))
 
     def on_log_view_status(self, message: LogView.Status) -> None:
-        self.query_one(LogView).border_title = f"Log · {message.text}"
+        # It quotes what was searched for: a border title is markup, so it goes as Text.
+        self.query_one(LogView).border_title = Text(f"Log · {message.text}")
 
     def on_data_table_header_selected(self) -> None:
         table = self.query_one(ProcessTable)
