@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -291,6 +292,48 @@ def test_attach_shows_what_each_host_builds_live(
     # The build's own lines went to stdout, the view to stderr.
     stdout_text = out.read_text()
     assert "per host:" not in stdout_text and "compiling" in stdout_text
+    # Followed to its end, attach stores the per-target rows and links the results as `build`.
+    rows = _rows(state, build_id)
+    assert set(rows) == set(TARGETS), stdout_text
+    assert rows[FAILING][1] == "failed"
+    assert f"build #{build_id}: {len(TARGETS)} targets" in stdout_text
+    assert (flake / f"result-{TARGETS[0]}").is_symlink()
+
+
+def test_hosts_watch_ends_when_the_builds_supervisor_is_gone(
+    hosts_config: Path, loopback_host: LoopbackHost, tmp_path: Path
+) -> None:
+    """`hosts watch` (no --once) of a matrix build whose supervisor was killed: the liveness
+    check marks the build lost and the watch ends, instead of waiting for ever."""
+    hold = held_builds(loopback_host, tmp_path / "hold")
+    flake = standin_variant_flake(tmp_path / "flake", seconds=4, hold=hold)
+    state = tmp_path / "state"
+    started = _workbench(
+        hosts_config, state, tmp_path, "build", "--match", "cpu avx", "-C", str(flake), "-d"
+    )
+    assert started.returncode == 0, started.stderr
+    build_id = _build_ids(state)[-1]
+    try:
+        deadline = time.monotonic() + 60
+        view = ""
+        while " building: " not in view and time.monotonic() < deadline:
+            view = _workbench(
+                hosts_config, state, tmp_path, "hosts", "watch", str(build_id), "--once"
+            ).stdout
+        assert " building: " in view, view  # mid-build, the builds held
+        with sqlite3.connect(state / "history.sqlite3") as db:
+            supervisor = db.execute(
+                "SELECT supervisor_pid FROM builds WHERE id = ?", (build_id,)
+            ).fetchone()[0]
+        os.kill(supervisor, signal.SIGKILL)
+        # Without the liveness check it never ends (subprocess's timeout fails the test).
+        watched = _workbench(
+            hosts_config, state, tmp_path, "hosts", "watch", str(build_id), timeout=60
+        )
+    finally:
+        (hold / "release").touch()
+    assert watched.returncode == 0, watched.stderr
+    assert f"build #{build_id} (matrix-4): lost\n" in watched.stdout, watched.stdout
 
 
 def test_hosts_that_cannot_build_are_left_out_in_one_line_each_before_the_build(

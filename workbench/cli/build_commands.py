@@ -602,7 +602,13 @@ def run_attach(args: argparse.Namespace) -> int:
         _say(outcome_line(record))
         return 0
     _say(f"attached to build #{record.id} ({record.name}); Ctrl-C leaves it running")
-    return _follow(args, history, record.id)
+    code, finished = _follow_to_end(args, history, record.id, None, True)
+    if finished and "matrix" in (record.settings or {}):
+        # A matrix build followed to its end: its per-target rows and out-links, as `build`.
+        from workbench.cli.hosts_command import print_target_rows
+
+        print_target_rows(_state(args), record.id, Path(record.cwd))
+    return code
 
 
 def _build_for_logs(history: Any, args: argparse.Namespace) -> Any:

@@ -186,11 +186,11 @@ def run_matrix_build(args: argparse.Namespace) -> int:
     followed = launch_and_follow(args, history, plan, [choice.warning] if choice.warning else [])
     if not followed.finished:
         return followed.code
-    _print_target_rows(_state(args), followed.build_id, Path(plan.cwd))
+    print_target_rows(_state(args), followed.build_id, Path(plan.cwd))
     return followed.code
 
 
-def _print_target_rows(state_directory, build_id: int, checkout: Path) -> None:
+def print_target_rows(state_directory: Path, build_id: int, checkout: Path) -> None:
     """Work out, store and print the per-target rows of an ended matrix build; link each
     target's result as result-NAME in the checkout."""
     import sys
@@ -228,14 +228,17 @@ WATCH_INTERVAL_S = 1.0
 
 
 def run_watch(args: argparse.Namespace) -> int:
-    """`workbench hosts watch [ID]`: what each host builds now and the matrix, until the end."""
+    """`workbench hosts watch [ID]`: what each host builds now and the matrix, until the end
+    (or until its supervisor is found gone: the build is then marked lost, as `status` does)."""
     import time
 
     from workbench.cli.build_commands import _state
     from workbench.errors import WorkbenchError
     from workbench.hosts.fleet import LOCAL, Fleet, fleet_lines
+    from workbench.hosts.matrix_view import LogFleet
     from workbench.hosts.target_history import matrix_of
     from workbench.logs.visible import visible
+    from workbench.supervision import liveness
     from workbench.supervision.history import History
 
     state = _state(args)
@@ -246,23 +249,19 @@ def run_watch(args: argparse.Namespace) -> int:
         raise WorkbenchError(f"build #{record.id} is not a matrix build (workbench build A B ...)")
     host_names = matrix.get("hosts", {})
     hosts = ([LOCAL] if matrix.get("local_builds", True) else []) + list(host_names.values())
-    fleet = Fleet(host_names=host_names)
-    offset = 0
-    pending = b""
+    # Read READ_CHUNK bytes at a time (a 2 GB log is never held whole), to the end each round.
+    reader = LogFleet(Path(record.log_path), Fleet(host_names=host_names))
     while True:
         with History(state) as history:
             record = history.get(record.id)
-        try:
-            with open(record.log_path, "rb") as handle:
-                handle.seek(offset)
-                chunk = handle.read()
-        except FileNotFoundError:
-            chunk = b""
-        offset += len(chunk)
-        *lines, pending = (pending + chunk).split(b"\n")
-        for line in lines:
-            fleet.feed(line.decode("utf-8", "replace"))
-        view = fleet_lines(fleet, hosts, matrix.get("targets", []))
+            if record.active:  # a supervisor that died leaves its build "running" for ever
+                record = liveness.check(history, [record])[0]
+        while True:
+            read_before = reader.offset
+            reader.catch_up()
+            if reader.offset == read_before or reader.caught_up():
+                break
+        view = fleet_lines(reader.fleet, hosts, matrix.get("targets", []))
         print(f"build #{record.id} ({record.name}): {record.state}")
         for line in view:
             print(visible(line))
@@ -271,7 +270,7 @@ def run_watch(args: argparse.Namespace) -> int:
         print("", flush=True)
         time.sleep(WATCH_INTERVAL_S)
     if not record.active:
-        _print_target_rows(state, record.id, Path(record.cwd))
+        print_target_rows(state, record.id, Path(record.cwd))
     return 0
 
 

@@ -124,6 +124,10 @@ class MatrixScreen(Screen[None]):
         self.sampling: FleetSampling | None = None
         self.sampling_problem = ""
         self._sampling_asked = False
+        # The worker may start samplers while the screen unmounts: whoever comes second of the
+        # two stops them (their SSH sessions must not outlive the screen).
+        self._sampling_lock = threading.Lock()
+        self._unmounted = False
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -160,13 +164,19 @@ class MatrixScreen(Screen[None]):
             config = getattr(self.app, "config_directory", None)
             if config is not None:
                 found = self.watch.start_sampling(Path(config))
-                if isinstance(found, str):
-                    self.sampling_problem = found
-                else:
-                    self.sampling = found
+                with self._sampling_lock:
+                    if isinstance(found, str):
+                        self.sampling_problem = found
+                    elif self._unmounted:
+                        found.stop()  # the screen went while they started
+                        return
+                    else:
+                        self.sampling = found
         elif self.sampling is not None and (view is None or not view.active):
-            self.sampling.stop()
-            self.sampling = None
+            with self._sampling_lock:
+                stopping, self.sampling = self.sampling, None
+            if stopping is not None:
+                stopping.stop()
         sampling, fleet = self.sampling, self.watch.fleet
         if sampling is not None and fleet is not None:
             # Every derivation Nix started on a host reaches its sampler: the compile of a
@@ -175,10 +185,12 @@ class MatrixScreen(Screen[None]):
         self.post_message(self.Refreshed(view))
 
     def on_unmount(self) -> None:
-        if self.sampling is not None:
+        with self._sampling_lock:
+            self._unmounted = True
+            sampling, self.sampling = self.sampling, None
+        if sampling is not None:
             # Each session ends when its stdin closes; waited for off the event loop.
-            threading.Thread(target=self.sampling.stop, daemon=True).start()
-            self.sampling = None
+            threading.Thread(target=sampling.stop, daemon=True).start()
 
     def on_matrix_screen_refreshed(self, message: Refreshed) -> None:
         self.refreshes += 1
