@@ -5,7 +5,9 @@ Release builds are often stripped, and Nix (`separateDebugInfo = true`) moves DW
 binary's build-id (under each debug-file directory) or by its `.gnu_debuglink` name (next to
 the binary, in `.debug/` beside it, or under a debug directory plus the binary's directory).
 This module reads only the ELF section headers and two small sections, with the same search,
-so that a capture can say first what is missing and how to get it.
+so that a capture can say first what is missing and how to get it: for the executable, and
+for each shared library the threads run in (check_libraries: libonnxruntime.so in a python
+process), leaving out the runtime and system libraries whose missing debug info is normal.
 
 (A small reader rather than pyelftools: three fixed-layout tables are read, and a new
 runtime dependency would have to reach pyproject.toml and the flake's Python set.)
