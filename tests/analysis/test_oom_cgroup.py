@@ -10,6 +10,7 @@ cgroup.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -27,6 +28,7 @@ V1_MEMORY = Path("/sys/fs/cgroup/memory")
 LIMIT = 1_000_000_000
 UNITS = 4
 ELEMENTS = 1_200_000
+DAEMON_LIMIT = 600_000_000
 
 
 def _cgroup_or_skip() -> Path:
@@ -184,5 +186,132 @@ def test_oom_is_named_and_auto_jobs_fit_and_complete(
         assert limiting is None or str(cgroup) not in limiting.directory  # the test is outside
         print(f"OOM run: {note}")
         print(f"auto: {jobs} jobs x {float(per_job_gb):.2f} GiB ({source}); completed")
+    finally:
+        bench.cleanup()
+
+
+# A stand-in for a nix-daemon build's compiles (no nixpkgs here): the builder writes the same
+# memory-hungry units as `memory_project` (awk prints the initialiser) and compiles all four at
+# once with the machine's g++, as `ninja -j4` would.
+DAEMON_EXPRESSION = f"""{{ salt }}:
+derivation {{
+  name = "wb-memory-daemon";
+  inherit salt;
+  system = builtins.currentSystem;
+  PATH = "/usr/bin:/bin";
+  builder = "/bin/sh";
+  args = [ "-c" ''
+    for u in {" ".join(str(unit) for unit in range(UNITS))}; do
+      awk -v u=$u 'BEGIN {{ printf "long table_%d[] = {{", u;
+        for (i = 0; i < {ELEMENTS}; i++) printf "%d,", (i * 7919 + u) % 1000003;
+        print "0}};" }}' > table_$u.cc
+    done
+    for u in {" ".join(str(unit) for unit in range(UNITS))}; do
+      g++ -c table_$u.cc -o table_$u.o &
+      pids="$pids $!"
+    done
+    failed=0
+    for pid in $pids; do wait $pid || failed=1; done
+    test $failed = 0 && echo ok > $out
+  '' ];
+}}
+"""
+
+
+@pytest.fixture
+def daemon_in_cgroup(tmp_path: Path, cgroup: Path) -> Iterator[tuple[int, dict[str, str]]]:
+    """A nix-daemon of our own started inside the limited cgroup: (its pid, a client's env)."""
+    import time
+
+    import psutil
+    from nix_testing import ensure_build_users
+
+    if shutil.which("nix-daemon") is None or shutil.which("nix-build") is None:
+        pytest.skip("needs Debian's nix-bin (nix-daemon, nix-build)")
+    ensure_build_users()
+    # Tighter than LIMIT: four units at once exceed it even when their peaks do not coincide.
+    (cgroup / "memory.limit_in_bytes").write_text(str(DAEMON_LIMIT))
+    conf = tmp_path / "nix-conf"
+    conf.mkdir()
+    (conf / "nix.conf").write_text(
+        "build-users-group = nixbld\nsandbox = false\nsubstituters =\n"
+        "experimental-features = nix-command flakes\n"
+    )
+    socket = tmp_path / "daemon.socket"
+    env = {k: v for k, v in os.environ.items() if k not in ("NIX_CONFIG", "NIX_REMOTE")}
+    env.update({"NIX_CONF_DIR": str(conf), "NIX_DAEMON_SOCKET_PATH": str(socket)})
+    with open(tmp_path / "daemon.log", "w") as log:
+        daemon = subprocess.Popen(
+            ["nix-daemon"],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_in(cgroup),
+        )
+    try:
+        deadline = time.monotonic() + 20
+        while not socket.exists():
+            assert daemon.poll() is None, (tmp_path / "daemon.log").read_text()
+            assert time.monotonic() < deadline, "nix-daemon did not open its socket"
+            time.sleep(0.05)
+        client = {
+            "NIX_REMOTE": "daemon",
+            "NIX_DAEMON_SOCKET_PATH": str(socket),
+            "NIX_CONF_DIR": str(conf),
+            "NIX_CONFIG": "",
+        }
+        yield daemon.pid, client
+    finally:
+        below = []
+        with contextlib.suppress(psutil.Error):
+            below = psutil.Process(daemon.pid).children(recursive=True)
+        daemon.kill()
+        for process in below:  # workers and builders call setsid(): each by its PID
+            with contextlib.suppress(psutil.Error):
+                process.kill()
+        daemon.wait(timeout=10)
+
+
+def test_the_daemon_of_a_nix_client_is_found_and_its_cgroup_limits_the_build(
+    daemon_in_cgroup: tuple[int, dict[str, str]], cgroup: Path
+) -> None:
+    daemon_pid, client = daemon_in_cgroup
+    assert oom.nix_daemon_pid(client) == daemon_pid  # by its socket, among any other daemons
+    limiting = oom.build_cgroup(True, client)
+    assert limiting is not None and limiting.directory == str(cgroup)
+    assert limiting.version == 1  # the limit as the kernel keeps it (page-aligned)
+    assert limiting.limit == int((cgroup / "memory.limit_in_bytes").read_text()) <= DAEMON_LIMIT
+    own = oom.build_cgroup(False, client)  # not through the daemon: this process's cgroups
+    assert own is None or own.directory != str(cgroup)
+    # A single-user client (root, NIX_REMOTE unset) builds in-process: no daemon's cgroup.
+    single_user = {k: v for k, v in client.items() if k != "NIX_REMOTE"}
+    single_user["NIX_DAEMON_SOCKET_PATH"] = client["NIX_DAEMON_SOCKET_PATH"]
+    assert oom.nix_daemon_socket(single_user) is None
+    assert oom.nix_daemon_pid(single_user) is None
+
+
+@pytest.mark.slow
+def test_a_daemon_builds_oom_is_named_with_the_daemons_cgroup(
+    tmp_path: Path, daemon_in_cgroup: tuple[int, dict[str, str]], cgroup: Path
+) -> None:
+    """The supervisor is outside the limited cgroup; the daemon, and so its builders, inside:
+    the OOM kill is counted there and named with that cgroup's limit."""
+    _, client = daemon_in_cgroup
+    expression = tmp_path / "memory.nix"
+    expression.write_text(DAEMON_EXPRESSION)
+    bench = Bench(tmp_path / "state", client)
+    try:
+        argv = ["nix-build", str(expression), "--no-out-link", "--argstr", "salt"]
+        killed = bench.run("run", "--", *argv, uuid.uuid4().hex, cwd=tmp_path, timeout=600)
+        assert killed.returncode != 0, killed.stderr
+        record = bench.record(bench.latest_id())
+        note = record.note or ""
+        assert "killed (OOM)" in note, (note, killed.stderr[-2000:])
+        limit = int((cgroup / "memory.limit_in_bytes").read_text())
+        assert f"{limit / 1024**3:.2f} GiB limit of memory cgroup {cgroup} (v1)" in note, note
+        limiting = oom.limiting_cgroup()
+        assert limiting is None or limiting.directory != str(cgroup)  # the supervisor's is not
+        print(f"daemon OOM run: {note}")
     finally:
         bench.cleanup()

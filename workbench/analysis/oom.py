@@ -1,7 +1,9 @@
 """What a memory cgroup's OOM killer did to a build, said with the numbers.
 
 The cgroup that counts is the one with the tightest memory limit above the build's process
-(`monitor.memory.MemoryProbe`; for a Nix daemon's builders, the daemon's). Its kill counter is
+(`monitor.memory.MemoryProbe`); for a Nix build through a nix-daemon, whose builders are the
+daemon's children and inherit its cgroups, the daemon's (`nix_daemon_pid` finds the daemon
+listening on the client's socket). Its kill counter is
 `oom_kill` in `memory.oom_control` (cgroup v1, Linux 4.13+) or in `memory.events` (v2); a rise
 between the build's start and its end means the kernel killed processes of the build for
 memory, which is then said as "killed (OOM) while compiling X; N jobs x Y GiB peak = T GiB > the
@@ -11,7 +13,7 @@ Z GiB limit of memory cgroup ...".
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from workbench.host.units import GIB
@@ -34,6 +36,79 @@ def limiting_cgroup(pid: int | None = None) -> CgroupMemory | None:
         return None
     directory, version, limit = found
     return CgroupMemory(directory, version, limit)
+
+
+_DEFAULT_STATE_DIR = "/nix/var/nix"
+_LISTENING = 0x10000  # __SO_ACCEPTCON in /proc/net/unix's Flags: a listening socket
+
+
+def nix_daemon_socket(environ: Mapping[str, str]) -> str | None:
+    """The daemon socket a Nix client with this environment builds through; None when it builds
+    in-process. NIX_REMOTE=daemon or unix://PATH say so; unset or empty is Nix's "auto": the
+    daemon unless the client may write the Nix database (root on a single-user install)."""
+    state = environ.get("NIX_STATE_DIR") or _DEFAULT_STATE_DIR
+    default = environ.get("NIX_DAEMON_SOCKET_PATH") or f"{state}/daemon-socket/socket"
+    remote = environ.get("NIX_REMOTE", "")
+    if remote == "daemon":
+        return default
+    if remote.startswith("unix://"):
+        return remote[len("unix://") :].partition("?")[0] or default
+    if remote == "" and not os.access(f"{state}/db", os.W_OK) and os.path.exists(default):
+        return default
+    return None
+
+
+def nix_daemon_pid(environ: Mapping[str, str], proc: str = "/proc") -> int | None:
+    """The nix-daemon listening on the socket this environment's Nix client uses (None: none,
+    or not one to be told apart). The socket's inode is matched with the processes' open files
+    where they can be read (root); else the one nix-daemon whose parent is not one."""
+    socket = nix_daemon_socket(environ)
+    if socket is None:
+        return None
+    inodes: set[str] = set()
+    try:
+        with open(os.path.join(proc, "net", "unix")) as handle:
+            for line in handle.readlines()[1:]:
+                fields = line.split()
+                if len(fields) >= 8 and fields[7] == socket and int(fields[3], 16) & _LISTENING:
+                    inodes.add(f"socket:[{fields[6]}]")
+    except (OSError, ValueError):
+        pass
+    daemons = _nix_daemons(proc)
+    for pid in daemons:
+        try:
+            descriptors = os.listdir(os.path.join(proc, str(pid), "fd"))
+            for descriptor in descriptors:
+                if os.readlink(os.path.join(proc, str(pid), "fd", descriptor)) in inodes:
+                    return pid
+        except OSError:
+            continue
+    listeners = [pid for pid, parent in daemons.items() if parent not in daemons]
+    return listeners[0] if len(listeners) == 1 else None
+
+
+def _nix_daemons(proc: str) -> dict[int, int]:
+    """nix-daemon processes: pid -> parent pid."""
+    found: dict[int, int] = {}
+    for entry in os.listdir(proc):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(os.path.join(proc, entry, "stat")) as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        name = stat[stat.find("(") + 1 : stat.rfind(")")]
+        if name == "nix-daemon":
+            found[int(entry)] = int(stat[stat.rfind(")") + 2 :].split()[1])
+    return found
+
+
+def build_cgroup(nix: bool, environ: Mapping[str, str]) -> CgroupMemory | None:
+    """The limiting memory cgroup of a build this process starts: a Nix build through a daemon
+    runs in the daemon's cgroups, anything else in this process's."""
+    daemon = nix_daemon_pid(environ) if nix else None
+    return limiting_cgroup(daemon)
 
 
 def oom_kills(cgroup: CgroupMemory) -> int | None:

@@ -836,7 +836,8 @@ class Supervisor:
     def _cgroup_oom_before(self) -> Any:
         from workbench.analysis import oom
 
-        cgroup = oom.limiting_cgroup()  # the build inherits this process's cgroups
+        # The build inherits this process's cgroups; a nix-daemon's builders, the daemon's.
+        cgroup = oom.build_cgroup(self.record.nix, os.environ)
         return None if cgroup is None else (cgroup, oom.oom_kills(cgroup))
 
     def _cgroup_oom_note(self, summary: Any) -> str | None:
