@@ -179,3 +179,23 @@ def test_a_post_patch_that_fails_on_the_new_series_rolls_it_back(loop: Loop) -> 
     assert "postPatch wants tune-light-7" in error and "Rolled back" in error
     assert loop.git("rev-parse", "HEAD") == head
     assert "x) + 70);" in (loop.src / "light_7.cc").read_text()  # as it was
+
+
+def test_a_workspace_made_before_the_layers_is_made_again_in_patch_phase_order(
+    loop: Loop,
+) -> None:
+    # A workspace of the earlier layout (own patches and postPatch as one commit) has no
+    # record of its layers: the next cycle makes them again, in patchPhase's order.
+    _add_to_post_patch(loop, "sed -i 's/0) + 3;/0) * 3;/' light_3.cc")
+    loop.iterate_json("--no-smoke")
+    state_file = loop.workspace / "workspace.json"
+    state = json.loads(state_file.read_text())
+    del state["layers"]
+    state_file.write_text(json.dumps(state))
+    cycle = loop.iterate_json("--no-smoke")
+    assert any("made with postPatch before the series" in step for step in cycle["steps"])
+    assert cycle["source_remade"] and "patchPhase runs it after" in cycle["source_remade"][0]
+    assert loop.git("log", "--format=%s").splitlines() == SUBJECTS
+    assert "0) * 3;" in (loop.src / "light_3.cc").read_text()
+    assert json.loads(state_file.read_text())["layers"]
+    assert cycle["ninja"]["sources"] == []  # every file as it was: nothing to compile
