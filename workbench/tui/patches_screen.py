@@ -231,10 +231,10 @@ class PatchesScreen(Screen[None]):
         try:
             set_enabled(self.config_directory, patch.name, not patch.enabled, self.matrix)
         except WorkbenchError as exc:
-            self.notify(str(exc), severity="error", timeout=10)
+            self.notify(str(exc), severity="error", timeout=10, markup=False)
             return
         self.checks.clear()  # the series changed: earlier results no longer hold
-        self.notify(f"{patch.name} {'disabled' if patch.enabled else 'enabled'}")
+        self.notify(f"{patch.name} {'disabled' if patch.enabled else 'enabled'}", markup=False)
         self.reload()
 
     @on(Input.Submitted, "#patches-source")
@@ -260,7 +260,10 @@ class PatchesScreen(Screen[None]):
         try:
             result = check_series(self.series, patches, source)
         except WorkbenchError as exc:
-            self.app.call_from_thread(self.notify, str(exc), severity="error", timeout=10)
+            # The message quotes the path typed in: text, never markup.
+            self.app.call_from_thread(
+                self.notify, str(exc), severity="error", timeout=10, markup=False
+            )
             return
         self.app.call_from_thread(self._checked, result)
 
@@ -268,9 +271,11 @@ class PatchesScreen(Screen[None]):
         self.checks = {check.name: check for check in result.patches}
         failed = [check.name for check in result.patches if not check.ok]
         if failed:
-            self.notify(f"do not apply cleanly: {', '.join(failed)}", severity="warning")
+            self.notify(
+                f"do not apply cleanly: {', '.join(failed)}", severity="warning", markup=False
+            )
         else:
-            self.notify(f"all {len(result.patches)} patches apply to {result.source}")
+            self.notify(f"all {len(result.patches)} patches apply to {result.source}", markup=False)
         self.reload()
         self.query_one("#patches-table", DataTable).focus()
 
