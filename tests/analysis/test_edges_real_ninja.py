@@ -226,11 +226,21 @@ def test_recorder_follows_a_ninja_it_finds_late(tmp_path: Path) -> None:
     """A log found through a running ninja (as for a Nix builder): what it wrote before it was
     found comes back, what earlier builds wrote does not."""
     directory = _project(tmp_path)
+    # `final` waits while a file named `hold` exists: ninja is still running when the recorder
+    # looks, however loaded the machine (wide_1 to final was about a second).
+    (directory / "build.ninja").write_text(
+        MANIFEST.replace(
+            "build final final.extra: wait middle",
+            "rule held\n  command = while [ -e hold ]; do sleep 0.05; done; touch $out\n"
+            "build final final.extra: held middle",
+        )
+    )
     _ninja(directory, "-j3")
     for name in ("chain_1", "wide_1"):
         (directory / name).unlink()
     log = directory / ".ninja_log"
     written = log.read_text().count("\twide_1\t")
+    (directory / "hold").touch()
     process = subprocess.Popen(
         ["ninja", "-j3"], cwd=directory, stdout=subprocess.DEVNULL, start_new_session=True
     )
@@ -245,9 +255,10 @@ def test_recorder_follows_a_ninja_it_finds_late(tmp_path: Path) -> None:
         while log.read_text().count("\twide_1\t") == written:
             assert time.monotonic() < deadline, "ninja did not rebuild wide_1"
             time.sleep(0.05)
-        # Still running (final comes after the 1.8 s chain): a reaped ninja has no cwd to read.
+        # Still running (final is held): a reaped ninja has no cwd to read.
         assert process.poll() is None
         recorder.observe([(process.pid, started, "ninja")])
+        (directory / "hold").unlink()
         assert process.wait(timeout=60) == 0
         ended = time.time()
     finally:
