@@ -373,3 +373,40 @@ def test_hosts_that_cannot_build_are_left_out_in_one_line_each_before_the_build(
         argv = db.execute("SELECT argv FROM builds ORDER BY id DESC LIMIT 1").fetchone()[0]
     assert str(loopback_host.client_key) in argv
     assert str(wrong_key) not in argv and "no_nix_key" not in argv
+
+
+def test_nix_s_retry_elsewhere_is_visible_in_the_rows(
+    hosts_config: Path, loopback_host: LoopbackHost, tmp_path: Path
+) -> None:
+    """A host the probe reaches but whose Nix daemon cannot be opened (its key's forced command
+    refuses `nix-daemon`, as a host whose daemon broke after the probe): Nix's build hook tries
+    it first (the higher speed factor), says "cannot build on", and builds elsewhere; the
+    target's row says which host it was tried on first."""
+    key = loopback_host.directory / "broken_daemon_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    refuse_daemon = (
+        'command="case \\"$SSH_ORIGINAL_COMMAND\\" in nix-daemon*) echo no daemon >&2; exit 1;; '
+        'esac; exec /bin/sh -c \\"$SSH_ORIGINAL_COMMAND\\"" '
+    )
+    with open(loopback_host.directory / "authorized_keys", "a") as authorized:
+        authorized.write(refuse_daemon + key.with_suffix(".pub").read_text())
+    path = hosts_config / "hosts.toml"
+    path.write_text(
+        path.read_text() + loopback_host.hosts_entry("broken", key=key, speed_factor=10)
+    )
+    flake = standin_variant_flake(tmp_path / "flake", seconds=2)
+    state = tmp_path / "state"
+    done = _workbench(
+        hosts_config, state, tmp_path, "build", "--match", "cpu avx", "-C", str(flake)
+    )
+    assert done.returncode == 1, done.stderr  # bf16 failed; the others were built
+    assert "left out" not in done.stderr  # the probe reached it: only Nix found it broken
+    rows = _rows(state, _build_ids(state)[-1])
+    retried = {name: row for name, row in rows.items() if "broken" in row[2].split(",")}
+    assert retried, rows
+    for name, row in retried.items():
+        assert row[0] in ("local", "remote"), (name, row)
+        line = next(line for line in done.stdout.splitlines() if f" {name} " in line)
+        assert "(tried broken first)" in line, done.stdout
+    for name in set(TARGETS) - {FAILING}:
+        assert rows[name][1] == "built", rows

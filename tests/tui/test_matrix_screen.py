@@ -97,7 +97,8 @@ async def test_the_matrix_follows_the_log_to_the_build_s_end(tmp_path: Path) -> 
         screen = await open_matrix(pilot)
         rows = table_rows(screen)
         vnni, bf16 = "onnxruntime-python313-cpu-avx512vnni", "onnxruntime-python313-cpu-avx512bf16"
-        assert rows[vnni][1:4] == ("building", "local", "21m")
+        # Nix's retry elsewhere: its build hook could not reach badkey just before.
+        assert rows[vnni][1:4] == ("building", "local (after badkey)", "21m")
         assert rows[bf16][1:3] == ("failed", "remote") and rows[bf16][-1] == FIRST_ERROR
         assert rows["onnxruntime-python313-cuda12_9-sm90-avx512"][1] == "waiting"
         assert rows["onnxruntime-python313-cuda12_9-sm89-avx2"][1] == "in store"
@@ -118,7 +119,7 @@ async def test_the_matrix_follows_the_log_to_the_build_s_end(tmp_path: Path) -> 
         )
         await settled(pilot)
         rows = table_rows(screen)
-        assert rows[vnni][1:3] == ("done", "local")
+        assert rows[vnni][1:3] == ("done", "local (after badkey)")
         assert rows["onnxruntime-python313-cuda12_9-sm90-avx512"][1] == "not built"
         assert "local          idle" in static_text(screen, "#matrix-hosts")
         assert static_text(screen, "#matrix-summary").startswith(

@@ -53,6 +53,7 @@ class Attempt:
     first_error: str = ""
     log_lines: int = 0
     last_line: str = ""
+    after: tuple[str, ...] = ()  # hosts Nix could not build it on just before (tried first)
 
 
 @dataclass
@@ -69,6 +70,9 @@ class Fleet:
     # attempts running then (the one whose builder fails next was on the host that dropped).
     _lost_unplaced: str = ""
     _lost_suspects: list[Attempt] = field(default_factory=list)
+    # Hosts Nix said it "cannot build on" since the last start: its build hook then picks
+    # another machine (or this one) for the same derivation, which starts next.
+    _refused_by: list[str] = field(default_factory=list)
 
     def host_of(self, uri: str) -> str:
         """The host name for a store URI in Nix's log ("" is this machine)."""
@@ -114,7 +118,9 @@ class Fleet:
             if remote is not None:  # the remote daemon's own report of the same build
                 self._by_activity[event.id] = remote
                 return
-        attempt = Attempt(drv=drv, host=host, started=self.clock())
+        after = tuple(h for h in dict.fromkeys(self._refused_by) if h != host)
+        self._refused_by = []
+        attempt = Attempt(drv=drv, host=host, started=self.clock(), after=after)
         self.attempts.append(attempt)
         self._by_activity[event.id] = attempt
 
@@ -127,6 +133,7 @@ class Fleet:
             reason = cannot.group(2).replace("error: ", "").strip()
             # A host that dropped mid-build keeps that first reason.
             self.gone.setdefault(host, f"cannot build there: {reason}")
+            self._refused_by.append(host)
             return
         lowered = first.lower()
         if any(mark in lowered for mark in _LOST_CONNECTION):
@@ -216,7 +223,12 @@ def target_states(fleet: Fleet, targets: list[dict]) -> list[TargetState]:
             continue
         last = tries[-1]
         state = {"building": "building", "built": "done", "failed": "failed"}[last.outcome]
-        earlier = tuple(a.host for a in tries[:-1])
+        # Every host tried before the last: earlier attempts, and hosts Nix could not reach.
+        earlier = tuple(
+            dict.fromkeys(
+                [host for a in tries[:-1] for host in (*a.after, a.host)] + list(last.after)
+            )
+        )
         rows.append(
             TargetState(
                 target["name"],
