@@ -439,6 +439,7 @@ def test_compare_names_slower_faster_new_and_gone(tmp_path: Path) -> None:
     before = analyse(_rows(assemble(read_all(directory / ".ninja_log"))), 3)
     (directory / "build.ninja").write_text(
         MANIFEST.replace("seconds = 0.9", "seconds = 1.5")
+        .replace("build chain_1: wait\n  seconds = 0.6", "build chain_1: wait\n  seconds = 0.1")
         .replace("build short_1", "build s_1")
         .replace("short_1", "s_1")
     )
@@ -450,6 +451,7 @@ def test_compare_names_slower_faster_new_and_gone(tmp_path: Path) -> None:
     assert before is not None and after is not None
     changes = {change.output: change.status for change in compare(before, after)}
     assert changes["wide_1"] == "slower" and changes["wide_2"] == "slower"
+    assert changes["chain_1"] == "faster"  # 0.6 s of sleep, then 0.1 s
     assert changes["s_1"] == "new" and changes["short_1"] == "gone"
 
 

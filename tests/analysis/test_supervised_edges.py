@@ -46,6 +46,22 @@ def test_run_report_and_trace_use_exact_edges(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
         document = json.loads(trace.read_text())
         assert sum(1 for e in document["traceEvents"] if e["ph"] == "X") == 8
+        # The supervisor's 1 Hz samples as counters on the build's time axis (t >= 0 from its
+        # start, within it), one RSS and one CPU counter per stored sample.
+        with bench.history() as history:
+            samples = history.samples(build_id)
+            duration = bench.record(build_id).duration_s or 0.0
+        assert samples, "a build of about 2 s not sampled"
+        counters = {
+            name: [e for e in document["traceEvents"] if e["ph"] == "C" and e["name"] == name]
+            for name in ("build memory (RSS, sampled)", "build CPU (cores, sampled)")
+        }
+        for name, events in counters.items():
+            assert len(events) == len(samples), (name, events)
+            assert all(0 <= e["ts"] <= (duration + 1) * 1e6 for e in events), events
+        memory = [e["args"]["MiB"] for e in counters["build memory (RSS, sampled)"]]
+        assert max(memory) > 0 and min(memory) >= 0, memory  # the last may see nothing left
+        assert all(e["args"]["cores"] >= 0 for e in counters["build CPU (cores, sampled)"])
         assert trace.stat().st_mode & 0o077 == 0
     finally:
         bench.cleanup()
