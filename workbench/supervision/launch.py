@@ -201,13 +201,7 @@ _WRAPPERS = ("env", "nice", "time", "ionice", "taskset", "chrt", "stdbuf", "ccac
 
 def _named_trees(argv: Sequence[str]) -> list[str]:
     """The directories a command's own options name as its build tree."""
-    start = 0
-    while start < len(argv) and (
-        os.path.basename(argv[start]) in _WRAPPERS
-        or "=" in argv[start]
-        or (start > 0 and argv[start].startswith("-"))
-    ):
-        start += 1
+    start = _program_start(argv)
     if start >= len(argv):
         return []
     program = os.path.basename(argv[start])
@@ -227,14 +221,73 @@ def _named_trees(argv: Sequence[str]) -> list[str]:
     return found
 
 
+# A flake installable's attribute: `.#onnxruntime-cpu`, `/src/builder#cuda-dyn`, `nixpkgs#hello`.
+_INSTALLABLE = re.compile(r"^[^-\s][^\s#]*#([A-Za-z0-9_][A-Za-z0-9._+-]{0,199})$")
+NIX_TARGET_KEY = "the Nix target "
+# `nix build` options whose value (or second value) could look like an installable.
+_NIX_VALUED_OPTIONS = ("--builders", "--store", "--eval-store", "--out-link", "-o", "--expr")
+_NIX_VALUED_OPTIONS += ("--file", "-f", "--include", "-I", "--reference-lock-file")
+_NIX_TWO_VALUED_OPTIONS = ("--option", "--override-input", "--arg", "--argstr")
+
+
+def _program_start(argv: Sequence[str]) -> int:
+    """Where the program proper starts after wrappers (`env A=1`, `nice -n 5`, `taskset 0x3`)."""
+    start = 0
+    while start < len(argv) and (
+        os.path.basename(argv[start]) in _WRAPPERS
+        or "=" in argv[start]
+        or (start > 0 and argv[start].startswith("-"))
+        or (start > 0 and re.fullmatch(r"[0-9][0-9a-fx,-]*", argv[start]) is not None)
+    ):
+        start += 1
+    return start
+
+
+def nix_targets(argv: Sequence[str]) -> list[str]:
+    """The flake attributes a `nix build` (or `flox build NAME`) command builds.
+
+    Nix locks a derivation's outputs itself, so two builds of one derivation never write the
+    same store path, and a builder's directory (/tmp/nix-build-NAME.drv-N) is new for every
+    build: neither is a tree a second build could spoil. What a user must not get is a second
+    build of a target that silently waits on Nix's lock ("waiting for lock on ...") behind a
+    build nobody follows any more, or one started beside an orphaned builder of the same
+    derivation after its Nix (and so Nix's lock) is gone. So a Nix build is also keyed on its
+    target, whichever flake directory it is built from."""
+    start = _program_start(argv)
+    if start + 1 >= len(argv):
+        return []
+    program = os.path.basename(argv[start])
+    rest = list(argv[start + 1 :])
+    if program == "flox":
+        if "build" not in rest:
+            return []
+        after = rest[rest.index("build") + 1 :]
+        return [arg for arg in after if PLAIN_NAME.match(arg)][:1]
+    if program == "nix-build":
+        return [rest[i + 1] for i, arg in enumerate(rest[:-1]) if arg in ("-A", "--attr")]
+    if program != "nix" or "build" not in rest:
+        return []
+    after = rest[rest.index("build") + 1 :]
+    return [
+        found.group(1)
+        for index, arg in enumerate(after)
+        if (found := _INSTALLABLE.match(arg)) is not None
+        and "://" not in arg
+        and not (index > 0 and after[index - 1] in _NIX_VALUED_OPTIONS)
+        and not (index > 1 and after[index - 2] in _NIX_TWO_VALUED_OPTIONS)
+    ]
+
+
 def build_trees(argv: Sequence[str], cwd: str | Path, checkout: str | None = None) -> list[str]:
     """Every tree a build works in, for its locks: its checkout, the build tree its command
-    names (`ninja -C DIR`...) and that tree's checkout, in that order, without repeats."""
+    names (`ninja -C DIR`...) and that tree's checkout, in that order, without repeats; and
+    for a Nix build, its targets ("the Nix target ATTR": `nix_targets` says why)."""
     here = Path(cwd)
     trees = [checkout or str(find_checkout(here))]
     for named in _named_trees(argv):
         directory = (here / os.path.expanduser(named)).resolve()
         trees += [str(directory), str(find_checkout(directory))]
+    trees += [NIX_TARGET_KEY + attr for attr in nix_targets(argv)]
     return list(dict.fromkeys(trees))
 
 

@@ -4,6 +4,10 @@ A build is keyed on every tree it writes: the checkout it is launched from and t
 its command names (`ninja -C DIR`, `make -C DIR`, `cmake --build DIR`, ORT's
 `build.sh --build_dir DIR`) with that tree's own checkout, so `ninja -C OTHER/build` started
 elsewhere is refused while another build builds OTHER (`launch.build_trees` finds them).
+A Nix build is keyed on its targets too ("the Nix target ATTR", from any flake directory): Nix
+locks a derivation's outputs itself and gives each builder a new directory, so neither is a
+tree to lock, but a second build of a target that a lost build still builds would wait on Nix's
+lock without a word; it is refused instead, naming the build and `workbench stop N`.
 
 The CLI takes the locks before it creates anything and hands the open descriptors to the
 supervisor it starts, which passes them on to the build command. An flock belongs to the open
