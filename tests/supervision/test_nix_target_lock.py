@@ -11,18 +11,22 @@ import contextlib
 import os
 import shutil
 import signal
+import tempfile
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
 from nix_testing import NIX_CONFIG
 from supervised import Bench, build_id_from
+from test_supervision_nix import nix_daemon  # noqa: F401  (a fixture: its own daemon)
 
 from workbench.monitor.discovery import builder_name
 from workbench.supervision.launch import host_platform
 
-DERIVATION = "standin-held-target"
+# Unique to this run: the builders looked for are this module's, nobody else's.
+DERIVATION = f"standin-held-{uuid.uuid4().hex[:8]}"
 
 pytestmark = [
     pytest.mark.nix,
@@ -46,8 +50,11 @@ FLAKE = """{{
 
 
 @pytest.fixture
-def release(tmp_path: Path) -> Path:
-    return tmp_path / "release"
+def release() -> Iterator[Path]:
+    """The file whose existence lets the builders finish: where a nixbld builder can see it."""
+    path = Path(tempfile.gettempdir()) / f"workbench-release-{uuid.uuid4().hex}"
+    yield path
+    path.unlink(missing_ok=True)
 
 
 def _flake(directory: Path, release: Path, nonce: str) -> Path:
@@ -81,7 +88,7 @@ def _kill(bench: Bench, pid: int | None, what: str) -> None:
 
 
 @pytest.fixture
-def two_copies(tmp_path: Path, release: Path, bench: Bench) -> tuple[Path, Path]:
+def two_copies(tmp_path: Path, release: Path, bench: Bench) -> Iterator[tuple[Path, Path]]:
     """Two flake directories with the same content: one derivation, so one store path."""
     bench.extra_env["NIX_CONFIG"] = NIX_CONFIG
     nonce = uuid.uuid4().hex  # a derivation no earlier run has built
@@ -156,3 +163,32 @@ def test_a_builder_never_outlives_the_nix_that_runs_it(
     assert any(str(bench.state / "locks") in path for path in held), held
     _kill(bench, client, "the nix client to die")
     bench.wait_for("the builder to be hung up", lambda: not _alive(builder), 30)
+
+
+@pytest.mark.skipif(shutil.which("nix-daemon") is None, reason="needs Debian's nix-bin")
+def test_a_lost_daemon_builds_target_is_refused_and_stop_ends_the_daemons_builder(
+    bench: Bench,
+    two_copies: tuple[Path, Path],
+    nix_daemon: dict[str, str],  # noqa: F811
+) -> None:
+    """Through a nix-daemon the builder is the daemon's child, running as a nixbld user: the
+    lost build's `nix build` client holds the locks, and ending it (`stop`) is what makes the
+    daemon cancel the builder."""
+    daemon_pid = int(nix_daemon.pop("_DAEMON_PID"))
+    bench.extra_env.update(nix_daemon)
+    first, second = two_copies
+    build_id, builder = _start_held(bench, first)
+    assert psutil.Process(builder).username().startswith("nixbld")
+    assert daemon_pid in [p.pid for p in psutil.Process(builder).parents()]
+    _kill(bench, bench.record(build_id).supervisor_pid, "the supervisor to die")
+
+    refused = bench.run("build", "cpu", "-C", str(second), "--jobs", "1", "--detach")
+    assert refused.returncode == 2, refused.stderr
+    assert f"build #{build_id} (cpu) has ended (lost)" in refused.stderr
+    assert "hold the Nix target onnxruntime-cpu" in refused.stderr
+    assert f"`workbench stop {build_id}`" in refused.stderr
+
+    stop = bench.run("stop", str(build_id), "--grace", "2", timeout=60)
+    assert stop.returncode == 0, stop.stderr
+    bench.wait_for("the daemon's builder to end", lambda: not _alive(builder), 30)
+    os.kill(daemon_pid, 0)  # the daemon itself serves on
