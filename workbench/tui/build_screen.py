@@ -682,7 +682,7 @@ class BuildScreen(Screen[None]):
             table.sort_key, table.descending = "time", True
         table.show(poll.processes, flagged=stall.pid if stall else None)
         what = (
-            "Jobs of this build, slowest first"
+            "Sampled jobs of this build, slowest first"
             if poll.finished
             else "All processes (a: build tools only)"
             if self.show_all
