@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from recorded_host import recorded_doctor
 from textual.widgets import DataTable, Static
+from tui.driving import wait_until
 
 from workbench.configs.matrix import load_matrix
 from workbench.errors import ConfigError
@@ -35,16 +36,14 @@ async def test_the_static_cuda_rows_note_says_why_it_is_experimental(
             return str(app.screen.query_one("#row-note", Static).render())
 
         # The screen moves to the recommended row itself first; then move to cuda-static.
-        for _ in range(100):
-            if note() == "★ recommended for this host":
-                break
-            await pilot.pause(0.05)
+        await wait_until(
+            pilot, "the recommended row's note", lambda: note() == "★ recommended for this host", 30
+        )
         assert table.get_row("cuda-static")[0] == "!"
         table.move_cursor(row=table.get_row_index("cuda-static"), animate=False)
-        for _ in range(100):
-            await pilot.pause(0.05)
-            if note().startswith("! experimental"):
-                break
+        await wait_until(
+            pilot, "cuda-static's note", lambda: note().startswith("! experimental"), 30
+        )
         shown = note()
         assert shown.startswith("! experimental: in one static link the CUDA provider's bridge")
         assert "imported series (edited) holds;" in shown
