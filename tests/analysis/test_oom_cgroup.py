@@ -18,6 +18,7 @@ import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from supervision.supervised import Bench
@@ -274,8 +275,17 @@ def daemon_in_cgroup(tmp_path: Path, cgroup: Path) -> Iterator[tuple[int, dict[s
 
 
 def test_the_daemon_of_a_nix_client_is_found_and_its_cgroup_limits_the_build(
-    daemon_in_cgroup: tuple[int, dict[str, str]], cgroup: Path
+    tmp_path: Path,
+    daemon_in_cgroup: tuple[int, dict[str, str]],
+    cgroup: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from workbench.configs.matrix import load_matrix
+    from workbench.configs.settings import load_settings
+    from workbench.host.hardware import detect_memory
+    from workbench.supervision.history import History
+    from workbench.supervision.tuning import choose_jobs_for
+
     daemon_pid, client = daemon_in_cgroup
     assert oom.nix_daemon_pid(client) == daemon_pid  # by its socket, among any other daemons
     limiting = oom.build_cgroup(True, client)
@@ -289,6 +299,25 @@ def test_the_daemon_of_a_nix_client_is_found_and_its_cgroup_limits_the_build(
     single_user["NIX_DAEMON_SOCKET_PATH"] = client["NIX_DAEMON_SOCKET_PATH"]
     assert oom.nix_daemon_socket(single_user) is None
     assert oom.nix_daemon_pid(single_user) is None
+    # The jobs recommendation of a Nix build sizes the jobs for the room in the daemon's cgroup.
+    assert detect_memory(daemon_pid).cgroup_limit == limiting.limit
+    for name, value in client.items():
+        monkeypatch.setenv(name, value)
+    configs = Path(__file__).resolve().parents[2] / "configs"
+    settings = load_settings(configs, load_matrix(configs))
+    assert settings.ninja_jobs == "auto"
+    with History(tmp_path / "state") as history:
+        through_daemon = choose_jobs_for(history, settings, "daemon-fixture", False, None, nix=True)
+        local = choose_jobs_for(history, settings, "daemon-fixture", False, None)
+
+    def to_spend(choice: Any) -> float:  # "0.5 GiB of memory to spend (85% of ...)"
+        said = next(reason for reason in choice.reasons if "of memory to spend" in reason)
+        return float(said.split(" GiB")[0])
+
+    room = limiting.limit / 1024**3
+    assert (through_daemon.jobs, through_daemon.source) == (1, "auto (limited by memory)")
+    assert 0 < to_spend(through_daemon) <= room, through_daemon.reasons
+    assert to_spend(local) > room, local.reasons  # this process's memory: the host's
 
 
 @pytest.mark.slow

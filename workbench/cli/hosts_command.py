@@ -158,7 +158,7 @@ def run_matrix_build(args: argparse.Namespace) -> int:
             )
     history = _history(args)
     cuda = any(t.cuda for t in targets)
-    choice = choose_jobs_for(history, settings, targets[0].name, cuda, args.jobs)
+    choice = choose_jobs_for(history, settings, targets[0].name, cuda, args.jobs, nix=True)
     max_jobs = args.max_jobs or settings.max_jobs
     record = build_settings_record(settings, choice.jobs, max_jobs, choice.source, [])
     if all(t.in_store for t in evaluated):

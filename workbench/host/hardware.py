@@ -322,14 +322,15 @@ def usable_cores() -> int:
     return min(cores, limit) if limit else cores
 
 
-def detect_memory() -> MemoryInfo:
-    """Total and available memory, honouring the tightest cgroup limit (v1 or v2) above us.
+def detect_memory(pid: int | None = None) -> MemoryInfo:
+    """Total and available memory, honouring the tightest cgroup limit (v1 or v2) above us, or
+    above `pid` (a nix-daemon, whose builders inherit its cgroups).
 
     The sampler's probe (workbench.monitor.memory) does the cgroup reading for both.
     """
     from workbench.monitor.memory import MemoryProbe
 
-    state = MemoryProbe().read()
+    state = MemoryProbe(pid).read()
     return MemoryInfo(total=state.total, available=state.available, cgroup_limit=state.cgroup_limit)
 
 

@@ -101,7 +101,9 @@ def preview_targets(config_directory: Path, state: Path, names: list[str]) -> Bu
     problems = tuple(problem for target in targets for problem in target_problems(target))
     flake = default_flake_directory(config_directory)
     with History(state) as history:
-        choice = choose_jobs_for(history, settings, targets[0].name, targets[0].cuda, None)
+        choice = choose_jobs_for(
+            history, settings, targets[0].name, targets[0].cuda, None, nix=True
+        )
     plan = plan_build(
         targets[0], "nix", flake, settings, choice.jobs, settings.max_jobs, choice.source
     )

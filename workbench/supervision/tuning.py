@@ -9,6 +9,7 @@ builds of that variant (per nvcc thread for CUDA builds), and the reason says wh
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass
 
@@ -103,13 +104,19 @@ def choose_jobs(
 
 
 def choose_jobs_for(
-    history: History, settings: BuildSettings, name: str, cuda: bool, explicit: int | None
+    history: History,
+    settings: BuildSettings,
+    name: str,
+    cuda: bool,
+    explicit: int | None,
+    nix: bool = False,
 ) -> JobsChoice:
     """choose_jobs with this host's cores and memory and the best per-job figure for `name`:
-    measured in earlier builds of it when there are some, else the settings' default."""
+    measured in earlier builds of it when there are some, else the settings' default. `nix`: a
+    Nix build, whose builders run in a nix-daemon's cgroups when one serves this client."""
+    from workbench.analysis.oom import nix_daemon_pid
     from workbench.host.hardware import detect_memory, usable_cores
 
     job_memory = measured_job_memory(history, name, cuda) or default_job_memory(settings, cuda)
-    return choose_jobs(
-        settings, explicit, job_memory, usable_cores(), detect_memory().available, cuda
-    )
+    memory = detect_memory(nix_daemon_pid(os.environ) if nix else None)
+    return choose_jobs(settings, explicit, job_memory, usable_cores(), memory.available, cuda)
