@@ -119,9 +119,13 @@ async def test_i_builds_the_iterate_workspace_under_the_supervisor(
         text=True,
         check=True,
     ).stdout.split("\n")
-    assert [subject.split(":")[0] for subject in log[:4]] == [
+    # patchPhase's order: nixpkgs' own patches, the series, then postPatch on top.
+    assert [subject.split(":")[0] for subject in log[:5]] == [
+        "nixpkgs",
         "tune-light-7",
         "tune-light-3",
         "nixpkgs",
         "upstream source",
     ]
+    assert log[0] == "nixpkgs: the derivation's postPatch"
+    assert log[3] == "nixpkgs: the derivation's own patches"
