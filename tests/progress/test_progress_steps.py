@@ -168,6 +168,31 @@ def test_real_ninja_build_failure(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_make_percentages_out_of_order_never_take_the_bar_back() -> None:
+    # Real `make -j2` beside busy loops printed [ 18%] before [  9%]: its jobs report as they
+    # finish. Within one run the bar keeps the highest; after 100 % a new run starts over.
+    tracker = ProgressTracker()
+    seen = []
+    for line in [
+        "[ 18%] Building CXX object a.o",
+        "[  9%] Building CXX object b.o",
+        "[ 27%] Building CXX object c.o",
+        "[100%] Built target all",
+        "[ 50%] Installing x",
+    ]:
+        tracker.feed(line)
+        step = tracker.snapshot().step
+        assert step is not None
+        seen.append((step.done, step.description))
+    assert seen == [
+        (18, "Building CXX object a.o"),
+        (18, "Building CXX object b.o"),
+        (27, "Building CXX object c.o"),
+        (100, "Built target all"),
+        (50, "Installing x"),
+    ]
+
+
 def test_real_make_build(tmp_path: Path) -> None:
     """CMake's Makefiles through real make: percentages rise to 100, one line per object."""
     names = write_project(tmp_path / "src", units=8, heavy=())

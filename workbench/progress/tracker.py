@@ -276,7 +276,13 @@ class ProgressTracker:
             if text[4:6] == "%]":
                 found = make_percent(text)
                 if found is not None:
-                    step = (MAKE, found[0], 100, found[1])
+                    done = found[0]
+                    previous = drv.step if drv is not None else self._step
+                    # make -j prints its jobs' percentages out of order (18, 9, 27 under load):
+                    # within one run the bar never goes back. After 100, a lower one is a new run.
+                    if previous is not None and previous[0] == MAKE and done < previous[1] < 100:
+                        done = previous[1]
+                    step = (MAKE, done, 100, found[1])
             else:
                 counts = self._ninja_counts(text)
                 if counts is not None:
