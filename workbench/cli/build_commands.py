@@ -283,7 +283,8 @@ def run_build(args: argparse.Namespace) -> int:
     flake = flake or default_flake_directory(directory)
     _say_unread_configs(directory, flake)
     history = _history(args)
-    choice = choose_jobs_for(history, settings, target.name, target.cuda, args.jobs)
+    # A Nix build: its builders may run in a nix-daemon's cgroup, whose limit is what binds.
+    choice = choose_jobs_for(history, settings, target.name, target.cuda, args.jobs, nix=True)
     job_memory = choice.job_memory
     max_jobs = args.max_jobs or settings.max_jobs
     plan = plan_build(
