@@ -18,6 +18,7 @@ supervisor pumps into its log, keeping the readable form beside it as it goes:
 printed too (`build through the pump`), for scale.
 
     python benchmarks/logs_readable.py [--megabytes 256] [--mix plain|nix|both] [--keep DIR]
+        [--repetitions 5]     # each command timed 5 times in turn; medians and every run
     python benchmarks/logs_readable.py --megabytes 2048      # the issue's 2 GB
 """
 
@@ -93,8 +94,31 @@ def _measure(argv: list[str]) -> dict[str, float | None]:
     return {"seconds": round(elapsed, 2), "peak_rss_mb": rss}
 
 
-def run(megabytes: int, mixes: list[str], keep: Path | None) -> dict[str, object]:
-    """Generate each log, then time cat, `logs --raw` and `logs` on it."""
+def _measure_alternating(commands: dict[str, list[str]], repetitions: int) -> dict[str, dict]:
+    """Each command `repetitions` times, in turn (machine noise hits all alike): the median
+    time, every run, and the highest peak RSS."""
+    runs: dict[str, list[dict[str, float | None]]] = {name: [] for name in commands}
+    names = list(commands)
+    for repetition in range(repetitions):
+        shift = repetition % len(names)
+        for name in names[shift:] + names[:shift]:
+            runs[name].append(_measure(commands[name]))
+    summary = {}
+    for name, measured in runs.items():
+        seconds = sorted(float(run["seconds"] or 0.0) for run in measured)
+        rss = [run["peak_rss_mb"] for run in measured if run["peak_rss_mb"] is not None]
+        summary[name] = {
+            "seconds": seconds[len(seconds) // 2],
+            "runs_s": [run["seconds"] for run in measured],
+            "peak_rss_mb": max(rss) if rss else None,
+        }
+    return summary
+
+
+def run(
+    megabytes: int, mixes: list[str], keep: Path | None, repetitions: int = 5
+) -> dict[str, object]:
+    """Generate each log, then time cat, `logs --raw` and `logs` on it (medians)."""
     work = keep or Path(tempfile.mkdtemp(prefix="wb-logs-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     state = work / "state"
@@ -114,9 +138,15 @@ def run(megabytes: int, mixes: list[str], keep: Path | None) -> dict[str, object
             build_id, path, pumped = _build(state, mix, source, checkout)
             source.unlink()
             cli = [*_cli(state), "logs"]
-            cat = _measure(["cat", str(path)])
-            raw = _measure([*cli, str(build_id), "--raw"])
-            readable = _measure([*cli, str(build_id)])
+            timed = _measure_alternating(
+                {
+                    "cat": ["cat", str(path)],
+                    "raw": [*cli, str(build_id), "--raw"],
+                    "readable": [*cli, str(build_id)],
+                },
+                repetitions,
+            )
+            cat, raw, readable = timed["cat"], timed["raw"], timed["readable"]
             ratio = readable["seconds"] / raw["seconds"] if raw["seconds"] else None
             _readable_path, map_path = readable_paths(path)
             map_path.rename(map_path.with_name("moved-aside"))
@@ -146,9 +176,12 @@ def main() -> None:
     parser.add_argument("--megabytes", type=int, default=256, help="log size (default 256)")
     parser.add_argument("--mix", choices=("plain", "nix", "both"), default="both")
     parser.add_argument("--keep", type=Path, help="work here and keep it (default: a temp dir)")
+    parser.add_argument(
+        "--repetitions", type=int, default=5, help="timings of each command, in turn (default 5)"
+    )
     args = parser.parse_args()
     mixes = ["plain", "nix"] if args.mix == "both" else [args.mix]
-    print(json.dumps(run(args.megabytes, mixes, args.keep), indent=2))
+    print(json.dumps(run(args.megabytes, mixes, args.keep, args.repetitions), indent=2))
 
 
 if __name__ == "__main__":
