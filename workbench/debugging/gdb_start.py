@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 
+from workbench.child_process import ChildProcess
 from workbench.debugging.debug_directories import passable, searched_directories
 
 GDB_CANDIDATES = ("gdb", "cuda-gdb")
@@ -144,7 +145,7 @@ def bt_words(words: list[str]) -> BtWords:
     return BtWords(pid, explicit, tuple(debug_dirs))
 
 
-class SpawnedProcess:
+class SpawnedProcess(ChildProcess):
     """The parts of subprocess.Popen that GdbSession uses, for a process started with
     os.posix_spawn and three pipes.
 
@@ -180,30 +181,11 @@ class SpawnedProcess:
         self.stdout = open(self_stdout, "rb", buffering=0)  # noqa: SIM115
         self.stderr = open(self_stderr, "rb", buffering=0)  # noqa: SIM115
 
-    def poll(self) -> int | None:
-        """Its exit code once it has exited (reaped here), else None; as Popen.poll."""
-        if self.returncode is None:
-            try:
-                pid, status = os.waitpid(self.pid, os.WNOHANG)
-            except ChildProcessError:  # reaped elsewhere: gone, its status unknown
-                self.returncode = -1
-            else:
-                if pid:
-                    self.returncode = os.waitstatus_to_exitcode(status)
-        return self.returncode
+    def timed_out(self, timeout: float) -> Exception:
+        """As Popen.wait: subprocess.TimeoutExpired (imported only now, when it is late)."""
+        import subprocess
 
-    def wait(self, timeout: float | None = None) -> int:
-        """As Popen.wait: its exit code; subprocess.TimeoutExpired after `timeout` seconds."""
-        import time
-
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while (code := self.poll()) is None:
-            if deadline is not None and time.monotonic() > deadline:
-                import subprocess
-
-                raise subprocess.TimeoutExpired(self.args, timeout or 0.0)
-            time.sleep(0.002)
-        return code
+        return subprocess.TimeoutExpired(self.args, timeout)
 
     def kill(self) -> None:
         if self.poll() is None:

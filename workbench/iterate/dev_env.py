@@ -108,6 +108,20 @@ BASH_OWN = frozenset(
         "_",
     }
 )
+# What each layer of the workspace's source is made from (iterate.phases remakes a layer when
+# one of them changes): the source, nixpkgs' own patches, postPatch.
+SOURCE_INPUTS = (
+    "src",
+    "srcs",
+    "sourceRoot",
+    "setSourceRoot",
+    "unpackPhase",
+    "preUnpack",
+    "postUnpack",
+    "dontUnpack",
+)
+OWN_PATCH_INPUTS = ("prePatch", "patchFlags", "patchPhase")
+POST_PATCH_INPUTS = ("postPatch",)
 # Variables that feed only the phases before configure or after the build, or that differ per
 # invocation: a change to them never makes the workspace configure again.
 NOT_CONFIGURE_INPUTS = frozenset(
@@ -115,18 +129,9 @@ NOT_CONFIGURE_INPUTS = frozenset(
         "NIX_BUILD_CORES",
         "IN_NIX_SHELL",
         "patches",
-        "prePatch",
-        "postPatch",
-        "patchPhase",
-        "patchFlags",
-        "src",
-        "srcs",
-        "sourceRoot",
-        "setSourceRoot",
-        "unpackPhase",
-        "preUnpack",
-        "postUnpack",
-        "dontUnpack",
+        *SOURCE_INPUTS,
+        *OWN_PATCH_INPUTS,
+        *POST_PATCH_INPUTS,
         "installPhase",
         "preInstall",
         "postInstall",

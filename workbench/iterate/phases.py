@@ -75,20 +75,8 @@ CONFIGURE = PRELUDE + 'cd "$2"; runPhase configurePhase; pwd > "$3"'
 RUN_IN_ENV = 'source "$1" || exit 1; shift; exec "$@"'
 OWN_SUBJECT = "nixpkgs: the derivation's own patches"
 POST_PATCH_SUBJECT = "nixpkgs: the derivation's postPatch"
-# What each layer of the source is made from: a change to any of these makes the layer again
-# (and those above it). The layers, lowest first: the source, the own patches, postPatch.
-SOURCE_INPUTS = (
-    "src",
-    "srcs",
-    "sourceRoot",
-    "setSourceRoot",
-    "unpackPhase",
-    "preUnpack",
-    "postUnpack",
-    "dontUnpack",
-)
-OWN_INPUTS = ("prePatch", "patchFlags", "patchPhase")
-POST_PATCH_INPUTS = ("postPatch",)
+# The layers, lowest first: the source, the own patches, postPatch (what each is made from:
+# dev_env.SOURCE_INPUTS, OWN_PATCH_INPUTS, POST_PATCH_INPUTS).
 LAYERS = ("source", "own", "post_patch")
 
 
@@ -240,13 +228,28 @@ def layer_inputs(env: dev_env.DevEnv, own: list[str]) -> dict[str, dict[str, str
         return hashlib.sha256("\0".join([*parts, *extra]).encode()).hexdigest()
 
     return {
-        "source": {"digest": digest(SOURCE_INPUTS), "shown": str(env.value("src") or "")},
+        "source": {"digest": digest(dev_env.SOURCE_INPUTS), "shown": str(env.value("src") or "")},
         "own": {
-            "digest": digest(OWN_INPUTS, *own),
+            "digest": digest(dev_env.OWN_PATCH_INPUTS, *own),
             "shown": ", ".join(Path(patch).name for patch in own) or "none",
         },
-        "post_patch": {"digest": digest(POST_PATCH_INPUTS), "shown": ""},
+        "post_patch": {"digest": digest(dev_env.POST_PATCH_INPUTS), "shown": ""},
     }
+
+
+# Per layer: what changed when its shown value (src's path, the own patches' names) differs,
+# and what changed when only the rest of its inputs did.
+_LAYER_CHANGED = {
+    "source": (
+        "src changed",
+        "how the source is unpacked changed (sourceRoot, unpackPhase or its hooks)",
+    ),
+    "own": (
+        "nixpkgs' own patches changed",
+        "nixpkgs' own patches changed (their contents, prePatch or patchFlags)",
+    ),
+    "post_patch": ("postPatch changed", "postPatch changed"),
+}
 
 
 def layer_changes(
@@ -265,22 +268,9 @@ def layer_changes(
         if before.get("digest") == after["digest"]:
             continue
         lowest = lowest or layer
-        if layer == "source":
-            shown = (before.get("shown"), after["shown"])
-            reasons.append(
-                f"src changed ({shown[0]} -> {shown[1]})"
-                if shown[0] != shown[1]
-                else "how the source is unpacked changed (sourceRoot, unpackPhase or its hooks)"
-            )
-        elif layer == "own":
-            shown = (before.get("shown"), after["shown"])
-            reasons.append(
-                f"nixpkgs' own patches changed ({shown[0]} -> {shown[1]})"
-                if shown[0] != shown[1]
-                else "nixpkgs' own patches changed (their contents, prePatch or patchFlags)"
-            )
-        else:
-            reasons.append("postPatch changed")
+        named, otherwise = _LAYER_CHANGED[layer]
+        shown = (before.get("shown"), after["shown"])
+        reasons.append(f"{named} ({shown[0]} -> {shown[1]})" if shown[0] != shown[1] else otherwise)
     return lowest, reasons
 
 

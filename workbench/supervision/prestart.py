@@ -20,42 +20,27 @@ import os
 import socket
 import sys
 import threading
-import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
+
+from workbench.child_process import ChildProcess
 
 _MESSAGE_SIZE = 1 << 16
 _MAX_FDS = 16
 
 
 @dataclass
-class PrestartedSupervisor:
+class PrestartedSupervisor(ChildProcess):
     """The supervisor process, a child of this one: what callers use of a Popen."""
 
     pid: int
     returncode: int | None = None
+    REAPED_ELSEWHERE = 0  # reaped by someone else: gone all the same
+    POLL_S = 0.01
 
-    def poll(self) -> int | None:
-        """Its exit code once it has exited (reaping it), else None."""
-        if self.returncode is None:
-            try:
-                pid, status = os.waitpid(self.pid, os.WNOHANG)
-            except ChildProcessError:  # reaped by someone else: gone all the same
-                self.returncode = 0
-                return self.returncode
-            if pid:
-                self.returncode = os.waitstatus_to_exitcode(status)
-        return self.returncode
-
-    def wait(self, timeout: float | None = None) -> int:
-        """Its exit code, waiting for it (`timeout` seconds at most: TimeoutError)."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while (code := self.poll()) is None:
-            if deadline is not None and time.monotonic() > deadline:
-                raise TimeoutError(f"supervisor {self.pid} still runs")
-            time.sleep(0.01)
-        return code
+    def timed_out(self, timeout: float) -> Exception:
+        return TimeoutError(f"supervisor {self.pid} still runs")
 
 
 @dataclass
