@@ -11,6 +11,13 @@ import subprocess
 from pathlib import Path
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+# The provider bridge's loop, as the diagnosis names its functions.
+BRIDGE_LOOP = {
+    "onnxruntime::DataTypeImpl::GetType<float>",
+    "onnxruntime::ProviderHostImpl::DataTypeImpl__GetType_float",
+}
+# One quick sample: what the symbol tests need (their loop shows in the first).
+ONE_SAMPLE = {"samples": 1, "observe": 0.15}
 BRIDGE = ["bridge_provider.cc", "bridge_host.cc"]
 # name -> (sources, flags). The bridge is built twice: at -O2 its calls become tail calls
 # (a flat spinning loop), at -O0 they stay calls (recursion, with a big stack to last).
@@ -86,3 +93,8 @@ def ptrace_works() -> bool:
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def run_tool(*argv: str) -> None:
+    """A build tool (objcopy, strip, g++) run to make a test binary; fails the test if it fails."""
+    subprocess.run(list(argv), check=True, capture_output=True)

@@ -22,23 +22,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from debug_programs import FIXTURES
+from debug_programs import BRIDGE_LOOP, FIXTURES, ONE_SAMPLE, run_tool
 
 from workbench.cli.main import main
 from workbench.debugging.capture import CaptureOptions, capture
 from workbench.debugging.debug_directories import store_path
 from workbench.debugging.diagnosis import diagnose
 from workbench.debugging.symbols import check_libraries, is_runtime_or_system_library, read_elf
-
-FAST = {"samples": 1, "observe": 0.15}
-LOOP = {
-    "onnxruntime::DataTypeImpl::GetType<float>",
-    "onnxruntime::ProviderHostImpl::DataTypeImpl__GetType_float",
-}
-
-
-def _run(*argv: str) -> None:
-    subprocess.run(list(argv), check=True, capture_output=True)
 
 
 @pytest.fixture(scope="module")
@@ -52,28 +42,28 @@ def library(programs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory)
     full = directory / "full" / "libbridge.so"
     full.parent.mkdir()
     sources = ["bridge_provider.cc", "bridge_host.cc", "bridge_library_entry.cc"]
-    _run(
+    run_tool(
         "g++", "-O2", "-g", "-fPIC", "-shared", "-pthread", f"-I{FIXTURES}",
         "-Dmain=bridge_main_cxx", *(str(FIXTURES / name) for name in sources),
         f"-Wl,--version-script={exports}", "-o", str(full),
     )  # fmt: skip
     host = directory / "library_host"
-    _run("g++", "-O2", "-g", str(FIXTURES / "library_host.cc"), "-o", str(host), "-ldl")
+    run_tool("g++", "-O2", "-g", str(FIXTURES / "library_host.cc"), "-o", str(host), "-ldl")
     found = {"host": host, "full": full}
 
     stripped = directory / "stripped" / "libbridge_stripped.so"
     stripped.parent.mkdir()
     shutil.copy(full, stripped)
-    _run("strip", "--strip-all", str(stripped))
+    run_tool("strip", "--strip-all", str(stripped))
     found["stripped"] = stripped
 
     linked = directory / "linked" / "libbridge_linked.so"
     linked.parent.mkdir()
     shutil.copy(full, linked)
     debug_file = linked.parent / "libbridge_linked.so.debug"
-    _run("objcopy", "--only-keep-debug", str(linked), str(debug_file))
-    _run("strip", "--strip-all", str(linked))
-    _run("objcopy", f"--add-gnu-debuglink={debug_file}", str(linked))
+    run_tool("objcopy", "--only-keep-debug", str(linked), str(debug_file))
+    run_tool("strip", "--strip-all", str(linked))
+    run_tool("objcopy", f"--add-gnu-debuglink={debug_file}", str(linked))
     found["debuglink"], found["debug_file"] = linked, debug_file
 
     build_id = read_elf(full).build_id
@@ -81,11 +71,11 @@ def library(programs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory)
     debug_root = directory / "debug-root"
     target = debug_root / ".build-id" / build_id[:2] / f"{build_id[2:]}.debug"
     target.parent.mkdir(parents=True)
-    _run("objcopy", "--only-keep-debug", str(full), str(target))
+    run_tool("objcopy", "--only-keep-debug", str(full), str(target))
     by_id = directory / "by_id" / "libbridge_by_id.so"
     by_id.parent.mkdir()
     shutil.copy(full, by_id)
-    _run("strip", "--strip-all", str(by_id))
+    run_tool("strip", "--strip-all", str(by_id))
     found["build_id"], found["debug_root"], found["id"] = by_id, debug_root, build_id
     return found
 
@@ -104,7 +94,7 @@ def _checked_paths(captured) -> list[str]:
 def _assert_cycle(captured) -> None:
     diagnosis = diagnose(captured)
     assert diagnosis.kind == "call-cycle" and diagnosis.hung is True, diagnosis.summary
-    assert set(diagnosis.primary.functions) >= LOOP, diagnosis.primary.functions
+    assert set(diagnosis.primary.functions) >= BRIDGE_LOOP, diagnosis.primary.functions
     assert not any(note.startswith("SYMBOLS MISSING") for note in captured.notes)
 
 
@@ -122,7 +112,7 @@ def test_library_with_debug_info_shows_the_cycle(start, library, monkeypatch) ->
     monkeypatch.delenv("NIX_DEBUG_INFO_DIRS", raising=False)
     # Two workers in the loop; the main thread waits for them in pthread_join (libc).
     program = start(str(library["host"]), str(library["full"]), "2", settle=0.2)
-    captured = capture(program.pid, CaptureOptions(**FAST))
+    captured = capture(program.pid, CaptureOptions(**ONE_SAMPLE))
     _assert_cycle(captured)
     assert _library_status(captured, library["full"])["level"] == "full"
     # libc (where the main thread's innermost frame is) is never checked: no alarm for it.
@@ -135,7 +125,7 @@ def test_stripped_library_is_cannot_tell_and_named_first(start, library, monkeyp
     # Every run the same (a half-and-half result was the failure on a stripped executable).
     for _ in range(2):
         program = start(str(library["host"]), str(library["stripped"]), settle=0.2)
-        captured = capture(program.pid, CaptureOptions(**FAST))
+        captured = capture(program.pid, CaptureOptions(**ONE_SAMPLE))
         _assert_cannot_tell(captured, library["stripped"])
         status = _library_status(captured, library["stripped"])
         assert status["level"] == "none" and status["missing"] is True
@@ -152,7 +142,7 @@ def test_stripped_library_is_cannot_tell_and_named_first(start, library, monkeyp
 def test_debuglink_beside_the_library_gives_back_the_cycle(start, library, monkeypatch) -> None:
     monkeypatch.delenv("NIX_DEBUG_INFO_DIRS", raising=False)
     program = start(str(library["host"]), str(library["debuglink"]), settle=0.2)
-    captured = capture(program.pid, CaptureOptions(**FAST))
+    captured = capture(program.pid, CaptureOptions(**ONE_SAMPLE))
     _assert_cycle(captured)
     status = _library_status(captured, library["debuglink"])
     assert status["level"] == "separate"
@@ -164,10 +154,10 @@ def test_build_id_debug_file_is_used_only_where_given(start, library, monkeypatc
     monkeypatch.delenv("NIX_DEBUG_INFO_DIRS", raising=False)
     program = start(str(library["host"]), str(library["build_id"]), settle=0.2)
     # Not given: gdb finds nothing either, and the diagnosis says so.
-    _assert_cannot_tell(capture(program.pid, CaptureOptions(**FAST)), library["build_id"])
+    _assert_cannot_tell(capture(program.pid, CaptureOptions(**ONE_SAMPLE)), library["build_id"])
     # Given with --debug-dir: gdb reads the library's debug file by its build-id.
     given = (str(library["debug_root"]),)
-    captured = capture(program.pid, CaptureOptions(debug_dirs=given, **FAST))
+    captured = capture(program.pid, CaptureOptions(debug_dirs=given, **ONE_SAMPLE))
     _assert_cycle(captured)
     status = _library_status(captured, library["build_id"])
     assert status["level"] == "separate" and "/.build-id/" in status["debug_file"]
@@ -207,7 +197,7 @@ def test_a_library_loaded_by_a_relative_name_is_found(library, monkeypatch) -> N
         assert select.select([process.stdout], [], [], 10)[0], "the loader did not start"
         assert process.stdout.readline().strip() == b"ready"
         assert Path.cwd() != library["full"].parent
-        _assert_cycle(capture(process.pid, CaptureOptions(**FAST)))
+        _assert_cycle(capture(process.pid, CaptureOptions(**ONE_SAMPLE)))
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
@@ -258,7 +248,7 @@ def test_a_nix_librarys_own_debug_output_is_named_and_given_to_gdb(
     shutil.copy(library["stripped"], installed)
 
     program = start(str(library["host"]), str(installed), settle=0.2)
-    captured = capture(program.pid, CaptureOptions(**FAST))
+    captured = capture(program.pid, CaptureOptions(**ONE_SAMPLE))
     _assert_cannot_tell(captured, installed)
     summary = diagnose(captured).summary
     assert f"build the debug output of bridgelib-1.0 ({package}" in summary
@@ -269,9 +259,9 @@ def test_a_nix_librarys_own_debug_output_is_named_and_given_to_gdb(
     debug = store / "3d4e5f-bridgelib-1.0-debug" / "lib" / "debug"
     target = debug / ".build-id" / build_id[:2] / f"{build_id[2:]}.debug"
     target.parent.mkdir(parents=True)
-    _run("objcopy", "--only-keep-debug", str(library["full"]), str(target))
+    run_tool("objcopy", "--only-keep-debug", str(library["full"]), str(target))
     monkeypatch.setattr(debug_directories, "_store_listing", None)  # listed anew
-    captured = capture(program.pid, CaptureOptions(**FAST))
+    captured = capture(program.pid, CaptureOptions(**ONE_SAMPLE))
     _assert_cycle(captured)
     status = _library_status(captured, installed)
     assert status["level"] == "separate" and status["debug_file"] == str(target)

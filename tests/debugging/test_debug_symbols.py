@@ -10,25 +10,15 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from debug_programs import BRIDGE_LOOP, ONE_SAMPLE, run_tool
 
 from workbench.cli.main import main
 from workbench.debugging.capture import CaptureOptions, capture
 from workbench.debugging.diagnosis import diagnose
 from workbench.debugging.symbols import check_symbols, read_elf
-
-FAST = {"samples": 1, "observe": 0.15}
-LOOP = {
-    "onnxruntime::DataTypeImpl::GetType<float>",
-    "onnxruntime::ProviderHostImpl::DataTypeImpl__GetType_float",
-}
-
-
-def _run(*argv: str) -> None:
-    subprocess.run(list(argv), check=True, capture_output=True)
 
 
 @pytest.fixture(scope="module")
@@ -42,16 +32,16 @@ def shapes(programs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) 
 
     stripped = directory / "bridge_stripped"
     shutil.copy(full, stripped)
-    _run("strip", "--strip-all", str(stripped))
+    run_tool("strip", "--strip-all", str(stripped))
     found["stripped"] = stripped
 
     linked_dir = directory / "linked"
     linked_dir.mkdir()
     linked = linked_dir / "bridge_linked"
     shutil.copy(full, linked)
-    _run("objcopy", "--only-keep-debug", str(linked), str(linked_dir / "bridge_linked.debug"))
-    _run("strip", "--strip-all", str(linked))
-    _run("objcopy", f"--add-gnu-debuglink={linked_dir / 'bridge_linked.debug'}", str(linked))
+    run_tool("objcopy", "--only-keep-debug", str(linked), str(linked_dir / "bridge_linked.debug"))
+    run_tool("strip", "--strip-all", str(linked))
+    run_tool("objcopy", f"--add-gnu-debuglink={linked_dir / 'bridge_linked.debug'}", str(linked))
     found["debuglink"] = linked
 
     by_id = directory / "by_id"
@@ -61,15 +51,15 @@ def shapes(programs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) 
     debug_root = directory / "debug-root"
     target = debug_root / ".build-id" / build_id[:2] / f"{build_id[2:]}.debug"
     target.parent.mkdir(parents=True)
-    _run("objcopy", "--only-keep-debug", str(full), str(target))
+    run_tool("objcopy", "--only-keep-debug", str(full), str(target))
     found["build_id"] = by_id / "bridge_by_id"
     shutil.copy(full, found["build_id"])
-    _run("strip", "--strip-all", str(found["build_id"]))
+    run_tool("strip", "--strip-all", str(found["build_id"]))
     found["debug_root"] = debug_root
 
     names_only = directory / "bridge_names_only"
     shutil.copy(full, names_only)
-    _run("strip", "--strip-debug", str(names_only))
+    run_tool("strip", "--strip-debug", str(names_only))
     found["names_only"] = names_only
     return found
 
@@ -99,7 +89,7 @@ def test_stripped_cycle_is_cannot_tell_never_not_hung(start, shapes, monkeypatch
     # A half-and-half result used to be the failure: every run must say the same.
     for _ in range(3):
         program = start_path(start, shapes["stripped"])
-        captured = capture(program.pid, CaptureOptions(**FAST))
+        captured = capture(program.pid, CaptureOptions(**ONE_SAMPLE))
         diagnosis = diagnose(captured)
         assert diagnosis.kind == "no-symbols", diagnosis.summary
         assert diagnosis.hung is None
@@ -114,10 +104,10 @@ def test_separate_debug_files_give_back_the_names(start, shapes, monkeypatch) ->
     monkeypatch.delenv("NIX_DEBUG_INFO_DIRS", raising=False)
     for shape, dirs in (("debuglink", ()), ("build_id", (str(shapes["debug_root"]),))):
         program = start_path(start, shapes[shape])
-        captured = capture(program.pid, CaptureOptions(debug_dirs=dirs, **FAST))
+        captured = capture(program.pid, CaptureOptions(debug_dirs=dirs, **ONE_SAMPLE))
         diagnosis = diagnose(captured)
         assert diagnosis.kind == "call-cycle" and diagnosis.hung is True, shape
-        assert set(diagnosis.primary.functions) >= LOOP, shape
+        assert set(diagnosis.primary.functions) >= BRIDGE_LOOP, shape
         assert captured.symbols["level"] == "separate"
         assert any("debug info read from" in note for note in captured.notes)
         program.process.kill()
