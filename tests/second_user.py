@@ -51,8 +51,10 @@ class OtherUser:
             check=False,
         )
 
-    def workbench(self, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-        """`workbench ARGS` as this user."""
+    def workbench(
+        self, *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """`workbench ARGS` as this user (`env`: more of its environment)."""
         if self.python is None:
             pytest.skip("no Python interpreter this second user may run the workbench with")
         paths = [str(REPO), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
@@ -62,7 +64,11 @@ class OtherUser:
             "workbench",
             *args,
             cwd=cwd,
-            env={"PYTHONPATH": os.pathsep.join(dict.fromkeys(paths)), "PYTHONSAFEPATH": "1"},
+            env={
+                "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths)),
+                "PYTHONSAFEPATH": "1",
+                **(env or {}),
+            },
         )
 
 

@@ -56,6 +56,10 @@ def run(args: argparse.Namespace) -> int:
 
     linking = recommend_flavour(matrix, bool(report.hardware.gpu.gpus))
     document["linking"] = linking.to_json()
+    from workbench.host.nix_daemon import check_daemon, reality_lines
+
+    daemon = check_daemon()
+    document["nix_store"] = daemon.to_json()
     if document["mixed_gpus"] is not None and linking.flavour.cuda:
         # The text says it too: the linking flavour builds the same cuda_architectures.
         document["mixed_gpus"]["flavour"] = linking.flavour.name
@@ -150,6 +154,10 @@ def run(args: argparse.Namespace) -> int:
             # One line each, whatever the width: a name cut in two cannot be copied.
             console.print(f"      {target['name']}{instead}", soft_wrap=True)
     console.print("  `workbench build NAME --dry-run` asks Nix itself for one target")
+    heading("Nix store and daemon")
+    for line in reality_lines(daemon):
+        # Nix's and nix.conf's words are data, never Rich markup.
+        console.print(f"  {escape(line)}", soft_wrap=True)
     heading("Parallelism")
     advice = report.parallelism
     console.print(f"  ninja jobs {advice.jobs}, nvcc threads {advice.nvcc_threads}")

@@ -41,6 +41,11 @@ def run(args: argparse.Namespace) -> int:
     setup = prepare_ssh(config.hosts, state_dir(args.state_dir))
     statuses = [local_status(config.local_builds), *probe_hosts(setup, enabled)]
     stores = {"local": "local", **{host.name: host.store_uri for host in config.hosts}}
+    from workbench.host.nix_daemon import check_daemon
+    from workbench.hosts.daemon_builders import hosts_under_daemon, local_only_warning
+
+    daemon = check_daemon()
+    under_daemon = hosts_under_daemon(daemon, config)
     if args.json:
         print_json(
             {
@@ -63,6 +68,9 @@ def run(args: argparse.Namespace) -> int:
                     for status in statuses
                 ],
                 "disabled": [host.name for host in config.hosts if not host.enabled],
+                "nix_store": daemon.to_json(),
+                "hosts_under_daemon": [row.to_json() for row in under_daemon],
+                "daemon_warning": local_only_warning(under_daemon),
             }
         )
     else:
@@ -87,8 +95,34 @@ def run(args: argparse.Namespace) -> int:
                 print(f"{host.name:<16} disabled (enabled = false in {config.path.name})")
         if not config.hosts:
             print(f"no build hosts in {config.path}: builds stay on this machine")
+        print_daemon_view(daemon, under_daemon)
     failing = [s for s in statuses if s.name != "local" and not s.ready]
     return 1 if failing else 0
+
+
+def print_daemon_view(daemon, rows, file=None) -> None:
+    """This user's store and daemon, then each host as the daemon treats it, with the lines to
+    add where it will not build there."""
+    from workbench.host.nix_daemon import reality_lines
+    from workbench.hosts.daemon_builders import local_only_warning
+    from workbench.logs.visible import visible
+
+    print("\nNix store and daemon", file=file)
+    for line in reality_lines(daemon):
+        print(f"  {visible(line)}", file=file)
+    for row in rows:
+        builds = {True: "builds there", False: "will NOT build there", None: "builds there if "
+                  "root reaches it"}[row.daemon_builds_there]  # fmt: skip
+        print(f"  {row.name}: the daemon {builds}: {visible(row.why)}", file=file)
+        detail = f" ({visible(row.reach_detail)})" if row.reach_detail else ""
+        print(f"    reaches it as root: {row.reach}{detail}", file=file)
+        for fix in row.fixes:
+            print(f"    {visible(fix.why)}: add to {visible(fix.where)}:", file=file)
+            for line in fix.lines:
+                print(f"      {visible(line)}", file=file)
+    warning = local_only_warning(rows)
+    if warning:
+        print(f"  warning: {warning}", file=file)
 
 
 def run_matrix_build(args: argparse.Namespace) -> int:
@@ -148,6 +182,19 @@ def run_matrix_build(args: argparse.Namespace) -> int:
                 "no build host can build and local_builds = false: nothing would build "
                 f"(fix the hosts above, or set local_builds = true in {config.path})"
             )
+    if config.enabled_hosts:
+        # Through a nix-daemon, --builders may be dropped or unreachable for root: said before
+        # the build, with the lines to add, instead of a silent all-local build.
+        from workbench.host.nix_daemon import check_daemon
+        from workbench.hosts.daemon_builders import hosts_under_daemon
+
+        daemon = check_daemon()
+        rows = hosts_under_daemon(daemon, config)
+        if any(row.daemon_builds_there is not True for row in rows):
+            print(
+                "workbench: warning: the nix-daemon builds this, not `nix build`:", file=sys.stderr
+            )
+            print_daemon_view(daemon, rows, file=sys.stderr)
     evaluated = evaluate_targets(flake, targets)
     for target in evaluated:
         if target.in_store:
