@@ -14,7 +14,7 @@ On the host it runs on (as root, for the memory cgroup):
 5. builds again inside the cgroup with those jobs, which must complete.
 
 Writes one JSON record (the machine, each step's command, outcome, note and figures) to
-OUT_DIR/NAME.json after every step. `tests/test_gpu_memory_bound_record.py` replays it.
+OUT_DIR/NAME.json after every step. `tests/host/test_gpu_memory_bound_record.py` replays it.
 
     python benchmarks/gpu_memory_bound.py [--name h100-x1-memory-bound] [--out-dir DIR]
         [--units 8] [--elements 1000000] [--jobs 16]

@@ -1,6 +1,6 @@
 # The flake's outputs, as a function of "a nixpkgs for this system" and "the source tree".
 #
-# flake.nix passes the real pinned nixpkgs; tests/test_nix_overrides.py passes
+# flake.nix passes the real pinned nixpkgs; tests/configs/test_nix_overrides.py passes
 # tests/nix/standin-nixpkgs.nix, so every line here except nixpkgs' own packages is exercised
 # without network. Arguments:
 #   pkgsFor     system -> nixpkgs for that system (allowUnfree already set: CUDA is unfree)

@@ -1,6 +1,6 @@
 # patches/series.toml, read with builtins.fromTOML and checked: the ONE source of truth for the
 # patches the flake applies. workbench/patches/series.py reads the same file (and `workbench
-# patches enable|disable|new` edit it); tests/test_nix_matrix.py checks that both sides select
+# patches enable|disable|new` edit it); tests/configs/test_nix_matrix.py checks that both sides select
 # the same patches for every flavour and variant.
 #
 # What a package gets (nix/overrides.nix asks for it by name):

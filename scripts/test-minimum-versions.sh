@@ -3,8 +3,8 @@
 # dependency's lower bound (`textual>=6.2.1` -> textual==6.2.1) installed exactly, in
 # .venv-minimum. This is what proves the bounds, and the bounds are what nixpkgs' runtime
 # dependency check holds the Nix-built app to (README: "Dependency bounds").
-# Snapshot tests are left out: they compare pixels drawn by the newest Textual (tests/test_snapshots.py,
-# and every test marked `snapshot` elsewhere: tests/test_snapshot_markers.py checks none is unmarked).
+# Snapshot tests are left out: they compare pixels drawn by the newest Textual (tests/tui/test_snapshots.py,
+# and every test marked `snapshot` elsewhere: tests/tui/test_snapshot_markers.py checks none is unmarked).
 # Extra arguments go to pytest. The Debian packages the suite drives (nix-bin, gdb, ninja, ...)
 # are scripts/test.sh's to install: run that once first on a fresh machine.
 set -euo pipefail
@@ -36,5 +36,5 @@ for line in open(sys.argv[1]).read().split():
     print(f"minimum: {name} {have}")
 PY
 export PATH="$PWD/$venv/bin:$PATH"
-exec "$venv/bin/python" -m pytest --ignore=tests/test_snapshots.py -m "not snapshot" \
+exec "$venv/bin/python" -m pytest --ignore=tests/tui/test_snapshots.py -m "not snapshot" \
   -p no:cacheprovider "$@"

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "test-minimum-versions.sh"
 
 # A plugin for the collecting pytest: prints each selected test that uses snap_compare.

@@ -19,7 +19,7 @@ import pytest
 from workbench.samples import cuda_sample_project
 from workbench.samples.cuda_sample_project import configure_argv, write_project
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_write_project_makes_units_main_and_cmake(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from workbench.configs.settings import load_settings
 from workbench.host.parallelism import JobMemory
 from workbench.supervision.tuning import choose_jobs
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 RECORD = REPO / "benchmarks" / "results" / "h100-x1-memory-bound.json"
 GIB = 1024**3
 

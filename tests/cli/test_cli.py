@@ -11,7 +11,7 @@ from pathlib import Path
 from workbench.configs.matrix import Matrix
 from workbench.configs.variants import expand
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def workbench(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -16,7 +16,7 @@ from supervision.supervised import Bench
 from workbench.configs.matrix import load_matrix
 from workbench.configs.variants import expand
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from workbench.configs.variants import expand
 from workbench.errors import ConfigError
 from workbench.patches.series import load_series
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CONFIGS = REPO / "configs"
 
 

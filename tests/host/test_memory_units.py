@@ -15,7 +15,7 @@ from workbench_cli import run_workbench
 from workbench.host.units import GIB, MIB, byte_size, gib_size
 from workbench.monitor.peaks import PeakTracker, oom_note
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CPU_VARIANT = "onnxruntime-python313-cpu-avx2"
 # A decimal unit after a number: "1.5 GB", "300 MB" (the old labels).
 DECIMAL_UNIT = re.compile(r"\d\s?[GM]B\b")

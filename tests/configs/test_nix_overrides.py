@@ -34,7 +34,7 @@ from nix_testing import (
 from workbench.configs.matrix import load_matrix
 from workbench.configs.variants import expand
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CONFIGS = REPO / "configs"
 STANDIN = REPO / "tests" / "nix" / "standin-nixpkgs.nix"
 PIN = "ed142ab1b3a092c4d149245d0c4126a5d7ea00b0"

@@ -3,7 +3,7 @@ left out and named in one line (an explicit name that cannot build is refused), 
 does not evaluate is refused with Nix's first error (not its "--show-trace" hint), and the note
 that ISA variants' build-time checks are skipped is said before the build. The Nix side runs
 real `nix` against the stand-in nixpkgs (tests/nix/standin-nixpkgs.nix), as
-tests/test_pin_availability.py does.
+tests/configs/test_pin_availability.py does.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from workbench.debugging.model import capture_from_json
 from workbench.host.parallelism import JobMemory, recommend
 from workbench.monitor.classification import ProcessKind, classify
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "benchmarks" / "results"
 RUNS = ("h100-x1.json", "h100-x1-run2.json")
 CUDA_TOOLS = ("nvcc", "cicc", "ptxas", "cudafe++", "fatbinary")

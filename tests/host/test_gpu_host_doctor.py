@@ -38,7 +38,7 @@ from workbench.host.hardware import (
     supported_isas,
 )
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "benchmarks" / "results"
 FIXTURES = REPO / "tests" / "standins" / "nvidia-smi-fixtures"
 SMI_FIXTURE = "h100-x1-driver-580.toml"

@@ -14,7 +14,7 @@ from pathlib import Path
 from cli_errors import one_error_line
 from second_user import OtherUser, other_user, shared_tmp  # noqa: F401 - the fixtures
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _workbench(config: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import workbench
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def core_modules() -> list[str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from workbench.supervision.build_preview import preview_targets
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 AVX512 = "onnxruntime-python313-cuda12_9-sm90-avx512"
 VNNI = "onnxruntime-python313-cuda12_9-sm90-avx512vnni"
 

@@ -4,8 +4,8 @@ Nothing in them depends on this machine or on when they run: the host is recorde
 nvidia-smi stand-in, a recorded /proc/cpuinfo), the history is written with fixed times
 (`tui/fixed_history.py`), the app's clock is frozen and local time is UTC.
 
-Update after an intended change with `scripts/test.sh tests/test_snapshots.py --snapshot-update`
-and look at the SVGs in tests/__snapshots__/.
+Update after an intended change with `scripts/test.sh tests/tui/test_snapshots.py --snapshot-update`
+and look at the SVGs in tests/tui/__snapshots__/test_snapshots/.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from workbench.tui.debug_screen import DebugScreen
 from workbench.tui.history_screen import HistoryScreen, ReportScreen
 from workbench.tui.patches_screen import PatchesScreen
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 RECORDED = REPO / "tests" / "debugging" / "recorded"
 SIZES = [(80, 24), (160, 48)]
 

@@ -23,7 +23,7 @@ from workbench.configs.availability import of_variant, unavailable_names
 from workbench.configs.matrix import Matrix
 from workbench.configs.variants import parse
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CUDA12_4 = "onnxruntime-python312-cuda12_4-sm90-avx512"
 CUDA12_9 = "onnxruntime-python313-cuda12_9-sm90-avx512"
 needs_nix_command = pytest.mark.skipif(

@@ -15,7 +15,7 @@ from tui.driving import screen_still, wait_until
 from workbench.cli.main import tui_options
 from workbench.tui.app import make_app
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 # What the first screen must not wait for: detection, the history, the other screens.
 NOT_BEFORE_THE_FIRST_FRAME = (

@@ -62,7 +62,7 @@ def start_workbench(session: str, config: Path, state: Path) -> None:
         "-e",
         f"PATH={os.environ['PATH']}",
         "-c",
-        str(Path(__file__).resolve().parent.parent),
+        str(Path(__file__).resolve().parents[2]),
         *argv,
     )
     assert result.returncode == 0, result.stderr

@@ -19,7 +19,7 @@ from workbench.host.hardware import (
     supported_isas,
 )
 
-CPUINFO = Path(__file__).parent / "fixtures" / "cpuinfo"
+CPUINFO = Path(__file__).resolve().parents[1] / "fixtures" / "cpuinfo"
 
 
 def test_h100_with_compute_cap(matrix: Matrix, nvidia_smi) -> None:

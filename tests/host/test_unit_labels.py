@@ -20,7 +20,7 @@ from workbench.debugging.diagnosis import diagnose
 from workbench.debugging.model import capture_from_json
 from workbench.host.units import GIB, KIB, MIB, byte_size, scaled_byte_size
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 RECORDED = REPO / "tests" / "debugging" / "recorded"
 DECIMAL_UNIT = re.compile(r"\d\s?[KMG]B\b|\b[KMG]B\b")
 

@@ -17,7 +17,7 @@ from workbench.host.hardware import (
 )
 from workbench.host.selection import select, sm_for_capability, toolkit_support
 
-CPUINFO = Path(__file__).parent / "fixtures" / "cpuinfo"
+CPUINFO = Path(__file__).resolve().parents[1] / "fixtures" / "cpuinfo"
 GIB = 1024**3
 
 

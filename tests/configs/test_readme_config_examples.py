@@ -15,7 +15,7 @@ from pathlib import Path
 
 from workbench_cli import run_workbench
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def readme_config_set_examples() -> list[list[str]]:
