@@ -160,8 +160,17 @@ let
       # nixpkgs' protobuf builds shared libraries only (pkgs/development/libraries/protobuf/
       # generic.nix: enableShared ? !isStatic sets protobuf_BUILD_SHARED_LIBS), and ORT finds it
       # instead of building its own (FETCHCONTENT_TRY_FIND_PACKAGE_MODE=ALWAYS): a static core
-      # gets a static protobuf, whose libprotobuf-lite.a goes beside libonnxruntime.a.
+      # passes a static protobuf as the recipe's `protobuf` argument.
       staticProtobuf = (need "protobuf").override { enableShared = false; };
+      # The protobuf ORT is really compiled and linked against: the recipe's own protobuf'
+      # (package.nix at 1.23.2: `protobuf.overrideAttrs` adding the nvcc fix, in
+      # nativeBuildInputs and ONNX_CUSTOM_PROTOC_EXECUTABLE), which it exposes as
+      # passthru.protobuf; a different derivation from `staticProtobuf`, whose archive would
+      # not be the one ORT's objects were compiled against. Where nixpkgs moved the fix into
+      # protobuf itself, passthru.protobuf is `protobuf`, so this stays right.
+      builtProtobuf =
+        overridden.passthru.protobuf
+          or (throw "workbench: nixpkgs' onnxruntime has no passthru.protobuf: the static core cannot tell which protobuf archive ORT was built against");
       # The same for cpuinfo: nixpkgs' (pkgs/by-name/cp/cpuinfo) leaves CPUINFO_LIBRARY_TYPE at
       # "default" and sets no BUILD_SHARED_LIBS, so CMake builds its libcpuinfo.a.
       cpuinfo = need "cpuinfo";
@@ -182,7 +191,7 @@ let
         nvcc = if cuda then nvccBin else null;
         architectures = if archFlags == null then [ ] else lib.splitSemicolons archFlags;
         inputArchives = lib.optionalAttrs staticCore {
-          "libprotobuf-lite.a" = "${staticProtobuf}/lib";
+          "libprotobuf-lite.a" = "${builtProtobuf}/lib";
           "libcpuinfo.a" = "${cpuinfo}/lib";
         };
       };
@@ -263,8 +272,11 @@ let
         };
       }
       // lib.optionalAttrs noUnitTests { doCheck = false; }
-      # One output: ORT_LIB_LOCATION is $out/lib and the headers are $out/include, as the builder
-      # flake's consumers expect; the post-install steps lay the libraries out.
+      # The libraries and headers in `out` (no `dev`, no `dist`): ORT_LIB_LOCATION is $out/lib
+      # and the headers are $out/include, as the builder flake's consumers expect; the
+      # post-install steps lay the libraries out. nixpkgs' recipe sets separateDebugInfo, so
+      # mkDerivation still adds `debug` (the shared objects' DWARF, by build id): the package's
+      # outputs are out and debug, and `nix build` leaves result-NAME and result-NAME-debug.
       // lib.optionalAttrs isFlavour {
         outputs = [ "out" ];
         # nixpkgs' postInstall (the headers' install) ends without a newline when it is a plain

@@ -55,7 +55,22 @@ STATIC_SERIES = [
     "cuda-static-provider",
     "providers-shared-static",
 ]
-NIXPKGS_OWN_PATCH = "nixpkgs/pkgs/by-name/on/onnxruntime/cpuinfo-logging.patch"
+# nixpkgs' own patches of onnxruntime 1.23.2 at the pin, in its order (package.nix: two
+# fetchpatch commits of ORT, two musl patches in the tree, Alpine's MATH_NO_EXCEPT patch by
+# fetchurl), each as its file name; the stand-in records them as URLs or in-tree paths.
+NIXPKGS_OWN_PATCHES = [
+    "d6e712c5b7b6260a61e54d1fe40107cf5366ee77.patch",
+    "8ebd0bf1cf02414584d15d7244b07fa97d65ba02.patch",
+    "musl-execinfo.patch",
+    "musl-cstdint.patch",
+    "0001-Remove-MATH_NO_EXCEPT-macro.patch",
+]
+
+
+def own_patches(entries: list[str]) -> list[str]:
+    """The file names of nixpkgs' own patches at the head of a package's `patches`."""
+    head = entries[: len(NIXPKGS_OWN_PATCHES)]
+    return [re.split(r"[/-]standin-(?:patch|url)-|/", entry)[-1] for entry in head]
 
 
 pytestmark = needs_nix
@@ -308,7 +323,7 @@ def test_cuda_packages_and_python_follow_the_toolkit(tmp_path, name, cuda_set, p
     if cuda_set:
         assert cpp_record["overrideArgs"]["cudaSupport"] is True
         assert cpp_record["overrideArgs"]["cudaPackages"] == f"<{cuda_set}>"
-        assert cpp_record["attrs"]["nativeBuildInputs"][3] == f"{cuda_set}.cuda_nvcc"
+        assert f"{cuda_set}.cuda_nvcc" in cpp_record["attrs"]["nativeBuildInputs"]
     # The wheel inside the C++ build and the Python package use the toolkit's Python.
     assert cpp_record["overrideArgs"]["python3Packages"] == f"<{python_set}>"
     assert cpp_record["overrideArgs"]["pythonSupport"] is True
@@ -527,8 +542,8 @@ def test_each_package_applies_exactly_its_enabled_patches_in_series_order(tmp_pa
     assert attrs["passthru"]["workbench"]["patchNames"] == expected
     # nixpkgs' own patch first, then the series' files, each its own store path named after
     # the file and holding exactly that file's contents.
-    assert attrs["patches"][0] == NIXPKGS_OWN_PATCH
-    paths = attrs["patches"][1:]
+    assert own_patches(attrs["patches"]) == NIXPKGS_OWN_PATCHES
+    paths = attrs["patches"][len(NIXPKGS_OWN_PATCHES) :]
     assert [store_basename(path) for path in paths] == [SAMPLE_FILES[name] for name in expected]
     # The store path is the one of that file's contents (nix-instantiate --eval computes paths
     # without copying, so the contents are compared through the hash Nix names them by).
@@ -603,8 +618,8 @@ def test_the_static_flavour_gets_its_series_ort_static_providers_and_static_libr
     )
     record = probe_json(tmp_path, "flavours.onnxruntime", configs, patches)
     attrs = record["attrs"]
-    assert attrs["patches"][0] == NIXPKGS_OWN_PATCH
-    assert [store_basename(path) for path in attrs["patches"][1:]] == [
+    assert own_patches(attrs["patches"]) == NIXPKGS_OWN_PATCHES
+    assert [store_basename(path) for path in attrs["patches"][len(NIXPKGS_OWN_PATCHES) :]] == [
         f"{n}.patch" for n in STATIC_SERIES
     ]
     assert attrs["passthru"]["workbench"]["patchNames"] == STATIC_SERIES
@@ -759,8 +774,12 @@ def test_settings_enabled_patches_is_neither_read_nor_required(tmp_path):
 
 
 STANDIN_STORE = "/nix/store/00000000000000000000000000000000-standin-"
+# package.nix's postInstall at 1.23.2 (copy_strip_binary.sh's headers).
 NIXPKGS_POST_INSTALL = (
-    "install -m644 -Dt $out/include ../include/onnxruntime/core/session/onnxruntime_*.h"
+    "install -m644 -Dt $out/include \\\n"
+    "  ../include/onnxruntime/core/framework/provider_options.h \\\n"
+    "  ../include/onnxruntime/core/providers/cpu/cpu_provider_factory.h \\\n"
+    "  ../include/onnxruntime/core/session/onnxruntime_*.h\n"
 )
 STATIC_CUDA_LIBRARIES = [
     f"cudaPackages_12_9.{name}.static"
@@ -780,24 +799,47 @@ def test_each_flavours_install_and_fixup_steps(tmp_path, name):
     install, fixup = attrs["postInstall"], attrs["postFixup"]
     static_core = flavour.linkage != "shared"
 
-    # nixpkgs' own step first, on its own line, then ours.
-    assert install.split("\n")[:2] == [NIXPKGS_POST_INSTALL, 'mkdir -p "$out/lib"']
-    # No unit tests, the promised layout in passthru, one output.
+    # nixpkgs' own step first, then ours on a line of its own.
+    assert install.startswith(NIXPKGS_POST_INSTALL)
+    assert install[len(NIXPKGS_POST_INSTALL) :].lstrip("\n").startswith('mkdir -p "$out/lib"\n')
+    # No unit tests, the promised layout in passthru, everything in `out`: but nixpkgs'
+    # separateDebugInfo = true still gives the derivation a `debug` output, with no reference
+    # checks on it (make-derivation.nix), and __structuredAttrs turns the recipe's
+    # disallowedRequisites into outputChecks.out.
     assert attrs["doCheck"] is False and record["derived"]["runsTestsAtBuild"] is False
     assert attrs["passthru"]["workbench"]["produces"] == list(flavour.produces)
     assert attrs["passthru"]["workbench"]["linkage"] == flavour.linkage
     assert attrs["outputs"] == ["out"]
+    assert attrs["separateDebugInfo"] is True and attrs["__structuredAttrs"] is True
+    built = probe_json(tmp_path, f"built.{flavour.attr}", configs, patches)
+    assert built["outputs"] == ["out", "debug"]
+    checks = record["derived"]["outputChecks"]
+    assert set(checks) == {"out", "debug"} and checks["debug"] == {}
+    nvcc_bin = ["cudaPackages_12_9.cuda_nvcc.bin"] if flavour.cuda else []
+    assert checks["out"] == {"disallowedRequisites": nvcc_bin}
+    # nixpkgs' GetRuntimePath substitution (what the hybrid core's dlopen relies on) is kept.
+    assert 'PathString(\\"$out/lib/\\")' in attrs["postPatch"]
 
     # The static core: ORT's _deps archives, the archives of the inputs ORT found in nixpkgs
     # (protobuf made static), checked before the build, and one merged archive.
     assert ('find _deps -name "$pattern"' in install) is static_core
     assert ('"$AR" -M < merge.mri' in install) is static_core
+    # The protobuf archive is the one of the protobuf ORT was built with: the recipe's
+    # protobuf' (the static protobuf passed in, with nixpkgs' nvcc fix on top, passthru.protobuf),
+    # never the static protobuf itself, a different derivation.
     inputs = [
         f"libcpuinfo.a {STANDIN_STORE}cpuinfo/lib",
-        f"libprotobuf-lite.a {STANDIN_STORE}protobuf-overridden/lib",
+        f"libprotobuf-lite.a {built['protobuf']}/lib",
     ]
     if static_core:
-        assert args["protobuf"] == {"standin": "protobuf", "overrideArgs": {"enableShared": False}}
+        assert args["protobuf"]["overrideArgs"] == {"enableShared": False}
+        assert args["protobuf"]["overrideAttrsCalls"] == 0
+        assert built["protobufRecord"]["overrideArgs"] == {"enableShared": False}
+        assert built["protobufRecord"]["attrs"]["patches"][-1].endswith(
+            "0010-Workaround-nvcc-bug-in-message_lite.h.patch"
+        )
+        assert built["protobuf"] != built["staticProtobuf"]
+        assert f"{built['staticProtobuf']}/lib" not in install
         assert "\n".join(inputs) in install
         assert "\n".join(inputs) in attrs["preConfigure"]
         assert "exit 1" in attrs["preConfigure"]
@@ -1003,8 +1045,8 @@ def test_the_flake_evaluates_as_a_real_flake_with_the_standin_as_nixpkgs(tmp_pat
         "p: { names = p.workbench.patchNames; files = p.patches; }",
     )
     assert static["names"] == STATIC_SERIES
-    assert static["files"][0] == NIXPKGS_OWN_PATCH
-    files = static["files"][1:]
+    assert own_patches(static["files"]) == NIXPKGS_OWN_PATCHES
+    files = static["files"][len(NIXPKGS_OWN_PATCHES) :]
     assert [store_basename(path) for path in files] == [f"{n}.patch" for n in STATIC_SERIES]
     assert [Path(path).read_text() for path in files] == [patch_text(n) for n in STATIC_SERIES]
 
@@ -1107,3 +1149,69 @@ def test_every_variant_and_flavour_against_the_faithful_standin(tmp_path):
         assert record["derived"]["violatesDisallowedRequisites"] is False
         if flavour.cuda:
             assert record["overrideArgs"]["cudaPackages"] == "<cudaPackages_12_9>"
+
+
+# --- what nixpkgs' 1.23.2 recipe gives, and what the flake keeps of it ------------------------
+
+FETCHCONTENT_DIRS = ["ABSEIL_CPP", "DLPACK", "FLATBUFFERS", "MP11", "ONNX", "RE2", "SAFEINT"]
+
+
+@pytest.mark.parametrize("target", [H100_AVX512, CPU_AVX2, "cpu", "cuda-hybrid"])
+def test_packages_keep_the_1_23_2_recipes_attributes(tmp_path, target):
+    configs, patches = repo_copy(tmp_path)
+    record = package(tmp_path, target, configs, patches)
+    attrs = record["attrs"]
+    cuda = record["overrideArgs"]["cudaSupport"]
+    flags = attrs["cmakeFlags"]
+    assert attrs["version"] == "1.23.2" and attrs["src"] == "source-onnxruntime-src"
+    assert attrs["__structuredAttrs"] is True and attrs["separateDebugInfo"] is True
+    assert own_patches(attrs["patches"]) == NIXPKGS_OWN_PATCHES
+    # Only env.* reaches the builder: nixpkgs' NIX_LDFLAGS stays beside the flake's flags.
+    environment = record["derived"]["environment"]
+    assert environment["NIX_LDFLAGS"] == "-z,noexecstack"
+    assert set(environment) <= {"NIX_LDFLAGS", "CFLAGS", "CXXFLAGS", "CUDAFLAGS"}
+    # The bundled dependencies' sources and protoc stay as nixpkgs sets them.
+    dirs = [
+        d
+        for d in [*FETCHCONTENT_DIRS, "CUTLASS"]
+        if cmake_values(flags, f"FETCHCONTENT_SOURCE_DIR_{d}")
+    ]
+    assert dirs == FETCHCONTENT_DIRS + (["CUTLASS"] if cuda else [])
+    assert cmake_values(flags, "onnxruntime_USE_FULL_PROTOBUF") == ["FALSE"]
+    assert ("--compile-no-warning-as-error" in flags) is cuda
+    attr = load_matrix(configs).flavour(target).attr if target in ("cpu", "cuda-hybrid") else target
+    built = probe_json(tmp_path, f"built.{attr}", configs, patches)
+    assert cmake_values(flags, "ONNX_CUSTOM_PROTOC_EXECUTABLE") == [
+        f"{built['protobuf']}/bin/protoc"
+    ]
+    passthru = attrs["passthru"]
+    expected = {"cudaSupport", "cudaPackages", "ncclSupport", "protobuf", "tests", "workbench"}
+    assert expected <= set(passthru)
+    if target.startswith("onnxruntime-"):
+        # A variant's C++ package keeps nixpkgs' outputs, and its Python package is the wheel
+        # of that very build, linked against the protobuf it was built with.
+        assert built["outputs"] == ["out", "dev", "dist", "debug"]
+        python = probe_json(tmp_path, f"variants.{target}.python", configs, patches)["attrs"]
+        assert python["src"] == f"{attrs['pname']}-1.23.2.dist"
+        assert python["buildInputs"][2] == passthru["protobuf"]
+        assert python["buildInputs"][3]["attrs"]["pname"] == attrs["pname"]
+
+
+def test_the_standin_refuses_what_nixpkgs_refuses_about_debug_info(tmp_path):
+    # separateDebugInfo with reference checks needs __structuredAttrs: a flake turning it off
+    # would fail in nixpkgs, and fails here.
+    expr = """
+    let pkgs = import ./tests/nix/standin-nixpkgs.nix { };
+        cuda = { cudaSupport = true; cudaPackages = pkgs.cudaPackages_12_9; };
+        p = (pkgs.onnxruntime.override cuda).overrideAttrs (old: { __structuredAttrs = false; });
+    in p.outputs
+    """
+    result = nix_eval(tmp_path, "-E", expr)
+    assert result.returncode != 0
+    assert "separateDebugInfo = true in onnxruntime requires __structuredAttrs" in result.stderr
+    # A flavour's one output still comes with `debug`, as mkDerivation adds it.
+    expr = """
+    let pkgs = import ./tests/nix/standin-nixpkgs.nix { };
+    in (pkgs.onnxruntime.overrideAttrs (old: { outputs = [ "out" ]; })).outputs
+    """
+    assert nix_json(tmp_path, "-E", expr) == ["out", "debug"]

@@ -10,6 +10,10 @@
 # variants.<name>.spec    the spec itself
 # flavours.<attr>         a linkage flavour's package (onnxruntime-cpu, onnxruntime-cuda-dyn,
 #                         onnxruntime)
+# built.<attr>            a flavour's or variant's derivation as Nix sees it: its outputs
+#                         (mkDerivation's, `debug` included) and the store paths of the
+#                         protobuf it was built with (passthru.protobuf) and of the static
+#                         protobuf a static core passes in
 # series.names            patches/series.toml's names, in order, enabled or not (checked)
 # series.applied.<target> the names nix/series.nix selects for a flavour name (cpu, cuda-dyn,
 #                         cuda-static) or a variant name, in order; no patch file is read
@@ -58,5 +62,31 @@ in
   );
   flavours = builtins.listToAttrs (
     map (spec: entry spec.attr (build.flavour spec).standinRecord) matrix.flavours
+  );
+  built = builtins.listToAttrs (
+    map (
+      spec:
+      let
+        package = build.flavour spec;
+      in
+      entry spec.attr {
+        inherit (package) outputs;
+        protobuf = package.protobuf.outPath;
+        protobufRecord = package.protobuf.standinRecord;
+        staticProtobuf = (pkgs.protobuf.override { enableShared = false; }).outPath;
+        outPaths = builtins.listToAttrs (map (output: entry output package.${output}.outPath) package.outputs);
+      }
+    ) matrix.flavours
+    ++ map (
+      spec:
+      let
+        package = build.variantCpp spec;
+      in
+      entry spec.name {
+        inherit (package) outputs;
+        protobuf = package.protobuf.outPath;
+        python = (build.variant spec).outputs;
+      }
+    ) (builtins.filter (spec: spec.unavailable == null) matrix.variants)
   );
 }

@@ -1,35 +1,63 @@
-# STAND-IN FOR NIXPKGS, for tests only. It builds nothing.
+# STAND-IN FOR NIXPKGS, for tests only. It builds no ONNX Runtime.
 #
-# nixpkgs cannot be fetched where the tests run (no network), so this file offers the few
+# nixpkgs cannot be fetched where the tests run (no network), so this file offers the
 # attributes nix/ uses, with nixpkgs' calling conventions, and RECORDS what it is given:
-#   - pkgs.onnxruntime and pythonXXXPackages.onnxruntime have `override` (arguments are merged,
-#     as with callPackage) and `overrideAttrs` (old: { ... }, applied in order, as in
-#     mkDerivation); their base attributes imitate nixpkgs' onnxruntime where nix/ cares
-#     (cmakeFlags with CMAKE_CUDA_ARCHITECTURES / onnxruntime_NVCC_THREADS when CUDA is on,
-#     nixpkgs' own patch, postFixup, passthru merged into the package);
-#   - every package-like value has `standinRecord`: plain data describing it, so a test can
-#     evaluate `(...).standinRecord` with `nix-instantiate --eval --strict --json`.
+#   - pkgs.onnxruntime, pkgs.protobuf and pythonXXXPackages.onnxruntime have `override`
+#     (arguments are merged, as with callPackage) and `overrideAttrs` (old: { ... }, applied in
+#     order on top of the recipe's `finalAttrs: { ... }`, as in mkDerivation); their attributes
+#     are the real recipes' (below), with leaves for the packages and fetchers they name;
+#   - every package is a real derivation with mkDerivation's outputs (`nix build` of it leaves
+#     one out-link per output), and every package-like value has `standinRecord`: plain data
+#     describing it, so a test can evaluate it with `nix-instantiate --eval --strict --json`.
 # Package sets (cudaPackages_12_9, python313Packages) record as "<name>".
 #
 # FAITHFUL where nix/ depends on nixpkgs' behaviour. Each modelled behaviour cites the nixpkgs
-# file it models. The nixpkgs pin is ed142ab1b3a092c4d149245d0c4126a5d7ea00b0; the files were
-# read at the nearest revisions the reference store holds, named with each behaviour below:
+# file it models and the revision it was read at. The pin is
+# ed142ab1b3a092c4d149245d0c4126a5d7ea00b0 (nixpkgs-unstable of 2026-01-20); the reference
+# store holds none of these files at the pin itself, so each was read at the nearest stored
+# version, as said:
 #   - CUDA package sets: pkgs/top-level/all-packages.nix (cudaPackages_12_6/_12_8/_12_9/_13_0;
 #     cudaPackages = cudaPackages_12 = cudaPackages_12_8) and pkgs/top-level/aliases.nix
 #     (cudaPackages_12_0 ... _12_5 = throw "CUDA 12.x has been removed from Nixpkgs, ...",
 #     added 2025-08-08); read at aliases.nix 51cf5b747fa2b5c5364a17a0b13210965e4191cd.
-#   - onnxruntime: pkgs/by-name/on/onnxruntime/package.nix at
-#     02688433ee15c0ca0913e2955e0c44a7477e497d: onnxruntime_ENABLE_LTO on unless CUDA >= 12.8,
-#     doCheck (and onnxruntime_BUILD_UNIT_TESTS) on for CPU builds off aarch64-linux,
-#     requiredSystemFeatures big-parallel and disallowedRequisites = [ (getBin cuda_nvcc) ] for
-#     CUDA, with postFixup's remove-references-to on libonnxruntime_providers_cuda.so; `env`.
+#   - onnxruntime (ortBase below): pkgs/by-name/on/onnxruntime/package.nix at 1.23.2, the
+#     version with `mkDerivation (finalAttrs: ...)`, protobuf' and the musl-cstdint patch (ORT
+#     PR 26969); the index holds it as stored text 1275900338 without naming its commit, and
+#     holds no version at the pin. It differs from 02688433ee15c0ca0913e2955e0c44a7477e497d
+#     (1.22.2: `rec`, cpuinfo-logging.patch), which this file modelled before. Modelled:
+#     __structuredAttrs = true; separateDebugInfo = true; outputs out dev (+ dist with
+#     pythonSupport); the five patches in order (fetchpatch d6e712c5..., fetchpatch
+#     8ebd0bf1..., ./musl-execinfo.patch, ./musl-cstdint.patch, fetchurl Alpine's
+#     0001-Remove-MATH_NO_EXCEPT-macro.patch); env.NIX_LDFLAGS = "-z,noexecstack" on Linux;
+#     postPatch (libonnxruntime.pc, cudnn_frontend, GetRuntimePath() -> "$out/lib/");
+#     FETCHCONTENT_SOURCE_DIR_{ABSEIL_CPP,DLPACK,FLATBUFFERS,MP11,ONNX,RE2,SAFEINT} (+ CUTLASS
+#     with CUDA); ONNX_CUSTOM_PROTOC_EXECUTABLE = getExe protobuf'; onnxruntime_USE_FULL_PROTOBUF;
+#     onnxruntime_BUILD_UNIT_TESTS = finalAttrs.doCheck; onnxruntime_ENABLE_LTO off for CUDA
+#     >= 12.8; "--compile-no-warning-as-error" with CUDA; requiredSystemFeatures big-parallel,
+#     disallowedRequisites = [ getBin cuda_nvcc ] and postFixup's remove-references-to on
+#     libonnxruntime_providers_cuda.so with CUDA; passthru cudaSupport, cudaPackages,
+#     ncclSupport, protobuf = protobuf', tests.python; protobuf' = protobuf.overrideAttrs
+#     (conda-forge's nvcc fix for message_lite.h) in nativeBuildInputs, protobuf itself in no
+#     input list.
+#   - protobuf (protobufBase): pkgs/development/libraries/protobuf/generic.nix at
+#     0145c6da2896513d94440e7fb41c11487aa3de16 (AFTER the pin: it already carries patches for
+#     protobuf 34, and the nvcc fix itself for 30 <= version < 35, which would make
+#     package.nix's protobuf' unnecessary; nix/ takes passthru.protobuf, right either way):
+#     `enableShared ? !isStatic` sets protobuf_BUILD_SHARED_LIBS, __structuredAttrs,
+#     separateDebugInfo, meta.mainProgram protoc. Version 32.1 from package.nix's comment.
 #   - python3Packages.onnxruntime: pkgs/development/python-modules/onnxruntime/default.nix at
-#     0145c6da2896513d94440e7fb41c11487aa3de16: pythonImportsCheck = [ "onnxruntime" ] except on
-#     aarch64-linux (it runs the library on the build machine).
-#   - mkDerivation's `env` and `__structuredAttrs`: pkgs/stdenv/generic/make-derivation.nix:
-#     a name in both `env` and the derivation's attributes is refused ("The `env` attribute set
-#     cannot contain any attributes passed to derivation"); `env` values must be strings (or
-#     bools, ints, derivations); with __structuredAttrs only `env` becomes environment variables.
+#     0145c6da2896513d94440e7fb41c11487aa3de16 (after the pin; not stored nearer):
+#     src = onnxruntime.dist, buildInputs [ onednn re2 onnxruntime.protobuf onnxruntime ] and
+#     the CUDA libraries from onnxruntime.passthru, env.NIX_LDFLAGS,
+#     pythonImportsCheck = [ "onnxruntime" ] except on aarch64-linux, meta = onnxruntime.meta.
+#   - mkDerivation: pkgs/stdenv/generic/make-derivation.nix (stored text 51776062159, commit
+#     not named by the index): a name in both `env` and the derivation's attributes is refused
+#     ("The `env` attribute set cannot contain any attributes passed to derivation"); `env`
+#     values must be strings (or bools, ints, derivations); with __structuredAttrs only `env`
+#     becomes environment variables, and {dis,}allowed{Requisites,References} become
+#     outputChecks.<output> for every output but `debug`; `outputs' = outputs ++ optional
+#     separateDebugInfo' "debug"`, and separateDebugInfo with reference checks but without
+#     __structuredAttrs is refused.
 #   - the cc-wrapper: pkgs/build-support/cc-wrapper/cc-wrapper.sh runs
 #     `cc $NIX_CFLAGS_COMPILE_BEFORE <the command line> $NIX_CFLAGS_COMPILE`, so those flags come
 #     AFTER CMake's and win; nvcc's host compiler is that same wrapped compiler. CMake puts
@@ -71,7 +99,9 @@ let
     else if isList value then
       map describe value
     else if isAttrs value then
-      if value ? standinRecord then
+      if value ? standinOpaque then
+        "<${value.standinOpaque}>"
+      else if value ? standinRecord then
         value.standinRecord
       else if value ? standinSet then
         "<${value.standinSet}>"
@@ -91,30 +121,45 @@ let
     meta = { };
   };
 
-  # callPackage + mkDerivation in miniature: `base args` gives the attributes, overrideAttrs
-  # functions apply on top in order, passthru is merged into the package.
+  # callPackage + mkDerivation in miniature. `base args finalAttrs` gives the attributes (the
+  # recipe's `mkDerivation (finalAttrs: { ... })`, fed back the final attributes, so an
+  # overrideAttrs of `version` or `doCheck` reaches what the recipe derives from them);
+  # overrideAttrs functions apply on top in order; passthru is merged into the package; the
+  # outputs are mkDerivation's (`separateDebugInfo` adds `debug`), each one an attribute.
   overridable =
     standin: base: args: layers:
     let
-      attrs = foldl' (acc: layer: acc // layer acc) (base args) layers;
-    in
-    let
+      attrs = foldl' (acc: layer: acc // layer acc) (base args attrs) layers;
       # A real derivation that `nix build` builds here: it records what it was given and lays
-      # out the files the workbench looks for afterwards (a flavour's promised layout). Its out
-      # path hashes every attribute, so asking for it forces them all, and make-derivation's
-      # checks with them.
+      # out the files the workbench looks for afterwards (a flavour's promised layout), one
+      # directory per output. Its out path hashes every attribute, so asking for it forces them
+      # all, and make-derivation's checks with them.
       # mkDerivation's name when only pname and version are given (pkgs/stdenv/generic/
       # make-derivation.nix): `flox build` reads it, and nix-instantiate needs it.
       name = attrs.name or "${attrs.pname}-${attrs.version}";
-      built = standinDerivation name attrs;
+      outputs = outputsOf attrs;
+      built = standinDerivation name attrs outputs;
+      forced = value: builtins.deepSeq (describe attrs) (builtins.seq (derive attrs) value);
+      # `drv.dev`, `drv.debug`, ...: the same package seen as that output, as a real one.
+      outputAttr = output: {
+        name = output;
+        value = {
+          inherit name;
+          type = "derivation";
+          outputName = output;
+          inherit (built.${output}) drvPath;
+          outPath = forced built.${output}.outPath;
+          standinRecord = "${name}.${output}";
+        };
+      };
     in
     (attrs.passthru or { })
     // attrs
+    // builtins.listToAttrs (map outputAttr outputs)
     // {
-      inherit name;
+      inherit name outputs;
       inherit (built) type drvPath outputName;
-      outputs = [ "out" ];
-      outPath = builtins.deepSeq (describe attrs) (builtins.seq (derive attrs) built.outPath);
+      outPath = forced built.outPath;
       standinRecord = {
         inherit standin importArgs;
         overrideArgs = describe args;
@@ -126,14 +171,38 @@ let
       overrideAttrs = layer: overridable standin base args (layers ++ [ layer ]);
     };
 
+  # pkgs/stdenv/generic/make-derivation.nix (stored text id 51776062159, see the top):
+  # `outputs' = outputs ++ optional separateDebugInfo' "debug"` (separateDebugInfo' is
+  # separateDebugInfo on Linux), and separateDebugInfo with {dis,}allowed{Requisites,References}
+  # but without __structuredAttrs is refused.
+  outputsOf =
+    attrs:
+    let
+      separate = (attrs.separateDebugInfo or false) && isLinux;
+      checks = builtins.any (name: attrs ? ${name}) [
+        "disallowedReferences"
+        "disallowedRequisites"
+        "allowedRequisites"
+        "allowedReferences"
+      ];
+    in
+    if separate && checks && !(attrs.__structuredAttrs or false) then
+      throw "separateDebugInfo = true in ${attrs.pname or "mkDerivation argument"} requires __structuredAttrs if {dis,}allowedRequisites or {dis,}allowedReferences is set"
+    else
+      (attrs.outputs or [ "out" ]) ++ (if separate then [ "debug" ] else [ ]);
+
+  isLinux = builtins.match ".*-linux" system != null;
+
   # What `nix build` of a stand-in package really builds: no ORT (it cannot be built here), but
-  # its record as nix-support/workbench-standin.json, a flavour's promised files (each glob with
-  # its `*` as "standin", so the workbench's layout check finds them) and, for a Python
-  # environment, bin/python running the Python on the build's PATH.
+  # one directory per output: `out` holds its record as nix-support/workbench-standin.json and
+  # a flavour's promised files (each glob with its `*` as "standin", so the workbench's layout
+  # check finds them), for a Python environment bin/python running the Python on the build's
+  # PATH; `debug` holds lib/debug/.build-id/ (where separate-debug-info.sh puts the .debug
+  # files gdb finds by build id); every other output a nix-support/ directory.
   standinDerivation =
-    name: attrs:
+    name: attrs: outputs:
     derivation {
-      inherit name system;
+      inherit name system outputs;
       builder = "/bin/sh";
       PATH = "/usr/local/bin:/usr/bin:/bin";
       record = builtins.toJSON (describe attrs);
@@ -145,7 +214,14 @@ let
         "-c"
         ''
           set -e
-          mkdir -p "$out/nix-support"
+          for output in $outputs; do
+            eval "dir=\$$output"
+            mkdir -p "$dir/nix-support"
+            echo "$output" > "$dir/nix-support/standin-output"
+          done
+          case " $outputs " in
+            *" debug "*) mkdir -p "$debug/lib/debug/.build-id" ;;
+          esac
           printf '%s' "$record" > "$out/nix-support/workbench-standin.json"
           for path in $produces; do
             mkdir -p "$out/$(dirname "$path")"
@@ -168,89 +244,183 @@ let
       built = standinDerivation "${label}-env" {
         standinPythonEnvironment = true;
         packages = chosen;
-      };
+      } [ "out" ];
     in
     recordedCall "${label}.withPackages" "${label}-env" chosen
     // {
       inherit (built) type drvPath outPath outputName;
     };
 
-  # The parts of nixpkgs' onnxruntime package.nix that nix/overrides.nix touches.
+  # pkgs/by-name/on/onnxruntime/package.nix at 1.23.2, as the pin has it (see the top for the
+  # revision read): every attribute the recipe sets, with the stand-in's leaves for nixpkgs'
+  # packages and fetchers. `finalAttrs` is the final attribute set (mkDerivation (finalAttrs:
+  # ...)): the unit tests follow finalAttrs.doCheck, the source tag finalAttrs.version.
   ortBase =
-    args:
+    args: finalAttrs:
     let
       cuda = args.cudaSupport;
-      nvcc = args.cudaPackages.cuda_nvcc;
-      doCheck = !(cuda || system == "aarch64-linux");
+      python = args.pythonSupport;
+      py = args.python3Packages;
+      cudaPackages = args.cudaPackages;
+      nvcc = cudaPackages.cuda_nvcc;
+      ncclSupport = args.ncclSupport or (cuda && cudaPackages.nccl.meta.available);
+      withFullProtobuf = args.withFullProtobuf or false;
+      protobuf = args.protobuf or pkgs.protobuf;
+      # protobuf' = protobuf.overrideAttrs (old: { patches = old.patches ++ [ nvcc fix ]; }):
+      # the protobuf ORT is built with (nativeBuildInputs, ONNX_CUSTOM_PROTOC_EXECUTABLE) and
+      # passthru.protobuf, a different derivation from `protobuf` itself.
+      protobuf' = protobuf.overrideAttrs (old: {
+        patches = (old.patches or [ ]) ++ [
+          (fetchpatch {
+            name = "Workaround nvcc bug in message_lite.h";
+            url = "https://raw.githubusercontent.com/conda-forge/protobuf-feedstock/737a13ea0680484c08e8e0ab0144dab82c10c1b3/recipe/patches/0010-Workaround-nvcc-bug-in-message_lite.h.patch";
+          })
+        ];
+      });
+      cmakeBool = name: value: "-D${name}:BOOL=${if value then "TRUE" else "FALSE"}";
+      cmakeFeature = name: value: "-D${name}:STRING=${value}";
+      source = name: fetchFromGitHub { inherit name; };
+      effectiveSystem = system;
     in
     {
       pname = "onnxruntime";
       version = "1.23.2";
-      patches = [ "nixpkgs/pkgs/by-name/on/onnxruntime/cpuinfo-logging.patch" ];
+      src = fetchFromGitHub {
+        name = "onnxruntime-src";
+        owner = "microsoft";
+        repo = "onnxruntime";
+        tag = "v${finalAttrs.version}";
+      };
+      # nixpkgs' own five, in this order.
+      patches = [
+        (fetchpatch { url = "https://github.com/microsoft/onnxruntime/commit/d6e712c5b7b6260a61e54d1fe40107cf5366ee77.patch"; })
+        (fetchpatch { url = "https://github.com/microsoft/onnxruntime/commit/8ebd0bf1cf02414584d15d7244b07fa97d65ba02.patch"; })
+        "nixpkgs/pkgs/by-name/on/onnxruntime/musl-execinfo.patch"
+        "nixpkgs/pkgs/by-name/on/onnxruntime/musl-cstdint.patch"
+        (fetchurl { url = "https://gitlab.alpinelinux.org/alpine/aports/-/raw/462dfe0eb4b66948fe48de44545cc22bb64fdf9f/community/onnxruntime/0001-Remove-MATH_NO_EXCEPT-macro.patch"; })
+      ];
       nativeBuildInputs = [
         pkgs.cmake
         pkgs.pkg-config
-        args.python3Packages.python
+        py.python
+        protobuf'
       ]
-      ++ (if cuda then [ nvcc ] else [ ]);
-      # package.nix's buildInputs, the parts nix/ cares about: the protobuf and cpuinfo that
-      # ORT finds (FETCHCONTENT_TRY_FIND_PACKAGE_MODE=ALWAYS) and the CUDA libraries' default
-      # (shared) outputs.
+      ++ (if python then [ py.pip py.python py.pythonOutputDistHook py.setuptools py.wheel ] else [ ])
+      ++ (if cuda then [ nvcc pkgs.removeReferencesTo ] else [ ]);
+      # No protobuf here: ORT finds protobuf' (nativeBuildInputs) with find_package.
       buildInputs = [
-        (args.protobuf or pkgs.protobuf)
+        pkgs.eigen
+        pkgs.glibcLocales
+        pkgs.howard-hinnant-date
+        pkgs.libpng
+        pkgs.nlohmann_json
+        pkgs.microsoft-gsl
+        pkgs.zlib
         pkgs.cpuinfo
       ]
+      ++ (if python then [ py.numpy py.pybind11 py.packaging ] else [ ])
       ++ (
         if cuda then
-          map (name: args.cudaPackages.${name}) [
+          map (name: cudaPackages.${name}) [
+            "cuda_cccl"
             "libcublas"
             "libcurand"
             "libcusparse"
             "libcufft"
             "cudnn"
+            "cudnn-frontend"
+            "cuda_cudart"
           ]
+          ++ (if ncclSupport then [ cudaPackages.nccl ] else [ ])
         else
           [ ]
       );
-      cmakeFlags = [
-        "-DFETCHCONTENT_FULLY_DISCONNECTED:BOOL=TRUE"
-        "-DFETCHCONTENT_TRY_FIND_PACKAGE_MODE:STRING=ALWAYS"
-        "-Donnxruntime_BUILD_SHARED_LIB:BOOL=TRUE"
-        "-Donnxruntime_BUILD_UNIT_TESTS:BOOL=${if doCheck then "TRUE" else "FALSE"}"
-        "-Donnxruntime_USE_CUDA:BOOL=${if cuda then "TRUE" else "FALSE"}"
-        "-Donnxruntime_ENABLE_LTO:BOOL=${
-          if !cuda || args.cudaPackages.cudaOlder "12.8" then "TRUE" else "FALSE"
-        }"
-        "-Donnxruntime_USE_NCCL:BOOL=${if cuda && (args.ncclSupport or cuda) then "TRUE" else "FALSE"}"
-      ]
-      ++ (if args.pythonSupport then [ "-Donnxruntime_ENABLE_PYTHON:BOOL=TRUE" ] else [ ])
-      ++ (
-        if cuda then
-          [
-            "-DCMAKE_CUDA_ARCHITECTURES:STRING=${args.cudaPackages.flags.cmakeCudaArchitecturesString}"
-            "-Donnxruntime_NVCC_THREADS:STRING=1"
-          ]
-        else
-          [ ]
-      );
-      env = { };
+      nativeCheckInputs = [ pkgs.gtest ] ++ (if python then [ py.onnx py.pytest py.sympy ] else [ ]);
       outputs = [
         "out"
         "dev"
       ]
-      ++ (if args.pythonSupport then [ "dist" ] else [ ]);
-      postInstall = "install -m644 -Dt $out/include ../include/onnxruntime/core/session/onnxruntime_*.h";
-      inherit doCheck;
+      ++ (if python then [ "dist" ] else [ ]);
+      separateDebugInfo = true;
       enableParallelBuilding = true;
+      cmakeDir = "../cmake";
+      cmakeFlags = [
+        (cmakeBool "ABSL_ENABLE_INSTALL" true)
+        (cmakeBool "FETCHCONTENT_FULLY_DISCONNECTED" true)
+        (cmakeBool "FETCHCONTENT_QUIET" false)
+        (cmakeFeature "FETCHCONTENT_SOURCE_DIR_ABSEIL_CPP" "${pkgs.abseil-cpp_202407.src}")
+        (cmakeFeature "FETCHCONTENT_SOURCE_DIR_DLPACK" "${source "dlpack-src"}")
+        (cmakeFeature "FETCHCONTENT_SOURCE_DIR_FLATBUFFERS" "${pkgs.flatbuffers_23.src}")
+        (cmakeFeature "FETCHCONTENT_SOURCE_DIR_MP11" "${source "mp11-src"}")
+        (cmakeFeature "FETCHCONTENT_SOURCE_DIR_ONNX" "${source "onnx-src"}")
+        (cmakeFeature "FETCHCONTENT_SOURCE_DIR_RE2" "${pkgs.re2.src}")
+        (cmakeFeature "FETCHCONTENT_SOURCE_DIR_SAFEINT" "${source "safeint-src"}")
+        (cmakeFeature "FETCHCONTENT_TRY_FIND_PACKAGE_MODE" "ALWAYS")
+        (cmakeFeature "ONNX_CUSTOM_PROTOC_EXECUTABLE" "${protobuf'}/bin/protoc")
+        (cmakeBool "onnxruntime_BUILD_SHARED_LIB" true)
+        (cmakeBool "onnxruntime_BUILD_UNIT_TESTS" finalAttrs.doCheck)
+        (cmakeBool "onnxruntime_USE_FULL_PROTOBUF" withFullProtobuf)
+        (cmakeBool "onnxruntime_USE_CUDA" cuda)
+        (cmakeBool "onnxruntime_USE_NCCL" (cuda && ncclSupport))
+        (cmakeBool "onnxruntime_USE_MIGRAPHX" false)
+        (cmakeBool "onnxruntime_ENABLE_LTO" (!cuda || cudaPackages.cudaOlder "12.8"))
+      ]
+      ++ (if python then [ (cmakeBool "onnxruntime_ENABLE_PYTHON" true) ] else [ ])
+      ++ (
+        if cuda then
+          [
+            "--compile-no-warning-as-error"
+            (cmakeFeature "FETCHCONTENT_SOURCE_DIR_CUTLASS" "${source "cutlass-src"}")
+            (cmakeFeature "onnxruntime_CUDNN_HOME" "${cudaPackages.cudnn}")
+            (cmakeFeature "CMAKE_CUDA_ARCHITECTURES" cudaPackages.flags.cmakeCudaArchitecturesString)
+            (cmakeFeature "onnxruntime_NVCC_THREADS" "1")
+          ]
+        else
+          [ ]
+      );
+      # Only this reaches the builder's environment (__structuredAttrs).
+      env = if isLinux then { NIX_LDFLAGS = "-z,noexecstack"; } else { };
+      doCheck = !(cuda || effectiveSystem == "aarch64-linux");
       requiredSystemFeatures = if cuda then [ "big-parallel" ] else [ ];
+      hardeningEnable = [ ];
+      # The last substitution is what a hybrid flavour's static core relies on: ORT looks for
+      # its provider libraries in the output's lib/.
+      postPatch = ''
+        substituteInPlace cmake/libonnxruntime.pc.cmake.in \
+          --replace-fail '$'{prefix}/@CMAKE_INSTALL_ @CMAKE_INSTALL_
+        echo "find_package(cudnn_frontend REQUIRED)" > cmake/external/cudnn_frontend.cmake
+      ''
+      + ''
+        substituteInPlace onnxruntime/core/platform/env.h --replace-fail \
+          "GetRuntimePath() const { return PathString(); }" \
+          "GetRuntimePath() const { return PathString(\"$out/lib/\"); }"
+      ''
+      + (if effectiveSystem == "aarch64-linux" then ''
+        rm -v onnxruntime/test/optimizer/nhwc_transformer_test.cc
+      '' else "");
+      postBuild = if python then ''
+        ${py.python.interpreter} ../setup.py bdist_wheel
+      '' else "";
+      postInstall = ''
+        install -m644 -Dt $out/include \
+          ../include/onnxruntime/core/framework/provider_options.h \
+          ../include/onnxruntime/core/providers/cpu/cpu_provider_factory.h \
+          ../include/onnxruntime/core/session/onnxruntime_*.h
+      '';
       postFixup =
         if cuda then
-          "remove-references-to -t \"${nvcc.bin.outPath}\" \${!outputLib}/lib/libonnxruntime_providers_cuda.so"
+          ''
+            remove-references-to -t "${nvcc.bin}" ''${!outputLib}/lib/libonnxruntime_providers_cuda.so
+          ''
         else
           "";
       disallowedRequisites = if cuda then [ nvcc.bin ] else [ ];
+      __structuredAttrs = true;
       passthru = {
-        inherit (args) cudaSupport cudaPackages;
+        cudaSupport = cuda;
+        inherit cudaPackages ncclSupport;
+        protobuf = protobuf';
+        tests = if python then { python = opaque "python3Packages.onnxruntime" py.onnxruntime; } else { };
       };
       meta = {
         description = "Cross-platform, high performance scoring engine for ML models";
@@ -259,7 +429,34 @@ let
           "aarch64-linux"
           "aarch64-darwin"
         ];
+        broken = withFullProtobuf;
       };
+    };
+
+  # A value `describe` does not enter (passthru.tests would lead back to the package itself).
+  opaque = label: value: value // { standinOpaque = label; };
+
+  # fetchFromGitHub, fetchpatch, fetchurl: a source records as what it names.
+  fetchFromGitHub = spec: leaf "source-${spec.name or "${spec.repo}-${spec.tag or spec.rev or "?"}"}" // { inherit spec; };
+  fetchpatch = spec: leaf "patch-${baseNameOf spec.url}" // { inherit (spec) url; standinRecord = spec.url; };
+  fetchurl = spec: leaf "url-${baseNameOf spec.url}" // { inherit (spec) url; standinRecord = spec.url; };
+
+  # pkgs/development/libraries/protobuf/generic.nix (see the top): shared libraries unless
+  # enableShared = false (protobuf_BUILD_SHARED_LIBS), __structuredAttrs, separateDebugInfo,
+  # mainProgram protoc. nixpkgs' protobuf at the pin is 32.1 (package.nix's comment).
+  protobufBase =
+    args: finalAttrs:
+    {
+      pname = "protobuf";
+      version = "32.1";
+      __structuredAttrs = true;
+      patches = [ ];
+      separateDebugInfo = true;
+      cmakeFlags = [ "-Dprotobuf_USE_EXTERNAL_GTEST:BOOL=TRUE" ]
+        ++ (if args.enableShared then [ "-Dprotobuf_BUILD_SHARED_LIBS:BOOL=TRUE" ] else [ ]);
+      # What its lib/ holds, for the flavour-build stand-in and the tests.
+      passthru.standinArchives = if args.enableShared then [ "libprotobuf-lite.so" "libprotobuf.so" ] else [ "libprotobuf-lite.a" "libprotobuf.a" ];
+      meta.mainProgram = "protoc";
     };
 
   words = text: builtins.filter (w: builtins.isString w && w != "") (builtins.split " +" text);
@@ -318,6 +515,30 @@ let
       cuda = cmakeValue flags "onnxruntime_USE_CUDA" == "TRUE";
       staticLibs = cmakeValue flags "onnxruntime_BUILD_SHARED_LIB" == "FALSE";
       fixup = attrs.postFixup or "";
+      # make-derivation.nix: with __structuredAttrs the reference checks are not attributes of
+      # the derivation but outputChecks.<output>, for every output except `debug` (which
+      # separateDebugInfo fills with files that refer to the source).
+      outputChecks =
+        if structured then
+          builtins.listToAttrs (
+            map (output: {
+              name = output;
+              value =
+                if output == "debug" && (attrs.separateDebugInfo or false) then
+                  { }
+                else
+                  builtins.intersectAttrs {
+                    disallowedRequisites = null;
+                    disallowedReferences = null;
+                    allowedRequisites = null;
+                    allowedReferences = null;
+                  } attrs;
+            }) (outputsOf attrs)
+          )
+        else
+          null;
+      disallowedOfOut =
+        if structured then outputChecks.out.disallowedRequisites or [ ] else attrs.disallowedRequisites or [ ];
       # nixpkgs' own scrub names libonnxruntime_providers_cuda.so alone; archives need every
       # file of the output scrubbed.
       scrubs =
@@ -340,8 +561,10 @@ let
         };
         runsTestsAtBuild = attrs.doCheck or false;
         runsImportCheckAtBuild = (attrs.pythonImportsCheck or [ ]) != [ ];
-        # A CUDA build's libraries embed nvcc's store path until scrubbed; nixpkgs forbids it.
-        violatesDisallowedRequisites = cuda && (attrs.disallowedRequisites or [ ]) != [ ] && !scrubs;
+        inherit outputChecks;
+        # A CUDA build's libraries embed nvcc's store path until scrubbed; nixpkgs forbids it
+        # (with __structuredAttrs through outputChecks.out, which the check reads).
+        violatesDisallowedRequisites = cuda && disallowedOfOut != [ ] && !scrubs;
       };
 
   cudaSet = attr: version: {
@@ -357,7 +580,16 @@ let
     cudnn = leaf "${attr}.cudnn" // {
       lib = leaf "${attr}.cudnn.lib";
     };
+    nccl = leaf "${attr}.nccl" // {
+      meta.available = true;
+    };
   }
+  // builtins.listToAttrs (
+    map (name: {
+      inherit name;
+      value = leaf "${attr}.${name}";
+    }) [ "cuda_cccl" "cudnn-frontend" "cuda_cudart" ]
+  )
   # The CUDA redistributables' outputs (pkgs/development/cuda-modules: a package whose redist
   # has lib/*.a gets a `static` output): the math libraries ORT links.
   // builtins.listToAttrs (
@@ -389,18 +621,34 @@ let
         pythonVersion = version;
         python = leaf "python${version}" // {
           withPackages = pythonWithPackages "python${version}" set;
+          interpreter = "${storePath "python${version}"}/bin/python${version}";
         };
-        # As in nixpkgs' python-packages.nix: the module wraps the C++ package built with
-        # this Python.
-        onnxruntime = overridable "${attr}.onnxruntime" (args: {
-          pname = "onnxruntime";
-          inherit (args.onnxruntime) version;
-          name = "python${version}-onnxruntime-${args.onnxruntime.version}";
-          buildInputs = [ args.onnxruntime ];
+        # pkgs/development/python-modules/onnxruntime/default.nix (see the top): the wheel of
+        # the C++ package's `dist` output, linked against that package and its protobuf (the
+        # one it was built with, passthru.protobuf), CUDA libraries by its passthru.
+        onnxruntime = overridable "${attr}.onnxruntime" (args: finalAttrs: let ort = args.onnxruntime; in {
+          inherit (ort) pname version;
+          name = "python${version}-onnxruntime-${ort.version}";
+          format = "wheel";
+          src = ort.dist;
+          env = if isLinux then { NIX_LDFLAGS = "-z,noexecstack"; } else { };
+          pythonRemoveDeps = [ "flatbuffers" "protobuf" "sympy" ];
+          buildInputs = [
+            set.onednn
+            pkgs.re2
+            ort.protobuf
+            ort
+          ]
+          ++ (
+            if ort.passthru.cudaSupport then
+              map (name: ort.passthru.cudaPackages.${name}) [ "libcublas" "libcurand" "libcufft" "cudnn" "cuda_cudart" ]
+              ++ (if ort.passthru.ncclSupport then [ ort.passthru.cudaPackages.nccl ] else [ ])
+            else
+              [ ]
+          );
+          dependencies = [ set.coloredlogs set.numpy set.packaging ];
           pythonImportsCheck = if system == "aarch64-linux" then [ ] else [ "onnxruntime" ];
-          meta = {
-            description = "Cross-platform, high performance scoring engine for ML models";
-          };
+          meta = ort.meta;
         }) { onnxruntime = pkgs.onnxruntime.override { python3Packages = set; pythonSupport = true; }; } [ ];
         buildPythonApplication =
           args:
@@ -444,6 +692,18 @@ let
             "pytest"
             "pytest-timeout"
             "hypothesis"
+            # onnxruntime's inputs
+            "pip"
+            "pythonOutputDistHook"
+            "setuptools"
+            "wheel"
+            "numpy"
+            "pybind11"
+            "packaging"
+            "onnx"
+            "sympy"
+            "onednn"
+            "coloredlogs"
           ]
       );
     in
@@ -556,18 +816,23 @@ let
 
     # pkgs/development/libraries/protobuf/generic.nix: `enableShared ? !isStatic` (shared
     # libraries only, unless overridden); the override is recorded.
-    protobuf = leaf "protobuf" // {
-      override =
-        args:
-        leaf "protobuf" // {
-          outPath = storePath "protobuf-overridden";
-          standinRecord = {
-            standin = "protobuf";
-            overrideArgs = describe args;
-          };
-        };
-    };
+    # callPackage'd from generic.nix: `override { enableShared = false; }` and overrideAttrs
+    # (package.nix's protobuf') each give another derivation, with its own store path.
+    protobuf = overridable "protobuf" protobufBase { enableShared = true; } [ ];
     cpuinfo = leaf "cpuinfo";
+    # The sources package.nix hands ORT through FETCHCONTENT_SOURCE_DIR_*.
+    abseil-cpp_202407 = leaf "abseil-cpp_202407" // { src = leaf "abseil-cpp_202407.src"; };
+    flatbuffers_23 = leaf "flatbuffers_23" // { src = leaf "flatbuffers_23.src"; };
+    re2 = leaf "re2" // { src = leaf "re2.src"; };
+    eigen = leaf "eigen";
+    glibcLocales = leaf "glibcLocales";
+    howard-hinnant-date = leaf "howard-hinnant-date";
+    libpng = leaf "libpng";
+    nlohmann_json = leaf "nlohmann_json";
+    microsoft-gsl = leaf "microsoft-gsl";
+    zlib = leaf "zlib";
+    gtest = leaf "gtest";
+    removeReferencesTo = leaf "removeReferencesTo";
     ninja = leaf "ninja";
     cmake = leaf "cmake";
     pkg-config = leaf "pkg-config";
