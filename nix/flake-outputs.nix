@@ -56,11 +56,18 @@ let
       # A variant whose CUDA package set the pin lacks (configs/matrix.toml [nixpkgs_pin]) is
       # not offered: looking it up would end in nixpkgs' alias `throw`. The workbench names it
       # with the reason and what to build instead.
+      # The other ONNX Runtime releases of configs/releases.toml sit beside the pin's own, their
+      # names carrying the release (onnxruntime-python313-cpu-avx2-ort1_24_2); a combination a
+      # release cannot build (Blackwell before 1.23) is not offered, as above.
       variants = map (spec: byName spec.name (build.variant spec)) (
-        filter (spec: spec.platform == system && spec.unavailable == null) matrix.variants
+        filter (spec: spec.platform == system && spec.unavailable == null) (
+          matrix.variants ++ matrix.releaseVariants
+        )
       );
       flavours = map (spec: byName spec.attr (build.flavour spec)) (
-        filter (spec: elem system spec.platforms) matrix.flavours
+        filter (spec: elem system spec.platforms && spec.unavailable == null) (
+          matrix.flavours ++ matrix.releaseFlavours
+        )
       );
 
       # `nix run .#debug-bt -- 3`, as in the builder flake: GDB backtraces of a hung static

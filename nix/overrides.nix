@@ -118,8 +118,12 @@ let
       # A linkage flavour's "static", "hybrid" or "shared"; null for a variant.
       linkage ? null,
       produces ? [ ],
+      # The ONNX Runtime release (nix/releases.nix): the pin's own adds nothing; any other is a
+      # source override (nix/ort-release.nix) under everything below.
+      release,
     }:
     let
+      ortRelease = import ./ort-release.nix { inherit pkgs release cuda; };
       isFlavour = linkage != null;
       archFlags =
         if settings.cuda_architectures != [ ] then
@@ -241,8 +245,9 @@ let
         # The wheel inside the C++ build must be built for the variant's Python.
         // lib.optionalAttrs (pythonPackages != null) { python3Packages = need pythonPackages; }
       );
+      recipe = if ortRelease.layer == null then overridden else overridden.overrideAttrs ortRelease.layer;
     in
-    overridden.overrideAttrs (
+    recipe.overrideAttrs (
       old:
       {
         inherit pname;
@@ -265,6 +270,9 @@ let
             # A flavour's output layout: the files `workbench build` checks after the build.
             inherit linkage produces;
             inherit patchNames defines;
+            # Which ONNX Runtime: version, source, bundled dependencies, fixes and flags.
+            ortVersion = release.version;
+            release = ortRelease.info;
           };
         };
         meta = (old.meta or { }) // {
@@ -312,7 +320,8 @@ rec {
       cudaArchitectures = spec.cmakeCudaArchitectures;
       cpuFlags = spec.isa.flags;
       shared = null;
-      seriesPatches = series.forVariant spec.name;
+      seriesPatches = series.forVariantAt spec.release.version spec.baseName;
+      inherit (spec) release;
       defines = [ ];
       platforms = [ spec.platform ];
       info = {
@@ -371,7 +380,8 @@ rec {
       # every-architecture default (hours of nvcc).
       cudaArchitectures = if spec.cudaArchitectures == [ ] then null else concatStringsSep ";" spec.cudaArchitectures;
       cpuFlags = [ ];
-      seriesPatches = series.forFlavour spec.name;
+      seriesPatches = series.forFlavourAt spec.release.version spec.baseName;
+      inherit (spec) release;
       pythonPackages = null;
       info = {
         inherit (spec) name attr kind experimental linkage;

@@ -61,7 +61,11 @@ let
     "flavours"
     "variants"
     "enabled"
+    # optional: the releases of configs/releases.toml the patch is for (absent: every release)
+    "releases"
   ];
+  optionalKeys = [ "releases" ];
+  releaseVersions = matrix.releases.versions;
 
   flavourNames = map (flavour: flavour.name) matrix.flavours;
   variantNames = map (variant: variant.name) matrix.variants;
@@ -119,7 +123,7 @@ let
       show = toJSON;
 
       unknown = filter (key: !(elem key keys)) (attrNames table);
-      missing = filter (key: !(table ? ${key})) keys;
+      missing = filter (key: !(table ? ${key}) && !(elem key optionalKeys)) keys;
 
       string =
         key: pattern: allowed:
@@ -167,6 +171,17 @@ let
         group = string "group" groupPattern "a word such as static-init, bridge-loop, build-system, portability, local";
         fixes = string "fixes" sentencePattern "a sentence saying what the patch fixes";
         inherit flavours variants;
+        releases =
+          if table ? releases then
+            map (
+              version:
+              if elem version releaseVersions then
+                version
+              else
+                fail "releases" "\"${version}\" is not a release of configs/releases.toml (${concatStringsSep ", " releaseVersions})"
+            ) (stringList "releases" "a list of ONNX Runtime versions")
+          else
+            null;
         enabled =
           if isBool table.enabled then table.enabled else fail "enabled" "${show table.enabled} is not true or false";
       };
@@ -192,6 +207,17 @@ let
       deepSeq checked checked;
 
   enabled = filter (patch: patch.enabled) patches;
+  appliesAt = version: patch: patch.releases == null || elem version patch.releases;
+
+  # The patches for a flavour or variant (its name without a release suffix) at a release:
+  # an entry with `releases` applies only to those; the plain forms are at the pin's release.
+  forFlavourAt =
+    version: flavour: filter (appliesAt version) (filter (patch: elem flavour patch.flavours) enabled);
+  forVariantAt =
+    version: variant:
+    filter (appliesAt version) (filter (patch: any (pattern: globMatches pattern variant) patch.variants) enabled);
+  forFlavour = flavour: forFlavourAt matrix.ortVersion flavour;
+  forVariant = variant: forVariantAt matrix.ortVersion variant;
 in
 {
   inherit patches patchDir;
@@ -199,9 +225,7 @@ in
   # The series' names, in order, enabled or not.
   names = map (patch: patch.name) patches;
 
-  forFlavour = flavour: filter (patch: elem flavour patch.flavours) enabled;
-
-  forVariant = variant: filter (patch: any (pattern: globMatches pattern variant) patch.variants) enabled;
+  inherit forFlavourAt forVariantAt forFlavour forVariant;
 
   # One patch file as its own store path. builtins.path with a fixed name copies just that
   # file, so a derivation depends on the patch's contents only: interpolating a path inside the

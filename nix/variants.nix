@@ -10,8 +10,10 @@
 let
   lib = import ./lib.nix;
   config = import ./config.nix { inherit configDir; };
-  inherit (builtins) concatLists concatStringsSep filter map;
-  inherit (config) ortVersion;
+  # configs/releases.toml: the pin's own release (config.ortVersion) keeps the seeds' names;
+  # each other offered release gets its own specs, whose names carry the release.
+  releases = import ./releases.nix { inherit configDir; };
+  inherit (builtins) concatLists concatStringsSep elem filter map;
 
   isaByName =
     name:
@@ -24,7 +26,7 @@ let
 
   # The Flox matrix's header line; the same text as Variant.description on the Python side.
   gpuDescription =
-    toolkit: sm: isa:
+    ortVersion: toolkit: sm: isa:
     "ONNX Runtime ${ortVersion} for NVIDIA ${sm.family} "
     + "(${lib.toUpper sm.name}: ${concatStringsSep ", " (take 3 sm.gpus)}) + ${isa.label} [CUDA ${toolkit.version}]";
 
@@ -52,13 +54,25 @@ let
       "CUDA ${toolkit.version} is not in nixpkgs at the pin ${shortRev}: ${toolkit.nixpkgs_attr} was removed "
       + "from nixpkgs (pkgs/top-level/aliases.nix makes it a throw since 2025-08-08; the pin has ${pinVersions})";
 
+  # A release that cannot build an SM (CUTLASS without Blackwell kernels) names why.
+  releaseUnavailable =
+    release: sm:
+    if sm != null && elem sm.name release.unsupportedSms then
+      "ONNX Runtime ${release.version} cannot build ${sm.name}: ${release.unsupportedSmsWhy}"
+    else
+      null;
+  firstOf = a: b: if a != null then a else b;
+
   gpuVariant =
-    toolkit: sm: isaName:
+    release: toolkit: sm: isaName:
     let
       isa = isaByName isaName;
+      ortVersion = release.version;
     in
     {
-      name = "onnxruntime-python${lib.pythonTag toolkit.python}-${toolkit.name}-${sm.name}-${isa.name}";
+      name = "onnxruntime-python${lib.pythonTag toolkit.python}-${toolkit.name}-${sm.name}-${isa.name}${release.suffix}";
+      baseName = "onnxruntime-python${lib.pythonTag toolkit.python}-${toolkit.name}-${sm.name}-${isa.name}";
+      inherit release;
       kind = "gpu";
       cuda = true;
       python = toolkit.python;
@@ -66,18 +80,21 @@ let
       inherit toolkit sm isa ortVersion;
       cmakeCudaArchitectures = sm.cmakeArch;
       platform = isa.platform;
-      description = gpuDescription toolkit sm isa;
+      description = gpuDescription ortVersion toolkit sm isa;
       caveat = caveatOf toolkit sm;
-      unavailable = unavailableOf toolkit;
+      unavailable = firstOf (unavailableOf toolkit) (releaseUnavailable release sm);
     };
 
   cpuVariant =
-    isaName:
+    release: isaName:
     let
       isa = isaByName isaName;
+      ortVersion = release.version;
     in
     {
-      name = "onnxruntime-python${lib.pythonTag config.cpuPython}-cpu-${isa.name}";
+      name = "onnxruntime-python${lib.pythonTag config.cpuPython}-cpu-${isa.name}${release.suffix}";
+      baseName = "onnxruntime-python${lib.pythonTag config.cpuPython}-cpu-${isa.name}";
+      inherit release;
       kind = "cpu";
       cuda = false;
       python = config.cpuPython;
@@ -92,11 +109,22 @@ let
       unavailable = null;
     };
 
-  variants =
+  variantsOf =
+    release:
     concatLists (
-      map (toolkit: concatLists (map (sm: map (gpuVariant toolkit sm) sm.isas) config.sms)) config.toolkits
+      map (toolkit: concatLists (map (sm: map (gpuVariant release toolkit sm) sm.isas) config.sms)) config.toolkits
     )
-    ++ map cpuVariant config.cpuIsas;
+    ++ map (cpuVariant release) config.cpuIsas;
+
+  pinRelease =
+    if releases.default == config.ortVersion then
+      releases.release releases.default
+    else
+      throw "configs/releases.toml: default = \"${releases.default}\" but configs/matrix.toml's [onnxruntime] version (the pin's) is ${config.ortVersion}";
+  # The other releases that are offered, in file order.
+  otherReleases = filter (release: release.version != config.ortVersion) releases.offered;
+
+  variants = variantsOf pinRelease;
 
   # The builder flake's linkage flavours are not tied to an SM or ISA. CUDA ones use the newest
   # toolkit of the matrix; their architectures come from settings.toml's cuda_architectures, or,
@@ -106,13 +134,24 @@ let
     best: toolkit: if best == null || builtins.compareVersions toolkit.version best.version > 0 then toolkit else best
   ) null (builtins.filter (toolkit: toolkit.atPin) config.toolkits);
 
-  flavours = map (
+  flavoursOf =
+    release:
+    map (
     flavour:
     flavour
     // {
+      name = flavour.name + release.suffix;
+      attr = flavour.attr + release.suffix;
+      baseName = flavour.name;
       kind = "flavour";
       toolkit = if flavour.cuda then newestToolkit else null;
-      inherit ortVersion;
+      inherit release;
+      ortVersion = release.version;
+      unavailable =
+        if elem flavour.name release.flavoursNotOffered then
+          "ONNX Runtime ${release.version} is not offered as ${flavour.name}: ${release.flavoursWhy}"
+        else
+          null;
       # C/C++ libraries for the builder flake's consumers: built wherever nixpkgs' onnxruntime is.
       platforms = [
         "x86_64-linux"
@@ -120,6 +159,8 @@ let
       ];
     }
   ) config.flavours;
+
+  flavours = flavoursOf pinRelease;
 in
 {
   inherit (config)
@@ -132,6 +173,10 @@ in
     settings
     ;
   inherit variants flavours;
+  # Every other offered release's variants and flavours (names with -ort1_24_2 and so on).
+  releaseVariants = concatLists (map variantsOf otherReleases);
+  releaseFlavours = concatLists (map flavoursOf otherReleases);
+  inherit releases;
   # The platforms that have at least one variant, in first-seen order (the flake's systems).
   platforms = lib.unique (map (variant: variant.platform) variants);
 }

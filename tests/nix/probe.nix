@@ -5,7 +5,8 @@
 #     --argstr configDir /copy/of/configs --argstr patchDir /copy/of/patches \
 #     -A variants.onnxruntime-python313-cuda12_9-sm90-avx512.cpp
 #
-# variants.<name>.cpp     the C++ package (pkgs.onnxruntime overridden)
+# variants.<name>.cpp     (every release's: names of releases other than the pin's end -ort1_24_2)
+#                         the C++ package (pkgs.onnxruntime overridden)
 # variants.<name>.python  the Python package (pythonXXXPackages.onnxruntime overridden)
 # variants.<name>.spec    the spec itself
 # flavours.<attr>         a linkage flavour's package (onnxruntime-cpu, onnxruntime-cuda-dyn,
@@ -58,10 +59,20 @@ in
             }
         )
       )
-    ) matrix.variants
+    ) (matrix.variants ++ matrix.releaseVariants)
   );
+  # Flavours of every release (onnxruntime-cpu, onnxruntime-cpu-ort1_24_2, ...); one a release
+  # does not offer gives its reason instead.
   flavours = builtins.listToAttrs (
-    map (spec: entry spec.attr (build.flavour spec).standinRecord) matrix.flavours
+    map (
+      spec:
+      entry spec.attr (
+        if spec.unavailable or null != null then
+          { inherit (spec) unavailable; }
+        else
+          (build.flavour spec).standinRecord
+      )
+    ) (matrix.flavours ++ matrix.releaseFlavours)
   );
   built = builtins.listToAttrs (
     map (

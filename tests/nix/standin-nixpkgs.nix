@@ -840,6 +840,26 @@ let
     ccache = leaf "ccache";
     ruff = leaf "ruff";
 
+    # pkgs/build-support/fetchgithub/default.nix: fetchFromGitHub { owner; repo; tag or rev;
+    # hash; fetchSubmodules; name } is a fixed-output derivation of the source tree; `tag` is
+    # refs/tags/TAG. Nothing can be fetched here: the stand-in is a path that records its
+    # arguments (a store path string, as the real one's outPath interpolates into cmakeFlags).
+    fetchFromGitHub =
+      args:
+      let
+        ref = args.tag or args.rev or (throw "fetchFromGitHub: give tag or rev");
+        name = args.name or "source";
+      in
+      leaf "fetchFromGitHub-${args.owner}-${args.repo}-${ref}"
+      // {
+        inherit name;
+        outPath = storePath "${name}-${args.owner}-${args.repo}-${ref}";
+        standinRecord = {
+          standin = "fetchFromGitHub";
+          args = describe args;
+        };
+      };
+
     # callPackage as Flox calls a .flox/pkgs file: its arguments, by name, from this set.
     callPackage =
       fn: overrides:

@@ -89,6 +89,7 @@ def register(subcommands: argparse._SubParsersAction) -> None:
     build.add_argument(
         "--dry-run", action="store_true", help="print the exact command and start nothing"
     )
+    add_ort_option(build)
     _launch_options(build)
     build.set_defaults(handler=run_build)
 
@@ -154,6 +155,42 @@ def register(subcommands: argparse._SubParsersAction) -> None:
     report.add_argument("id2", nargs="?", type=int)
     report.add_argument("--format", choices=("md", "json"), default="md")
     report.set_defaults(handler=run_report)
+
+
+def add_ort_option(parser: argparse.ArgumentParser) -> None:
+    """`--ort VERSION`: the ONNX Runtime release, instead of settings.toml's ort_version."""
+    parser.add_argument(
+        "--ort",
+        metavar="VERSION",
+        help="ONNX Runtime release (configs/releases.toml; default: settings.toml's "
+        "ort_version). Releases other than the nixpkgs pin's own have names ending -ort1_24_2",
+    )
+
+
+def release_notes(target: Any, series_directory: Path | None) -> list[str]:
+    """What a user should know before a build of `target`'s release starts: what it is, and
+    each enabled patch of the series that this release goes without (its `releases`)."""
+    from workbench.errors import WorkbenchError
+    from workbench.patches.series import load_series
+
+    if not target.ort_version:
+        return []
+    notes = []
+    if series_directory is not None and (series_directory / "matrix.toml").is_file():
+        try:
+            series = load_series(series_directory)
+        except WorkbenchError:
+            series = None
+        if series is not None:
+            for patch in series.left_out_at(target.name, target.ort_version):
+                written = ", ".join(patch.releases or ())
+                notes.append(
+                    f"patch {patch.name} is written for ONNX Runtime {written}, not "
+                    f"{target.ort_version}: this build goes without it (patches/series.toml "
+                    f"`releases`; `workbench patches check --ort {target.ort_version} --source "
+                    f"DIR` checks whether it applies)"
+                )
+    return notes
 
 
 def _launch_options(parser: argparse.ArgumentParser) -> None:
@@ -256,7 +293,9 @@ def run_build(args: argparse.Namespace) -> int:
     args.variant = args.variant[0] if args.variant else None
     directory, matrix = load_config(args)
     settings = load_settings(directory, matrix)
-    target = resolve_target(args.variant or settings.linkage, matrix)
+    target = resolve_target(
+        args.variant or settings.linkage, matrix, args.ort or settings.ort_version
+    )
     if target.flavour is not None and target.flavour.cuda and not settings.cuda_architectures:
         from workbench.host.hardware import detect_gpus
         from workbench.host.linking import fill_cuda_architectures
@@ -291,11 +330,28 @@ def run_build(args: argparse.Namespace) -> int:
         target, args.backend, flake, settings, choice.jobs, max_jobs, choice.source, args.force
     )
     note = build_time_checks_note(target.variant)
+    release = matrix.release(target.ort_version or None)
+    release_line = (
+        f"ONNX Runtime {release.version}: "
+        + ("nixpkgs' own, no override" if release.nixpkgs_own else f"{release.tag} ({release.why})")
+    )
+    left_out = release_notes(target, directory)
     if args.dry_run:
         from workbench.host.units import gib_size
 
         print(display(plan.argv))
         print(f"# in {plan.cwd}", file=sys.stderr)
+        print(f"# {release_line}", file=sys.stderr)
+        if not release.nixpkgs_own:
+            cuda = target.cuda
+            deps = ", ".join(f"{d.fetchcontent}={d.pin}" for d in release.deps_for(cuda))
+            fixes = ", ".join(f.name for f in release.fixes_for(cuda))
+            print(f"#   FETCHCONTENT_SOURCE_DIR_*: {deps or 'none'}", file=sys.stderr)
+            print(f"#   fixes: {fixes or 'none'}", file=sys.stderr)
+            if release.cmake_flags:
+                print(f"#   flags: {' '.join(release.cmake_flags)}", file=sys.stderr)
+        for line in left_out:
+            print(f"# warning: {line}", file=sys.stderr)
         print(
             f"# {choice.jobs} jobs from {choice.source}; {gib_size(job_memory.gb)} per job "
             f"({job_memory.source})",
@@ -316,6 +372,10 @@ def run_build(args: argparse.Namespace) -> int:
         return 0 if args.backend != "nix" else _say_evaluation(flake, target)
     if note:
         _say(f"note: {note}")
+    if target.ort_version and not release.nixpkgs_own:
+        _say(f"note: {release_line}")
+    for line in left_out:
+        _say(f"warning: {line}")
     for problem in problems:
         _say(f"warning: {problem} (starting anyway: --force)")
     program = plan.argv[2] if plan.argv[0] == "env" else plan.argv[0]  # flox's NIX_CONFIG

@@ -37,10 +37,13 @@ class Availability:
 
 
 def unavailable_reason(variant: Variant, matrix: Matrix) -> str | None:
-    """Why the pin cannot build `variant` (its toolkit's package set is gone), or None."""
+    """Why the pin cannot build `variant` (its toolkit's package set is gone, or its release
+    cannot build its SM), or None."""
     toolkit = variant.toolkit
     if toolkit is None or toolkit.at_pin:
-        return None
+        if variant.sm is None or matrix.releases is None:
+            return None
+        return matrix.release(variant.ort_version).sm_problem(variant.sm.name)
     versions = ", ".join(
         name.removeprefix("cudaPackages_").replace("_", ".") for name in matrix.pin_cuda_sets
     )
@@ -52,13 +55,16 @@ def unavailable_reason(variant: Variant, matrix: Matrix) -> str | None:
 
 
 def replacement(variant: Variant, matrix: Matrix) -> Variant | None:
-    """The variant with the same SM and ISA on the toolkit named as `instead`, if any."""
+    """The variant with the same SM and ISA on the toolkit named as `instead`, if any; for a
+    release that cannot build the SM, the same variant of the pin's release."""
     toolkit = variant.toolkit
+    if toolkit is not None and toolkit.at_pin and variant.release_suffix:
+        return by_name(matrix).get(variant.base_name)
     if toolkit is None or toolkit.at_pin or toolkit.instead is None:
         return None
     other = matrix.toolkit(toolkit.instead)
     name = format_name(other.python, other, variant.sm, variant.isa)
-    return by_name(matrix).get(name)
+    return by_name(matrix, variant.ort_version).get(name + variant.release_suffix)
 
 
 def missing_patches_reason(series: Series | None, target: str) -> str | None:
@@ -97,9 +103,17 @@ def of_variant(variant: Variant, matrix: Matrix, series: Series | None = None) -
     return Availability(variant.name, False, reason, instead)
 
 
-def of_flavour(flavour: Flavour, matrix: Matrix, series: Series | None = None) -> Availability:
-    """Flavours build with the newest toolkit the pin has, so they evaluate when there is one
-    and (with `series`) when every patch file the series gives them is there."""
+def of_flavour(
+    flavour: Flavour, matrix: Matrix, series: Series | None = None, ort: str | None = None
+) -> Availability:
+    """Flavours build with the newest toolkit the pin has, so they evaluate when there is one,
+    when their release (`ort`, default the pin's) is offered as that flavour, and (with
+    `series`) when every patch file the series gives them is there."""
+    if ort and matrix.releases is not None:
+        release = matrix.release(ort)
+        problem = release.flavour_problem(flavour.name)
+        if problem:
+            return Availability(flavour.attr + release.suffix, False, problem)
     if flavour.cuda and newest_toolkit_at_pin(matrix) is None:
         return Availability(
             flavour.attr, False, "no toolkit of the matrix is in nixpkgs at the pin"

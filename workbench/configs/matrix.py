@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from workbench.configs.releases import Release, Releases, load_releases
 from workbench.configs.toml_files import line_of_key, load_toml, read_text
 from workbench.errors import ConfigError
 
@@ -96,6 +97,15 @@ class Matrix:
     # The CUDA package sets nixpkgs has at the pin, and the one `cudaPackages` points at.
     pin_cuda_sets: tuple[str, ...] = ()
     pin_default_cuda_set: str = ""
+    # configs/releases.toml: the ONNX Runtime releases (the pin's, ort_version, first).
+    releases: Releases | None = None
+
+    def release(self, version: str | None = None) -> Release:
+        """The offered release `version` (default: the pin's own); UnknownReleaseError if none."""
+        releases = self.releases or Releases(self.ort_version, ())
+        if not releases.all:
+            releases = load_releases(Path("/nonexistent"), self.ort_version)
+        return releases.get(version or self.ort_version)
 
     def isa(self, name: str) -> Isa:
         """The ISA called `name` (KeyError when there is none)."""
@@ -232,8 +242,9 @@ def load_matrix(config_directory: Path) -> Matrix:
     known = matrix_file.get(
         data.get("cuda_architectures", {}), "known", tuple, "cuda_architectures"
     )
+    ort_version = matrix_file.get(ort, "version", str, "onnxruntime")
     return Matrix(
-        ort_version=matrix_file.get(ort, "version", str, "onnxruntime"),
+        ort_version=ort_version,
         nixpkgs_rev=matrix_file.get(ort, "nixpkgs_rev", str, "onnxruntime"),
         driver_floors=floors,
         toolkits=tuple(toolkits),
@@ -245,6 +256,7 @@ def load_matrix(config_directory: Path) -> Matrix:
         flavours=_load_flavours(config_directory / "flavours.toml"),
         pin_cuda_sets=pin_sets,
         pin_default_cuda_set=matrix_file.get(pin, "default_cuda_package_set", str, "nixpkgs_pin"),
+        releases=load_releases(config_directory, ort_version),
     )
 
 

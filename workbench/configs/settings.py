@@ -42,6 +42,8 @@ class BuildSettings:
     linkage: str
     cxx_job_memory_gb: float
     cuda_job_memory_gb: float
+    # The ONNX Runtime release builds are of (configs/releases.toml); `--ort` overrides it.
+    ort_version: str = ""
 
 
 class Refused(ValueError):
@@ -157,6 +159,23 @@ def _check_linkage(value: Any, context: Context) -> str:
     return value
 
 
+def _check_release(value: Any, context: Context) -> str:
+    from workbench.configs.releases import UnknownReleaseError
+
+    if not isinstance(value, str):
+        raise Refused("not a version string")
+    try:
+        return context.matrix.release(value.strip()).version
+    except UnknownReleaseError as error:
+        raise Refused(str(error).split(": ", 1)[-1] if "not offered" in str(error) else "not an offered release") from None
+
+
+def _offered_releases(context: Context) -> str:
+    releases = context.matrix.releases
+    offered = [r.version for r in releases.offered] if releases else [context.matrix.ort_version]
+    return "one of " + ", ".join(offered) + f" (configs/releases.toml; {context.matrix.ort_version} is the nixpkgs pin's own)"
+
+
 def _check_gigabytes(value: Any, _: Context) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise Refused("not a number")
@@ -242,6 +261,13 @@ SPECS: dict[str, SettingSpec] = {
             _check_gigabytes,
             _text_to_float,
         ),
+        SettingSpec(
+            "ort_version",
+            "ONNX Runtime release to build (--ort overrides it)",
+            _offered_releases,
+            _check_release,
+            str.strip,
+        ),
     )
 }
 assert set(SPECS) == {f.name for f in fields(BuildSettings)}
@@ -287,6 +313,9 @@ def _validate(data: dict[str, Any], path: Path, text: str, context: Context) -> 
     for key, spec in SPECS.items():
         if key not in data and key in ADDED_LATER:
             values[key] = ADDED_LATER[key]
+            continue
+        if key not in data and key == "ort_version":  # older files: the pin's own release
+            values[key] = context.matrix.ort_version
             continue
         if key not in data:
             raise ConfigError(f"{path}: setting {key!r} is missing ({spec.meaning})")

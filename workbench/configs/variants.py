@@ -35,9 +35,17 @@ class Variant:
     sm: Sm | None
     isa: Isa
     ort_version: str
+    # "" for the pin's own release; "-ort1_24_2" for another (configs/releases.toml): the
+    # attribute, out-link and history name carry it, so releases sit side by side.
+    release_suffix: str = ""
 
     @property
     def name(self) -> str:
+        return format_name(self.python, self.toolkit, self.sm, self.isa) + self.release_suffix
+
+    @property
+    def base_name(self) -> str:
+        """The seeds' name, without the release."""
         return format_name(self.python, self.toolkit, self.sm, self.isa)
 
     @property
@@ -94,32 +102,45 @@ def format_name(python: str, toolkit: Toolkit | None, sm: Sm | None, isa: Isa) -
     return f"onnxruntime-python{python_tag(python)}-{stack}{sm_part}-{isa.name}"
 
 
-def expand(matrix: Matrix) -> list[Variant]:
-    """Every variant of the matrix, in the matrix's order: toolkits x SMs x ISAs, then CPU."""
+def expand(matrix: Matrix, ort: str | None = None) -> list[Variant]:
+    """Every variant of the matrix, in the matrix's order: toolkits x SMs x ISAs, then CPU;
+    of release `ort` (default: the pin's own, whose names are the seeds')."""
+    version = ort or matrix.ort_version
+    suffix = matrix.release(version).suffix if ort else ""
     variants = [
-        Variant(toolkit.python, toolkit, sm, matrix.isa(isa_name), matrix.ort_version)
+        Variant(toolkit.python, toolkit, sm, matrix.isa(isa_name), version, suffix)
         for toolkit in matrix.toolkits
         for sm in matrix.sms
         for isa_name in sm.isas
     ]
     variants += [
-        Variant(matrix.cpu_python, None, None, matrix.isa(isa_name), matrix.ort_version)
+        Variant(matrix.cpu_python, None, None, matrix.isa(isa_name), version, suffix)
         for isa_name in matrix.cpu_isas
     ]
     return variants
 
 
-def by_name(matrix: Matrix) -> dict[str, Variant]:
+def by_name(matrix: Matrix, ort: str | None = None) -> dict[str, Variant]:
     """Variants keyed by name."""
-    return {variant.name: variant for variant in expand(matrix)}
+    return {variant.name: variant for variant in expand(matrix, ort)}
 
 
-def parse(name: str, matrix: Matrix) -> Variant:
-    """The variant called `name`, or UnknownVariantError saying why and what is near."""
-    known = by_name(matrix)
-    if name in known:
-        return known[name]
-    suggestions = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
+def parse(name: str, matrix: Matrix, ort: str | None = None) -> Variant:
+    """The variant called `name` (of release `ort`, or the release its name carries:
+    `...-ort1_24_2`), or UnknownVariantError saying why and what is near."""
+    if matrix.releases is not None:
+        base, named = matrix.releases.split_name(name)
+        if named is not None:
+            if ort is not None and ort != named.version:
+                raise UnknownVariantError(
+                    name, f"its name says ONNX Runtime {named.version}, --ort says {ort}", []
+                )
+            name, ort = base, named.version
+    known = by_name(matrix, ort)
+    base_names = {variant.base_name: variant for variant in known.values()}
+    if name in base_names:
+        return base_names[name]
+    suggestions = difflib.get_close_matches(name, list(base_names), n=3, cutoff=0.6)
     raise UnknownVariantError(name, _why_unknown(name, matrix), suggestions)
 
 

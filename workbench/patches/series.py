@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.configs.matrix import Matrix
+from workbench.configs.releases import Releases
 from workbench.configs.toml_files import (
     load_document,
     load_toml,
@@ -29,6 +30,9 @@ FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\.patch$")
 VARIANT_PATTERN = re.compile(r"^[a-z0-9_*-]+$")
 GROUP = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 KEYS = ("name", "file", "group", "fixes", "flavours", "variants", "enabled")
+# Optional: `releases`, the ONNX Runtime versions (configs/releases.toml) a patch is for;
+# without it, a patch is for every release.
+OPTIONAL_KEYS = ("releases",)
 KNOWN_GROUPS = ("static-init", "bridge-loop", "build-system", "portability", "local")
 
 
@@ -46,6 +50,12 @@ class SeriesPatch:
     enabled: bool
     line: int
     """The line of its [[patches]] header in series.toml (for messages)."""
+    releases: tuple[str, ...] | None = None
+    """The ONNX Runtime releases it is for; None: every release."""
+
+    def for_release(self, version: str) -> bool:
+        """Whether this patch is for ONNX Runtime `version`."""
+        return self.releases is None or version in self.releases
 
     def applies_to(self, target: str, flavour: bool) -> bool:
         """True if this patch is for `target` (enabled or not): a flavour's name if `flavour`,
@@ -63,6 +73,16 @@ class Series:
     patches: tuple[SeriesPatch, ...]
     flavour_names: frozenset[str]
     """The linkage flavours of configs/flavours.toml; any other target is a variant."""
+    releases: Releases | None = None
+    """configs/releases.toml: a target name may carry a release (`cpu-ort1_24_2`)."""
+
+    def release_of(self, target: str, ort: str | None = None) -> tuple[str, str | None]:
+        """`target` without its release suffix, and the release meant (`ort`, else the one
+        its name carries, else the pin's; None without releases.toml)."""
+        if self.releases is None:
+            return target, ort
+        base, named = self.releases.split_name(target)
+        return base, ort or (named.version if named else self.releases.default)
 
     @property
     def path(self) -> Path:
@@ -82,12 +102,27 @@ class Series:
 
     def for_target(self, target: str) -> list[SeriesPatch]:
         """Every patch for `target` (flavour or variant name), enabled or not, in order."""
+        target, _ = self.release_of(target)
         flavour = target in self.flavour_names
         return [p for p in self.patches if p.applies_to(target, flavour)]
 
-    def applied_to(self, target: str) -> list[SeriesPatch]:
-        """The enabled patches for `target` (flavour or variant name), in series order."""
-        return [p for p in self.for_target(target) if p.enabled]
+    def applied_to(self, target: str, ort: str | None = None) -> list[SeriesPatch]:
+        """The enabled patches for `target` (flavour or variant name) at its release (`ort`,
+        else the one its name carries, else the pin's), in series order: as nix/series.nix."""
+        _, version = self.release_of(target, ort)
+        return [
+            p
+            for p in self.for_target(target)
+            if p.enabled and (version is None or p.for_release(version))
+        ]
+
+    def left_out_at(self, target: str, ort: str | None = None) -> list[SeriesPatch]:
+        """The enabled patches for `target` that its release does NOT get (their `releases`
+        leave it out): what a build of that release goes without."""
+        _, version = self.release_of(target, ort)
+        if version is None:
+            return []
+        return [p for p in self.for_target(target) if p.enabled and not p.for_release(version)]
 
 
 def _pattern(pattern: str) -> re.Pattern[str]:
@@ -147,9 +182,20 @@ def _check_table(
         at = _key_line(lines or [], line, key) or line
         return ConfigError(f"{path}:{at}: patch {label!r}: {key} = {value!r}: {allowed}")
 
-    unknown = [key for key in table if key not in KEYS]
+    unknown = [key for key in table if key not in KEYS and key not in OPTIONAL_KEYS]
     if unknown:
-        raise fail(unknown[0], table[unknown[0]], f"unknown key; the keys are {', '.join(KEYS)}")
+        allowed = ", ".join(KEYS + OPTIONAL_KEYS)
+        raise fail(unknown[0], table[unknown[0]], f"unknown key; the keys are {allowed}")
+    releases = table.get("releases")
+    if releases is not None:
+        versions = list(matrix.releases.versions) if matrix.releases else [matrix.ort_version]
+        if not isinstance(releases, list) or not all(isinstance(v, str) for v in releases):
+            raise fail("releases", releases, f"a list of ONNX Runtime versions ({versions})")
+        for version in releases:
+            if version not in versions:
+                raise fail(
+                    "releases", version, f"not a release of configs/releases.toml ({versions})"
+                )
     for key in KEYS:
         if key not in table:
             raise ConfigError(f"{where}: patch {label!r}: key {key!r} is missing")
@@ -188,6 +234,7 @@ def _check_table(
         variants=tuple(variants),
         enabled=table["enabled"],
         line=line,
+        releases=tuple(releases) if releases is not None else None,
     )
 
 
@@ -201,7 +248,7 @@ def load_series(config_directory: Path, matrix: Matrix | None = None) -> Series:
     flavour_names = frozenset(f.name for f in matrix.flavours)
     path = series_path(config_directory)
     if not path.exists():
-        return Series(path.parent, (), flavour_names)
+        return Series(path.parent, (), flavour_names, matrix.releases)
     data = load_toml(path)
     unknown = [key for key in data if key != "patches"]
     if unknown:
@@ -223,7 +270,7 @@ def load_series(config_directory: Path, matrix: Matrix | None = None) -> Series:
                     f"(first at line {earlier.line}); names must be unique"
                 )
         patches.append(patch)
-    return Series(path.parent, tuple(patches), flavour_names)
+    return Series(path.parent, tuple(patches), flavour_names, matrix.releases)
 
 
 def set_enabled(

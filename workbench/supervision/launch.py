@@ -50,6 +50,16 @@ class Target:
     """The flake package: the variant name, or the flavour's attribute ("onnxruntime-cuda-dyn")."""
     variant: Variant | None
     flavour: Flavour | None
+    ort_version: str = ""
+    """The ONNX Runtime release it builds (configs/releases.toml); names of releases other
+    than the pin's carry it (`cpu-ort1_24_2`, `onnxruntime-cpu-ort1_24_2`)."""
+
+    @property
+    def base_name(self) -> str:
+        """The name without the release: the series' and the seeds' name."""
+        if self.flavour is not None:
+            return self.flavour.name
+        return self.variant.base_name if self.variant is not None else self.name
 
     @property
     def cuda(self) -> bool:
@@ -59,18 +69,36 @@ class Target:
         return bool(self.flavour and self.flavour.cuda)
 
 
-def resolve_target(name: str, matrix: Matrix) -> Target:
-    """The variant or flavour called `name`; unknown names get the nearest known ones."""
+def resolve_target(name: str, matrix: Matrix, ort: str | None = None) -> Target:
+    """The variant or flavour called `name` of ONNX Runtime `ort` (default: the release the
+    name carries, else the pin's); unknown names get the nearest known ones."""
+    from workbench.configs.releases import UnknownReleaseError
     from workbench.configs.variants import UnknownVariantError, parse
 
     try:
-        flavour = matrix.flavour(name)
+        base, named = matrix.releases.split_name(name) if matrix.releases else (name, None)
+        if named is not None and ort is not None and named.version != ort:
+            raise LaunchError(f"{name!r} is ONNX Runtime {named.version}, but --ort says {ort}")
+        release = matrix.release(ort or (named.version if named else None))
+    except UnknownReleaseError as error:
+        raise LaunchError(str(error)) from None
+    try:
+        flavour = matrix.flavour(base)
     except KeyError:
         flavour = None
     if flavour is not None:
-        return Target(flavour.name, _checked(flavour.attr, "flake attribute"), None, flavour)
+        problem = release.flavour_problem(flavour.name)
+        if problem:
+            raise LaunchError(f"{flavour.name}{release.suffix} cannot be built: {problem}")
+        return Target(
+            flavour.name + release.suffix,
+            _checked(flavour.attr + release.suffix, "flake attribute"),
+            None,
+            flavour,
+            release.version,
+        )
     try:
-        variant = parse(name, matrix)
+        variant = parse(base, matrix, release.version)
     except UnknownVariantError as exc:
         flavour_names = [f.name for f in matrix.flavours] + [f.attr for f in matrix.flavours]
         near = exc.suggestions or difflib.get_close_matches(name, flavour_names, n=3, cutoff=0.6)
@@ -87,7 +115,9 @@ def resolve_target(name: str, matrix: Matrix) -> Target:
         raise LaunchError(
             f"{variant.name} cannot be built: {said.reason}; build {said.instead} instead"
         )
-    return Target(variant.name, _checked(variant.name, "variant name"), variant, None)
+    return Target(
+        variant.name, _checked(variant.name, "variant name"), variant, None, release.version
+    )
 
 
 def _checked(name: str, what: str) -> str:
@@ -326,10 +356,18 @@ def eta_key(backend: str, name: str, settings: dict[str, Any]) -> str:
 
 
 def build_settings_record(
-    settings: BuildSettings, jobs: int, max_jobs: int, source: str, patches: list[str]
+    settings: BuildSettings,
+    jobs: int,
+    max_jobs: int,
+    source: str,
+    patches: list[str],
+    ort_version: str = "",
 ) -> dict:
-    """The settings a `workbench build` ran with, as the history keeps them."""
+    """The settings a `workbench build` ran with, as the history keeps them (with the ONNX
+    Runtime release it built, when known)."""
+    release = {"ort_version": ort_version} if ort_version else {}
     return {
+        **release,
         "jobs": jobs,
         "jobs_source": source,
         "max_jobs": max_jobs,
@@ -350,7 +388,8 @@ def series_patches(flake: Path, target: Target) -> list[str]:
     if not (flake / "configs" / "matrix.toml").is_file():
         return []
     try:
-        return [patch.name for patch in load_series(flake / "configs").applied_to(target.name)]
+        series = load_series(flake / "configs")
+        return [patch.name for patch in series.applied_to(target.name, target.ort_version or None)]
     except WorkbenchError:
         return []
 
@@ -374,7 +413,9 @@ def plan_build(
             )
         argv = nix_build_argv(target.attr, jobs, max_jobs, out_link_name(target.attr))
         patches = series_patches(directory, target)
-        recorded = build_settings_record(settings, jobs, max_jobs, jobs_source, patches)
+        recorded = build_settings_record(
+            settings, jobs, max_jobs, jobs_source, patches, target.ort_version
+        )
         count: int | None = jobs
     elif backend == "flox":
         package = directory / ".flox" / "pkgs" / f"{target.attr}.nix"
@@ -385,7 +426,9 @@ def plan_build(
             )
         argv = flox_build_argv(target.attr, jobs, max_jobs)
         patches = series_patches(directory, target)
-        recorded = build_settings_record(settings, jobs, max_jobs, jobs_source, patches)
+        recorded = build_settings_record(
+            settings, jobs, max_jobs, jobs_source, patches, target.ort_version
+        )
         count = jobs
     else:
         raise LaunchError(f"unknown backend {backend!r}; backends: {', '.join(BACKENDS)}")
