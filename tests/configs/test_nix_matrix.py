@@ -171,6 +171,7 @@ def assert_same_series(tmp_path: Path, configs: Path, patches: Path) -> dict[str
             "flavours": list(p.flavours),
             "variants": list(p.variants),
             "enabled": p.enabled,
+            "releases": list(p.releases) if p.releases is not None else None,
         }
         for p in series.patches
     ]

@@ -933,8 +933,27 @@ def test_flake_offers_every_variant_on_its_platform_plus_flavours_and_workbench(
     result = flake_outputs(tmp_path, PIN)
     assert result.returncode == 0, result.stderr
     outputs = json.loads(result.stdout)
-    variants = [v for v in expand(load_matrix(CONFIGS)) if v.toolkit is None or v.toolkit.at_pin]
-    extra = {f.attr for f in load_matrix(CONFIGS).flavours} | {"workbench", "default"}
+    matrix = load_matrix(CONFIGS)
+    # Every offered release of configs/releases.toml: the pin's own under the seeds' names, the
+    # others with their release in the name, less what the release cannot build (the Python
+    # side's availability decides the same, so the two sides must agree).
+    from workbench.configs.availability import of_flavour, unavailable_reason
+
+    variants = [
+        v
+        for release in matrix.releases.offered
+        for v in expand(matrix, release.version)
+        if unavailable_reason(v, matrix) is None
+    ]
+    assert any(v.name.endswith("-ort1_24_2") for v in variants)
+    assert any(v.name.endswith("-ort1_22_2") for v in variants)
+    extra = {
+        f.attr + release.suffix
+        for release in matrix.releases.offered
+        for f in matrix.flavours
+        if of_flavour(f, matrix, None, release.version).evaluates
+    } | {"workbench", "default"}
+    assert "onnxruntime-cuda-hybrid-ort1_24_2" not in extra  # not offered: releases.toml says why
     for system in ("x86_64-linux", "aarch64-linux"):
         expected = {v.name for v in variants if v.platform == system} | extra
         assert set(outputs["packages"][system]) == expected

@@ -5,10 +5,11 @@
 #     --argstr configDir /copy/of/configs --argstr patchDir /copy/of/patches \
 #     -A variants.onnxruntime-python313-cuda12_9-sm90-avx512.cpp
 #
-# variants.<name>.cpp     (every release's: names of releases other than the pin's end -ort1_24_2)
-#                         the C++ package (pkgs.onnxruntime overridden)
+# variants.<name>.cpp     the C++ package (pkgs.onnxruntime overridden)
 # variants.<name>.python  the Python package (pythonXXXPackages.onnxruntime overridden)
 # variants.<name>.spec    the spec itself
+# releaseVariants.<name>  the same for the other releases (names ending -ort1_24_2, ...)
+# releaseNames            their names, less what a release cannot build
 # flavours.<attr>         a linkage flavour's package (onnxruntime-cpu, onnxruntime-cuda-dyn,
 #                         onnxruntime)
 # built.<attr>            a flavour's or variant's derivation as Nix sees it: its outputs
@@ -59,7 +60,29 @@ in
             }
         )
       )
-    ) (matrix.variants ++ matrix.releaseVariants)
+    ) matrix.variants
+  );
+  # The same for every other release's variants (names ending -ort1_24_2 and so on).
+  releaseVariants = builtins.listToAttrs (
+    map (
+      spec:
+      entry spec.name (
+        { inherit spec; }
+        // (
+          if spec.unavailable != null then
+            { inherit (spec) unavailable; }
+          else
+            {
+              cpp = (build.variantCpp spec).standinRecord;
+              python = (build.variant spec).standinRecord;
+            }
+        )
+      )
+    ) matrix.releaseVariants
+  );
+  # The names of every other release's variants that the flake offers (on any platform).
+  releaseNames = map (spec: spec.name) (
+    builtins.filter (spec: spec.unavailable == null) matrix.releaseVariants
   );
   # Flavours of every release (onnxruntime-cpu, onnxruntime-cpu-ort1_24_2, ...); one a release
   # does not offer gives its reason instead.

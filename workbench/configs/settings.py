@@ -166,14 +166,15 @@ def _check_release(value: Any, context: Context) -> str:
         raise Refused("not a version string")
     try:
         return context.matrix.release(value.strip()).version
-    except UnknownReleaseError as error:
-        raise Refused(str(error).split(": ", 1)[-1] if "not offered" in str(error) else "not an offered release") from None
+    except UnknownReleaseError:
+        raise Refused("not an offered release") from None
 
 
 def _offered_releases(context: Context) -> str:
     releases = context.matrix.releases
     offered = [r.version for r in releases.offered] if releases else [context.matrix.ort_version]
-    return "one of " + ", ".join(offered) + f" (configs/releases.toml; {context.matrix.ort_version} is the nixpkgs pin's own)"
+    pin = context.matrix.ort_version
+    return f"one of {', '.join(offered)} (configs/releases.toml; {pin} is the nixpkgs pin's own)"
 
 
 def _check_gigabytes(value: Any, _: Context) -> float:
