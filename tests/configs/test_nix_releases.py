@@ -24,7 +24,7 @@ except ModuleNotFoundError:  # Python 3.10
 
 from workbench.configs.matrix import load_matrix
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CONFIGS = REPO / "configs"
 RELEASES = tomllib.loads((CONFIGS / "releases.toml").read_text())
 
@@ -32,7 +32,7 @@ pytestmark = needs_nix
 
 GPU = "onnxruntime-python313-cuda12_9-sm90-avx512"
 CPU = "onnxruntime-python313-cpu-avx2"
-NIXPKGS_OWN_PATCH = "nixpkgs/pkgs/by-name/on/onnxruntime/cpuinfo-logging.patch"
+NIXPKGS_OWN_PATCH = "nixpkgs/pkgs/by-name/on/onnxruntime/musl-cstdint.patch"
 
 
 def release_table(version: str) -> dict:
@@ -171,13 +171,30 @@ def test_the_legacy_releases_turn_unit_tests_off_and_so_the_check_phase(tmp_path
     assert cmake(attrs["cmakeFlags"], "CMAKE_POLICY_VERSION_MINIMUM") == ["3.5"]
 
 
-def test_the_pins_own_release_is_nixpkgs_recipe_untouched(tmp_path):
-    attrs = probe_json(tmp_path, f"variants.{GPU}.cpp")["attrs"]
-    assert attrs["version"] == "1.23.2"
-    assert "src" not in attrs and "postPatch" not in attrs
-    assert NIXPKGS_OWN_PATCH in attrs["patches"]
-    assert not [f for f in attrs["cmakeFlags"] if "FETCHCONTENT_SOURCE_DIR" in f]
-    assert attrs["passthru"]["workbench"]["release"]["nixpkgsOwn"] is True
+def fetchcontent(flags: list[str]) -> dict[str, str]:
+    found = (
+        re.match(r"-DFETCHCONTENT_SOURCE_DIR_([A-Z0-9_]+)(?::[A-Z]+)?=(.*)$", f) for f in flags
+    )
+    return {m.group(1): m.group(2) for m in found if m}
+
+
+def test_the_pins_own_release_is_nixpkgs_recipe_untouched_and_others_change_only_their_pins(
+    tmp_path,
+):
+    pin = probe_json(tmp_path, f"variants.{GPU}.cpp")["attrs"]
+    assert pin["version"] == "1.23.2"
+    assert "# workbench: " not in pin.get("postPatch", "")
+    assert NIXPKGS_OWN_PATCH in pin["patches"]
+    assert pin["passthru"]["workbench"]["release"]["nixpkgsOwn"] is True
+    other = probe_json(tmp_path, f"releaseVariants.{GPU}-ort1_24_2.cpp")["attrs"]
+    assert other["src"] != pin["src"]
+    # Every FETCHCONTENT_SOURCE_DIR_* the release does not pin stays nixpkgs' own.
+    mine = {d["fetchcontent"] for d in release_table("1.24.2")["deps"]}
+    pinned, overridden = fetchcontent(pin["cmakeFlags"]), fetchcontent(other["cmakeFlags"])
+    assert {k: v for k, v in overridden.items() if k not in mine} == {
+        k: v for k, v in pinned.items() if k not in mine
+    }
+    assert all(overridden[k] != pinned.get(k) for k in mine)
 
 
 def test_what_a_release_cannot_build_is_not_offered_and_says_why(tmp_path):
