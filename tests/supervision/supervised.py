@@ -174,3 +174,36 @@ def ninja_log_outputs(build_directory: Path) -> set[str]:
     lines = (build_directory / ".ninja_log").read_text().splitlines()
     assert lines[0].startswith("# ninja log v"), lines[:1]
     return {line.split("\t")[3] for line in lines[1:] if line.count("\t") >= 4}
+
+
+def keeper_pid(record: BuildRecord) -> int | None:
+    """The pid of a build's keeper (keeper.py), from its keeper.json; None without one."""
+    try:
+        return int(json.loads((Path(record.log_path).parent / "keeper.json").read_text())["pid"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def lose_supervision(bench: Bench, build_id: int) -> BuildRecord:
+    """Make a build lost for good: `kill -9` of its keeper, then of its supervisor (the
+    supervisor alone is adopted by a new one). Returns the row as it was before."""
+    record = bench.record(build_id)
+    assert record.supervisor_pid is not None
+    keeper = keeper_pid(record)
+    for pid in (keeper, record.supervisor_pid):
+        if pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+    def gone(pid: int) -> bool:
+        try:
+            return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return True
+
+    bench.wait_for(
+        "the keeper and the supervisor to die",
+        lambda: gone(record.supervisor_pid or 0) and (keeper is None or gone(keeper)),
+        20,
+    )
+    return record

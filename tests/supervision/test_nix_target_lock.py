@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 from nix_testing import NIX_CONFIG
-from supervised import Bench, build_id_from
+from supervised import Bench, build_id_from, lose_supervision
 from test_supervision_nix import nix_daemon  # noqa: F401  (a fixture: its own daemon)
 
 from workbench.monitor.discovery import builder_name
@@ -120,7 +120,7 @@ def test_a_second_build_of_a_target_a_lost_build_still_builds_is_refused(
     the lost build and `workbench stop N`, which ends its builder."""
     first, second = two_copies
     build_id, builder = _start_held(bench, first)
-    _kill(bench, bench.record(build_id).supervisor_pid, "the supervisor to die")
+    lose_supervision(bench, build_id)
 
     refused = bench.run("build", "cpu", "-C", str(second), "--jobs", "1", "--detach")
     assert refused.returncode == 2, refused.stderr
@@ -157,7 +157,7 @@ def test_a_builder_never_outlives_the_nix_that_runs_it(
         for f in os.listdir(f"/proc/{builder}/fd")
         if "/locks/" in os.readlink(f"/proc/{builder}/fd/{f}")
     ]
-    _kill(bench, bench.record(build_id).supervisor_pid, "the supervisor to die")
+    lose_supervision(bench, build_id)
     client = bench.record(build_id).build_pid
     held = [os.readlink(f"/proc/{client}/fd/{f}") for f in os.listdir(f"/proc/{client}/fd")]
     assert any(str(bench.state / "locks") in path for path in held), held
@@ -180,7 +180,7 @@ def test_a_lost_daemon_builds_target_is_refused_and_stop_ends_the_daemons_builde
     build_id, builder = _start_held(bench, first)
     assert psutil.Process(builder).username().startswith("nixbld")
     assert daemon_pid in [p.pid for p in psutil.Process(builder).parents()]
-    _kill(bench, bench.record(build_id).supervisor_pid, "the supervisor to die")
+    lose_supervision(bench, build_id)
 
     refused = bench.run("build", "cpu", "-C", str(second), "--jobs", "1", "--detach")
     assert refused.returncode == 2, refused.stderr

@@ -70,8 +70,11 @@ def test_the_build_goes_to_the_supervisor_forked_as_the_command_began(tmp_path: 
     (waiting,) = _first_line_json(done.stderr)
     supervisor_pid, supervisor_started, started, outcome = _row(state)
     assert outcome == "succeeded"
-    assert supervisor_pid == waiting
-    assert supervisor_started <= started  # it was there before the build was asked for
+    # The waiting process kept the build (keeper.py); its child supervised it.
+    keeper = json.loads((state / "builds" / "1" / "keeper.json").read_text())
+    assert keeper["pid"] == waiting and supervisor_pid != waiting
+    assert keeper["started"] <= started  # it was there before the build was asked for
+    assert supervisor_started <= started
     assert "build #1" in (state / "builds" / "1" / "supervisor.log").read_text()
 
 

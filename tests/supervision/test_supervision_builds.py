@@ -21,7 +21,14 @@ from pathlib import Path
 import psutil
 import pytest
 from conftest import needs_cxx_tools
-from supervised import Bench, build_id_from, ninja_log_outputs, ninja_steps, token_processes
+from supervised import (
+    Bench,
+    build_id_from,
+    lose_supervision,
+    ninja_log_outputs,
+    ninja_steps,
+    token_processes,
+)
 
 from workbench.supervision.history import KILLED, LOST, STOPPED, SUCCEEDED
 from workbench.supervision.lock import is_held
@@ -321,12 +328,8 @@ def test_a_vanished_supervisor_is_reported_lost(bench: Bench, tmp_path: Path) ->
     build_id = build_id_from(started.stderr)
     record = bench.record(build_id)
     sleeper = (record.build_pid, psutil.Process(record.build_pid).create_time())
-    os.kill(record.supervisor_pid, signal.SIGKILL)
-    bench.wait_for(
-        "the supervisor to die",
-        lambda: not _alive(record.supervisor_pid, record.supervisor_started or 0),
-        timeout=20,
-    )
+    # Its keeper too: the supervisor alone is replaced (test_outlives_supervisor.py).
+    lose_supervision(bench, build_id)
 
     status = bench.json("status", "--json")
     lost = next(b for b in status["recent"] if b["id"] == build_id)

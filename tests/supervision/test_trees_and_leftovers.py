@@ -18,7 +18,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from supervised import Bench, build_id_from
+from supervised import Bench, build_id_from, lose_supervision
 
 from workbench.supervision import build_cgroup
 from workbench.supervision.history import LOST, SUCCEEDED
@@ -54,10 +54,8 @@ def _slow_ninja_tree(root: Path) -> Path:
 
 
 def _kill_supervisor(bench: Bench, build_id: int) -> None:
-    record = bench.record(build_id)
-    assert record.supervisor_pid is not None
-    os.kill(record.supervisor_pid, signal.SIGKILL)
-    bench.wait_for("the supervisor to die", lambda: not _alive(record.supervisor_pid or 0), 20)
+    """Lose the build: its keeper and its supervisor (the supervisor alone is replaced)."""
+    lose_supervision(bench, build_id)
 
 
 @needs_ninja

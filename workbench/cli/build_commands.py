@@ -763,7 +763,13 @@ def run_status(args: argparse.Namespace) -> int:
     from workbench.cli.common import print_json
     from workbench.logs.visible import visible
     from workbench.supervision import liveness
-    from workbench.supervision.follow import duration, loss_text, progress_text, status_line
+    from workbench.supervision.follow import (
+        adoption_text,
+        duration,
+        loss_text,
+        progress_text,
+        status_line,
+    )
 
     history = _history(args)
     active = liveness.check(history, history.active())
@@ -799,9 +805,10 @@ def run_status(args: argparse.Namespace) -> int:
                 f"{record.id:>4}  {record.state:9}  {name[:36]:36}  {started:16}  "
                 f"{duration(record.duration_s):>8}  {detail[:80]}"
             )
-            lost = loss_text(record)
-            if lost:  # the row's detail may cut it off: the loss gets a line of its own
-                print(f"{'':>4}  {lost}")
+            # The row's detail may cut them off: a loss and an adoption get lines of their own.
+            for said in (loss_text(record), adoption_text(record)):
+                if said:
+                    print(f"{'':>4}  {visible(said)}")
     return 0
 
 
@@ -810,7 +817,7 @@ def run_history(args: argparse.Namespace) -> int:
     from workbench.cli.common import print_json
     from workbench.logs.visible import visible
     from workbench.supervision import liveness
-    from workbench.supervision.follow import duration, loss_text, size
+    from workbench.supervision.follow import adoption_text, duration, loss_text, size
 
     history = _history(args)
     records = liveness.check(history, history.builds(limit=args.limit))
@@ -849,9 +856,9 @@ def run_history(args: argparse.Namespace) -> int:
             f"{record.jobs if record.jobs else '-':>4}  {duration(record.elapsed()):>8}  "
             f"{cpu:>5}  {peak:>9}  {most:>4}  {closure:>9}  {note[:70]}"
         )
-        lost = loss_text(record)
-        if lost:
-            print(f"{'':>4}  {lost}")
+        for said in (loss_text(record), adoption_text(record)):
+            if said:
+                print(f"{'':>4}  {visible(said)}")
     return 0
 
 

@@ -130,6 +130,19 @@ def loss_text(record: BuildRecord) -> str:
     return describe_loss(lost) if isinstance(lost, dict) else ""
 
 
+def adoption_text(record: BuildRecord) -> str:
+    """What became of lost supervisors, in words ("" when one saw the whole build): "adopted
+    after its supervisor (pid 123) was lost; 1.2s unobserved (sampled figures miss it)"."""
+    if not record.adopted:
+        return ""
+    lost = ", ".join(str(entry.get("lost_pid")) for entry in record.adopted)
+    times = "once" if len(record.adopted) == 1 else f"{len(record.adopted)} times"
+    return (
+        f"adopted {times} after its supervisor was lost (pid {lost}); "
+        f"{duration(record.unobserved_s)} unobserved (sampled figures miss it)"
+    )
+
+
 def _progress_words(progress: dict[str, Any]) -> str:
     parts: list[str] = []
     if progress.get("nix") and progress.get("planned"):
@@ -175,6 +188,9 @@ def status_line(record: BuildRecord, now: float | None = None) -> str:
     lost = loss_text(record)
     if lost:
         parts.append(lost)
+    adopted = adoption_text(record)
+    if adopted:
+        parts.append(adopted)
     return visible(" · ".join(part for part in parts if part))
 
 

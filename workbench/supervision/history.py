@@ -53,6 +53,9 @@ ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("builds", "artefacts", "TEXT"),
     # Sampled CPU seconds of an edge's compiler processes (a lower bound), beside its peak RSS.
     ("edges", "cpu_s", "REAL"),
+    # Supervisors that were lost and replaced while the build ran (keeper.py): [{"lost_pid",
+    # "lost_at", "adopted_at", "pid", "unobserved_s"}]; [] or NULL when its first one saw it all.
+    ("builds", "adopted", "TEXT"),
 )
 
 STARTING = "starting"
@@ -248,6 +251,17 @@ class BuildRecord:
     stop_grace: float | None
     outlived: tuple[dict[str, Any], ...] = ()
     """Processes that outlived the build (pid, started, name), recorded by its supervisor."""
+    adopted: tuple[dict[str, Any], ...] = ()
+    """Each time its supervisor was lost and a new one adopted the running build: the lost
+    supervisor's pid (`lost_pid`), when its keeper saw it gone (`lost_at`), when the new one
+    (`pid`) took over (`adopted_at`), and the seconds nobody observed the build
+    (`unobserved_s`: from the lost one's last report to the adoption). Empty when one
+    supervisor saw the whole build."""
+
+    @property
+    def unobserved_s(self) -> float:
+        """Seconds of the build no supervisor observed (sampled figures miss them)."""
+        return sum(float(entry.get("unobserved_s") or 0.0) for entry in self.adopted)
 
     @property
     def active(self) -> bool:
@@ -295,6 +309,8 @@ class BuildRecord:
             "live": self.live,
             "forced": self.forced,
             "outlived": list(self.outlived),
+            "adopted": list(self.adopted),
+            "unobserved_s": round(self.unobserved_s, 3),
         }
 
 
@@ -465,7 +481,7 @@ _COLUMNS = (
     "id, name, backend, variant, target, argv, cwd, checkout, settings, jobs, eta_key, nix, "
     "forced, state, host, user, created, started, ended, duration_s, exit_status, signal, note, "
     "log_path, supervisor_pid, supervisor_started, build_pid, pgid, lines, progress, live, "
-    "updated, stop_requested, stop_grace, outlived"
+    "updated, stop_requested, stop_grace, outlived, adopted"
 )
 
 
@@ -515,6 +531,7 @@ def _record(row: Sequence[Any]) -> BuildRecord:
         stop_requested,
         stop_grace,
         outlived,
+        adopted,
     ) = row
     return BuildRecord(
         id=id_,
@@ -552,6 +569,7 @@ def _record(row: Sequence[Any]) -> BuildRecord:
         stop_requested=stop_requested,
         stop_grace=stop_grace,
         outlived=tuple(_loads(outlived, [])),
+        adopted=tuple(_loads(adopted, [])),
     )
 
 
@@ -824,12 +842,34 @@ class History:
         return self.builds(ACTIVE_STATES)
 
     def set_supervisor(self, build_id: int, pid: int, started: float) -> None:
-        """Record the supervisor's PID and start time (its identity, against PID reuse)."""
+        """Record the supervisor's PID and start time (its identity, against PID reuse), unless
+        the supervisor recorded its own: the process the CLI started forks, and goes on as the
+        build's keeper (keeper.py), while its child supervises and says so (`claim_supervisor`).
+        """
+        with self._write() as db:
+            db.execute(
+                "UPDATE builds SET supervisor_pid = ?, supervisor_started = ? "
+                "WHERE id = ? AND supervisor_pid IS NULL",
+                (pid, started, build_id),
+            )
+
+    def claim_supervisor(
+        self, build_id: int, pid: int, started: float, adopted: dict[str, Any] | None = None
+    ) -> None:
+        """The supervisor records itself; `adopted`: it took over a running build whose
+        supervisor was lost (appended to `adopted`)."""
         with self._write() as db:
             db.execute(
                 "UPDATE builds SET supervisor_pid = ?, supervisor_started = ? WHERE id = ?",
                 (pid, started, build_id),
             )
+            if adopted is not None:
+                row = db.execute("SELECT adopted FROM builds WHERE id = ?", (build_id,)).fetchone()
+                entries = _loads(row[0] if row else None, [])
+                entries.append(adopted)
+                db.execute(
+                    "UPDATE builds SET adopted = ? WHERE id = ?", (_dumps(entries), build_id)
+                )
 
     def mark_running(self, build_id: int, build_pid: int, pgid: int, started: float) -> None:
         """The build command runs now."""

@@ -43,6 +43,29 @@ def supervisor_running(record: BuildRecord) -> bool:
     return True
 
 
+def keeper_running(record: BuildRecord) -> bool:
+    """Whether the build's keeper (keeper.py) lives: while it does, a build whose supervisor
+    is gone is being adopted by a new one, not lost."""
+    import json
+
+    from workbench.supervision.keeper import keeper_path
+
+    if record.host not in (None, socket.gethostname()):
+        return False
+    try:
+        with open(keeper_path(Path(record.log_path).parent), "rb") as handle:
+            said = json.loads(handle.read(4096))
+        pid, started = int(said["pid"]), said.get("started")
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return False
+        return started is None or abs(process.create_time() - float(started)) <= 1.0
+    except (OSError, ValueError, KeyError, TypeError, psutil.NoSuchProcess):
+        return False
+    except psutil.AccessDenied:
+        return True
+
+
 def leftover_processes(record: BuildRecord) -> list[tree.Member]:
     """Processes of a build that still run: its root and descendants, its group and session,
     those carrying its marker, and those recorded as having outlived it."""
@@ -163,7 +186,11 @@ def check(history: History, records: Iterable[BuildRecord]) -> list[BuildRecord]
         # nothing here, so only this host's builds are judged.
         if record.active and record.host in (None, here):
             young = record.state == STARTING and now - record.created < STARTING_TIMEOUT_S
-            if not (young and record.supervisor_pid is None) and not supervisor_running(record):
+            if (
+                not (young and record.supervisor_pid is None)
+                and not supervisor_running(record)
+                and not keeper_running(record)
+            ):
                 left = leftover_processes(record)
                 if history.mark_lost(record.id, lost_note(record, left), now):
                     marked_lost = history.get(record.id)

@@ -135,6 +135,21 @@ class LogPipeline:
             self._pending = chunk[cut + 1 :]
         self._feed_text(complete.decode("utf-8", "replace"))
 
+    def replay(self, chunk: bytes) -> None:
+        """Fold in output already in the log (a supervisor adopting a build reads the log its
+        lost predecessor wrote): to the tracker only, never written again."""
+        cut = chunk.rfind(b"\n")
+        if cut < 0:
+            self._pending += chunk
+            return
+        complete, self._pending = self._pending + chunk[:cut], chunk[cut + 1 :]
+        self._feed_text(complete.decode("utf-8", "replace"))
+
+    def replay_end(self) -> None:
+        """The log so far is folded in: its last line without a newline is the start of the
+        next output (the pipe's next bytes continue it)."""
+        self._ends_line = not self._pending
+
     def say(self, text: str) -> None:
         """Tell the supervisor's log; a failure to (the same full disk) is ignored."""
         if self._say is not None:

@@ -49,6 +49,7 @@ from workbench.supervision import build_cgroup, private_state, tree
 from workbench.supervision.history import (
     FAILED,
     KILLED,
+    LOST,
     STOPPED,
     STOPPING,
     SUCCEEDED,
@@ -60,6 +61,7 @@ from workbench.supervision.history import (
     Sampled,
     build_directory,
 )
+from workbench.supervision.keeper import Link
 
 if TYPE_CHECKING:
     from workbench.logs.readable_map import ReadableMapWriter
@@ -246,6 +248,13 @@ class Supervisor:
         # Exact edges from the build's .ninja_log (workbench.analysis), when it has one.
         self.edge_recorder: Any = None
         self.cgroup_oom: Any = None
+        # The keeper (keeper.py): this process's parent, which keeps the build when it dies.
+        self.keeper: Link | None = None
+        # The build's root: our child, or (adopted) the keeper's, which tells us its end.
+        self.root_pid: int | None = None
+        self.adopted_from: dict[str, Any] | None = None
+        # Adopted, and the keeper died too: the build's end is known only by its absence.
+        self.root_unknown = False
 
     def _progress_json(self, progress: Progress, fraction: float | None) -> dict[str, Any]:
         loss = self.pipeline.loss if self.pipeline is not None else None
@@ -270,24 +279,17 @@ class Supervisor:
     def run(self) -> int:
         """Start the build, pump, sample, record; returns when the build has ended."""
         record = self.record
-        # The build's folder was made (0700) when its row was; the log is 0600 and never
-        # opened through a link planted in its place.
-        log_fd = private_state.open_private(
-            Path(record.log_path), os.O_WRONLY | os.O_CREAT | os.O_APPEND
-        )
-        wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        signal.set_wakeup_fd(wake_w)
-        signal.signal(signal.SIGTERM, self._on_term)
-        signal.signal(signal.SIGCHLD, lambda *_: None)  # only to wake select() via wake_w
-        if not tree.set_child_subreaper():
-            self.say("could not become child subreaper: orphans of the build go to init")
-        oom_before = _oom_kills()
+        self._claim(None)
+        log_fd, wake_r, oom_before = self._prepare()
         self.edge_recorder = self._guarded("finding the ninja log", self._start_edges)
         self.cgroup_oom = self._guarded("reading the memory cgroup", self._cgroup_oom_before)
 
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         with contextlib.suppress(OSError):
             fcntl.fcntl(out_w, _F_SETPIPE_SZ, _PIPE_SIZE)  # slack for bursts of output
+        if self.keeper is not None:
+            # Before the build can write: from now on a reader of the pipe outlives us.
+            self.keeper.pipe(out_r)
         environment = dict(os.environ)
         # Python build scripts (ORT's build.py) block-buffer a pipe: their lines would arrive
         # minutes late without this.
@@ -311,6 +313,9 @@ class Supervisor:
             return 1
         os.close(out_w)
         pid = self.process.pid
+        self.root_pid = pid
+        if self.keeper is not None:
+            self.keeper.build(pid)
         self.pgid = pid  # start_new_session: the build leads its own session and group
         if self.cgroup is not None:
             self._guarded("checking the build's cgroup", lambda: self._check_cgroup(pid))
@@ -320,6 +325,68 @@ class Supervisor:
         self.history.mark_running(record.id, pid, pid, self.started_wall)
         self._tell_started()
         self.say(f"build #{record.id}: started pid {pid}: {record.argv}")
+        return self._follow(pid, log_fd, out_r, wake_r, oom_before)
+
+    def _prepare(self) -> tuple[int, int, int | None]:
+        """The log's descriptor, the signals' wake-up pipe and the OOM count before the build."""
+        # The build's folder was made (0700) when its row was; the log is 0600 and never
+        # opened through a link planted in its place.
+        log_fd = private_state.open_private(
+            Path(self.record.log_path), os.O_WRONLY | os.O_CREAT | os.O_APPEND
+        )
+        wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        signal.set_wakeup_fd(wake_w)
+        signal.signal(signal.SIGTERM, self._on_term)
+        signal.signal(signal.SIGCHLD, lambda *_: None)  # only to wake select() via wake_w
+        if not tree.set_child_subreaper():
+            self.say("could not become child subreaper: orphans of the build go to init")
+        return log_fd, wake_r, _oom_kills()
+
+    def _claim(self, adopted: dict[str, Any] | None) -> None:
+        """Record this process as the build's supervisor (the CLI knew only the keeper)."""
+        import psutil
+
+        started = psutil.Process().create_time()
+        self.history.claim_supervisor(self.record.id, os.getpid(), started, adopted)
+
+    def adopt(self, pipe_fd: int, lost_at: float) -> int:
+        """Take over a running build whose supervisor was lost (started by its keeper, which
+        holds the build's pipe, `pipe_fd`, and tells the build's end); returns when it ended."""
+        record = self.record = self.history.get(self.record.id)
+        if not record.active or record.build_pid is None or record.started is None:
+            self.say(f"build #{record.id} is {record.state}: nothing to adopt")
+            return 0
+        now = time.time()
+        last_seen = record.updated or record.started
+        self.adopted_from = {
+            "lost_pid": record.supervisor_pid,
+            "lost_at": lost_at,
+            "adopted_at": now,
+            "pid": os.getpid(),
+            "unobserved_s": round(max(0.0, now - last_seen), 3),
+        }
+        self._claim(self.adopted_from)
+        log_fd, wake_r, oom_before = self._prepare()
+        self.root_pid = record.build_pid
+        self.pgid = record.pgid
+        self.root = self._member(record.build_pid)
+        self.started_wall = record.started
+        self.started_mono = time.monotonic() - (now - record.started)
+        self.cgroup = build_cgroup.recorded(Path(record.log_path))
+        if record.stop_requested is not None and record.state == STOPPING:
+            self.stop_reason = "stop requested (SIGTERM to the supervisor)"
+        self.say(
+            f"build #{record.id}: adopted (pid {record.build_pid}); its supervisor "
+            f"{record.supervisor_pid} was lost, "
+            f"{self.adopted_from['unobserved_s']:.1f} s unobserved"
+        )
+        return self._follow(record.build_pid, log_fd, pipe_fd, wake_r, oom_before)
+
+    def _follow(
+        self, pid: int, log_fd: int, out_r: int, wake_r: int, oom_before: int | None
+    ) -> int:
+        """Pump, sample and record until the build ended; then record its end."""
+        record = self.record
         pipeline, readable = self._start_following(pid, log_fd)
         self._loop(pipeline, out_r, wake_r)
         pipeline.close()
@@ -347,6 +414,8 @@ class Supervisor:
             os.fsync(log_fd)
         self._finish(pipeline, oom_before)
         os.close(log_fd)
+        if self.keeper is not None:
+            self.keeper.done()
         return 0
 
     def _start_following(
@@ -374,14 +443,27 @@ class Supervisor:
             "starting the sampler", lambda: Sampler(root_pid=pid, daemon=record.nix)
         )
         log_size = os.fstat(log_fd).st_size
-        readable = self._guarded(
-            "keeping the log's readable form", lambda: _readable(record, log_size)
-        )
+        readable = None
+        if self.adopted_from is None:
+            readable = self._guarded(
+                "keeping the log's readable form", lambda: _readable(record, log_size)
+            )
+        # (Adopted: the lost supervisor's readable form stops where it was lost, as after a
+        # failed write; readers take the rest from the log itself.)
         pipeline = LogPipeline(
             log_fd, self.tracker, self.say, log_size, readable[0] if readable else None
         )
         self.pipeline = pipeline
+        if self.adopted_from is not None:
+            # Progress resumes where the log is: its lines so far go to the tracker again.
+            self._guarded("reading the log so far", lambda: self._replay(record.log_path, pipeline))
         return pipeline, readable
+
+    def _replay(self, path: str, pipeline: LogPipeline) -> None:
+        with open(path, "rb") as handle:
+            while chunk := handle.read(1 << 20):
+                pipeline.replay(chunk)
+        pipeline.replay_end()
 
     def _tell_started(self) -> None:
         if self.started_fd is not None:
@@ -418,7 +500,14 @@ class Supervisor:
                     self._guarded("recording progress", self._flush_progress)
                 next_flush = now + FLUSH_INTERVAL_S
             self._reap()
-            if self.root_status is not None:
+            if (
+                self.adopted_from is not None
+                and self.keeper is None
+                and self.root_status is None
+                and (self.root is None or not tree.is_alive(self.root))
+            ):
+                self.root_unknown = True
+            if self.root_status is not None or self.root_unknown:
                 if eof:
                     return
                 if drain_until is None:
@@ -433,6 +522,8 @@ class Supervisor:
                 deadlines.append(drain_until)
             timeout = max(0.0, min(deadlines) - time.monotonic())
             watched = [wake_r] if eof else [out_r, wake_r]
+            if self.adopted_from is not None and self.keeper is not None:
+                watched.append(self.keeper.fileno())
             try:
                 ready, _, _ = select.select(watched, [], [], timeout)
             except InterruptedError:
@@ -441,6 +532,8 @@ class Supervisor:
                 with contextlib.suppress(BlockingIOError):
                     while os.read(wake_r, 4096):
                         pass
+            if self.keeper is not None and self.keeper.fileno() in ready:
+                self._hear_keeper()
             if out_r in ready:
                 try:
                     chunk = os.read(out_r, READ_SIZE)
@@ -478,6 +571,24 @@ class Supervisor:
                 self.root_cpu_s = usage.ru_utime + usage.ru_stime
                 # Tell Popen the child is gone, so it never waits for a reused PID.
                 self.process.returncode = os.waitstatus_to_exitcode(status)
+                if self.keeper is not None:  # should we be lost before recording it
+                    self.keeper.exited(status, self.root_cpu_s)
+
+    def _hear_keeper(self) -> None:
+        """Adopted: the keeper reaped the build's root (it is its child now) and says how it
+        ended; or the keeper is gone, and with it the build's exit status."""
+        assert self.keeper is not None
+        said = self.keeper.receive()
+        if said is False:
+            self.keeper.close()
+            self.keeper = None
+            self.say("the keeper is gone: the build's exit status cannot be learnt")
+            if self.root is not None and not tree.is_alive(self.root):
+                self.root_status = None
+                self.keeper_lost = True
+            return
+        if said:
+            self.root_status, self.root_cpu_s = said
 
     # -- sampling and recording ---------------------------------------------------------------
 
@@ -744,6 +855,9 @@ class Supervisor:
             note = (note + "; " if note else "") + "; ".join(self.stop_problems[:3])
         if pipeline.loss.bytes:
             note = (note + "; " if note else "") + pipeline.loss.describe()
+        adopted = self._guarded("naming the adoptions", self._adoption_note)
+        if adopted:
+            note = (note + "; " if note else "") + adopted
         if self.outlived:  # last, so that it can be dropped once they have exited (liveness)
             from workbench.supervision import liveness
 
@@ -796,6 +910,12 @@ class Supervisor:
             ),
         )
         self.say(f"build #{self.record.id}: {state} ({note or 'no note'})")
+
+    def _adoption_note(self) -> str | None:
+        """What the note says of lost supervisors: the gaps nobody observed."""
+        from workbench.supervision.follow import adoption_text
+
+        return adoption_text(self.history.get(self.record.id)) or None
 
     def _record_artefacts(self) -> None:
         """The result's store paths and sizes (nix path-info), for history, report and TUI."""
@@ -911,6 +1031,11 @@ class Supervisor:
         if self.stop_reason is not None:
             how = "KILL after the grace period" if self.stop_phase == "kill" else "TERM"
             return STOPPED, f"{self.stop_reason}; ended by {how}"
+        if self.root_unknown:
+            return LOST, (
+                "it ended while neither its supervisor nor its keeper was there: its exit "
+                "status was not seen"
+            )
         if exit_status == 0:
             return SUCCEEDED, None
         if signum == signal.SIGKILL or exit_status == 137:
@@ -949,6 +1074,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--started-fd", type=int, help="inherited pipe, closed once the build has started"
     )
+    parser.add_argument(
+        "--adopt-pipe",
+        type=int,
+        help="adopt the running build whose output pipe this is (started by its keeper)",
+    )
+    parser.add_argument("--keeper-fd", type=int, help="the keeper's socket (with --adopt-pipe)")
+    parser.add_argument("--lost-at", type=float, help="when the keeper saw the last one gone")
     args = parser.parse_args(argv)
     # Nothing from a terminal may end us: we have none, but be explicit.
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
@@ -966,6 +1098,25 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.suppress(OSError):
             print(f"{stamp} {text}", file=sys.stderr, flush=True)
 
+    from workbench.supervision import keeper
+
+    link: keeper.Link | None = None
+    if args.adopt_pipe is None:
+        # The keeper is forked first, while no database is open: it is this process, and the
+        # supervisor goes on in its child (keeper.py says why).
+        drop = (args.started_fd,) if args.started_fd is not None else ()
+        link = keeper.split(
+            Path(args.state_dir),
+            args.build_id,
+            build_directory(Path(args.state_dir), args.build_id),
+            tuple(args.lock_fd),
+            drop,
+        )
+    elif args.keeper_fd is not None:
+        import socket
+
+        link = keeper.Link(socket.socket(fileno=args.keeper_fd))
+        link.channel.setblocking(False)
     history = History(Path(args.state_dir))
     record = history.get(args.build_id)
     if args.lock_fd:
@@ -976,16 +1127,27 @@ def main(argv: list[str] | None = None) -> int:
     supervisor = Supervisor(history, record, say)
     supervisor.lock_fds = tuple(args.lock_fd)
     supervisor.started_fd = args.started_fd
+    supervisor.keeper = link
     try:
+        if args.adopt_pipe is not None:
+            code = supervisor.adopt(args.adopt_pipe, args.lost_at or time.time())
+            if link is not None:
+                link.done()
+            return code
         return supervisor.run()
     except Exception:
         say(f"supervisor failed:\n{traceback.format_exc()}")
+        if link is not None and supervisor.root_pid is not None and supervisor.root_status is None:
+            say("the build goes on: its keeper starts a supervisor that adopts it")
+            return 1
         with contextlib.suppress(Exception):
             history.mark_lost(
                 record.id,
                 "the supervisor failed; see "
                 + str(build_directory(history.state_directory, record.id) / "supervisor.log"),
             )
+        if link is not None:
+            link.done()
         return 1
 
 
