@@ -618,9 +618,10 @@ class BuildScreen(Screen[None]):
             self.post_message(self.Failed(str(exc)))
             return
         if self.show_all:
-            self.post_message(
-                self.Polled(Poll(record, self.process_tree.rows(record.supervisor_pid), False))
-            )
+            # Adopted: the build is its keeper's child, not the new supervisor's.
+            root = record.build_pid if record.adopted else None
+            rows = self.process_tree.rows(record.supervisor_pid, root_pid=root)
+            self.post_message(self.Polled(Poll(record, rows, False)))
             return
         jobs = (record.live or {}).get("jobs") or []
         states = read_states(job["pid"] for job in jobs if isinstance(job.get("pid"), int))

@@ -20,14 +20,24 @@ class TreeReader:
 
     handles: dict[int, psutil.Process] = field(default_factory=dict)
 
-    def rows(self, supervisor_pid: int | None, limit: int = 500) -> tuple[ProcessRow, ...]:
-        """The supervisor's descendants (not the supervisor), busiest first."""
-        if supervisor_pid is None:
-            return ()
-        try:
-            found = psutil.Process(supervisor_pid).children(recursive=True)
-        except psutil.Error:
-            return ()
+    def rows(
+        self, supervisor_pid: int | None, limit: int = 500, root_pid: int | None = None
+    ) -> tuple[ProcessRow, ...]:
+        """The supervisor's descendants (not the supervisor), busiest first; with `root_pid`
+        (the build's root) also it and its descendants: a build adopted by a new supervisor is
+        the child of its keeper (supervision/keeper.py), not of the supervisor."""
+        found: list[psutil.Process] = []
+        if supervisor_pid is not None:
+            try:
+                found = psutil.Process(supervisor_pid).children(recursive=True)
+            except psutil.Error:
+                found = []
+        if root_pid is not None and root_pid not in {process.pid for process in found}:
+            try:
+                root = psutil.Process(root_pid)
+                found += [root, *root.children(recursive=True)]
+            except psutil.Error:
+                pass
         now = time.time()
         rows: list[ProcessRow] = []
         alive: dict[int, psutil.Process] = {}
