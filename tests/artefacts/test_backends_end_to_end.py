@@ -127,6 +127,38 @@ def test_both_backends_leave_result_name_and_record_sizes(checkout) -> None:
     assert "Output size (NAR)" in report and "Closure size" in report
 
 
+def test_a_flavours_debug_output_is_linked_and_sized_apart_by_both_backends(checkout) -> None:
+    # nixpkgs' recipe sets separateDebugInfo = true: a flavour (outputs = [ "out" ]) is a
+    # derivation with outputs out and debug. `nix build .#ATTR` links only out; the workbench
+    # links the debug output too, as flox (DRV^*) does, so `workbench bt` keeps finding it.
+    repo = checkout["repo"]
+    links = ["result-onnxruntime-cpu", "result-onnxruntime-cpu-debug"]
+    nix = workbench(checkout, "build", "cpu", "--jobs", "2")
+    assert nix.returncode == 0, nix.stderr[-3000:]
+    assert sorted(p.name for p in repo.glob("result-*")) == links
+    out, debug = (os.path.realpath(repo / link) for link in links)
+    assert os.path.basename(debug)[33:] == os.path.basename(out)[33:] + "-debug"
+    assert (repo / links[1] / "lib" / "debug" / ".build-id").is_dir()
+    for link in links:
+        (repo / link).unlink()
+    flox = workbench(checkout, "build", "cpu", "--backend", "flox", "--jobs", "2")
+    assert flox.returncode == 0, flox.stderr[-3000:]
+    assert [os.path.realpath(repo / link) for link in links] == [out, debug]
+    history = json.loads(workbench(checkout, "history", "--json").stdout)["builds"]
+    assert len(history) == 2
+    for build in history:
+        recorded = build["artefacts"]["outputs"]
+        assert [o["link"] for o in recorded] == links
+        assert [o["path"] for o in recorded] == [out, debug]
+        assert all(o["nar_size"] > 0 for o in recorded)
+    # The sizes the report compares are the installed output's; the debug output is apart.
+    from workbench.artefacts.sizes import from_json
+
+    produced = from_json(history[0]["artefacts"])
+    assert produced.nar_size == history[0]["artefacts"]["outputs"][0]["nar_size"]
+    assert produced.debug_nar_size == history[0]["artefacts"]["outputs"][1]["nar_size"]
+
+
 def test_smoke_runs_the_built_variant_and_says_which_build(checkout) -> None:
     built = workbench(checkout, "build", CPU, "--jobs", "2")
     assert built.returncode == 0, built.stderr[-3000:]

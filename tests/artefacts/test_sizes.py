@@ -98,16 +98,19 @@ def built_variant(tmp_path: Path) -> Path:
     checkout = tmp_path / "checkout"
     checkout.mkdir()
     (checkout / "configs").symlink_to(REPO / "configs")
-    output = tmp_path / "out" / "lib" / "python3.13" / "site-packages" / "onnxruntime" / "capi"
+    # Store-path names as Nix gives them: an output other than out is NAME-VERSION-OUTPUT.
+    out = tmp_path / "store" / f"{'a' * 32}-{CUDA}-1.23.2"
+    dev = tmp_path / "store" / f"{'b' * 32}-{CUDA}-1.23.2-dev"
+    output = out / "lib" / "python3.13" / "site-packages" / "onnxruntime" / "capi"
     output.mkdir(parents=True)
     (output / "libonnxruntime_providers_cuda.so").write_bytes(b"\x7fELF provider")
     (output / "onnxruntime_pybind11_state.so").write_bytes(b"\x7fELF bindings")
-    (tmp_path / "dev").mkdir()
+    dev.mkdir()
     (tmp_path / "build.log").write_text("log\n")
-    os.symlink(tmp_path / "out", checkout / f"result-{CUDA}")
-    os.symlink(tmp_path / "dev", checkout / f"result-{CUDA}-dev")
+    os.symlink(out, checkout / f"result-{CUDA}")
+    os.symlink(dev, checkout / f"result-{CUDA}-dev")
     os.symlink(tmp_path / "build.log", checkout / f"result-{CUDA}-log")
-    os.symlink(tmp_path / "out", checkout / f"result-{CUDA}-buildCache")
+    os.symlink(out, checkout / f"result-{CUDA}-buildCache")
     return checkout
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbench.artefacts.out_links import out_link_name
+from workbench.artefacts.out_links import other_output_name, out_link_name
 from workbench.host.bounded_command import run_bounded
 from workbench.host.units import scaled_byte_size
 
@@ -44,6 +44,11 @@ class Output:
     path: str
     nar_size: int | None
     closure_size: int | None
+
+    @property
+    def is_debug(self) -> bool:
+        """Whether this is the `debug` output (result-NAME-debug, a store path NAME-debug)."""
+        return self.link.endswith("-debug") and self.path.endswith("-debug")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -72,14 +77,28 @@ class Artefacts:
         }
 
     @property
+    def installed(self) -> tuple[Output, ...]:
+        """The outputs a consumer installs: all but `debug` (nixpkgs' separateDebugInfo puts
+        the libraries' DWARF there, often larger than the libraries themselves)."""
+        return tuple(o for o in self.outputs if not o.is_debug)
+
+    @property
     def nar_size(self) -> int | None:
-        sizes = [o.nar_size for o in self.outputs if o.nar_size is not None]
+        """The NAR size of the outputs but `debug`, summed."""
+        sizes = [o.nar_size for o in self.installed if o.nar_size is not None]
         return sum(sizes) if sizes else None
 
     @property
     def closure_size(self) -> int | None:
-        sizes = [o.closure_size for o in self.outputs if o.closure_size is not None]
+        """The largest closure of the outputs but `debug`."""
+        sizes = [o.closure_size for o in self.installed if o.closure_size is not None]
         return max(sizes) if sizes else None
+
+    @property
+    def debug_nar_size(self) -> int | None:
+        """The `debug` output's NAR size; None when the build left no debug output."""
+        sizes = [o.nar_size for o in self.outputs if o.is_debug and o.nar_size is not None]
+        return sum(sizes) if sizes else None
 
 
 def from_json(data: dict[str, Any] | None) -> Artefacts | None:
@@ -99,13 +118,21 @@ def from_json(data: dict[str, Any] | None) -> Artefacts | None:
 
 
 def out_links(directory: Path, target: str) -> list[Path]:
-    """result-TARGET and its other outputs' links (result-TARGET-dev, ...) in `directory`."""
-    base = out_link_name(target)
-    links = [directory / base] if (directory / base).is_symlink() else []
+    """result-TARGET and its other outputs' links (result-TARGET-dev, result-TARGET-debug, ...)
+    in `directory`: those whose store path is an output of the same package (Nix names an
+    output other than `out` NAME-VERSION-OUTPUT), so result-onnxruntime-cpu is never taken for
+    an output of the target `onnxruntime`."""
+    base = directory / out_link_name(target)
+    if not base.is_symlink():
+        return []
+    main = os.path.realpath(base)
+    links = [base]
     links += sorted(
         p
-        for p in directory.glob(f"{base}-*")
-        if p.is_symlink() and not p.name.endswith(NOT_OUTPUTS)
+        for p in directory.glob(f"{base.name}-*")
+        if p.is_symlink()
+        and not p.name.endswith(NOT_OUTPUTS)
+        and other_output_name(main, os.path.realpath(p)) == p.name[len(base.name) + 1 :]
     )
     return links
 

@@ -925,6 +925,13 @@ class Supervisor:
         if not target or " " in target:  # several targets: Nix's own result* links
             return
         asked = tuple(self.record.settings.get("cuda_architectures") or ())
+        if self.record.backend == "nix":
+            # `nix build .#ATTR` links only the default output; the others (a flavour's debug,
+            # a variant's C++ outputs) get result-ATTR-OUTPUT as `flox build` leaves them.
+            from workbench.artefacts.out_links import link_other_outputs
+
+            for link in link_other_outputs(Path(self.record.cwd), target):
+                self.say(f"build #{self.record.id}: {link} -> its {link.rsplit('-', 1)[-1]} output")
         found = collect(Path(self.record.cwd), target, asked)
         if found is not None:
             self.history.record_artefacts(self.record.id, found.to_json())

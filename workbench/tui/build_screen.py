@@ -244,7 +244,8 @@ def sampled_jobs(compile_jobs: int | None, link_jobs: int | None) -> float:
 
 
 def sizes_text(artefacts: dict[str, Any] | None) -> str:
-    """ "result-NAME: NAR 312.0 MiB, closure 1.2 GiB" for what a finished build produced."""
+    """ "result-NAME: NAR 312.0 MiB, closure 1.2 GiB" for what a finished build produced (the
+    installed outputs; the debug output's size apart)."""
     from workbench.artefacts.sizes import from_json, human_bytes
 
     produced = from_json(artefacts)
@@ -254,6 +255,8 @@ def sizes_text(artefacts: dict[str, Any] | None) -> str:
         f"{produced.outputs[0].link}: NAR {human_bytes(produced.nar_size)}, "
         f"closure {human_bytes(produced.closure_size)}"
     )
+    if produced.debug_nar_size is not None:
+        text += f"; debug output NAR {human_bytes(produced.debug_nar_size)}"
     if produced.sass:
         text += f", SASS {' '.join(produced.sass)}"
     return text
