@@ -331,9 +331,8 @@ def run_build(args: argparse.Namespace) -> int:
     )
     note = build_time_checks_note(target.variant)
     release = matrix.release(target.ort_version or None)
-    release_line = (
-        f"ONNX Runtime {release.version}: "
-        + ("nixpkgs' own, no override" if release.nixpkgs_own else f"{release.tag} ({release.why})")
+    release_line = f"ONNX Runtime {release.version}: " + (
+        "nixpkgs' own, no override" if release.nixpkgs_own else f"{release.tag} ({release.why})"
     )
     left_out = release_notes(target, directory)
     if args.dry_run:
@@ -840,7 +839,7 @@ def run_history(args: argparse.Namespace) -> int:
     from workbench.artefacts.sizes import from_json, human_bytes
 
     print(
-        f"{'id':>4}  {'state':9}  {'name':32}  {'jobs':>4}  {'time':>8}  {'CPU':>5}  "
+        f"{'id':>4}  {'state':9}  {'name':32}  {'ORT':7}  {'jobs':>4}  {'time':>8}  {'CPU':>5}  "
         f"{'peak RSS':>9}  {'most':>4}  {'closure':>9}  note"
     )
     for record in records:
@@ -851,8 +850,9 @@ def run_history(args: argparse.Namespace) -> int:
         name, note = visible(record.name), visible(record.note or "")
         produced = from_json(history.artefacts(record.id))
         closure = human_bytes(produced.closure_size) if produced else "-"
+        ort = visible(str((record.settings or {}).get("ort_version") or "-"))
         print(
-            f"{record.id:>4}  {record.state:9}  {name[:32]:32}  "
+            f"{record.id:>4}  {record.state:9}  {name[:32]:32}  {ort[:7]:7}  "
             f"{record.jobs if record.jobs else '-':>4}  {duration(record.elapsed()):>8}  "
             f"{cpu:>5}  {peak:>9}  {most:>4}  {closure:>9}  {note[:70]}"
         )

@@ -19,7 +19,58 @@ def register(subcommands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--match", metavar="TEXT", help="only variants whose name contains every word of TEXT"
     )
+    parser.add_argument(
+        "--ort",
+        metavar="VERSION",
+        help="the variants of this ONNX Runtime release (default: settings.toml's ort_version)",
+    )
+    parser.add_argument(
+        "--releases",
+        action="store_true",
+        help="the ONNX Runtime releases of configs/releases.toml: offered or not, and why",
+    )
     parser.set_defaults(handler=run)
+
+
+def _release_rows(matrix: Any) -> list[dict[str, Any]]:
+    return [release.to_json() for release in matrix.releases.all]
+
+
+def print_releases(matrix: Any, chosen: str) -> None:
+    """The releases table: version, offered, source, pins and fixes, and why."""
+    from rich.console import Console
+    from rich.table import Table
+
+    piped = not sys.stdout.isatty()
+    console = Console(highlight=False, width=200 if piped else None, soft_wrap=piped)
+    table = Table(
+        title="ONNX Runtime releases", title_justify="left", box=None, header_style="bold"
+    )
+    for column in ("release", "offered", "source", "bundled (FETCHCONTENT_SOURCE_DIR_*)", "fixes"):
+        table.add_column(column)
+    for release in matrix.releases.all:
+        mark = " *" if release.version == chosen else ""
+        source = "nixpkgs' own" if release.nixpkgs_own else f"{release.tag} ({release.flox_branch})"
+        deps = ", ".join(f"{d.fetchcontent} {d.tag or (d.rev or '')[:8]}" for d in release.deps)
+        table.add_row(
+            release.version + mark,
+            "yes" if release.offered else "no",
+            source,
+            deps or "-",
+            ", ".join(f.name for f in release.fixes) or "-",
+        )
+    console.print(table)
+    console.print("* the release builds are of (settings.toml ort_version, or --ort)")
+    for release in matrix.releases.all:
+        limits = [release.why]
+        if release.unsupported_sms:
+            sms = ", ".join(release.unsupported_sms)
+            limits.append(f"not {sms}: {release.unsupported_sms_why}")
+        if release.flavours_not_offered:
+            limits.append(
+                f"not as {', '.join(release.flavours_not_offered)}: {release.flavours_why}"
+            )
+        console.print(f"{release.version}: " + "; ".join(limits))
 
 
 def variant_to_json(variant: Any, matrix: Any) -> dict[str, Any]:
@@ -50,11 +101,26 @@ def variant_to_json(variant: Any, matrix: Any) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from workbench.cli.common import load_config, print_json
+    from workbench.configs.releases import UnknownReleaseError
+    from workbench.configs.settings import load_settings
     from workbench.configs.variants import expand
 
     config, matrix = load_config(args)
+    chosen = args.ort or load_settings(config, matrix).ort_version
+    try:
+        release = matrix.release(chosen)
+    except UnknownReleaseError as error:
+        from workbench.errors import WorkbenchError
+
+        raise WorkbenchError(str(error)) from None
+    if args.releases:
+        if args.json:
+            print_json({"releases": _release_rows(matrix), "ort_version": release.version})
+        else:
+            print_releases(matrix, release.version)
+        return 0
     words = (args.match or "").lower().split()
-    variants = [v for v in expand(matrix) if all(word in v.name for word in words)]
+    variants = [v for v in expand(matrix, release.version) if all(word in v.name for word in words)]
     if words and not variants:
         # Like grep: nothing matched is exit 1 and no tables (they would read as an answer).
         print(f"workbench: no variant name contains all of: {' '.join(words)}", file=sys.stderr)
@@ -65,16 +131,19 @@ def run(args: argparse.Namespace) -> int:
         series = load_series(config, matrix)
         print_json(
             {
+                "ort_version": release.version,
+                "release": release.to_json(),
                 "variants": [variant_to_json(v, matrix) for v in variants],
                 "flavours": [
                     {
-                        "name": f.name,
-                        "attr": f.attr,
+                        "name": f.name + release.suffix,
+                        "attr": f.attr + release.suffix,
+                        "unavailable": release.flavour_problem(f.name),
                         "description": f.description,
                         "cuda": f.cuda,
                         "shared": f.shared,
                         "experimental": f.experimental,
-                        "patches": [p.name for p in series.applied_to(f.name)],
+                        "patches": [p.name for p in series.applied_to(f.name, release.version)],
                         "defines": list(f.defines),
                     }
                     for f in matrix.flavours
@@ -92,8 +161,13 @@ def run(args: argparse.Namespace) -> int:
     # Piped (not a terminal), Rich would wrap at 80 columns: a name must stay on its line.
     piped = not sys.stdout.isatty()
     console = Console(highlight=False, width=200 if piped else None, soft_wrap=piped)
+    source = (
+        "nixpkgs' own, no override"
+        if release.nixpkgs_own
+        else f"source override {release.tag}; names end {release.suffix}"
+    )
     table = Table(
-        title=f"ONNX Runtime {matrix.ort_version}: {len(variants)} variants",
+        title=f"ONNX Runtime {release.version} ({source}): {len(variants)} variants",
         title_justify="left",
         box=None,
         header_style="bold",
@@ -101,20 +175,26 @@ def run(args: argparse.Namespace) -> int:
     table.add_column("variant", no_wrap=True)
     table.add_column("min driver", no_wrap=True)
     table.add_column("", no_wrap=True)
-    from workbench.configs.availability import of_variant, unavailable_reason
+    from workbench.configs.availability import unavailable_reason
 
     gone = [v for v in variants if unavailable_reason(v, matrix)]
     for v in variants:
         mark = "[red]✗[/]" if v in gone else "[yellow]![/]" if v.caveat else ""
         table.add_row(v.name, v.toolkit.min_driver if v.toolkit else "-", mark)
     console.print(table)
-    if gone:
-        reason = of_variant(gone[0], matrix).reason
-        instead = matrix.toolkit(gone[0].toolkit.instead)
-        console.print(
-            f"✗ not offered by the flake ({len(gone)}): {reason}; build the {instead.name} "
-            f"variant of the same SM and ISA instead (driver ≥ {instead.min_driver})"
-        )
+    reasons: dict[str, list[Any]] = {}
+    for v in gone:
+        reasons.setdefault(unavailable_reason(v, matrix) or "", []).append(v)
+    for reason, these in reasons.items():
+        first = these[0]
+        if first.toolkit is not None and not first.toolkit.at_pin:
+            instead = matrix.toolkit(first.toolkit.instead)
+            console.print(
+                f"✗ not offered by the flake ({len(these)}): {reason}; build the {instead.name} "
+                f"variant of the same SM and ISA instead (driver ≥ {instead.min_driver})"
+            )
+        else:
+            console.print(f"✗ not offered by the flake ({len(these)}): {reason}")
     caveat = next((v.caveat for v in variants if v.caveat and v not in gone), None)
     if caveat:
         console.print(f"! cannot build as named: {caveat}")
@@ -132,6 +212,11 @@ def run(args: argparse.Namespace) -> int:
     for column in ("flavour", "flake package", "description"):
         flavours.add_column(column)
     for f in matrix.flavours:
-        flavours.add_row(f.name, f".#{f.attr}", f.description)
+        problem = release.flavour_problem(f.name)
+        flavours.add_row(
+            f.name + release.suffix,
+            f".#{f.attr}{release.suffix}",
+            f"✗ {problem}" if problem else f.description,
+        )
     console.print(flavours)
     return 0

@@ -128,7 +128,7 @@ class Release:
 
 
 def suffix_of(version: str, default: str) -> str:
-    """"" for the pin's release, else "-ort" and the version with underscores."""
+    """ "" for the pin's release, else "-ort" and the version with underscores."""
     return "" if version == default else "-ort" + version.replace(".", "_")
 
 

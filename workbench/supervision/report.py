@@ -152,6 +152,12 @@ def _count_change(a: float | None, b: float | None) -> str:
     return f"{b - a:+g}"
 
 
+def _release_change(a: str | None, b: str | None) -> str:
+    if a is None and b is None:
+        return ""
+    return "same" if a == b else f"{a or '-'} → {b or '-'}"
+
+
 def _rows(builds: list[BuildFacts]) -> list[Row]:
     def spec(
         key: str,
@@ -197,6 +203,13 @@ def _rows(builds: list[BuildFacts]) -> list[Row]:
 
     rows = [
         spec("command", "Command", lambda b: list(b.record.argv), lambda v, b: _short(v), None),
+        spec(
+            "ort_version",
+            "ONNX Runtime",
+            lambda b: (b.record.settings or {}).get("ort_version"),
+            lambda v, b: str(v),
+            _release_change,
+        ),
         spec("jobs", "Jobs (-j / --cores)", lambda b: b.record.jobs, lambda v, b: str(v), None),
         spec("outcome", "Outcome", lambda b: _outcome(b.record), lambda v, b: v, None),
         spec(

@@ -1,0 +1,104 @@
+"""Two ONNX Runtime releases of one variant, built side by side by real Nix, through
+`workbench build --ort`: each its own out-link, its own store path, its own history row, and
+`report A B` saying which release each build was.
+
+A copy of the checkout takes the STAND-IN nixpkgs (tests/nix/standin-nixpkgs.nix) as its flake's
+nixpkgs: its packages are real derivations that write what they were given to
+nix-support/workbench-standin.json (ORT itself cannot be built here).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from nix_testing import NIX_CONFIG, flake_on_the_standin, needs_nix
+
+CPU = "onnxruntime-python313-cpu-avx2"
+
+pytestmark = [*needs_nix, pytest.mark.slow]
+
+GIT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.invalid",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.invalid",
+}
+
+
+@pytest.fixture
+def checkout(tmp_path) -> dict:
+    repo = flake_on_the_standin(tmp_path)
+    git = {**os.environ, **GIT_IDENTITY}
+    for argv in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "copy"]):
+        subprocess.run(argv, cwd=repo, env=git, check=True, capture_output=True)
+    env = {**os.environ, "NIX_CONFIG": NIX_CONFIG, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    return {"repo": repo, "env": env, "state": tmp_path / "state"}
+
+
+def workbench(checkout: dict, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "workbench",
+            "--config",
+            str(checkout["repo"] / "configs"),
+            "--state-dir",
+            str(checkout["state"]),
+            *args,
+        ],
+        cwd=checkout["repo"],
+        env=checkout["env"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+def recorded(link: Path) -> dict:
+    return json.loads((link / "nix-support" / "workbench-standin.json").read_text())
+
+
+def test_two_releases_of_one_variant_build_side_by_side_and_the_report_names_them(checkout):
+    repo = checkout["repo"]
+    pin = workbench(checkout, "build", CPU, "--jobs", "1")
+    assert pin.returncode == 0, pin.stderr[-3000:]
+    other = workbench(checkout, "build", CPU, "--ort", "1.24.2", "--jobs", "1")
+    assert other.returncode == 0, other.stderr[-3000:]
+    assert "note: ONNX Runtime 1.24.2: v1.24.2" in other.stderr
+
+    pin_link, other_link = repo / f"result-{CPU}", repo / f"result-{CPU}-ort1_24_2"
+    assert pin_link.is_symlink() and other_link.is_symlink()
+    assert os.path.realpath(pin_link) != os.path.realpath(other_link)
+    # What each store path was built from: the Python package over its C++ package.
+    pin_cpp = recorded(pin_link)["passthru"]["cpp"]["attrs"]
+    other_cpp = recorded(other_link)["passthru"]["cpp"]["attrs"]
+    assert recorded(other_link)["passthru"]["workbench"]["ortVersion"] == "1.24.2"
+    assert pin_cpp["version"] == "1.23.2"
+    assert other_cpp["version"] == "1.24.2"
+    assert other_cpp["src"]["args"]["tag"] == "v1.24.2"
+    assert "FETCHCONTENT_SOURCE_DIR_ONNX:PATH=" in " ".join(other_cpp["cmakeFlags"])
+
+    history = json.loads(workbench(checkout, "history", "--json").stdout)["builds"]
+    rows = {b["name"]: b for b in history}
+    assert set(rows) == {CPU, f"{CPU}-ort1_24_2"}
+    assert rows[CPU]["settings"]["ort_version"] == "1.23.2"
+    assert rows[f"{CPU}-ort1_24_2"]["settings"]["ort_version"] == "1.24.2"
+    for name, row in rows.items():
+        [output] = row["artefacts"]["outputs"]
+        assert output["link"] == f"result-{name}"
+    table = workbench(checkout, "history").stdout.splitlines()
+    assert table[0].split()[:4] == ["id", "state", "name", "ORT"]
+    assert any("1.24.2" in line for line in table[1:])
+
+    first, second = sorted(row["id"] for row in rows.values())
+    report = workbench(checkout, "report", str(first), str(second))
+    assert report.returncode == 0, report.stderr
+    assert "| ONNX Runtime | 1.23.2 | 1.24.2 | 1.23.2 → 1.24.2 |" in report.stdout
+    print(report.stdout)  # the closing note shows it (pytest -s)
