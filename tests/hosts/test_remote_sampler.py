@@ -438,7 +438,7 @@ def _two_layer_flake(directory: Path, seconds: int) -> Path:
     python = name: derivation {{
       inherit name; system = "x86_64-linux"; builder = "/bin/sh"; stamp = "{stamp}";
       library = cpp name;
-      args = [ "-c" "/bin/cat $library > $out" ];
+      args = [ "-c" "/bin/cat $library > $out; exit $?" ];
     }};
   in {{
     packages.x86_64-linux = {{

@@ -93,7 +93,8 @@ def _cpu_layout_lines(leave_out: str | None = None) -> str:
         lines.append(f'mkdir -p "$out/{Path(path).parent}"')
         source = "build/libfixture.a" if path.endswith(".a") else "/dev/null"
         lines.append(f'cp {source} "$out/{path}"')
-    return "\n".join(lines) + "\n"
+    # The shell's own exit last, not a coreutil's: see tests/iterate/test_standin_builders.py.
+    return "\n".join([*lines, "exit 0"]) + "\n"
 
 
 @pytest.fixture

@@ -15,11 +15,16 @@
 
       # Host tools stand in for nixpkgs' coreutils, bash, g++, cmake and ninja (no sandbox).
       hostPath = "/usr/bin:/bin";
+      # The script ends with bash's own `exit`: bash runs the last command of `-c` in its own
+      # process (exec), and coreutils (cp, sed, ...) close stdout and stderr before they exit;
+      # Nix 2.8 takes the end of the builder's output for its end and SIGKILLs the process
+      # group, so a loaded machine's builder "failed due to signal 9" (NixOS/nix#2176;
+      # tests/iterate/test_standin_builders.py). nixpkgs' builders end in bash functions.
       plain = name: script: derivation {
         inherit name system;
         builder = "/bin/bash";
         PATH = hostPath;
-        args = [ "-c" script ];
+        args = [ "-c" "${script}exit $?" ];
       };
       stdenv = plain "standin-stdenv" ''
         mkdir -p $out
