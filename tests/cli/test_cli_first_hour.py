@@ -131,13 +131,13 @@ def test_a_config_directory_the_nix_build_does_not_read_is_warned_about(
     # The TUI's `b` shows the same line before it asks.
     warnings = [
         line
-        for line in preview_targets(config_copy, tmp_path / "preview", ["cpu"]).lines()
+        for line in preview_targets(config_copy, tmp_path / "preview", ["cpu"], False).lines()
         if "the Nix build evaluates" in line
     ]
     assert warnings == [said[0].removeprefix("workbench: ")]
     assert not any(
         "the Nix build evaluates" in line
-        for line in preview_targets(REPO / "configs", tmp_path / "preview", ["cpu"]).lines()
+        for line in preview_targets(REPO / "configs", tmp_path / "preview", ["cpu"], False).lines()
     )
 
 

@@ -14,7 +14,7 @@ VNNI = "onnxruntime-python313-cuda12_9-sm90-avx512vnni"
 
 
 def _notes(tmp_path: Path, names: list[str]) -> list[str]:
-    preview = preview_targets(REPO / "configs", tmp_path / "state", names)
+    preview = preview_targets(REPO / "configs", tmp_path / "state", names, ask_nix=False)
     return [line for line in preview.lines() if line.startswith("note: ")]
 
 

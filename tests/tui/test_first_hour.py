@@ -434,6 +434,9 @@ async def test_b_shows_the_exact_command_jobs_and_memory_and_starts_only_that(
         assert command == display(planned.plan.argv)  # whole and shell-quoted
         assert "'nix-command flakes'" in command and f"--cores {planned.choice.jobs}" in command
         assert f"{planned.choice.jobs} jobs" in details and "GiB available" in details
+        # Nix's own plan, asked before the question (here nixpkgs cannot be fetched: said so).
+        plan = text_of(dialog.query_one("#confirm-build-plan", Static))
+        assert plan.startswith("Nix's plan: ") and plan == "\n".join(planned.plan_lines())
         # The whole command is on the terminal: nothing cut at 80 columns.
         assert dialog.query_one("#confirm-build-command").region.right <= 80
         await pilot.press("n")

@@ -19,7 +19,12 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from workbench.flake.nix_plan import NixPlan
 
 BACKLOG_LINES = 20
 STATUS_EVERY_S = 10.0  # how often a status line is printed when stderr is not a terminal
@@ -368,7 +373,12 @@ def run_build(args: argparse.Namespace) -> int:
             _say(f"warning: {choice.warning}")
         if note:
             print(f"# {note}", file=sys.stderr)
-        return 0 if args.backend != "nix" else _say_evaluation(flake, target)
+        if args.backend != "nix":
+            return 0
+        code = _say_evaluation(flake, target)
+        if code == 0:
+            say_nix_plan(history, Path(plan.cwd), plan.argv)
+        return code
     if note:
         _say(f"note: {note}")
     if target.ort_version and not release.nixpkgs_own:
@@ -423,6 +433,21 @@ def _check_flavour_layout(checkout: Path, flavour: Any) -> int:
         return 1
     _say(f"layout: {flavour.name} has every promised file ({output} -> {output.resolve()})")
     return 0
+
+
+def nix_plan_for(history: Any, cwd: Path, argv: Sequence[str]) -> NixPlan:
+    """Nix's plan (workbench.flake.nix_plan) for the installables of a `nix build` argv, with
+    each derivation's last time from the history."""
+    from workbench.flake.nix_plan import plan_from_nix
+
+    installables = [item for item in argv if item.startswith(".#")]
+    return plan_from_nix(cwd, installables, history.last_derivation_times)
+
+
+def say_nix_plan(history: Any, cwd: Path, argv: Sequence[str]) -> None:
+    """Nix's plan as `# ` lines on stderr (a dry run's notes)."""
+    for line in nix_plan_for(history, cwd, argv).lines():
+        print(f"# {line}", file=sys.stderr)
 
 
 def _say_evaluation(flake: Path, target: Any) -> int:

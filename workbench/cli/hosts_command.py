@@ -222,6 +222,10 @@ def run_matrix_build(args: argparse.Namespace) -> int:
         evaluated, config, ssh, flake, record, choice.jobs, max_jobs, args.force
     )
     note = build_time_checks_notes([t.target.variant for t in evaluated if not t.in_store])
+    # Nix's own plan before the matrix starts: what it builds (last times) and fetches.
+    from workbench.cli.build_commands import say_nix_plan
+
+    say_nix_plan(history, Path(plan.cwd), plan.argv)
     if args.dry_run:
         print(display(plan.argv))
         print(f"# in {plan.cwd}", file=sys.stderr)

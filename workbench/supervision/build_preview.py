@@ -9,6 +9,7 @@ import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from workbench.flake.nix_plan import NixPlan
 from workbench.host.parallelism import GIB
 from workbench.supervision.history import History, NewBuild
 from workbench.supervision.launch import display
@@ -31,6 +32,12 @@ class BuildPreview:
     """config_not_read_warning's line: the build does not read the chosen config directory."""
     checks_note: str | None = None
     """build_time_checks_notes' line: ISA variants' unit tests and import check are skipped."""
+    nix_plan: NixPlan | None = None
+    """Nix's own plan (`nix build --dry-run`): derivations to build, paths to fetch."""
+
+    def plan_lines(self) -> list[str]:
+        """Nix's plan in words, or nothing where it was not asked."""
+        return self.nix_plan.lines() if self.nix_plan is not None else []
 
     @property
     def peak_gib(self) -> float:
@@ -77,9 +84,12 @@ def config_not_read_warning(config_directory: Path, flake: Path) -> str | None:
     )
 
 
-def preview_targets(config_directory: Path, state: Path, names: list[str]) -> BuildPreview:
+def preview_targets(
+    config_directory: Path, state: Path, names: list[str], ask_nix: bool = True
+) -> BuildPreview:
     """The one `nix build .#A [.#B ...]` that building `names` runs: jobs from measured memory
-    of the first target, else the settings (as `workbench build` chooses them)."""
+    of the first target, else the settings (as `workbench build` chooses them); with `ask_nix`,
+    Nix's own plan for it (what it builds, what it fetches)."""
     from workbench.configs.availability import build_time_checks_notes
     from workbench.configs.matrix import load_matrix
     from workbench.configs.settings import load_settings
@@ -126,6 +136,11 @@ def preview_targets(config_directory: Path, state: Path, names: list[str]) -> Bu
     note = build_time_checks_notes([target.variant for target in targets])
     unread = config_not_read_warning(config_directory, flake)
     available = detect_memory().available
-    return BuildPreview(
-        plan, choice, threads, available, problems, missing, unread, checks_note=note
-    )
+    nix_plan = None
+    if ask_nix and missing is None:
+        from workbench.flake.nix_plan import plan_from_nix
+
+        installables = [item for item in plan.argv if item.startswith(".#")]
+        with History(state) as history:
+            nix_plan = plan_from_nix(Path(plan.cwd), installables, history.last_derivation_times)
+    return BuildPreview(plan, choice, threads, available, problems, missing, unread, note, nix_plan)

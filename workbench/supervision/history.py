@@ -1109,6 +1109,21 @@ class History:
 
     # -- what earlier builds tell ------------------------------------------------------------
 
+    def last_derivation_times(self, names: Iterable[str]) -> dict[str, tuple[float, int]]:
+        """Derivation name -> (seconds, build id) of its latest successful build here."""
+        wanted = list(dict.fromkeys(names))
+        found: dict[str, tuple[float, int]] = {}
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for name, seconds, build_id in self._db.execute(
+                "SELECT name, ended - started, build_id FROM derivations "
+                f"WHERE failed = 0 AND name IN ({marks}) ORDER BY ended",
+                chunk,
+            ):
+                found[name] = (float(seconds), int(build_id))  # the latest one wins
+        return found
+
     def earlier_runs(self, eta_key: str, before_id: int, limit: int = 5) -> list[EarlierRun]:
         """The latest `limit` successful builds with this ETA key (same target and settings)
         that did work: no-ops are passed over before the limit counts, so a streak of them

@@ -28,6 +28,7 @@ class ConfirmBuild(ModalScreen[bool]):
     }
     #confirm-build-command { color: $text; text-style: bold; margin: 1 0; }
     #confirm-build-details { color: $text-muted; }
+    #confirm-build-plan { color: $text; margin-top: 1; }
     #confirm-build-warnings { color: $warning; }
     #confirm-build-buttons { height: auto; margin-top: 1; }
     #confirm-build-buttons Button { margin-right: 1; }
@@ -49,6 +50,8 @@ class ConfirmBuild(ModalScreen[bool]):
             # Text, never markup: a command line can hold brackets.
             yield Static(Text(command), id="confirm-build-command")
             yield Static(Text("\n".join((where, jobs, memory))), id="confirm-build-details")
+            # Nix's plan: store paths and error text are data, never markup.
+            yield Static(Text("\n".join(self.preview.plan_lines())), id="confirm-build-plan")
             yield Static(Text("\n".join(warnings)), id="confirm-build-warnings")
             with Horizontal(id="confirm-build-buttons"):
                 yield Button(
@@ -61,6 +64,7 @@ class ConfirmBuild(ModalScreen[bool]):
 
     def on_mount(self) -> None:
         self.query_one("#confirm-build-warnings").display = len(self.preview.lines()) > 4
+        self.query_one("#confirm-build-plan").display = bool(self.preview.plan_lines())
         start = self.query_one("#confirm-build-yes", Button)
         (start if self.can_start else self.query_one("#confirm-build-no", Button)).focus()
 
