@@ -4,12 +4,15 @@ file:// binary cache."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
-from cache_flake import DEP, TOP, make_cache_flake, nix, renew, with_substituter
+from cache_flake import DEP, DEP_BYTES, TOP, make_cache_flake, nix, renew, with_substituter
 from nix_testing import NIX_CONFIG
 from supervised import Bench, build_id_from
 
@@ -79,3 +82,79 @@ def test_the_dry_run_and_the_preview_show_what_nix_builds_and_fetches(
         if line.startswith(("# Nix's plan", "#   "))
         and ("build " in line or "fetch " in line or "Nix's plan" in line)
     ]
+
+
+def test_a_build_is_pushed_signed_and_a_second_store_fetches_it_instead_of_building(
+    bench: Bench, tmp_path: Path
+) -> None:
+    flake = make_cache_flake(tmp_path / "flake", host_platform())
+    bench.extra_env["NIX_CONFIG"] = NIX_CONFIG
+    secret, public = tmp_path / "cache-key.sec", tmp_path / "cache-key.pub"
+    done = subprocess.run(
+        ["nix-store", "--generate-binary-cache-key", "workbench-test-1", str(secret), str(public)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    cache_dir = tmp_path / "cache"
+    cache = f"file://{cache_dir}"
+    hosts = flake / "configs" / "hosts.toml"
+    hosts.write_text(
+        hosts.read_text().replace(
+            "local_builds = true",
+            f'local_builds = true\npush_to = "{cache}"\nsigning_key = "{secret}"',
+        )
+    )
+    # The build, then the push hosts.toml asks for, each supervised.
+    built = bench.run("--config", str(flake / "configs"), "build", "cpu", "-C", str(flake),
+                      "--jobs", "1", timeout=300)  # fmt: skip
+    build_id = build_id_from(built.stderr)
+    assert bench.record(build_id).state == SUCCEEDED, built.stderr[-3000:]
+    top = _out(flake)
+    assert f"workbench: pushed {top} to {cache}" in built.stderr, built.stderr[-3000:]
+    listed = bench.json("push", str(build_id), "--list", "--json")
+    (push,) = listed["pushes"]
+    assert (push["output"], push["store"], push["signed_by"]) == (top, cache, str(secret))
+    copy = bench.record(push["push_build"])
+    assert copy.state == SUCCEEDED and copy.name == f"push-{build_id}"
+    assert copy.argv[:4] == ("nix", "--extra-experimental-features", "nix-command", "copy")
+    # The closure went: the top and its dependency, each signed with the key.
+    dep = next(path for path in nix("path-info", "-r", top).split() if path.endswith(DEP))
+    for path in (top, dep):
+        narinfo = cache_dir / f"{Path(path).name.split('-', 1)[0]}.narinfo"
+        assert "Sig: workbench-test-1:" in narinfo.read_text(), path
+    # A second store (another machine's, here a store under tmp_path) with the cache as its
+    # substituter and only the key's public half trusted: Nix's plan is to fetch, not build.
+    second = tmp_path / "second"
+    config = NIX_CONFIG.replace("substituters =", f"substituters = {cache}") + (
+        f"\nstore = local?root={second}\ntrusted-public-keys = {public.read_text().strip()}"
+        "\nrequire-sigs = true"
+    )
+    env = {**os.environ, "NIX_CONFIG": config, "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    from workbench.flake.nix_plan import plan_from_nix
+
+    plan = plan_from_nix(flake, [".#onnxruntime-cpu"], None, env=env)
+    assert plan.ok, plan.error
+    assert [item.name for item in plan.to_build] == []
+    assert sorted(item.name for item in plan.to_fetch) == [DEP, TOP]
+    assert {item.substituter for item in plan.to_fetch} == {cache}
+    assert plan.download_bytes() and plan.download_bytes() > DEP_BYTES
+    (bench.state / "second-store-plan.json").write_text(json.dumps(plan.to_json(), indent=2))
+    fetched = subprocess.run(
+        ["nix", "--extra-experimental-features", "nix-command flakes", "build", "--no-link",
+         "--no-write-lock-file", ".#onnxruntime-cpu"],
+        cwd=flake, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert fetched.returncode == 0, fetched.stderr
+    assert f"copying path '{top}' from '{cache}'" in fetched.stderr, fetched.stderr
+    assert "building '" not in fetched.stderr, fetched.stderr
+    assert (second / top.lstrip("/")).read_text().strip() == dep
+
+
+def test_a_push_to_a_store_it_cannot_copy_to_is_one_error_line(bench: Bench) -> None:
+    refused = bench.run("push", "1", "--to", "http://cache.example.org")
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("workbench: error: ")
+    assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert "'http://cache.example.org': refused (not a store URL); allowed: file:///" in (
+        refused.stderr
+    )

@@ -29,6 +29,7 @@ COMMAND_MODULES = (
     "workbench.cli.trace_command",
     "workbench.cli.flox_command",
     "workbench.cli.hosts_command",
+    "workbench.cli.push_command",
 )
 
 

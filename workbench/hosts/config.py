@@ -64,6 +64,8 @@ class HostsConfig:
     path: Path
     local_builds: bool
     hosts: tuple[BuildHost, ...]
+    push_to: str = ""  # a store every successful build is pushed to (workbench push)
+    signing_key: str = ""  # the secret key file pushes are signed with
 
     @property
     def enabled_hosts(self) -> tuple[BuildHost, ...]:
@@ -255,7 +257,7 @@ def load_hosts(config_directory: Path) -> HostsConfig:
         return HostsConfig(path=path, local_builds=True, hosts=())
     data = load_toml(path)
     text = read_text(path)
-    known = ("local_builds", "hosts")
+    known = ("local_builds", "push_to", "signing_key", "hosts")
     for key in data:
         if key not in known:
             line = _line_of_top_key(text, key)
@@ -287,7 +289,40 @@ def load_hosts(config_directory: Path) -> HostsConfig:
             f"{path}:{line}: local_builds = false: refused (no enabled host would build "
             "anything); allowed: true, or false with at least one enabled [[hosts]]"
         )
-    return HostsConfig(path=path, local_builds=local_builds, hosts=hosts)
+    push_to, signing_key = _push_settings(data, path, text)
+    return HostsConfig(
+        path=path,
+        local_builds=local_builds,
+        hosts=hosts,
+        push_to=push_to,
+        signing_key=signing_key,
+    )
+
+
+def _push_settings(data: dict[str, Any], path: Path, text: str) -> tuple[str, str]:
+    """push_to (a store URL) and signing_key (a file name), each checked."""
+    from workbench.artefacts.push import ALLOWED, store_url_problem
+
+    push_to = data.get("push_to", "")
+    problem = (
+        store_url_problem(push_to) if isinstance(push_to, str) else "not a string"
+    ) if push_to != "" else None  # fmt: skip
+    if problem:
+        line = _line_of_top_key(text, "push_to")
+        raise ConfigError(
+            f"{path}:{line}: push_to = {_shown(push_to)}: refused ({problem}); allowed: {ALLOWED}"
+        )
+    key = data.get("signing_key", "")
+    if not isinstance(key, str) or (key and not _KEY_FILE.match(key)):
+        line = _line_of_top_key(text, "signing_key")
+        raise ConfigError(
+            f"{path}:{line}: signing_key = {_shown(key)}: refused; allowed: the path of a "
+            "secret key file (nix-store --generate-binary-cache-key), no spaces"
+        )
+    return push_to, key
+
+
+_KEY_FILE = re.compile(r"^[A-Za-z0-9._~/+-]+$")
 
 
 def _line_of_top_key(text: str, key: str) -> int | str:

@@ -189,6 +189,26 @@ CREATE TABLE IF NOT EXISTS build_targets (
 """
 
 
+@dataclass(frozen=True)
+class Push:
+    """One output of a build copied (with its closure) to a store or binary cache."""
+
+    output: str
+    store: str
+    pushed: float
+    push_build: int | None  # the supervised `nix copy` that did it
+    signed_by: str | None  # the secret key file it was signed with, if any
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "output": self.output,
+            "store": self.store,
+            "pushed": self.pushed,
+            "push_build": self.push_build,
+            "signed_by": self.signed_by,
+        }
+
+
 class HistoryError(WorkbenchError):
     """The history database cannot be opened or has an unknown layout."""
 
@@ -1103,6 +1123,48 @@ class History:
             for path, name, started, ended, failed in self._db.execute(
                 "SELECT drv_path, name, started, ended, failed FROM derivations "
                 "WHERE build_id = ? ORDER BY started",
+                (build_id,),
+            )
+        ]
+
+    # -- pushes: where a build's outputs were copied (workbench push) ---------------------------
+
+    _PUSHES = (
+        "CREATE TABLE IF NOT EXISTS pushes (build_id INTEGER NOT NULL REFERENCES builds(id) "
+        "ON DELETE CASCADE, output TEXT NOT NULL, store TEXT NOT NULL, pushed REAL NOT NULL, "
+        "push_build INTEGER, signed_by TEXT)"
+    )
+
+    def record_pushes(
+        self,
+        build_id: int,
+        outputs: Iterable[str],
+        store: str,
+        push_build: int | None,
+        signed_by: str | None,
+        now: float | None = None,
+    ) -> None:
+        """That `outputs` of build `build_id` (with their closures) are now in `store`."""
+        when = time.time() if now is None else now
+        with self._write() as db:
+            db.execute(self._PUSHES)  # made on first use: older histories have no such table
+            db.executemany(
+                "INSERT INTO pushes VALUES (?, ?, ?, ?, ?, ?)",
+                ((build_id, output, store, when, push_build, signed_by) for output in outputs),
+            )
+
+    def pushes(self, build_id: int) -> list[Push]:
+        """Where each output of a build was pushed, oldest first."""
+        exists = self._db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'pushes'"
+        ).fetchone()
+        if not exists:
+            return []
+        return [
+            Push(output, store, pushed, push_build, signed_by)
+            for output, store, pushed, push_build, signed_by in self._db.execute(
+                "SELECT output, store, pushed, push_build, signed_by FROM pushes "
+                "WHERE build_id = ? ORDER BY pushed",
                 (build_id,),
             )
         ]
