@@ -102,3 +102,38 @@ def test_two_releases_of_one_variant_build_side_by_side_and_the_report_names_the
     assert report.returncode == 0, report.stderr
     assert "| ONNX Runtime | 1.23.2 | 1.24.2 | 1.23.2 → 1.24.2 |" in report.stdout
     print(report.stdout)  # the closing note shows it (pytest -s)
+
+
+def test_a_releases_environment_reports_the_release_it_was_built_as(checkout, tmp_path):
+    """The stand-in environment's Python (the build machine's, which has no wheel of that
+    release) reports the release it was built as, as the real one's onnxruntime module does:
+    what `workbench smoke` checks (artefacts.smoke_target.require_release)."""
+    from workbench.artefacts.smoke_target import require_release
+
+    link = tmp_path / "env-link"
+    built = subprocess.run(
+        ["nix", "build", f".#{CPU}-ort1_24_2.environment", "--out-link", str(link)],
+        cwd=checkout["repo"],
+        env=checkout["env"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert built.returncode == 0, built.stderr[-3000:]
+    # Any onnxruntime module on the path stands for the wheel (none can be installed here).
+    wheel = tmp_path / "wheel" / "onnxruntime"
+    wheel.mkdir(parents=True)
+    (wheel / "__init__.py").write_text('__version__ = "9.9.9"\n')
+    said = subprocess.run(
+        [str(link / "bin" / "python"), "-c", "import onnxruntime; print(onnxruntime.__version__)"],
+        env={**checkout["env"], "PYTHONPATH": str(wheel.parent)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert said.stdout.strip() == "1.24.2", said.stderr
+    assert require_release({"onnxruntime": said.stdout.strip()}, "1.24.2") is None
+    why = require_release({"onnxruntime": "9.9.9", "onnxruntime_file": "/x"}, "1.24.2")
+    assert why is not None and "built as ONNX Runtime 1.24.2" in why and "9.9.9" in why

@@ -210,6 +210,11 @@ let
         map (builtins.replaceStrings [ "*" ] [ "standin" ]) (attrs.passthru.workbench.produces or [ ])
       );
       pythonEnvironment = if attrs.standinPythonEnvironment or false then "1" else "";
+      # The release of the onnxruntime in a Python environment: the real one's module reports
+      # the version it was built as; this environment runs the build machine's Python, whose
+      # onnxruntime wheel (if any) is another version, so its bin/python makes
+      # onnxruntime.__version__ say this one (what `workbench smoke` checks).
+      ortVersion = attrs.standinOrtVersion or "";
       args = [
         "-c"
         ''
@@ -230,6 +235,31 @@ let
           if [ -n "$pythonEnvironment" ]; then
             mkdir -p "$out/bin"
             printf '#!/bin/sh\nexec python3 "$@"\n' > "$out/bin/python"
+            if [ -n "$ortVersion" ]; then
+              mkdir -p "$out/standin-site"
+              printf '%s\n' \
+                'import importlib.abc, importlib.util, sys' \
+                'class StandinRelease(importlib.abc.MetaPathFinder):' \
+                '    def find_spec(self, name, path=None, target=None):' \
+                '        if name != "onnxruntime":' \
+                '            return None' \
+                '        sys.meta_path.remove(self)' \
+                '        try:' \
+                '            spec = importlib.util.find_spec(name)' \
+                '        finally:' \
+                '            sys.meta_path.insert(0, self)' \
+                '        if spec is None or spec.loader is None:' \
+                '            return spec' \
+                '        run = spec.loader.exec_module' \
+                '        def exec_module(module):' \
+                '            run(module)' \
+                "            module.__version__ = '$ortVersion'" \
+                '        spec.loader.exec_module = exec_module' \
+                '        return spec' \
+                'sys.meta_path.insert(0, StandinRelease())' \
+                > "$out/standin-site/sitecustomize.py"
+              printf '#!/bin/sh\nPYTHONPATH="%s/standin-site''${PYTHONPATH:+:$PYTHONPATH}" exec python3 "$@"\n' "$out" > "$out/bin/python"
+            fi
             chmod +x "$out/bin/python"
           fi
           # The shell's own exit last, not chmod's (tests/iterate/test_standin_builders.py).
@@ -246,6 +276,7 @@ let
       built = standinDerivation "${label}-env" {
         standinPythonEnvironment = true;
         packages = chosen;
+        standinOrtVersion = builtins.head (map (package: package.version or "") chosen ++ [ "" ]);
       } [ "out" ];
     in
     recordedCall "${label}.withPackages" "${label}-env" chosen

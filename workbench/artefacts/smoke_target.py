@@ -111,3 +111,18 @@ def require_providers(check: dict[str, Any] | None, cuda: bool) -> str | None:
         error = (run or {}).get("error", "it did not run")
         return f"the model failed on {CUDA_PROVIDER}: {error}"
     return None
+
+
+def require_release(check: dict[str, Any] | None, version: str) -> str | None:
+    """Why a smoke check fails for reporting another ONNX Runtime release than `version` (the
+    release it was built as: `onnxruntime.__version__`), or None when it reports that one."""
+    if not check:
+        return None
+    reported = check.get("onnxruntime")
+    if reported == version:
+        return None
+    return (
+        f"built as ONNX Runtime {version}, but onnxruntime.__version__ says {reported or 'nothing'}"
+        f" ({check.get('onnxruntime_file') or 'no module file'}): the build did not take the "
+        f"release's source, or another onnxruntime shadows it on this Python's path"
+    )

@@ -69,6 +69,12 @@ def register(subcommands: Any) -> None:
     smoke.add_argument("--interval", type=float, default=0.2, help="seconds between samples")
     smoke.add_argument("--gdb", metavar="PATH", help="gdb to use (default: gdb, else cuda-gdb)")
     smoke.add_argument("--json", action="store_true", help="print the result as JSON")
+    smoke.add_argument(
+        "--ort",
+        metavar="VERSION",
+        help="the ONNX Runtime release it was built as (a VARIANT's: default settings.toml's "
+        "ort_version); the check fails when the library reports another version",
+    )
     smoke.add_argument("target", nargs=argparse.REMAINDER, help="VARIANT, or -- CMD [ARGS...]")
     smoke.set_defaults(handler=run_smoke)
 
@@ -311,12 +317,15 @@ def run_smoke(args: argparse.Namespace) -> int:
         if target:
             raise WorkbenchError(f"unexpected {' '.join(target)!r} after --python PATH")
         result = smoke.smoke_python(args.python, **common)
+        if args.ort:
+            _require_release(result, args.ort)
     elif len(target) == 1:
-        resolved, cuda = _built_variant(args, target[0])
+        resolved, cuda, release = _built_variant(args, target[0])
         if not args.json:
             print(resolved.said)
         result = smoke.smoke_python(resolved.python, **common)
         _require_providers(result, cuda)
+        _require_release(result, release)
     else:
         raise WorkbenchError("workbench smoke: give a VARIANT, --python PATH, or -- CMD [ARGS...]")
     if args.json:
@@ -331,19 +340,38 @@ def _built_variant(args: argparse.Namespace, name: str) -> tuple[Any, bool]:
     a CUDA variant (which must run on the CUDA provider)."""
     from workbench.artefacts.smoke_target import resolve
     from workbench.cli.common import load_config
+    from workbench.configs.releases import UnknownReleaseError
+    from workbench.configs.settings import load_settings
     from workbench.configs.variants import parse
     from workbench.paths import state_dir
     from workbench.supervision.history import History, database_path
     from workbench.supervision.launch import default_flake_directory
 
     directory, matrix = load_config(args)
-    variant = parse(name, matrix)
+    try:
+        base, named = matrix.releases.split_name(name) if matrix.releases else (name, None)
+        ort = args.ort or (named.version if named else load_settings(directory, matrix).ort_version)
+        variant = parse(base, matrix, matrix.release(ort).version)
+    except UnknownReleaseError as error:
+        raise WorkbenchError(str(error)) from None
     checkout = default_flake_directory(directory)
     state = state_dir(getattr(args, "state_dir", None))
     if database_path(state).is_file():
         with History(state) as history:
-            return resolve(variant.name, checkout, history), variant.is_gpu
-    return resolve(variant.name, checkout), variant.is_gpu
+            return resolve(variant.name, checkout, history), variant.is_gpu, variant.ort_version
+    return resolve(variant.name, checkout), variant.is_gpu, variant.ort_version
+
+
+def _require_release(result: Any, version: str) -> None:
+    """A library that reports another ONNX Runtime release than it was built as has failed."""
+    from workbench.artefacts.smoke_target import require_release
+
+    if result.status != "passed":
+        return
+    why = require_release(result.check, version)
+    if why:
+        result.status = "failed"
+        result.message = why
 
 
 def _require_providers(result: Any, cuda: bool) -> None:
