@@ -43,6 +43,12 @@ def register(subcommands: argparse._SubParsersAction) -> None:
         help="the patches this variant or flavour gets (default: every enabled)",
     )
     check.add_argument("--all", action="store_true", help="disabled patches too")
+    check.add_argument(
+        "--ort",
+        metavar="VERSION",
+        help="the patches for this ONNX Runtime release (series `releases`), against its source: "
+        "DIR's VERSION_NUMBER must say VERSION",
+    )
     check.add_argument("--json", action="store_true", help="machine-readable output")
     new = actions.add_parser(
         "new",
@@ -192,17 +198,58 @@ def _check(args: argparse.Namespace, config: Path, matrix) -> int:
     from workbench.patches.series import load_series, target_name
 
     series = load_series(config, matrix)
+    source = Path(args.source).expanduser()
     if args.target:
         target = target_name(matrix, args.target)
         chosen = [p for p in series.for_target(target) if p.enabled or args.all]
     else:
         chosen = [p for p in series.patches if p.enabled or args.all]
-    result = check_series(series, chosen, Path(args.source).expanduser())
+    left_out = []
+    if args.ort:
+        version = _release_of_source(matrix, args.ort, source)
+        left_out = [p for p in chosen if not p.for_release(version)]
+        chosen = [p for p in chosen if p.for_release(version)]
+    result = check_series(series, chosen, source)
     if args.json:
-        print_json(result.to_json())
+        document = result.to_json()
+        if args.ort:
+            document["ort_version"] = args.ort
+            document["not_for_release"] = [
+                {"name": p.name, "releases": list(p.releases or ())} for p in left_out
+            ]
+        print_json(document)
     else:
         print(render_check(result))
+        for patch in left_out:
+            print(
+                f"  {patch.name}: not for ONNX Runtime {args.ort} (series: releases = "
+                f"{', '.join(patch.releases or ())}); a build of {args.ort} goes without it"
+            )
     return 0 if result.ok else 1
+
+
+def _release_of_source(matrix, version: str, source: Path) -> str:
+    """`version`, an offered release, checked against the ORT tree's VERSION_NUMBER."""
+    from workbench.configs.releases import UnknownReleaseError
+    from workbench.errors import WorkbenchError
+
+    try:
+        release = matrix.release(version)
+    except UnknownReleaseError as error:
+        raise WorkbenchError(str(error)) from None
+    number = source / "VERSION_NUMBER"
+    if not number.is_file():
+        raise WorkbenchError(
+            f"{source}: no VERSION_NUMBER file, so not an ONNX Runtime source tree whose release "
+            f"can be checked (--ort {version} needs the tree of {release.tag or version})"
+        )
+    found = number.read_text(errors="replace").strip()
+    if found != release.version:
+        raise WorkbenchError(
+            f"{number}: the tree is ONNX Runtime {found}, not {release.version}; check out "
+            f"{release.tag or 'v' + release.version} (or give --ort {found})"
+        )
+    return release.version
 
 
 def _new(args: argparse.Namespace, config: Path, matrix) -> int:
