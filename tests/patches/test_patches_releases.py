@@ -43,9 +43,10 @@ TREE = {
     "1.23.2": "int threads = 1;\nint spin = 0;\n",
     "1.24.2": "int threads = 2;\nint spin = 0;\n",
 }
+HEADER = "--- a/core.cc\n+++ b/core.cc\n@@ -1,2 +1,2 @@\n"
 PATCHES = {
-    "old-only": "--- a/core.cc\n+++ b/core.cc\n@@ -1,2 +1,2 @@\n int threads = 1;\n-int spin = 0;\n+int spin = 1;\n",
-    "everywhere": "--- a/core.cc\n+++ b/core.cc\n@@ -1,2 +1,2 @@\n-int threads = 1;\n+int threads = 4;\n int spin = 1;\n",
+    "old-only": HEADER + " int threads = 1;\n-int spin = 0;\n+int spin = 1;\n",
+    "everywhere": HEADER + "-int threads = 1;\n+int threads = 4;\n int spin = 1;\n",
 }
 
 
