@@ -165,9 +165,13 @@ def hosts_under_daemon(
         if reality.trusted:
             why = "this user is trusted: the daemon takes the workbench's --builders"
             builds = {"yes": True, "no": False}.get(reach)
+            if reach == "no":
+                why += f", but as root it cannot reach {host.alias}"
         elif listed:
             why = f"the daemon's own builders name it ({listed[0].source})"
             builds = {"yes": True, "no": False}.get(reach)
+            if reach == "no":
+                why += f", but as root it cannot reach {host.alias}"
         else:
             why = (
                 f"{reality.user} is not trusted: the daemon ignores --builders, and its own "
@@ -176,9 +180,12 @@ def hosts_under_daemon(
             builds = False
             fixes.append(
                 Fix(reality.conf.path, (reality.trust_line(),), "trust this user (then restart "
-                    "the daemon); or, without trusting anyone, give the daemon the host:")
+                    "the daemon)")
             )  # fmt: skip
-            fixes.append(Fix(machines_file, (machine_line(host),), "the daemon's own builder"))
+            fixes.append(
+                Fix(machines_file, (machine_line(host),), "or, trusting no one, make it one of "
+                    "the daemon's own builders")
+            )  # fmt: skip
         if reach != "yes":
             fixes.append(ssh_fix)
             if host.host_key:
