@@ -204,7 +204,14 @@ def main() -> int:
         help="also time DIR's workbench bt (another checkout, e.g. a worktree of the commit "
         "before a change), in the same alternation",
     )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="seconds, not minutes: 1 and 8 threads, one repetition (checks the script)",
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.threads, args.repetitions = [1, 8], 1
     versus = args.versus.resolve() if args.versus else None
     for checkout in filter(None, [REPO, versus]):
         if not imported_from(checkout).is_relative_to(checkout):

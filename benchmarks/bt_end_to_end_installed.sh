@@ -8,6 +8,7 @@
 # Usage: benchmarks/bt_end_to_end_installed.sh WHEEL_DIR [bt_end_to_end.py options...]
 #   WHEEL_DIR holds pygdbmi-*.whl (`pip download --no-deps pygdbmi -d WHEEL_DIR`).
 set -euo pipefail
+shopt -s nullglob  # no wheel: pygdbmi comes from PYTHONPATH (the test suite runs it so)
 wheels=$(cd "$1" && pwd)
 shift
 python=${PYTHON:-/usr/bin/python3}

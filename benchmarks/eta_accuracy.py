@@ -120,11 +120,11 @@ def touch(path: Path) -> None:
 
 
 def record_runs(
-    state: Path, directory: Path, units: int, hogs: int, quota: float
+    state: Path, directory: Path, units: int, hogs: int, quota: float, depth: int = 6
 ) -> list[dict[str, Any]]:
     """Build the plan; returns what each run was (in history order)."""
     heavy = tuple(range(0, units, 5))
-    sample_project.write_project(directory / "src", units=units, heavy=heavy)
+    sample_project.write_project(directory / "src", units=units, heavy=heavy, depth=depth)
     subprocess.run(
         sample_project.configure_argv(directory / "src", directory / "build"),
         check=True,
@@ -284,7 +284,14 @@ def main() -> None:
     parser.add_argument("--hogs", type=int, default=2, help="busy loops (without a cgroup)")
     parser.add_argument("--keep", type=Path, help="record into this directory and keep it")
     parser.add_argument("--replay", type=Path, help="score the recording kept in this directory")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="smaller: 11 light units, no hogs (checks the script; still 9 builds)",
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.units, args.hogs = 11, 0
     missing = sample_project.missing_tools() + [t for t in ("taskset",) if not shutil.which(t)]
     if missing:
         raise SystemExit(f"eta_accuracy: missing {', '.join(missing)}")
@@ -295,7 +302,9 @@ def main() -> None:
         if args.replay:
             plan = json.loads((work / "plan.json").read_text())
         else:
-            plan = record_runs(state, work / "sample", args.units, args.hogs, args.quota)
+            plan = record_runs(
+                state, work / "sample", args.units, args.hogs, args.quota, 1 if args.quick else 6
+            )
             (work / "plan.json").write_text(json.dumps(plan))
         recorded_s = time.monotonic() - began
         runs: list[dict[str, Any]] = []
@@ -318,7 +327,7 @@ def main() -> None:
                     "run's real duration",
                     "baseline_by_progress": summary(runs, "by_progress"),
                     "learned": summary(runs, "learned"),
-                    "cost": cost(work / "cost-state"),
+                    "cost": cost(work / "cost-state", *((3, 1000) if args.quick else ())),
                     "runs": runs,
                 },
                 indent=2,

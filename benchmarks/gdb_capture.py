@@ -67,7 +67,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=64)
     parser.add_argument("--repetitions", type=int, default=9)
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="seconds, not minutes: 4 threads, one repetition (checks the script)",
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.threads, args.repetitions = 4, 1
     with tempfile.TemporaryDirectory(prefix="wb-bench-") as temp:
         binary = build(Path(temp))
         program = subprocess.Popen(

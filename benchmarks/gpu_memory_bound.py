@@ -205,7 +205,14 @@ def main() -> None:
     parser.add_argument("--units", type=int, default=8)
     parser.add_argument("--elements", type=int, default=1_000_000)
     parser.add_argument("--jobs", type=int, default=16)
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="seconds, not minutes: 3 small units at -j3 (checks the script; no OOM expected)",
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.units, args.elements, args.jobs = 3, 2000, 3
     args.out_dir.mkdir(parents=True, exist_ok=True)
     record: dict[str, Any] = {
         "command": " ".join(sys.argv),

@@ -101,7 +101,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=2_000_000)
     parser.add_argument("--keep", metavar="DIR", help="write the logs and state here, keep them")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="seconds, not minutes: 20,000 lines (checks the script)",
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.lines = 20_000
     directory = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="history-store-"))
     directory.mkdir(parents=True, exist_ok=True)
     try:

@@ -293,7 +293,14 @@ def main() -> int:
         metavar="DIR",
         help="another workbench checkout, timed in the same workspace, interleaved",
     )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="seconds, not minutes: 16 units at -O0, one cycle (checks the script)",
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.units, args.cycles, args.optimization = 16, 1, "-O0"
     if args.versus is not None and not (args.versus / "workbench" / "cli" / "main.py").is_file():
         parser.error(f"--versus {args.versus}: not a checkout of the workbench")
     if args.units < 16:

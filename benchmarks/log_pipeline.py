@@ -216,7 +216,14 @@ def main() -> int:
     parser.add_argument("--sink", metavar="MODULE:FUNCTION", help="the store hook, see above")
     parser.add_argument("--runs", type=int, default=3, help="report the best of this many")
     parser.add_argument("--parse", metavar="FILE", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="seconds, not minutes: 20,000 lines, one run (checks the script)",
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.lines, args.runs = 20_000, 1
     if args.parse:
         print(json.dumps(pipeline(Path(args.parse), _load_sink(args.sink))))
         return 0

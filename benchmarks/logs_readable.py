@@ -179,7 +179,14 @@ def main() -> None:
     parser.add_argument(
         "--repetitions", type=int, default=5, help="timings of each command, in turn (default 5)"
     )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="seconds, not minutes: 1 MB logs, one timing each (checks the script)",
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.megabytes, args.repetitions = 1, 1
     mixes = ["plain", "nix"] if args.mix == "both" else [args.mix]
     print(json.dumps(run(args.megabytes, mixes, args.keep, args.repetitions), indent=2))
 

@@ -54,7 +54,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--edges", type=int, default=100_000)
     parser.add_argument("--step", type=int, default=1000)
+    parser.add_argument(
+        "--quick", action="store_true", help="seconds, not minutes: 2,000 edges (checks the script)"
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.edges, args.step = 2000, 500
     lines, dependencies = _lines(args.edges)
     with tempfile.TemporaryDirectory() as directory:
         log = Path(directory) / ".ninja_log"

@@ -144,7 +144,14 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=30, help="runs of each command-line timing")
     parser.add_argument("--pty-runs", type=int, default=9, help="runs of each first-screen timing")
     parser.add_argument("--no-pty", action="store_true", help="skip the first-screen timings")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="seconds, not minutes: 3 runs, one first screen (checks the script)",
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.runs, args.pty_runs = 3, 1
     env = child_environment()
     script = Path(sys.executable).parent / "workbench"
     command = [str(script)] if script.exists() else [shutil.which("workbench") or "workbench"]

@@ -1,0 +1,112 @@
+"""Every benchmark under benchmarks/ runs in its quick mode and prints its JSON.
+
+The figures are not judged here (a loaded 2-core CI machine says nothing about them): what is
+checked is that the script still runs against today's product, so that a benchmark can no longer
+break unseen (issue 23: tui_log_growth.py had stopped running when memory figures became
+"1.0Gi"). Each case runs the script as a user would, with `--quick`, in a temporary directory
+for anything it writes, and parses the JSON it prints (the last JSON document on stdout).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+BENCHMARKS = REPO / "benchmarks"
+
+
+def _needs(*tools: str) -> pytest.MarkDecorator:
+    missing = [tool for tool in tools if shutil.which(tool) is None]
+    return pytest.mark.skipif(bool(missing), reason=f"needs {', '.join(missing)}")
+
+
+_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (cgroups, nixbld users)")
+
+# name -> (extra arguments, marks); {tmp} is the test's temporary directory.
+CASES: dict[str, tuple[list[str], list[pytest.MarkDecorator]]] = {
+    "bt_end_to_end.py": ([], [pytest.mark.slow, _needs("gdb", "g++")]),
+    "eta_accuracy.py": (
+        [],
+        [pytest.mark.slow, pytest.mark.timeout(900), _needs("cmake", "ninja", "g++", "taskset")],
+    ),
+    "gdb_capture.py": ([], [pytest.mark.slow, _needs("gdb", "g++")]),
+    "gpu_host.py": (
+        ["--out-dir", "{tmp}", "--name", "quick", "--skip", "gdb", "cuda", "--jobs", "1,2"],
+        [pytest.mark.slow, pytest.mark.timeout(900), _needs("cmake", "ninja", "g++")],
+    ),
+    "gpu_memory_bound.py": (
+        ["--out-dir", "{tmp}", "--name", "quick"],
+        [pytest.mark.slow, _root, _needs("nvcc", "cmake", "ninja")],
+    ),
+    "history_store.py": ([], []),
+    "iterate_cycle.py": ([], [pytest.mark.slow, _needs("git", "cmake", "ninja", "g++", "nix")]),
+    "log_pipeline.py": ([], []),
+    "logs_readable.py": ([], [pytest.mark.slow]),
+    "ninja_log.py": ([], []),
+    "remote_sampler_cost.py": ([], [_root, _needs("runuser")]),
+    "sampler_cost.py": ([], [_needs("top")]),
+    "startup.py": ([], [pytest.mark.slow]),
+    "tui_log_growth.py": ([], [pytest.mark.slow]),
+    "tui_terminal_cost.py": ([], [pytest.mark.slow, _needs("cmake", "ninja", "g++")]),
+}
+
+
+def test_every_benchmark_has_a_case() -> None:
+    scripts = {path.name for path in BENCHMARKS.glob("*.py")}
+    assert scripts == set(CASES), "a benchmark without a quick-mode case (or a stale case)"
+
+
+def _last_json(text: str) -> object:
+    """The last complete JSON document in the output (some print progress lines first)."""
+    decoder = json.JSONDecoder()
+    for start in reversed(
+        [i for i, c in enumerate(text) if c == "{" and (i == 0 or text[i - 1] == "\n")]
+    ):
+        try:
+            document, _end = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            continue
+        return document
+    raise AssertionError(f"no JSON document in the output:\n{text[-2000:]}")
+
+
+def _run(argv: list[str], tmp_path: Path, **extra_env: str) -> dict[str, object]:
+    env = {**os.environ, "TMPDIR": str(tmp_path), **extra_env}
+    for name in ("COLUMNS", "LINES", "TEXTUAL", "TEXTUAL_DRIVER"):
+        env.pop(name, None)
+    done = subprocess.run(
+        argv, cwd=REPO, capture_output=True, text=True, env=env, timeout=900, check=False
+    )
+    assert done.returncode == 0, f"{argv} exited {done.returncode}:\n{done.stderr[-4000:]}"
+    document = _last_json(done.stdout)
+    assert isinstance(document, dict) and document, done.stdout[-2000:]
+    return document
+
+
+@pytest.mark.parametrize(
+    "script", [pytest.param(name, marks=marks) for name, (_args, marks) in sorted(CASES.items())]
+)
+def test_quick_mode_runs_and_prints_json(script: str, tmp_path: Path) -> None:
+    extra = [arg.format(tmp=tmp_path) for arg in CASES[script][0]]
+    _run([sys.executable, str(BENCHMARKS / script), "--quick", *extra], tmp_path)
+
+
+@pytest.mark.slow
+@_needs("gdb", "g++")
+def test_installed_bt_benchmark_runs_quick(tmp_path: Path) -> None:
+    """The shell wrapper lays out an install; pygdbmi comes from this environment's path."""
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    import pygdbmi
+
+    site = str(Path(pygdbmi.__file__).parent.parent)
+    argv = ["bash", str(BENCHMARKS / "bt_end_to_end_installed.sh"), str(wheels), "--quick"]
+    document = _run(argv, tmp_path, PYTHONPATH=site, PYTHON=sys.executable)
+    assert document["cases"], document
