@@ -25,6 +25,7 @@ from workbench.errors import WorkbenchError
 from workbench.paths import config_dir, state_dir
 from workbench.tui.clock import Clock
 from workbench.tui.screen_commands import ScreenCommands
+from workbench.tui.terminal_model import TerminalModel, WrittenUpdate, enabled
 from workbench.tui.variants_screen import FIRST_FRAME_WAIT_S, VariantsScreen
 
 if TYPE_CHECKING:
@@ -107,8 +108,34 @@ class WorkbenchApp(App[None]):
         self.clock = clock  # what "ago" is measured against (frozen in snapshots)
         self.report: DoctorReport | None = None  # the last detection, shared by the screens
         self.user_errors: list[str] = []  # shown on the error screen; quitting then exits 2
+        # What the terminal shows, so a frame writes only the cells that changed (over SSH the
+        # bytes are the cost of watching); None: every frame as Textual writes it.
+        self.terminal_model: TerminalModel | None = TerminalModel() if enabled() else None
+
+    def _display(self, screen: Screen, renderable: object) -> None:
+        model = self.terminal_model
+        if (
+            model is not None
+            and renderable is not None
+            and self._running
+            and not self._closed
+            and not self._batch_count
+            and not self.is_headless
+            and self._driver is not None
+            and not self._driver.is_inline
+        ):
+            width, height = self.size
+            if (width, height) != (model.width, model.height):
+                model.reset(width, height)
+            written = model.render(renderable, self.console._color_system)
+            if written is not None:
+                renderable = WrittenUpdate(written)
+        super()._display(screen, renderable)  # type: ignore[arg-type]
 
     async def on_mount(self) -> None:
+        if self.terminal_model is not None:
+            # Another program had the terminal: nothing on it is known any more.
+            self.app_resume_signal.subscribe(self, lambda _app: self._forget_terminal())
         self.sub_title = f"ONNX Runtime {self.matrix.ort_version}"
         screen = VariantsScreen(
             self.matrix, self.config_directory, self.doctor, self.state_directory
@@ -139,6 +166,10 @@ class WorkbenchApp(App[None]):
         # Only over the first screen: a user who already went elsewhere is not interrupted.
         if self.screen is first:
             self.open_build(build_id)
+
+    def _forget_terminal(self) -> None:
+        if self.terminal_model is not None:
+            self.terminal_model.reset()
 
     # -- user errors, help, quitting ------------------------------------------------------------
 

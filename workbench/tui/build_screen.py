@@ -43,6 +43,7 @@ from workbench.tui.widgets.key_footer import KeyFooter
 from workbench.tui.widgets.log_view import LogView
 from workbench.tui.widgets.parallelism_graph import ParallelismGraph
 from workbench.tui.widgets.process_table import ProcessRow, ProcessTable
+from workbench.tui.widgets.still_progress import StillProgressBar
 from workbench.tui.widgets.time_graph import TimeGraph
 
 POLL_INTERVAL_S = 1.0
@@ -539,7 +540,7 @@ class BuildScreen(Screen[None]):
             yield Static(f"#{self.build_id} …", id="build-title")
             yield Static("", id="build-detail")
         with Horizontal(id="build-progress-row"):
-            yield ProgressBar(total=None, show_eta=False, id="build-bar")
+            yield StillProgressBar(total=None, show_eta=False, id="build-bar")
             yield Static("", id="build-progress-text")
         yield Static(notice_line(self.notices), id="build-notice")
         yield Static("", id="build-smoke", classes="-empty")

@@ -1,0 +1,215 @@
+"""What the TUI writes to a real terminal: nothing while nothing changes, and the same screen.
+
+Issue 23: watching a build over SSH cost 15-23x htop's bytes, because every frame rewrote
+whole widget lines. The app now keeps a model of the terminal's cells
+(`workbench.tui.terminal_model`) and writes only the cells that changed.
+
+- In a real pseudo-terminal (160x48), once the first screen is drawn and the host detected, the
+  idle TUI writes nothing at all (this screen shows no clock).
+- In tmux (a real terminal emulator), the screen drawn through the model is cell for cell,
+  colours included, the one Textual's full repaint draws (`WORKBENCH_FULL_REPAINT=1`), after
+  the first frame and after keys that change part of it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from tui_terminal_cost import Terminal, environment, wait_for, workbench_argv  # noqa: E402
+
+DETECTED = b"recommended"  # the variants screen's host line, once `doctor` has run
+
+
+def _settle(terminal: Terminal, quiet_s: float, limit_s: float) -> None:
+    """Read until the terminal has been quiet for `quiet_s`; fail after `limit_s`."""
+    deadline = time.monotonic() + limit_s
+    last = time.monotonic()
+    while time.monotonic() < deadline:
+        before = len(terminal.output)
+        terminal.pump(0.1)
+        if len(terminal.output) != before:
+            last = time.monotonic()
+        elif time.monotonic() - last >= quiet_s:
+            return
+    raise AssertionError(f"the TUI never stopped writing within {limit_s} s")
+
+
+@pytest.mark.slow
+def test_idle_screen_writes_nothing(tmp_path: Path) -> None:
+    (tmp_path / "home").mkdir()
+    env = environment(tmp_path / "home")
+    env.pop("WORKBENCH_FULL_REPAINT", None)
+    terminal = Terminal(workbench_argv(tmp_path / "state"), env, REPO)
+    try:
+        wait_for(terminal, DETECTED, 60)
+        _settle(terminal, 1.5, 60)
+        before = len(terminal.output)
+        deadline = time.monotonic() + 3.0
+        while time.monotonic() < deadline:
+            terminal.pump(0.1)
+        written = bytes(terminal.output[before:])
+        assert written == b"", f"idle, the TUI wrote {len(written)} bytes: {written[:300]!r}"
+    finally:
+        terminal.close()
+
+
+def _cells(capture: str) -> list[list[tuple[str, str, str, frozenset[str]]]]:
+    """tmux's `capture-pane -e` as cells: (character, foreground, background, attributes), the
+    foreground only where a glyph shows it (a blank looks the same in any foreground)."""
+    rows = []
+    fg, bg, attrs = "", "", set()  # tmux carries them from one line to the next
+    for line in capture.split("\n"):
+        cells = []
+        parts = line.split("\x1b[")
+        text = parts[0]
+        cells.extend((c, fg if c != " " else "", bg, frozenset()) for c in text)
+        for part in parts[1:]:
+            params, _, text = part.partition("m")
+            codes = params.split(";") if params else ["0"]
+            i = 0
+            while i < len(codes):
+                code = codes[i]
+                if code in ("38", "48"):
+                    width = 3 if codes[i + 1] == "2" else 1
+                    value = ";".join(codes[i + 1 : i + 2 + width])
+                    fg, bg = (value, bg) if code == "38" else (fg, value)
+                    i += 2 + width
+                    continue
+                if code in ("0", ""):
+                    fg, bg, attrs = "", "", set()
+                elif code == "39":
+                    fg = ""
+                elif code == "49":
+                    bg = ""
+                elif code.startswith(("3", "9")) and len(code) == 2:
+                    fg = code
+                elif code.startswith(("4", "10")) and len(code) in (2, 3):
+                    bg = code
+                elif code.startswith("2") and len(code) == 2:
+                    attrs.discard(code[1])
+                else:
+                    attrs.add(code)
+                i += 1
+            shown = frozenset(attrs & {"4", "7", "9", "53"})
+            cells.extend(
+                (c, fg if c != " " else "", bg, frozenset(attrs) if c != " " else shown)
+                for c in text
+            )
+        rows.append(cells)
+    return rows
+
+
+def _same(model: list[list[Any]], full: list[list[Any]]) -> bool:
+    """Cell for cell the same. tmux leaves cells erased at a line's end (ECH, which the model
+    uses for blank runs) out of its capture: there the full repaint must hold blanks only."""
+    if len(model) != len(full):
+        return False
+    for mine, theirs in zip(model, full, strict=True):
+        if mine != theirs[: len(mine)] or len(mine) > len(theirs):
+            return False
+        if any(cell[0] != " " for cell in theirs[len(mine) :]):
+            return False
+    return True
+
+
+class _Tmux:
+    """A private tmux server (its own socket) running one program at 160x48."""
+
+    def __init__(self, directory: Path, argv: list[str], env: dict[str, str]) -> None:
+        self.socket = str(directory / "tmux.sock")
+        self.env = env
+        command = " ".join(f"'{arg}'" for arg in argv)
+        self._tmux("new-session", "-d", "-x", "160", "-y", "48", "-s", "t", f"exec {command}")
+
+    def _tmux(self, *args: str) -> str:
+        done = subprocess.run(
+            ["tmux", "-S", self.socket, "-f", "/dev/null", *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+        return done.stdout
+
+    def screen(self) -> str:
+        """The pane as tmux holds it: every cell's character and attributes."""
+        return self._tmux("capture-pane", "-p", "-e", "-N", "-t", "t")
+
+    def keys(self, *keys: str) -> None:
+        self._tmux("send-keys", "-t", "t", *keys)
+
+    def wait_for(self, text: str, limit_s: float) -> None:
+        deadline = time.monotonic() + limit_s
+        while time.monotonic() < deadline:
+            if text in self.screen():
+                return
+            time.sleep(0.1)
+        raise AssertionError(f"{text!r} never showed in tmux within {limit_s} s")
+
+    def changed_from(self, previous: str, limit_s: float) -> None:
+        deadline = time.monotonic() + limit_s
+        while time.monotonic() < deadline:
+            if self.screen() != previous:
+                return
+            time.sleep(0.1)
+        raise AssertionError(f"the screen did not change within {limit_s} s")
+
+    def settled(self, limit_s: float) -> str:
+        """The screen once two captures 0.5 s apart agree."""
+        deadline = time.monotonic() + limit_s
+        previous = self.screen()
+        while time.monotonic() < deadline:
+            time.sleep(0.5)
+            current = self.screen()
+            if current == previous:
+                return current
+            previous = current
+        raise AssertionError(f"the screen kept changing for {limit_s} s")
+
+    def close(self) -> None:
+        subprocess.run(
+            ["tmux", "-S", self.socket, "kill-server"], env=self.env, capture_output=True
+        )
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+def test_screen_through_the_model_is_the_full_repaint(tmp_path: Path) -> None:
+    screens: dict[str, list[str]] = {}
+    for label, full in (("model", "0"), ("full", "1")):
+        work = tmp_path / label
+        (work / "home").mkdir(parents=True)
+        env = {**environment(work / "home"), "WORKBENCH_FULL_REPAINT": full}
+        env.pop("TMUX", None)
+        tmux = _Tmux(work, workbench_argv(work / "state"), env)
+        try:
+            tmux.wait_for("recommended", 60)
+            shown = [tmux.settled(30)]
+            tmux.keys("Down", "Down", "Down")  # the highlight moves: two rows change
+            tmux.changed_from(shown[-1], 30)
+            shown.append(tmux.settled(30))
+            tmux.keys("?")  # the help screen over it
+            tmux.wait_for("Every key", 30)
+            shown.append(tmux.settled(30))
+            tmux.keys("Escape")
+            tmux.changed_from(shown[-1], 30)
+            shown.append(tmux.settled(30))
+            screens[label] = shown
+        finally:
+            tmux.close()
+    for index, (model, full) in enumerate(zip(screens["model"], screens["full"], strict=True)):
+        assert _same(_cells(model), _cells(full)), (
+            f"screen {index} differs between the model and a full repaint:\n{model}\n{full}"
+        )
+    assert screens["model"][1] == screens["model"][3], "leaving help did not restore the screen"

@@ -1,0 +1,46 @@
+"""A progress bar that does not animate while the progress is unknown.
+
+Textual's ProgressBar (textual/widgets/_progress_bar.py, 8.2.8) shows an unknown total as a
+highlight sweeping across the bar, redrawn 15 times a second (`Bar.watch_percentage` sets
+`auto_refresh = 1 / 15`). On the build screen that is a spinner: it says nothing the text
+beside the bar does not ("building, step count not known yet"), and costs a frame every 67 ms,
+bytes over SSH and CPU on the host being built on (issue 23). Here an unknown total is an empty
+track, drawn once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.style import Style
+from textual.app import ComposeResult
+from textual.widgets import ProgressBar
+from textual.widgets._progress_bar import Bar
+
+
+class StillBar(Bar):
+    """Bar: an unknown percentage is an empty track, with no animation timer."""
+
+    def watch_percentage(self, percentage: float | None) -> None:
+        self.auto_refresh = None
+
+    def render_indeterminate(self) -> Any:
+        style = self.get_component_rich_style("bar--bar")  # as a determinate bar at 0
+        return self.bar_renderable(
+            highlight_range=(0, 0),
+            highlight_style=Style.from_color(style.color),
+            background_style=Style.from_color(style.bgcolor),
+        )
+
+
+class StillProgressBar(ProgressBar):
+    """ProgressBar whose bar is a `StillBar`."""
+
+    def compose(self) -> ComposeResult:
+        for child in super().compose():
+            if type(child) is Bar:
+                child = StillBar(id="bar", clock=self._clock, bar_renderable=self.BAR_RENDERABLE)
+                child.data_bind(ProgressBar.percentage)
+                if hasattr(ProgressBar, "gradient"):
+                    child.data_bind(ProgressBar.gradient)
+            yield child
