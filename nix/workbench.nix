@@ -1,7 +1,9 @@
 # The workbench app itself, built from this repository's pyproject.toml (hatchling).
 #
 # `src` is the repository (the flake's `self`). Only what the wheel needs is copied into the
-# store, so editing configs/settings.toml or patches/ does not rebuild the app.
+# store: the sources and what the wheel carries as the defaults of a workbench run outside any
+# checkout (pyproject.toml's force-include: configs/, patches/, nix/, flake.nix, .flox/). Per-user
+# settings (jobs, theme...) live in the user's config directory, so they never rebuild the app.
 {
   pkgs,
   src,
@@ -31,17 +33,28 @@ let
         "pyproject.toml"
         "README.md"
         "LICENSE"
+        "flake.nix"
         "workbench"
+        "configs"
+        "patches"
+        "nix"
+        ".flox"
       ]
       || (
-        lib.hasPrefix "workbench/" relative
+        builtins.any (top: lib.hasPrefix "${top}/" relative) [
+          "workbench"
+          "configs"
+          "patches"
+          "nix"
+          ".flox"
+        ]
         && builtins.baseNameOf path != "__pycache__"
         && !(hasSuffix ".pyc" path)
       );
   };
 in
 py.buildPythonApplication {
-  pname = "workbench";
+  pname = pyproject.project.name;
   inherit (pyproject.project) version;
   pyproject = true;
   src = source;
@@ -62,10 +75,8 @@ py.buildPythonApplication {
     "PATH"
     ":"
     "${pkgs.gdb}/bin"
-    # Installed, the package has no configs/ beside it: from a checkout, use the checkout's
-    # (editable) configs unless WORKBENCH_CONFIG or --config says otherwise.
-    "--run"
-    ''if [ -z "''${WORKBENCH_CONFIG-}" ] && [ -f "$PWD/configs/matrix.toml" ]; then export WORKBENCH_CONFIG="$PWD/configs"; fi''
+    # No WORKBENCH_CONFIG: the workbench finds the checkout the current directory is in itself
+    # (workbench/paths.py), else the user's default checkout, else its packaged defaults.
   ];
   pythonImportsCheck = [ "workbench" ];
   meta = {

@@ -19,6 +19,15 @@ def matrix() -> Matrix:
     return load_matrix(REPO / "configs")
 
 
+@pytest.fixture(autouse=True)
+def private_user_config(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    """Each test's own per-user config directory (workbench.user_settings), empty at first:
+    the settings of the user running the suite never reach a test, nor a test's theirs."""
+    directory = tmp_path_factory.mktemp("user-config")
+    monkeypatch.setenv("WORKBENCH_USER_CONFIG_DIR", str(directory))
+    return directory
+
+
 @pytest.fixture
 def config_copy(tmp_path: Path) -> Path:
     """A writable copy of configs/ (with an empty patches/ beside it)."""

@@ -34,10 +34,10 @@ def test_a_symlinked_settings_file_is_edited_through_the_link(config_copy: Path)
     target.parent.mkdir()
     settings.rename(target)
     settings.symlink_to(target)
-    result = _workbench(config_copy, "config", "set", "ninja_jobs", "7")
+    result = _workbench(config_copy, "config", "set", "nvcc_threads", "7")
     assert result.returncode == 0, result.stderr
     assert settings.is_symlink() and settings.resolve() == target
-    assert "ninja_jobs = 7" in target.read_text()
+    assert "nvcc_threads = 7" in target.read_text()
     assert not list(target.parent.glob(".*.tmp")) and not list(config_copy.glob(".*.tmp"))
 
 
@@ -52,7 +52,7 @@ def test_a_read_only_file_is_refused_and_left_alone(config_copy: Path) -> None:
     settings = config_copy / "settings.toml"
     before = settings.read_bytes()
     settings.chmod(0o444)
-    error = one_error_line(_workbench(config_copy, "config", "set", "ninja_jobs", "7"))
+    error = one_error_line(_workbench(config_copy, "config", "set", "nvcc_threads", "7"))
     assert "read-only (mode 0444): refused" in error and "chmod u+w" in error
     assert settings.read_bytes() == before
     assert stat.S_IMODE(settings.stat().st_mode) == 0o444
@@ -61,11 +61,11 @@ def test_a_read_only_file_is_refused_and_left_alone(config_copy: Path) -> None:
 def test_crlf_line_endings_are_kept(config_copy: Path) -> None:
     settings = config_copy / "settings.toml"
     settings.write_bytes(settings.read_bytes().replace(b"\n", b"\r\n"))
-    assert _workbench(config_copy, "config", "set", "ninja_jobs", "5").returncode == 0
+    assert _workbench(config_copy, "config", "set", "nvcc_threads", "5").returncode == 0
     data = settings.read_bytes()
-    assert b"ninja_jobs = 5\r\n" in data
+    assert b"nvcc_threads = 5\r\n" in data
     assert data.count(b"\n") == data.count(b"\r\n")  # no bare LF was written
-    shown = _workbench(config_copy, "config", "get", "ninja_jobs")
+    shown = _workbench(config_copy, "config", "get", "nvcc_threads")
     assert shown.stdout == "5\n"
 
 
@@ -81,9 +81,11 @@ def test_an_unwritable_config_folder_isone_error_line(
         path.chmod(0o644)
     settings = config_copy / "settings.toml"
     before = settings.read_bytes()
-    shown = other_user.workbench("--config", str(config_copy), "config", "get", "ninja_jobs")
+    shown = other_user.workbench("--config", str(config_copy), "config", "get", "nvcc_threads")
     assert shown.returncode == 0, shown.stderr
-    result = other_user.workbench("--config", str(config_copy), "config", "set", "ninja_jobs", "9")
+    result = other_user.workbench(
+        "--config", str(config_copy), "config", "set", "nvcc_threads", "9"
+    )
     error = one_error_line(result)
     assert "cannot write there" in error or "read-only" in error
     assert "--config DIR" in error or "chmod u+w" in error

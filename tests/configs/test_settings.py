@@ -24,15 +24,15 @@ def test_set_keeps_comments_order_and_formatting(config_copy: Path) -> None:
     matrix = load_matrix(config_copy)
     path = config_copy / "settings.toml"
     before = path.read_text()
-    set_setting(config_copy, matrix, "ninja_jobs", "8")
+    set_setting(config_copy, matrix, "nvcc_threads", "8")
     set_setting(config_copy, matrix, "cuda_architectures", "sm_90,12.0")
     after = path.read_text()
-    expected = before.replace('ninja_jobs = "auto"', "ninja_jobs = 8").replace(
+    expected = before.replace("nvcc_threads = 1", "nvcc_threads = 8").replace(
         "cuda_architectures = []", 'cuda_architectures = ["90", "120"]'
     )
     assert after == expected
     settings = load_settings(config_copy, matrix)
-    assert settings.ninja_jobs == 8
+    assert settings.nvcc_threads == 8
     assert settings.cuda_architectures == ("90", "120")
     assert not list(config_copy.glob(".settings.toml.*"))  # no temp file left behind
 
@@ -135,7 +135,7 @@ def test_concurrent_edits_both_land(config_copy: Path) -> None:
             errors.append(exc)
 
     threads = [
-        threading.Thread(target=edit, args=("ninja_jobs", "6")),
+        threading.Thread(target=edit, args=("ccache", "true")),
         threading.Thread(target=edit, args=("nvcc_threads", "3")),
     ]
     for thread in threads:
@@ -144,4 +144,4 @@ def test_concurrent_edits_both_land(config_copy: Path) -> None:
         thread.join()
     assert not errors
     settings = load_settings(config_copy, matrix)
-    assert (settings.ninja_jobs, settings.nvcc_threads) == (6, 3)
+    assert (settings.ccache, settings.nvcc_threads) == (True, 3)

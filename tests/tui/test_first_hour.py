@@ -350,7 +350,9 @@ async def test_settings_focus_the_first_field_say_on_and_off_and_ask_before_disc
     assert path.read_text() == before
 
 
-async def test_leaving_settings_can_save_them(config_copy: Path, tmp_path: Path) -> None:
+async def test_leaving_settings_can_save_them(
+    config_copy: Path, tmp_path: Path, private_user_config: Path
+) -> None:
     from textual.widgets import Input
 
     path = config_copy / "settings.toml"
@@ -366,7 +368,8 @@ async def test_leaving_settings_can_save_them(config_copy: Path, tmp_path: Path)
         await pilot.press("s")  # save
         await pilot.pause()
         assert type(app.screen).__name__ == "VariantsScreen"
-    assert "cxx_job_memory_gb = 0.5" in path.read_text()
+    assert "cxx_job_memory_gb = 0.5" in (private_user_config / "settings.toml").read_text()
+    assert "cxx_job_memory_gb = 0.3" in path.read_text()  # per user: the checkout's is kept
 
 
 # -- graphs --------------------------------------------------------------------------------

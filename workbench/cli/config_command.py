@@ -8,9 +8,13 @@ import argparse
 def register(subcommands: argparse._SubParsersAction) -> None:
     parser = subcommands.add_parser(
         "config",
-        help="show or edit build settings (configs/settings.toml)",
-        description="Show or edit the build settings. Edits keep the file's comments and "
-        "layout and are written atomically; a refused value leaves the file untouched.",
+        help="show or edit settings (the checkout's configs/settings.toml, and yours)",
+        description="Show or edit the settings. What changes a derivation (CUDA "
+        "architectures, nvcc threads, optimisation flags...) is written to the checkout's "
+        "tracked configs/settings.toml; what is yours on this host (ninja_jobs, max_jobs, the "
+        "per-job memory estimates, checkout, theme) to your config directory's settings.toml, "
+        "so it never dirties the repository. Edits keep the file's comments and layout and are "
+        "written atomically; a refused value leaves the file untouched.",
     )
     actions = parser.add_subparsers(dest="config_action", metavar="ACTION", required=True)
     show = actions.add_parser("show", help="every setting with its value and meaning")
@@ -38,18 +42,40 @@ def run(args: argparse.Namespace) -> int:
         format_value,
         get_setting,
         load_settings,
+        per_user,
         set_setting,
         settings_path,
+        written_to,
+    )
+    from workbench.user_settings import (
+        OWN_KEYS,
+        check_own,
+        get_own,
+        user_settings_path,
+        write_user_settings,
     )
 
     if args.config_action == "set":
         args.value = _value_words(args)
+    if args.config_action in ("set", "get") and args.key in OWN_KEYS:
+        if args.config_action == "get":
+            print(get_own(args.key) or "")
+            return 0
+        path = write_user_settings({args.key: check_own(args.key, args.value)})
+        print(f"{args.key} = {get_own(args.key)}  (written to {path}: yours, on this host)")
+        return 0
     directory, matrix = load_config(args)
     if args.config_action == "set":
         settings = set_setting(directory, matrix, args.key, args.value)
+        where = written_to(directory, args.key)
+        kind = (
+            "yours, on this host; never changes what Nix builds"
+            if per_user(args.key)
+            else "tracked by the checkout; changes what Nix builds"
+        )
         print(
-            f"{args.key} = {format_value(get_setting(settings, args.key))}"
-            f"  (written to {settings_path(directory)})"
+            f"{args.key} = {format_value(get_setting(settings, args.key))}  "
+            f"(written to {where}: {kind})"
         )
         return 0
     settings = load_settings(directory, matrix)
@@ -61,15 +87,28 @@ def run(args: argparse.Namespace) -> int:
         for key in SPECS:
             value = getattr(settings, key)
             values[key] = list(value) if isinstance(value, tuple) else value
-        print_json({"file": str(settings_path(directory)), "settings": values})
+        print_json(
+            {
+                "schema": "workbench-config/1",
+                "file": str(settings_path(directory)),
+                "user_file": str(user_settings_path()),
+                "settings": values,
+                "per_user": [key for key in SPECS if per_user(key)],
+                "user": {key: get_own(key) for key in OWN_KEYS},
+            }
+        )
         return 0
-    print(f"# {settings_path(directory)}")
-    width = max(len(key) for key in SPECS)
+    print(f"# {settings_path(directory)} (tracked: changes what Nix builds)")
+    print(f"# {user_settings_path()} (yours, on this host: marked [user])")
+    width = max(len(key) for key in (*SPECS, *OWN_KEYS))
     for key, spec in SPECS.items():
+        mark = " [user]" if per_user(key) else ""
         print(
             f"{key:{width}} = {format_value(getattr(settings, key)) or '(empty)'}"
-            f"    # {spec.meaning}"
+            f"    # {spec.meaning}{mark}"
         )
+    for key, meaning in OWN_KEYS.items():
+        print(f"{key:{width}} = {get_own(key) or '(not set)'}    # {meaning} [user]")
     return 0
 
 

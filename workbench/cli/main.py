@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import sys
 
-from workbench import __version__
-
 # typing.TYPE_CHECKING without importing typing: 7 ms before `bt` can start gdb.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -30,6 +28,7 @@ COMMAND_MODULES = (
     "workbench.cli.flox_command",
     "workbench.cli.hosts_command",
     "workbench.cli.push_command",
+    "workbench.cli.init_command",
 )
 
 
@@ -59,11 +58,17 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         prog="workbench",
         description="Build ONNX Runtime from source with CUDA through Nix or Flox, and watch it.",
     )
-    parser.add_argument("--version", action="version", version=f"workbench {__version__}")
+    parser.add_argument(
+        "--version",
+        action=_version_action(),
+        nargs=0,
+        help="show the version and commit, then exit",
+    )
     parser.add_argument(
         "--config",
         metavar="DIR",
-        help="config directory (default: $WORKBENCH_CONFIG, else the repository's configs/)",
+        help="config directory (default: $WORKBENCH_CONFIG, else the configs/ of the checkout "
+        "you are in, else your default checkout's, else the installed defaults)",
     )
     parser.add_argument(
         "--state-dir",
@@ -93,6 +98,22 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 GLOBAL_OPTIONS = ("--config", "--state-dir")
+
+
+def _version_action() -> type:
+    import argparse
+
+    class Version(argparse.Action):
+        """--version: asks git (from a checkout) only when given, not whenever a parser is
+        built."""
+
+        def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[no-untyped-def]
+            from workbench.version import version_line
+
+            print(version_line())
+            parser.exit()
+
+    return Version
 
 
 def command_word(args_list: Sequence[str]) -> str | None:
@@ -135,7 +156,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; with no command, open the TUI."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list == ["--version"]:  # the fast path: no parser, no imports
-        print(f"workbench {__version__}")
+        from workbench.version import version_line
+
+        print(version_line())
         return 0
     options = tui_options(args_list)
     if options is not None:  # the TUI's fast path: its first screen is drawn sooner

@@ -336,10 +336,50 @@ def settings_path(config_directory: Path) -> Path:
 
 
 def load_settings(config_directory: Path, matrix: Matrix) -> BuildSettings:
-    """Read and validate settings.toml; any bad value is reported with file and line."""
+    """Read and validate settings.toml, with the per-user file's values over it for the keys
+    kept per user (workbench.user_settings.BUILD_KEYS); any bad value is reported with file and
+    line."""
     path = settings_path(config_directory)
     context = Context(matrix)
-    return _validate(load_toml(path), path, read_text(path), context)
+    settings = _validate(load_toml(path), path, read_text(path), context)
+    return _with_user_values(settings, context)
+
+
+def _with_user_values(settings: BuildSettings, context: Context) -> BuildSettings:
+    """`settings` with the per-user file's values of BUILD_KEYS, each checked."""
+    from dataclasses import replace
+
+    from workbench.user_settings import BUILD_KEYS, load_user_settings, user_settings_path
+
+    data, text = load_user_settings()
+    values = {}
+    for key in BUILD_KEYS:
+        if key not in data:
+            continue
+        try:
+            values[key] = SPECS[key].check(data[key], context)
+        except Refused as why:
+            import tomlkit
+
+            shown = tomlkit.item(data[key]).as_string()
+            path = user_settings_path()
+            raise _refusal(path, line_of_key(text, key), key, shown, why, context) from None
+    return replace(settings, **values) if values else settings
+
+
+def per_user(key: str) -> bool:
+    """Whether `key` is kept per user and host (the user's config directory) rather than in the
+    checkout's tracked settings.toml (where it changes what Nix builds)."""
+    from workbench.user_settings import BUILD_KEYS
+
+    return key in BUILD_KEYS
+
+
+def written_to(config_directory: Path, key: str) -> Path:
+    """The file `set_settings` writes `key` to."""
+    from workbench.user_settings import user_settings_path
+
+    return user_settings_path() if per_user(key) else settings_path(config_directory)
 
 
 def format_value(value: Any) -> str:
@@ -386,11 +426,22 @@ def set_settings(config_directory: Path, matrix: Matrix, changes: dict[str, Any]
     checked = {
         key: check_value(config_directory, matrix, key, value) for key, value in changes.items()
     }
+    mine = {key: value for key, value in checked.items() if per_user(key)}
+    tracked = {key: value for key, value in checked.items() if not per_user(key)}
     path = settings_path(config_directory)
     context = Context(matrix)
+    if mine:
+        from workbench.user_settings import write_user_settings
+
+        write_user_settings(mine)
+    if not tracked:
+        return load_settings(config_directory, matrix)
+    from workbench.paths import needs_checkout
+
+    needs_checkout(config_directory, f"changing {', '.join(tracked)} (it changes what Nix builds)")
     with locked_directory(config_directory):
         document = load_document(path)
-        for key, value in checked.items():
+        for key, value in tracked.items():
             stored: Any = value
             if isinstance(value, tuple):
                 stored = tomlkit.array()
@@ -402,7 +453,7 @@ def set_settings(config_directory: Path, matrix: Matrix, changes: dict[str, Any]
         text = tomlkit.dumps(document)
         settings = _validate(document.unwrap(), path, text, context)
         write_atomically(path, text)
-    return settings
+    return _with_user_values(settings, context)
 
 
 def set_setting(config_directory: Path, matrix: Matrix, key: str, value: Any) -> BuildSettings:

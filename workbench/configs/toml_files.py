@@ -132,7 +132,7 @@ def load_document(path: Path) -> tomlkit.TOMLDocument:
 
 def line_of_key(text: str, key: str) -> int | None:
     """The 1-based line where `key = ...` is assigned at the start of a line, if any."""
-    pattern = re.compile(rf"^\s*{re.escape(key)}\s*=", re.MULTILINE)
+    pattern = re.compile(rf"^[ \t]*{re.escape(key)}[ \t]*=", re.MULTILINE)
     found = pattern.search(text)
     return text.count("\n", 0, found.start()) + 1 if found else None
 

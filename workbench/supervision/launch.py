@@ -322,13 +322,24 @@ def build_trees(argv: Sequence[str], cwd: str | Path, checkout: str | None = Non
 
 
 def default_flake_directory(config_directory: Path) -> Path:
-    """The flake beside the configs (their checkout), else this package's repository."""
+    """The flake beside the configs (their checkout), else the checkout this package runs from;
+    the installed package's own defaults are no flake to build in (ConfigError saying how to
+    get a checkout: `workbench init DIR`)."""
+    from workbench.paths import needs_checkout, repo_root
+
+    needs_checkout(config_directory, "building")
     beside = config_directory.resolve().parent
     if (beside / "flake.nix").is_file():
         return beside
-    from workbench.paths import repo_root
+    if (repo_root() / "flake.nix").is_file():
+        return repo_root()
+    from workbench.errors import ConfigError
 
-    return repo_root()
+    raise ConfigError(
+        f"{config_directory}: no flake.nix beside this config directory to build with; "
+        "`workbench init DIR` writes a checkout (flake, nix/, configs/, patches/), or pass "
+        "--directory FLAKE"
+    )
 
 
 def jobs_in_argv(argv: Sequence[str]) -> int | None:

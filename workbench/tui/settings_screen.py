@@ -282,7 +282,11 @@ class SettingsScreen(Screen[None]):
         if self.errors:
             lines.append(f"[b]{len(self.errors)} invalid value(s): fix them to save[/b]")
         elif self.changes():
-            lines.append("Unsaved: " + ", ".join(self.changes()) + " — ctrl+s saves")
+            from workbench.configs.settings import per_user
+
+            tracked = [key for key in self.changes() if not per_user(key)]
+            note = f" ({', '.join(tracked)}: changes what Nix builds)" if tracked else ""
+            lines.append("Unsaved: " + ", ".join(self.changes()) + " — ctrl+s saves" + note)
         advice_widget = self.query_one("#advice", Static)
         advice_widget.update("\n".join(lines))
         advice_widget.set_class(bool(self.errors) or peak > self._available(), "warning")
@@ -334,6 +338,27 @@ class SettingsScreen(Screen[None]):
         except ConfigError as exc:
             self.notify(str(exc), severity="error", timeout=10, markup=False)
             return False
-        self.notify(f"Saved {', '.join(changes)} to settings.toml")
+        self.notify(saved_where(self.config_directory, list(changes)), markup=False)
         self.update_advice()
         return True
+
+
+def saved_where(config_directory: Path, keys: list[str]) -> str:
+    """Which file each saved setting went to: the user's (this host, never built) or the
+    checkout's tracked one (what Nix builds)."""
+    from workbench.configs.settings import per_user, written_to
+
+    mine = [key for key in keys if per_user(key)]
+    tracked = [key for key in keys if not per_user(key)]
+    parts = []
+    if mine:
+        parts.append(
+            f"Saved {', '.join(mine)} to {written_to(config_directory, mine[0])} "
+            "(yours, on this host)"
+        )
+    if tracked:
+        parts.append(
+            f"Saved {', '.join(tracked)} to {written_to(config_directory, tracked[0])} "
+            "(tracked by the checkout: changes what Nix builds)"
+        )
+    return "; ".join(parts)

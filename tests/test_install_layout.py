@@ -1,0 +1,140 @@
+"""Where an installed workbench finds its checkout and writes its settings: per-user settings go
+to the user's config directory and never dirty a checkout, derivation settings stay in the
+checkout's tracked files, `workbench init DIR` writes a git checkout that commands run inside it
+use, and `--version` names the commit."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cli_errors import one_error_line
+
+REPO = Path(__file__).resolve().parents[1]
+GIT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.invalid",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.invalid",
+}
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+
+
+def bench(*args: str, cwd: Path, env: dict[str, str] | None = None):
+    environment = {k: v for k, v in os.environ.items() if k != "WORKBENCH_CONFIG"}
+    return subprocess.run(
+        [sys.executable, "-m", "workbench", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**environment, **(env or {})},
+        timeout=120,
+        check=False,
+    )
+
+
+def git_status(directory: Path) -> str:
+    return subprocess.run(
+        ["git", "-C", str(directory), "status", "--porcelain"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+
+@pytest.fixture
+def checkout(tmp_path: Path) -> Path:
+    """`workbench init` run from a directory outside any checkout, committed."""
+    result = bench("init", str(tmp_path / "ck"), cwd=tmp_path, env=GIT_IDENTITY)
+    assert result.returncode == 0, result.stderr
+    assert "committed" in result.stdout
+    return tmp_path / "ck"
+
+
+@needs_git
+def test_init_writes_a_git_checkout_with_every_file_tracked(checkout: Path) -> None:
+    tracked = subprocess.run(
+        ["git", "-C", str(checkout), "ls-files"], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    for name in ("flake.nix", "configs/settings.toml", "patches/series.toml", "nix/config.nix"):
+        assert name in tracked
+    assert any(name.startswith(".flox/pkgs/") for name in tracked)
+    assert "workbench/cli/main.py" in tracked  # the flake's own `workbench` package builds
+    assert not any("__pycache__" in name for name in tracked)
+    assert git_status(checkout) == ""
+    again = bench("init", str(checkout), cwd=checkout.parent)
+    assert "is not an empty directory" in one_error_line(again)
+
+
+@needs_git
+def test_commands_in_a_checkout_use_it_and_per_user_settings_leave_it_clean(
+    checkout: Path, private_user_config: Path
+) -> None:
+    shown = bench("config", "show", cwd=checkout / "nix")  # any directory inside it
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines()[0].startswith(f"# {checkout / 'configs' / 'settings.toml'}")
+    settings = checkout / "configs" / "settings.toml"
+    before = settings.read_bytes()
+    for key, value in (("ninja_jobs", "6"), ("max_jobs", "2"), ("cuda_job_memory_gb", "4.5")):
+        result = bench("config", "set", key, value, cwd=checkout)
+        assert result.returncode == 0, result.stderr
+        user_file = private_user_config / "settings.toml"
+        assert f"(written to {user_file}: yours, on this host" in result.stdout
+    assert settings.read_bytes() == before and git_status(checkout) == ""
+    assert bench("config", "get", "ninja_jobs", cwd=checkout).stdout == "6\n"
+    assert stat.S_IMODE(private_user_config.stat().st_mode) == 0o700
+    assert stat.S_IMODE((private_user_config / "settings.toml").stat().st_mode) == 0o600
+    derivation = bench("config", "set", "nvcc_threads", "2", cwd=checkout)
+    assert derivation.returncode == 0, derivation.stderr
+    assert f"(written to {settings}: tracked by the checkout; changes what Nix builds)" in (
+        derivation.stdout
+    )
+    assert git_status(checkout) == " M configs/settings.toml\n"
+    preview = bench("build", "onnxruntime-python313-cpu-avx2", "--dry-run", cwd=checkout)
+    assert preview.stdout.startswith("nix ") and "--cores 6 --max-jobs 2" in preview.stdout
+    assert f"# in {checkout}\n" in preview.stderr
+
+
+@needs_git
+def test_the_default_checkout_is_used_outside_any_and_a_bad_one_is_one_line(
+    checkout: Path, tmp_path: Path, private_user_config: Path
+) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    made = bench("config", "set", "checkout", str(checkout), cwd=outside)
+    assert made.returncode == 0, made.stderr
+    shown = bench("config", "show", cwd=outside)
+    assert shown.stdout.splitlines()[0].startswith(f"# {checkout / 'configs' / 'settings.toml'}")
+    # $WORKBENCH_CONFIG and --config still come first.
+    chosen = bench("--config", str(REPO / "configs"), "config", "show", cwd=outside)
+    assert chosen.stdout.startswith(f"# {REPO / 'configs' / 'settings.toml'}")
+    user_file = private_user_config / "settings.toml"
+    text = user_file.read_text().replace(str(checkout), str(tmp_path / "gone"))
+    user_file.write_text(text)
+    line = 1 + text[: text.index("checkout =")].count("\n")
+    error = one_error_line(bench("variants", cwd=outside))
+    assert f"{user_file}:{line}: checkout = " in error and "allowed: a checkout" in error
+    refused = one_error_line(bench("config", "set", "checkout", str(outside), cwd=outside))
+    assert "configs/matrix.toml does not exist" in refused
+
+
+def test_a_bad_per_user_value_names_its_file_and_line(private_user_config: Path) -> None:
+    user_file = private_user_config / "settings.toml"
+    user_file.write_text("# mine\n\nmax_jobs = 0\n")
+    error = one_error_line(bench("config", "show", cwd=REPO))
+    assert f"{user_file}:3: max_jobs = 0: refused (out of range)" in error
+
+
+def test_version_names_the_commit() -> None:
+    head = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    if not head:
+        pytest.skip("the suite runs from a copy without .git")
+    result = bench("--version", cwd=REPO)
+    assert result.stdout.startswith(f"workbench 0.1.0 (commit {head[:12]}")
