@@ -68,7 +68,7 @@ def test_doctor_json_with_a_gpu(nvidia_smi) -> None:
     )
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
-    assert document["schema"] == 1
+    assert document["schema"] == "workbench-doctor/1"
     assert document["gpus"]["devices"][0]["sm"] == "sm90"
     assert document["gpus"]["driver_version"] == "550.54.15"
     # Driver 550 runs only CUDA 12.4, which the nixpkgs pin no longer has: the CPU variant.

@@ -138,3 +138,59 @@ def test_version_names_the_commit() -> None:
         pytest.skip("the suite runs from a copy without .git")
     result = bench("--version", cwd=REPO)
     assert result.stdout.startswith(f"workbench 0.1.0 (commit {head[:12]}")
+
+
+# --json commands this file does not run, and where their schema is checked instead.
+JSON_ELSEWHERE = {
+    "bt": "workbench-bt/1: tests/debugging/test_debug_cli.py",
+    "debug-bt": "the same document as bt",
+    "smoke": "workbench-smoke/1: tests/debugging/test_debug_smoke.py (needs a built variant)",
+    "iterate": "its own SCHEMA (workbench/cli/iterate_command.py): needs an ORT source tree",
+    "env": "needs a built flavour (result link); print_json adds workbench-env/1",
+    "layout": "needs a built flavour (result link); print_json adds workbench-layout/1",
+    "patches import": "needs an ORT source tree; print_json adds workbench-patches-import/1",
+    "patches check": "needs an ORT source tree; print_json adds workbench-patches-check/1",
+}
+
+
+def json_commands() -> list[str]:
+    """Every command (and action) that takes --json, read from the real parser."""
+    import argparse
+
+    from workbench.cli.main import build_parser
+
+    def walk(parser: argparse.ArgumentParser, prefix: list[str]):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    yield from walk(sub, [*prefix, name])
+            elif "--json" in action.option_strings:
+                yield " ".join(prefix)
+
+    return list(walk(build_parser(), []))
+
+
+@needs_git
+def test_every_json_document_names_its_versioned_schema(checkout: Path, tmp_path: Path) -> None:
+    import json
+
+    state = ["--state-dir", str(tmp_path / "state")]
+    runs = {
+        "variants": ["variants"],
+        "doctor": ["doctor"],
+        "config show": ["config", "show"],
+        "status": [*state, "status"],
+        "history": [*state, "history"],
+        "patches list": ["patches", "list"],
+        "hosts": ["hosts"],
+        "flox sync": ["flox", "sync"],
+        "init": ["init", str(tmp_path / "second")],
+    }
+    commands = json_commands()
+    assert set(commands) == set(runs) | set(JSON_ELSEWHERE), "a --json command is unaccounted for"
+    for command, argv in runs.items():
+        result = bench(*argv, "--json", cwd=checkout, env=GIT_IDENTITY)
+        assert result.returncode in (0, 1), (command, result.stderr)
+        document = json.loads(result.stdout)
+        expected = f"workbench-{command.replace(' ', '-')}/1"
+        assert document["schema"] == expected, command

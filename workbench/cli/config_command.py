@@ -89,7 +89,6 @@ def run(args: argparse.Namespace) -> int:
             values[key] = list(value) if isinstance(value, tuple) else value
         print_json(
             {
-                "schema": "workbench-config/1",
                 "file": str(settings_path(directory)),
                 "user_file": str(user_settings_path()),
                 "settings": values,

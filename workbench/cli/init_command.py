@@ -38,7 +38,6 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(
             {
-                "schema": "workbench-init/1",
                 "directory": str(written.directory),
                 "files": written.files,
                 "committed": written.committed,

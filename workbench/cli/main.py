@@ -175,6 +175,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command is None:
             return open_tui(args.config, args.state_dir)
+        if getattr(args, "json", False) and isinstance(args.command, str):
+            from workbench.cli import common
+
+            action = next(
+                (value for key, value in vars(args).items() if key.endswith("_action")), None
+            )
+            common.json_command = "-".join(w for w in (args.command, action) if w)
         code = int(args.handler(args) or 0)
         # `run` keeps its own argv in `command` (a list): only a command word can match.
         if (

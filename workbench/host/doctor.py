@@ -236,7 +236,7 @@ def report_to_json(report: DoctorReport) -> dict[str, Any]:
         }
 
     return {
-        "schema": 1,
+        "schema": "workbench-doctor/1",
         "tools": {tool.name: asdict(tool) for tool in report.tools},
         "gpus": {
             "status": hardware.gpu.status,
