@@ -150,6 +150,7 @@ JSON_ELSEWHERE = {
     "layout": "needs a built flavour (result link); print_json adds workbench-layout/1",
     "patches import": "needs an ORT source tree; print_json adds workbench-patches-import/1",
     "patches check": "needs an ORT source tree; print_json adds workbench-patches-check/1",
+    "push": "--list needs a recorded build; print_json adds workbench-push/1",
 }
 
 
