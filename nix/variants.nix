@@ -52,7 +52,8 @@ let
       null
     else
       "CUDA ${toolkit.version} is not in nixpkgs at the pin ${shortRev}: ${toolkit.nixpkgs_attr} was removed "
-      + "from nixpkgs (pkgs/top-level/aliases.nix makes it a throw since 2025-08-08; the pin has ${pinVersions})";
+      + "from nixpkgs (pkgs/top-level/aliases.nix makes it a throw since 2025-08-08; the pin has ${pinVersions}); "
+      + "nixos-cuda/cuda-legacy's overlay provides it, but this flake does not take that overlay as an input (README: CUDA 12.4)";
 
   # A release that cannot build an SM (CUTLASS without Blackwell kernels) names why.
   releaseUnavailable =

@@ -77,6 +77,21 @@ def test_variants_marks_them_in_the_table_and_the_json() -> None:
     row = next(line for line in text.splitlines() if CUDA12_4 in line)
     assert row.rstrip().endswith("✗")
     assert "not offered by the flake" in text and "cuda12_9" in text
+    # Which toolkits the flake offers, and from where; the reason is the corrected one: the
+    # out-of-tree overlay exists and is not newer than the pin, the flake just does not take it.
+    assert [(t["name"], t["offered"]) for t in document["toolkits"]] == [
+        ("cuda12_4", False),
+        ("cuda12_9", True),
+    ]
+    assert document["toolkits"][1]["how"] == "nixpkgs' cudaPackages_12_9 at the pin ed142ab"
+    assert "nixos-cuda/cuda-legacy provides it" in document["toolkits"][0]["how"]
+    reason = by_name[CUDA12_4]["unavailable"]
+    assert "nixos-cuda/cuda-legacy's overlay provides it" in reason
+    assert "newer" not in reason and "newer nixpkgs internals" not in text
+    assert "✗ toolkit cuda12_4 (CUDA 12.4, Python 3.12): not offered" in text
+    assert (
+        "✓ toolkit cuda12_9 (CUDA 12.9, Python 3.13): offered, nixpkgs' cudaPackages_12_9" in text
+    )
 
 
 def test_doctor_says_per_target_whether_it_evaluates_at_the_pin(matrix: Matrix) -> None:
@@ -95,8 +110,10 @@ def test_doctor_says_per_target_whether_it_evaluates_at_the_pin(matrix: Matrix) 
     # No GPU here: the CPU flavour to link; cuda-static is said to be experimental, and why.
     assert document["linking"]["flavour"] == "cpu"
     assert document["linking"]["experimental"][0]["flavour"] == "cuda-static"
+    assert [t["offered"] for t in pin["toolkits"]] == [False, True]
     text = workbench("doctor").stdout
     assert "At the nixpkgs pin (ed142ab)" in text
+    assert "✗ toolkit cuda12_4 (CUDA 12.4, Python 3.12): not offered" in text
     assert (
         "Linking ORT into a Rust or C++ program" in text and "cuda-static is experimental" in text
     )

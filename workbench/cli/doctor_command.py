@@ -143,6 +143,11 @@ def run(args: argparse.Namespace) -> int:
         f"  {pin['evaluates']} of {len(targets)} variants and flavours evaluate "
         f"(CUDA package sets there: {', '.join(matrix.pin_cuda_sets)})"
     )
+    from workbench.configs.availability import toolkit_offers
+
+    for offer in toolkit_offers(matrix):
+        mark = "[green]✓[/]" if offer.offered else "[red]✗[/]"
+        console.print(f"  {mark} toolkit {escape(offer.line())}", soft_wrap=True)
     reasons: dict[str, list[dict]] = {}
     for target in targets:
         if not target["evaluates"]:

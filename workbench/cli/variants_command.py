@@ -129,10 +129,13 @@ def run(args: argparse.Namespace) -> int:
         from workbench.patches.series import load_series
 
         series = load_series(config, matrix)
+        from workbench.configs.availability import toolkit_offers
+
         print_json(
             {
                 "ort_version": release.version,
                 "release": release.to_json(),
+                "toolkits": [offer.to_json() for offer in toolkit_offers(matrix)],
                 "variants": [variant_to_json(v, matrix) for v in variants],
                 "flavours": [
                     {
@@ -156,6 +159,7 @@ def run(args: argparse.Namespace) -> int:
             print(variant.name)
         return 0
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     # Piped (not a terminal), Rich would wrap at 80 columns: a name must stay on its line.
@@ -195,6 +199,11 @@ def run(args: argparse.Namespace) -> int:
             )
         else:
             console.print(f"✗ not offered by the flake ({len(these)}): {reason}")
+    from workbench.configs.availability import toolkit_offers
+
+    for offer in toolkit_offers(matrix):
+        mark = "[green]✓[/]" if offer.offered else "[red]✗[/]"
+        console.print(f"{mark} toolkit {escape(offer.line())}")
     caveat = next((v.caveat for v in variants if v.caveat and v not in gone), None)
     if caveat:
         console.print(f"! cannot build as named: {caveat}")

@@ -50,7 +50,8 @@ def unavailable_reason(variant: Variant, matrix: Matrix) -> str | None:
     return (
         f"CUDA {toolkit.version} is not in nixpkgs at the pin {matrix.nixpkgs_rev[:7]}: "
         f"{toolkit.nixpkgs_attr} was removed from nixpkgs (pkgs/top-level/aliases.nix makes it "
-        f"a throw since 2025-08-08; the pin has {versions})"
+        f"a throw since 2025-08-08; the pin has {versions}); nixos-cuda/cuda-legacy's overlay "
+        "provides it, but this flake does not take that overlay as an input (README: CUDA 12.4)"
     )
 
 
@@ -175,7 +176,52 @@ def pin_summary(matrix: Matrix, series: Series | None = None) -> dict[str, objec
     return {
         "nixpkgs_rev": matrix.nixpkgs_rev,
         "cuda_package_sets": list(matrix.pin_cuda_sets),
+        "toolkits": [offer.to_json() for offer in toolkit_offers(matrix)],
         "evaluates": sum(1 for t in targets if t["evaluates"]),
         "does_not": sum(1 for t in targets if not t["evaluates"]),
         "targets": targets,
     }
+
+
+@dataclass(frozen=True)
+class ToolkitOffer:
+    """Whether the flake offers one CUDA toolkit of the matrix, and how."""
+
+    name: str  # "cuda12_9"
+    version: str  # "12.9"
+    python: str  # the Python its variants use
+    offered: bool
+    how: str  # where the flake takes it from, or why it does not offer it
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "version": self.version,
+            "python": self.python,
+            "offered": self.offered,
+            "how": self.how,
+        }
+
+    def line(self) -> str:
+        """ "cuda12_9 (CUDA 12.9, Python 3.13): offered, nixpkgs' cudaPackages_12_9 at ..." """
+        said = "offered" if self.offered else "not offered"
+        return f"{self.name} (CUDA {self.version}, Python {self.python}): {said}, {self.how}"
+
+
+def toolkit_offers(matrix: Matrix) -> list[ToolkitOffer]:
+    """Each toolkit of the matrix: offered from nixpkgs' own package set at the pin, or not
+    offered, with the reason the variants of that toolkit give."""
+    offers = []
+    for toolkit in matrix.toolkits:
+        if toolkit.at_pin:
+            how = f"nixpkgs' {toolkit.nixpkgs_attr} at the pin {matrix.nixpkgs_rev[:7]}"
+        else:
+            how = (
+                f"{toolkit.nixpkgs_attr} is not in nixpkgs at the pin {matrix.nixpkgs_rev[:7]} "
+                "(an aliases.nix throw since 2025-08-08) and the flake takes no overlay for it "
+                "(nixos-cuda/cuda-legacy provides it; README: CUDA 12.4)"
+            )
+        offers.append(
+            ToolkitOffer(toolkit.name, toolkit.version, toolkit.python, toolkit.at_pin, how)
+        )
+    return offers
