@@ -170,10 +170,21 @@ def test_sleepers_cost_nothing_and_leave_cleanly() -> None:
     """20 sleeping children: found, their samples reused unchanged, gone once killed."""
     script = "for i in $(seq 20); do sleep 30 & done; wait"
     with started(["sh", "-c", script]) as parent, Sampler(parent.pid) as sampler:
-        deadline = time.monotonic() + 10
-        while len(sampler.sample().processes) < 21 and time.monotonic() < deadline:
-            time.sleep(0.05)
+
+        def asleep(sample: Sample) -> bool:
+            """All 20 have exec'd sleep, are blocked in it (S) and used no CPU since the last
+            sample: on a loaded machine a sleeper can still be starting long after its fork."""
+            sleepers = [p for p in sample.processes if p.tool == "sleep"]
+            return len(sleepers) == 20 and all(
+                p.state == "S" and p.cpu_percent == 0.0 for p in sleepers
+            )
+
         first = sampler.sample()
+        deadline = time.monotonic() + 60
+        while not asleep(first):
+            assert time.monotonic() < deadline, f"the 20 sleepers never all slept: {first}"
+            time.sleep(0.05)
+            first = sampler.sample()
         time.sleep(0.2)
         second = sampler.sample()
         assert len(second.processes) == 21
