@@ -1,17 +1,97 @@
-"""Shared fixtures: a private copy of the configs, the nvidia-smi stand-in, the repo's paths."""
+"""Shared fixtures: a private copy of the configs, the nvidia-smi stand-in, the repo's paths,
+the CLI against a private state directory (`bench`), the C++ fixture project configured for
+ninja (`cxx_project`) and a small tmpfs (`small_disk`); and the `slow` marks of the tests
+`scripts/test.sh --fast` leaves out."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from monitor.cxx_project import configure, write_project
+from supervision.supervised import Bench
 
 from workbench.configs.matrix import Matrix, load_matrix
 
 REPO = Path(__file__).resolve().parent.parent
 STANDIN_NVIDIA_SMI = REPO / "tests" / "standins" / "standin-nvidia-smi"
 NVIDIA_SMI_FIXTURES = REPO / "tests" / "standins" / "nvidia-smi-fixtures"
+
+
+# Fixtures that make a test end-to-end (real builds, real daemons): every test using one is
+# marked `slow`, with the reason, and `scripts/test.sh --fast` leaves it out.
+SLOW_FIXTURES = {
+    "loop": "a real iterate cycle: Nix, cmake, ninja and g++ build the stand-in package",
+    "loopback_host": "a real sshd on 127.0.0.1 serving a Nix store over SSH",
+    "cxx_project": "cmake configures the C++ fixture project for a real ninja build",
+    "nix_daemon": "a nix-daemon of the test's own builds as the nixbld users",
+    "standin_flake": "real Nix builds the fixture project with cmake and ninja",
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("slow"):
+            continue
+        used = [name for name in SLOW_FIXTURES if name in getattr(item, "fixturenames", ())]
+        if used:
+            item.add_marker(pytest.mark.slow(reason=f"{used[0]}: {SLOW_FIXTURES[used[0]]}"))
+
+
+@pytest.fixture
+def bench(tmp_path: Path) -> Iterator[Bench]:
+    """The CLI against a private state directory; every process it started dies at the end."""
+    bench = Bench(tmp_path / "state")
+    try:
+        yield bench
+    finally:
+        bench.cleanup()
+
+
+@pytest.fixture
+def cxx_project(tmp_path: Path) -> tuple[Path, Path]:
+    """The generated C++ project (12 units, 3 heavy), configured for ninja: (checkout, build).
+
+    No CMAKE_BUILD_TYPE (-O0): a heavy unit compiles in about two seconds, a light one in under
+    half of one, so a heavy job outlasts any light one by more than the 1 s sampling interval
+    (its measured time is a lower bound, up to one interval short) and a -j1 build takes about
+    ten seconds on two cores.
+    """
+    checkout = tmp_path / "checkout"
+    source = checkout / "src"
+    build = checkout / "build"
+    write_project(source)
+    (checkout / ".git").mkdir(parents=True)  # a checkout root, as the lock sees it
+    configure(source, build, "Ninja", build_type="")
+    return checkout, build
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 3 MB tmpfs (mode 0700), for a full disk (needs root, as the suite runs in CI)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root (the suite runs as root in CI)")
+    if shutil.which("mount") is None:
+        pytest.skip("needs mount(8)")
+    disk = tmp_path / "disk"
+    disk.mkdir(mode=0o700)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=3m,mode=0700", "tmpfs", str(disk)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield disk
+    finally:
+        if subprocess.run(["umount", str(disk)], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", str(disk)], capture_output=True)
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,15 +16,6 @@ from workbench.configs.matrix import load_matrix
 from workbench.configs.variants import expand
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def bench(tmp_path: Path) -> Iterator[Bench]:
-    bench = Bench(tmp_path / "state")
-    try:
-        yield bench
-    finally:
-        bench.cleanup()
 
 
 def test_variants_match_nothing_exits_1_and_prints_no_table(bench: Bench) -> None:

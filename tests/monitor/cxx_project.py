@@ -9,16 +9,31 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import pytest
+
 # The project itself is the bundled sample project: the one a newcomer builds from the TUI.
 from workbench.samples.sample_project import write_project
 
-__all__ = ["configure", "kill_group", "started", "wait_rusage", "write_project"]
+__all__ = [
+    "configure",
+    "kill_group",
+    "needs_cxx_tools",
+    "started",
+    "wait_rusage",
+    "write_project",
+]
+
+needs_cxx_tools = pytest.mark.skipif(
+    any(shutil.which(tool) is None for tool in ("cmake", "ninja", "g++")),
+    reason="needs cmake, ninja and g++ (scripts/test.sh installs them)",
+)
 
 
 def configure(

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,7 +20,7 @@ from workbench.progress import ProgressTracker
 from workbench.supervision.pipeline import LogPipeline, describe_loss
 
 LINE = "line %g of the build's output, padded to about eighty bytes ......................"
-LINES = 50_000  # about 4 MB: twice what the tmpfs below holds
+LINES = 50_000  # about 4 MB: more than the small_disk tmpfs (tests/conftest.py) holds
 
 
 def _expected_output() -> bytes:
@@ -63,38 +61,15 @@ def test_the_pump_counts_what_dev_full_refuses_and_resumes(tmp_path: Path) -> No
     assert "25 bytes" in describe_loss(pipeline.loss.to_json())
 
 
-@pytest.fixture
-def small_state(tmp_path: Path) -> Iterator[Path]:
-    """A 3 MB tmpfs mounted as the state directory (needs root, as the suite runs in CI)."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root (the suite runs as root in CI)")
-    if shutil.which("mount") is None:
-        pytest.skip("needs mount(8)")
-    state = tmp_path / "state"
-    state.mkdir(mode=0o700)
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=3m,mode=0700", "tmpfs", str(state)],
-        capture_output=True,
-        text=True,
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
-    try:
-        yield state
-    finally:
-        if subprocess.run(["umount", str(state)], capture_output=True).returncode != 0:
-            subprocess.run(["umount", "-l", str(state)], capture_output=True)
-
-
 @pytest.mark.slow
 def test_a_build_that_fills_the_state_disk_ends_with_its_own_exit_code(
-    small_state: Path, tmp_path: Path
+    small_disk: Path, tmp_path: Path
 ) -> None:
-    bench = Bench(small_state)
+    bench = Bench(small_disk)
     signals = tmp_path / "signals"
     signals.mkdir()
     # Room the test gives back once the disk is full: "space returns".
-    filler = small_state / "filler"
+    filler = small_disk / "filler"
     filler.write_bytes(b"\0" * (1 << 20))
     script = (
         f'seq -f "{LINE}" 1 {LINES}; '
@@ -116,7 +91,7 @@ def test_a_build_that_fills_the_state_disk_ends_with_its_own_exit_code(
             cwd=tmp_path,
         )
         bench.wait_for("the build's output", lambda: (signals / "written").exists(), 120)
-        assert os.statvfs(small_state).f_bavail == 0, "the tmpfs never filled up"
+        assert os.statvfs(small_disk).f_bavail == 0, "the tmpfs never filled up"
         filler.unlink()
         (signals / "go").touch()
         _, err = cli.communicate(timeout=120)

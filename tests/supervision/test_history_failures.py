@@ -4,14 +4,11 @@ disk. Each ends in one `workbench: error:` line that says what to do, exit statu
 from __future__ import annotations
 
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from cli_errors import one_error_line
 from second_user import OtherUser, other_user, shared_tmp  # noqa: F401 - the fixtures
 
@@ -88,30 +85,6 @@ def test_a_read_only_history_isone_error_line(
     result = other_user.workbench("--state-dir", str(state), "run", "--", "true", cwd=checkout)
     error = one_error_line(result)
     assert "the build history is read-only" in error and "chmod u+w" in error
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 2 MB tmpfs (needs root, as the suite runs in CI)."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root (the suite runs as root in CI)")
-    if shutil.which("mount") is None:
-        pytest.skip("needs mount(8)")
-    disk = tmp_path / "disk"
-    disk.mkdir(mode=0o700)
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", str(disk)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
-    try:
-        yield disk
-    finally:
-        if subprocess.run(["umount", str(disk)], capture_output=True).returncode != 0:
-            subprocess.run(["umount", "-l", str(disk)], capture_output=True)
 
 
 def test_database_or_disk_is_full_isone_error_line(small_disk: Path, tmp_path: Path) -> None:

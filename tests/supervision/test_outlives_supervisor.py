@@ -16,7 +16,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import needs_cxx_tools
+from monitor.cxx_project import needs_cxx_tools
 from supervised import Bench, build_id_from, keeper_pid, ninja_log_outputs, ninja_steps
 
 from workbench.supervision.history import BuildRecord

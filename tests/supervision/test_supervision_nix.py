@@ -25,8 +25,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import needs_cxx_tools
-from monitor.cxx_project import write_project
+from monitor.cxx_project import needs_cxx_tools, write_project
 from nix_testing import NIX_CONFIG, ensure_build_users
 from supervised import REPO, Bench, build_id_from, ninja_steps
 

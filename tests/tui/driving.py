@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 from supervision.supervised import Bench, build_id_from
 from textual.app import App
 from textual.pilot import Pilot
@@ -15,11 +13,6 @@ from textual.widgets import DataTable
 
 from workbench.tui.build_screen import BuildScreen
 from workbench.tui.widgets.log_view import LogView
-
-needs_cxx_tools = pytest.mark.skipif(
-    any(shutil.which(tool) is None for tool in ("cmake", "ninja", "g++")),
-    reason="needs cmake, ninja and g++ (scripts/test.sh installs them)",
-)
 
 
 async def wait_until(

@@ -15,13 +15,13 @@ from pathlib import Path
 import psutil
 import pytest
 from driving import (
-    needs_cxx_tools,
     open_screen,
     screen_still,
     start,
     visible_log,
     wait_until,
 )
+from monitor.cxx_project import needs_cxx_tools
 from supervision.supervised import Bench, token_processes
 from textual.app import App, ComposeResult
 from textual.widgets import ProgressBar, Static

@@ -14,12 +14,12 @@ import uuid
 from pathlib import Path
 
 import pytest
+from monitor.cxx_project import needs_cxx_tools
 from recorded_host import recorded_doctor
 from textual.command import CommandList, CommandPalette
 from textual.widgets import DataTable, Static
 from textual.widgets._footer import FooterKey
 from tui.driving import (
-    needs_cxx_tools,
     open_screen,
     screen_still,
     start,

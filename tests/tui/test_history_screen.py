@@ -7,7 +7,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from driving import needs_cxx_tools, wait_until
+from driving import wait_until
+from monitor.cxx_project import needs_cxx_tools
 from supervision.supervised import Bench, build_id_from
 from textual.widgets import DataTable, Static
 

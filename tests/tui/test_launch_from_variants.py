@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from driving import needs_cxx_tools, wait_until
+from driving import wait_until
+from monitor.cxx_project import needs_cxx_tools
 
 from workbench.supervision.history import History
 from workbench.tui.build_screen import BuildScreen

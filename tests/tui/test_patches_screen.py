@@ -5,8 +5,9 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from driving import needs_cxx_tools, screen_still, wait_until
+from driving import screen_still, wait_until
 from iterate.standin_repo import write_standin_repo
+from monitor.cxx_project import needs_cxx_tools
 from nix_testing import needs_nix, nix_env
 from patch_fixture import write_fixture_series, write_fixture_source
 from recorded_host import recorded_doctor
