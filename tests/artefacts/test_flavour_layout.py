@@ -85,10 +85,30 @@ def run_build(
     )
 
 
-def build(tmp_path: Path, linkage: str, cuda: bool, **flags: bool) -> Path:
+def build_outputs(tmp_path: Path, linkage: str, cuda: bool, **flags: bool) -> tuple[Path, Path]:
+    """The build's `out` (what nix-build prints) and `debug` (its derivation's other output)."""
     done = run_build(tmp_path, linkage, cuda, **flags)
     assert done.returncode == 0, done.stderr[-3000:]
-    return Path(done.stdout.strip().splitlines()[-1])
+    out = done.stdout.strip().splitlines()[-1]
+
+    def query(*argv: str) -> list[str]:
+        return subprocess.run(
+            ["nix-store", "--query", *argv],
+            env=nix_env(tmp_path),
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+
+    [deriver] = query("--deriver", out)
+    outputs = query("--outputs", deriver)
+    [debug] = [path for path in outputs if path != out]
+    assert debug[44:] == out[44:] + "-debug", outputs  # /nix/store/HASH- is 44 characters
+    return Path(out), Path(debug)
+
+
+def build(tmp_path: Path, linkage: str, cuda: bool, **flags: bool) -> Path:
+    return build_outputs(tmp_path, linkage, cuda, **flags)[0]
 
 
 @pytest.fixture(scope="module")
@@ -333,3 +353,25 @@ def test_no_result_link_is_an_error_and_a_stale_bare_result_is_not_taken(tmp_pat
         f"workbench: note: no result-onnxruntime-cpu or result-cpu in {checkout}: "
         "using result (onnxruntime-cpu-1.23.2)\n"
     )
+
+
+def test_the_debug_output_holds_the_shared_objects_dwarf_where_bt_looks(tmp_path):
+    # As nixpkgs' separate-debug-info hook leaves a hybrid flavour: its provider .so stripped
+    # of DWARF in out, the DWARF by build id in the debug output, which `workbench bt` finds
+    # for a library of that store path (the store's NAME-debug) without being told.
+    from workbench.debugging.symbols import check_symbols
+
+    output, debug = build_outputs(tmp_path, "hybrid", True)
+    provider = output / "lib" / "libonnxruntime_providers_cuda.so"
+    debug_files = sorted((debug / "lib" / "debug" / ".build-id").glob("*/*.debug"))
+    assert debug_files, "no separate debug file in the debug output"
+    sections = subprocess.run(
+        ["readelf", "-S", str(provider)], capture_output=True, text=True, check=True
+    ).stdout
+    assert ".debug_info" not in sections  # stripped into the debug output
+    status = check_symbols(str(provider))
+    assert status is not None and status.level == "separate", status
+    assert str(status.debug_file) in {str(path) for path in debug_files}
+    # The static core's archive is left as it was built (the hook handles ELF executables and
+    # shared objects only).
+    assert (output / "lib" / "libonnxruntime.a").is_file()

@@ -20,6 +20,14 @@
 #   architectures      the CMAKE_CUDA_ARCHITECTURES list nvcc -dlink gets as -gencode
 #   pname              the package's name, as the flavour's attr names it (onnxruntime-cpu):
 #                      the store path is then PNAME-1.23.2, as a real flavour's
+#
+# Its outputs are out and debug, as a real flavour's (nixpkgs' recipe sets separateDebugInfo =
+# true; make-derivation.nix adds `debug`): the shared objects are built with -g and a build id,
+# and after the install steps the separate-debug-info hook's own steps run over $out
+# (pkgs/build-support/setup-hooks/separate-debug-info.sh, read at
+# 01f19f54e046417ca52ef67f5277ffe11de91371: every executable or *.so that is ELF and has a
+# 40-digit build id gets `objcopy --only-keep-debug` into $debug/lib/debug/.build-id/XX/REST.debug
+# and `strip --strip-debug`; static archives are left alone, and the hook sets dontStrip).
 {
   linkage,
   cuda ? false,
@@ -50,6 +58,10 @@ let
   };
 in
 derivation {
+  outputs = [
+    "out"
+    "debug"
+  ];
   name = if pname != null then "${pname}-1.23.2" else "standin-ort-${linkage}${if cuda then "-cuda" else ""}";
   version = "1.23.2";
   system = builtins.currentSystem;
@@ -71,13 +83,13 @@ derivation {
       echo "stand-in: building the ORT tree"
       where=$(printf '%s' "$runtimePath" | sed "s|^OUT|$out|")
       printf 'const char *ort_runtime_path = "%s";\nint ort_core(void) { return 1; }\n' "$where" > core.c
-      cc -c -fPIC core.c -o core.o
+      cc -g -c -fPIC core.c -o core.o
       mkdir -p "$out/lib" "$out/include"
       touch "$out/include/onnxruntime_c_api.h" "$out/include/onnxruntime_cxx_api.h"
       if [ "$linkage" = shared ]; then
-        cc -shared core.o -o "$out/lib/libonnxruntime.so"
-        cc -shared core.o -o "$out/lib/libonnxruntime_providers_cuda.so"
-        cc -shared core.o -o "$out/lib/libonnxruntime_providers_shared.so"
+        cc -shared -Wl,--build-id core.o -o "$out/lib/libonnxruntime.so"
+        cc -shared -Wl,--build-id core.o -o "$out/lib/libonnxruntime_providers_cuda.so"
+        cc -shared -Wl,--build-id core.o -o "$out/lib/libonnxruntime_providers_shared.so"
       else
         ar rcs "$out/lib/libonnxruntime_common.a" core.o
         ar rcs "$out/lib/libonnxruntime_session.a" core.o
@@ -101,10 +113,22 @@ derivation {
       fi
       if [ "$linkage" = hybrid ]; then
         mkdir -p onnxruntime/providers
-        [ -n "$dropProvider" ] || cc -shared core.o -o onnxruntime/providers/libonnxruntime_providers_cuda.so
-        cc -shared core.o -o onnxruntime/providers/libonnxruntime_providers_shared.so
+        [ -n "$dropProvider" ] || cc -shared -Wl,--build-id core.o -o onnxruntime/providers/libonnxruntime_providers_cuda.so
+        cc -shared -Wl,--build-id core.o -o onnxruntime/providers/libonnxruntime_providers_shared.so
       fi
       eval "$postInstall"
+      # separate-debug-info.sh's _separateDebugInfo, over $out.
+      dst="$debug/lib/debug/.build-id"
+      mkdir -p "$dst"
+      find "$out" -type f \( -perm /0100 -o -name "*.so" -o -name "*.so.*" \) | while read -r i; do
+        magic=$(head -c 4 "$i" | tail -c 3)
+        [ "$magic" = ELF ] || continue
+        id=$(readelf -n "$i" | sed 's/.*Build ID: \([0-9a-f]*\).*/\1/; t; d')
+        [ "''${#id}" = 40 ] || { echo "could not find build ID of $i, skipping" >&2; continue; }
+        mkdir -p "$dst/$(printf %.2s "$id")"
+        objcopy --only-keep-debug "$i" "$dst/$(printf %.2s "$id")/''${id#??}.debug"
+        strip --strip-debug "$i"
+      done
       # The shell's own exit last, not a coreutil's (tests/iterate/test_standin_builders.py).
       exit 0
     ''
