@@ -5,6 +5,7 @@ ninja (`cxx_project`) and a small tmpfs (`small_disk`); and the `slow` marks of 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -33,13 +34,55 @@ SLOW_FIXTURES = {
 }
 
 
+# Test files whose every test drives real programs for seconds (measured: --durations on the
+# 2-core machine), with the reason; a file with a few such tests marks those tests itself.
+_GDB = "attaches real gdb to real running programs"
+_CLI = "runs the real CLI in subprocesses, each a Python start-up and more"
+SLOW_FILES = {
+    "analysis/test_edge_cpu.py": "a real supervised build of the C++ fixture project",
+    "analysis/test_supervised_edges.py": "real supervised builds of the C++ fixture project",
+    "analysis/test_edges_real_ninja.py": "real ninja builds, read while they run",
+    "ci/test_ci_run.py": "clones the repository and runs .ci/run in the clone",
+    "cli/test_cli.py": _CLI + " (doctor probes this host)",
+    "cli/test_cli_first_hour.py": _CLI + ", with real builds",
+    "configs/test_pin_availability.py": "asks real Nix about the pin (dry runs, doctor)",
+    "configs/test_readme_config_examples.py": "every README config example through the CLI",
+    "debugging/test_debug_capture.py": _GDB,
+    "debugging/test_debug_cli.py": _GDB,
+    "debugging/test_debug_gdb_start.py": _GDB,
+    "debugging/test_debug_library_symbols.py": _GDB,
+    "debugging/test_debug_screen.py": _GDB,
+    "debugging/test_debug_smoke.py": _GDB,
+    "debugging/test_debug_spin_verdict.py": _GDB,
+    "debugging/test_debug_symbols.py": _GDB,
+    "debugging/test_debug_threads_and_states.py": _GDB,
+    "host/test_doctor_mixed_gpus.py": _CLI + " (doctor)",
+    "host/test_memory_units.py": _CLI + " (doctor, settings)",
+    "logs/test_logs_readable.py": _CLI + ", with real supervised builds",
+    "patches/test_patches_cli.py": _CLI + ", with git",
+    "supervision/test_earlier_runs_no_ops.py": "six real ninja builds through the supervisor",
+    "supervision/test_eta_learning.py": "real ninja builds through the supervisor, edges sleeping",
+}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    tests = Path(__file__).resolve().parent
+    gone = [name for name in SLOW_FILES if not (tests / name).is_file()]
+    assert not gone, f"tests/conftest.py SLOW_FILES names files that are not there: {gone}"
     for item in items:
         if item.get_closest_marker("slow"):
             continue
+        reason = None
         used = [name for name in SLOW_FIXTURES if name in getattr(item, "fixturenames", ())]
         if used:
-            item.add_marker(pytest.mark.slow(reason=f"{used[0]}: {SLOW_FIXTURES[used[0]]}"))
+            reason = f"{used[0]}: {SLOW_FIXTURES[used[0]]}"
+        elif item.get_closest_marker("nix"):
+            reason = "runs real Nix: each evaluation or build takes seconds"
+        else:
+            with contextlib.suppress(ValueError):
+                reason = SLOW_FILES.get(item.path.relative_to(tests).as_posix())
+        if reason:
+            item.add_marker(pytest.mark.slow(reason=reason))
 
 
 @pytest.fixture

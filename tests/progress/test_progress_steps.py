@@ -193,6 +193,7 @@ def test_make_percentages_out_of_order_never_take_the_bar_back() -> None:
     ]
 
 
+@pytest.mark.slow(reason="a real make build of the C++ fixture project")
 def test_real_make_build(tmp_path: Path) -> None:
     """CMake's Makefiles through real make: percentages rise to 100, one line per object."""
     names = write_project(tmp_path / "src", units=8, heavy=())
