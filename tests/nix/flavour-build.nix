@@ -24,10 +24,12 @@
 # Its outputs are out and debug, as a real flavour's (nixpkgs' recipe sets separateDebugInfo =
 # true; make-derivation.nix adds `debug`): the shared objects are built with -g and a build id,
 # and after the install steps the separate-debug-info hook's own steps run over $out
-# (pkgs/build-support/setup-hooks/separate-debug-info.sh, read at
-# 01f19f54e046417ca52ef67f5277ffe11de91371: every executable or *.so that is ELF and has a
-# 40-digit build id gets `objcopy --only-keep-debug` into $debug/lib/debug/.build-id/XX/REST.debug
-# and `strip --strip-debug`; static archives are left alone, and the hook sets dontStrip).
+# (pkgs/build-support/setup-hooks/separate-debug-info.sh as stored text 52503013139, the newest
+# form the index holds, commit not named; 01f19f54e046417ca52ef67f5277ffe11de91371 is an older
+# one: every ELF file of the output with a 40-digit build id gets `objcopy --only-keep-debug`
+# into $debug/lib/debug/.build-id/XX/REST.debug and `strip --strip-debug`; a static archive is
+# no ELF file, so the hook leaves it to stdenv's strip phase, which the newer hook no longer
+# turns off).
 {
   linkage,
   cuda ? false,
@@ -120,7 +122,7 @@ derivation {
       # separate-debug-info.sh's _separateDebugInfo, over $out.
       dst="$debug/lib/debug/.build-id"
       mkdir -p "$dst"
-      find "$out" -type f \( -perm /0100 -o -name "*.so" -o -name "*.so.*" \) | while read -r i; do
+      find "$out" -type f | while read -r i; do
         magic=$(head -c 4 "$i" | tail -c 3)
         [ "$magic" = ELF ] || continue
         id=$(readelf -n "$i" | sed 's/.*Build ID: \([0-9a-f]*\).*/\1/; t; d')
