@@ -712,9 +712,37 @@ class History:
                 "directory is writable, or choose another with --state-dir"
             ) from None
         self._db = _Connection(self.path, connection)
-        self._db.execute("PRAGMA busy_timeout = 10000")
-        self._db.execute("PRAGMA foreign_keys = ON")
-        self._migrate()
+        self.full = ""
+        """Why this history is open read-only ("" when it is not): its disk was full."""
+        try:
+            self._db.execute("PRAGMA busy_timeout = 10000")
+            self._db.execute("PRAGMA foreign_keys = ON")
+            self._migrate()
+        except HistoryError as error:
+            if "is full" not in str(error):
+                raise
+            self._open_read_only(str(error))
+
+    def _open_read_only(self, why: str) -> None:
+        """A full disk refused what even reading needs (WAL mode sizes its -shm file): open the
+        history read-only, so that `status`, `history` and `logs` still answer; every write
+        then fails saying the disk is full. With its -wal empty or gone (the last writer
+        checkpointed it) the file alone is the whole history, read as immutable; otherwise
+        (the -wal holds commits) the ordinary read-only mode reads them through the -shm."""
+        with suppress(Exception):
+            self._db.close()
+        wal = Path(f"{self.path}-wal")
+        try:
+            complete = not wal.exists() or wal.stat().st_size == 0
+            mode = "immutable=1" if complete else "mode=ro"
+            connection = sqlite3.connect(
+                f"file:{self.path}?{mode}", uri=True, timeout=10.0, isolation_level=None
+            )
+        except (OSError, sqlite3.Error):
+            raise HistoryError(why) from None
+        self._db = _Connection(self.path, connection)
+        self._db.execute("SELECT count(*) FROM builds")  # raises the advice if even this fails
+        self.full = why
 
     def close(self) -> None:
         """Close the connection."""
@@ -728,6 +756,8 @@ class History:
 
     @contextmanager
     def _write(self) -> Iterator[_Connection]:
+        if self.full:  # opened read-only: see `_open_read_only`
+            raise HistoryError(self.full)
         # IMMEDIATE takes the write lock up front: two writers wait for each other (busy
         # timeout) instead of one failing half way with "database is locked".
         self._db.execute("BEGIN IMMEDIATE")
@@ -965,12 +995,19 @@ class History:
         note: str | None,
         lines: int,
         progress: dict[str, Any],
+        only_active: bool = False,
     ) -> None:
-        """The build ended: its final state, exit status or signal, and duration."""
+        """The build ended: its final state, exit status or signal, and duration.
+
+        `only_active`: unless the row says it ended already (a reader recording the outcome a
+        supervisor kept beside the log, outcome.py)."""
+        unless = (
+            f" AND state IN ({', '.join(repr(s) for s in ACTIVE_STATES)})" if only_active else ""
+        )
         with self._write() as db:
             db.execute(
                 "UPDATE builds SET state = ?, ended = ?, duration_s = ?, exit_status = ?, "
-                "signal = ?, note = ?, lines = ?, progress = ?, updated = ? WHERE id = ?",
+                "signal = ?, note = ?, lines = ?, progress = ?, updated = ? WHERE id = ?" + unless,
                 (
                     state,
                     ended,

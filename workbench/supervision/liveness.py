@@ -8,6 +8,7 @@ in a shared home may hold other hosts' builds, whose PIDs mean nothing here.
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 import time
 from collections.abc import Iterable
@@ -16,7 +17,7 @@ from pathlib import Path
 import psutil
 
 from workbench.supervision import build_cgroup, tree
-from workbench.supervision.history import STARTING, BuildRecord, History
+from workbench.supervision.history import LOST, STARTING, BuildRecord, History, HistoryError
 
 # A row the CLI created but whose supervisor never reported: the CLI died in between.
 STARTING_TIMEOUT_S = 60.0
@@ -176,29 +177,92 @@ def lost_note(record: BuildRecord, left: list[tree.Member] | None = None) -> str
     return "; ".join(part for part in parts if part)
 
 
+def with_outcome(history: History, record: BuildRecord) -> BuildRecord | None:
+    """An active row whose build has ended, its outcome kept beside the log by a supervisor
+    that could not write the history (outcome.py): recorded now if the history can be
+    written, else shown as it is without writing. None when there is no such outcome."""
+    from workbench.supervision import outcome
+
+    found = outcome.read(history.state_directory, record.log_path, record.id, record.created)
+    if found is None:
+        return None
+    try:
+        history.finish(record.id, **found, only_active=True)
+        outcome.discard(history.state_directory, record.id)
+        return history.get(record.id)
+    except HistoryError:
+        return dataclasses.replace(
+            record,
+            state=found["state"],
+            ended=found["ended"],
+            duration_s=found["duration_s"],
+            exit_status=found["exit_status"],
+            signal=found["signal"],
+            note=found["note"],
+            lines=found["lines"] or record.lines,
+            progress=found["progress"] or record.progress,
+        )
+
+
+def _lost_unwritten(record: BuildRecord, note: str, now: float) -> BuildRecord:
+    """A lost build as it is, when the history cannot be written (a full disk)."""
+    duration = None if record.started is None else now - record.started
+    return dataclasses.replace(
+        record,
+        state=LOST,
+        note=f"{note}; not yet recorded: the history cannot be written",
+        ended=now,
+        duration_s=duration,
+    )
+
+
 def check(history: History, records: Iterable[BuildRecord]) -> list[BuildRecord]:
-    """The records again, with every active one whose supervisor is gone marked `lost`."""
+    """The records again, with every active one whose supervisor is gone marked `lost`, and
+    every active one whose supervisor kept its outcome beside the log ended with it.
+
+    Writes nothing it cannot: on a full disk the records are returned as they are."""
     result: list[BuildRecord] = []
     now = time.time()
     here = socket.gethostname()
     for record in records:
-        # A state directory in a shared home can hold builds of other hosts: their PIDs mean
-        # nothing here, so only this host's builds are judged.
         if record.active and record.host in (None, here):
-            young = record.state == STARTING and now - record.created < STARTING_TIMEOUT_S
+            ended = with_outcome(history, record)
+            if ended is not None:
+                result.append(ended)
+                continue
+        try:
+            record = _check_one(history, record, now, here)
+        except HistoryError as error:
             if (
-                not (young and record.supervisor_pid is None)
-                and not supervisor_running(record)
-                and not keeper_running(record)
+                record.active
+                and record.host in (None, here)
+                and not (supervisor_running(record) or keeper_running(record))
             ):
-                left = leftover_processes(record)
-                if history.mark_lost(record.id, lost_note(record, left), now):
-                    marked_lost = history.get(record.id)
-                    history.set_outlived(record.id, outlived_json(left), marked_lost.note or "")
-                if not left:  # else kept for `stop`, which removes it once it is empty
-                    _remove_cgroup(record)
-                record = history.get(record.id)
-        elif record.outlived and record.host in (None, here):
-            record = refresh_outlived(history, record)
+                record = _lost_unwritten(record, lost_note(record), now)
+            elif "full" not in str(error):
+                raise
+            # (else: an ended build's list of what outlived it stays as it was, unwritten)
         result.append(record)
     return result
+
+
+def _check_one(history: History, record: BuildRecord, now: float, here: str) -> BuildRecord:
+    # A state directory in a shared home can hold builds of other hosts: their PIDs mean
+    # nothing here, so only this host's builds are judged.
+    if record.active and record.host in (None, here):
+        young = record.state == STARTING and now - record.created < STARTING_TIMEOUT_S
+        if (
+            not (young and record.supervisor_pid is None)
+            and not supervisor_running(record)
+            and not keeper_running(record)
+        ):
+            left = leftover_processes(record)
+            if history.mark_lost(record.id, lost_note(record, left), now):
+                marked_lost = history.get(record.id)
+                history.set_outlived(record.id, outlived_json(left), marked_lost.note or "")
+            if not left:  # else kept for `stop`, which removes it once it is empty
+                _remove_cgroup(record)
+            record = history.get(record.id)
+    elif record.outlived and record.host in (None, here):
+        record = refresh_outlived(history, record)
+    return record

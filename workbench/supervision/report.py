@@ -68,8 +68,12 @@ class Row:
 
 
 def load(history: History, build_id: int, slowest: int = 10) -> BuildFacts:
-    """A build's facts from the history (from its samples when its supervisor was lost)."""
-    record = history.get(build_id)
+    """A build's facts from the history (from its samples when its supervisor was lost); a
+    row the history could not be given yet (a full disk) ends with the outcome kept beside
+    its log (`liveness.check`)."""
+    from workbench.supervision import liveness
+
+    record = liveness.check(history, [history.get(build_id)])[0]
     measured = history.measured(build_id, slowest)
     edges = analyse(history.edges(build_id), record.jobs)
     ninja_log = history.edge_build_info(build_id)[0]

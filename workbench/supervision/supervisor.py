@@ -56,6 +56,7 @@ from workbench.supervision.history import (
     BuildRecord,
     EarlierRun,
     History,
+    HistoryError,
     JobRow,
     Measured,
     Sampled,
@@ -255,6 +256,19 @@ class Supervisor:
         self.adopted_from: dict[str, Any] | None = None
         # Adopted, and the keeper died too: the build's end is known only by its absence.
         self.root_unknown = False
+        from workbench.supervision.outcome import OutcomeFile
+
+        # The outcome beside the log, for a history that cannot be written (outcome.py).
+        self.outcome = OutcomeFile(
+            history.state_directory,
+            build_directory(history.state_directory, record.id),
+            record.id,
+            record.created,
+        )
+        self.samples_taken = 0
+        self.samples_lost = 0
+        self.history_failure = ""
+        """Why the history could not be written (the first such failure), "" while it could."""
 
     def _progress_json(self, progress: Progress, fraction: float | None) -> dict[str, Any]:
         loss = self.pipeline.loss if self.pipeline is not None else None
@@ -268,6 +282,12 @@ class Supervisor:
     def _guarded(self, what: str, action: Callable[[], Any]) -> Any:
         try:
             return action()
+        except HistoryError as error:  # a full disk, said in one line (no traceback)
+            self._history_failed(error)
+            if what not in self.errors:
+                self.errors.add(what)
+                self.say(f"{what} failed (carrying on without it): {error}")
+            return None
         except Exception:  # the pump must go on whatever happens here; see the docstring
             if what not in self.errors:
                 self.errors.add(what)
@@ -322,7 +342,10 @@ class Supervisor:
         self.started_wall = time.time()
         self.started_mono = time.monotonic()
         self.root = self._member(pid)
-        self.history.mark_running(record.id, pid, pid, self.started_wall)
+        try:
+            self.history.mark_running(record.id, pid, pid, self.started_wall)
+        except HistoryError as error:  # a full disk: its outcome is kept beside the log
+            self._history_failed(error)
         self._tell_started()
         self.say(f"build #{record.id}: started pid {pid}: {record.argv}")
         return self._follow(pid, log_fd, out_r, wake_r, oom_before)
@@ -340,6 +363,11 @@ class Supervisor:
         signal.signal(signal.SIGCHLD, lambda *_: None)  # only to wake select() via wake_w
         if not tree.set_child_subreaper():
             self.say("could not become child subreaper: orphans of the build go to init")
+        if not self.outcome.reserve():
+            self.say(
+                f"cannot reserve {self.outcome.path} (the disk is full?): the outcome goes "
+                "to the history, or off the state disk"
+            )
         return log_fd, wake_r, _oom_kills()
 
     def _claim(self, adopted: dict[str, Any] | None) -> None:
@@ -347,7 +375,10 @@ class Supervisor:
         import psutil
 
         started = psutil.Process().create_time()
-        self.history.claim_supervisor(self.record.id, os.getpid(), started, adopted)
+        try:
+            self.history.claim_supervisor(self.record.id, os.getpid(), started, adopted)
+        except HistoryError as error:  # a full disk: the keeper's file keeps the build alive
+            self._history_failed(error)
 
     def adopt(self, pipe_fd: int, lost_at: float) -> int:
         """Take over a running build whose supervisor was lost (started by its keeper, which
@@ -623,15 +654,37 @@ class Supervisor:
                 fraction=fraction,
             )
             live = self._live(sample, progress)
-        self.history.update_live(
-            self.record.id,
-            self.tracker.lines,
-            self._progress_json(progress, fraction),
-            live,
-            sampled,
-        )
+        if sampled is not None:
+            self.samples_taken += 1
+        try:
+            self.history.update_live(
+                self.record.id,
+                self.tracker.lines,
+                self._progress_json(progress, fraction),
+                live,
+                sampled,
+            )
+        except HistoryError as error:  # a full disk: the peaks keep it, the row cannot
+            self.samples_lost += sampled is not None
+            self._history_failed(error)
+            return
         self._flushed_lines = self.tracker.lines
         self._flushed_lost = self._lost_bytes()
+
+    def _history_failed(self, error: Exception) -> None:
+        """The history refused a write (said once, in one line: no traceback for a full disk)."""
+        if not self.history_failure:
+            self.history_failure = str(error)
+            self.say(f"cannot write the history ({error}); the build goes on, losses are counted")
+
+    def samples_note(self) -> str:
+        """What of the samples the history lacks, in words ("" when none)."""
+        if not self.samples_lost:
+            return ""
+        return (
+            f"samples lost: {self.samples_lost} of {self.samples_taken} could not be written to "
+            "the history (its disk was full); the measurements include them"
+        )
 
     def _live(self, sample: Sample, progress: Progress) -> dict[str, Any]:
         from workbench.supervision import eta
@@ -679,9 +732,13 @@ class Supervisor:
 
         progress = self.tracker.snapshot()
         fraction = eta.progress_fraction(progress)
-        self.history.update_live(
-            self.record.id, self.tracker.lines, self._progress_json(progress, fraction)
-        )
+        try:
+            self.history.update_live(
+                self.record.id, self.tracker.lines, self._progress_json(progress, fraction)
+            )
+        except HistoryError as error:
+            self._history_failed(error)
+            return
         self._flushed_lines = self.tracker.lines
         self._flushed_lost = self._lost_bytes()
 
@@ -855,6 +912,8 @@ class Supervisor:
             note = (note + "; " if note else "") + "; ".join(self.stop_problems[:3])
         if pipeline.loss.bytes:
             note = (note + "; " if note else "") + pipeline.loss.describe()
+        if self.samples_lost:
+            note = (note + "; " if note else "") + self.samples_note()
         adopted = self._guarded("naming the adoptions", self._adoption_note)
         if adopted:
             note = (note + "; " if note else "") + adopted
@@ -887,28 +946,44 @@ class Supervisor:
         derivations = [
             (d.drv_path, d.name, d.started, d.ended, d.failed) for d in self.tracker.finished()
         ]
-        self._guarded(
+        recorded = self._guarded(
             "recording measurements",
-            lambda: self.history.record_measurements(self.record.id, measured, jobs, derivations),
+            lambda: (
+                self.history.record_measurements(self.record.id, measured, jobs, derivations)
+                or True
+            ),
         )
+        if not recorded:
+            note = (note + "; " if note else "") + (
+                "measurements lost: they could not be written to the history"
+                + (f" ({self.history_failure})" if self.history_failure else "")
+            )
         self._guarded("recording exact edges", lambda: self._record_edges(summary))
         if state == SUCCEEDED and self.record.backend in ("nix", "flox"):
             self._guarded("recording what the build produced", self._record_artefacts)
         fraction = eta.progress_fraction(progress)
-        self._retried(
+        final = {
+            "state": state,
+            "ended": ended,
+            "duration_s": duration,
+            "exit_status": exit_status,
+            "signal": signum,
+            "note": note,
+            "lines": self.tracker.lines,
+            "progress": self._progress_json(progress, fraction),
+        }
+        # First beside the log, where a full disk cannot refuse it (outcome.py); then the row.
+        where = self.outcome.write(final)
+        done = self._retried(
             "recording how the build ended",
-            lambda: self.history.finish(
-                self.record.id,
-                state,
-                ended,
-                duration,
-                exit_status,
-                signum,
-                note,
-                self.tracker.lines,
-                self._progress_json(progress, fraction),
-            ),
+            lambda: self.history.finish(self.record.id, **final) or True,
+            kept=where,
         )
+        if done:
+            from workbench.supervision.outcome import discard
+
+            discard(self.history.state_directory, self.record.id)
+        self.outcome.close()
         self.say(f"build #{self.record.id}: {state} ({note or 'no note'})")
 
     def _adoption_note(self) -> str | None:
@@ -1011,18 +1086,24 @@ class Supervisor:
             work_key,
         )
 
-    def _retried(self, what: str, action: Callable[[], Any]) -> Any:
-        """`action`, tried again while the database cannot be written (disk full, I/O error)."""
+    def _retried(self, what: str, action: Callable[[], Any], kept: str = "") -> Any:
+        """`action`, tried again while the database cannot be written (disk full, I/O error);
+        None when it never could (`kept`: where the outcome is kept meanwhile)."""
         deadline = time.monotonic() + FINISH_RETRY_S
         while True:
             try:
                 return action()
-            except sqlite3.OperationalError as error:
+            except (sqlite3.OperationalError, HistoryError) as error:
+                where = f"; the outcome is kept in {kept}" if kept else ""
                 if time.monotonic() >= deadline:
-                    raise
+                    self.say(
+                        f"{what}: gave up after {FINISH_RETRY_S:.0f} s ({error}){where}; the "
+                        "next workbench command records it once there is room"
+                    )
+                    return None
                 if what not in self.errors:
                     self.errors.add(what)
-                    self.say(f"{what} failed ({error}); retrying for {FINISH_RETRY_S:.0f} s")
+                    self.say(f"{what} failed ({error}); retrying for {FINISH_RETRY_S:.0f} s{where}")
                 time.sleep(FINISH_RETRY_EVERY_S)
 
     def _outcome(
