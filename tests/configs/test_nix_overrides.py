@@ -1234,3 +1234,33 @@ def test_the_standin_refuses_what_nixpkgs_refuses_about_debug_info(tmp_path):
     in (pkgs.onnxruntime.overrideAttrs (old: { outputs = [ "out" ]; })).outputs
     """
     assert nix_json(tmp_path, "-E", expr) == ["out", "debug"]
+
+
+def test_every_offered_target_keeps_the_recipes_outputs_patches_env_and_protobuf(tmp_path):
+    # Every variant's C++ package and every flavour the flake offers at the pin's release.
+    configs, patches = repo_copy(tmp_path)
+    built = probe_json(tmp_path, "built", configs, patches)
+    records = {
+        name: entry["cpp"]
+        for name, entry in probe_json(tmp_path, "variants", configs, patches).items()
+        if "cpp" in entry
+    }
+    matrix = load_matrix(configs)
+    # The pin's release (1.23.2); other releases' source overrides are tested in test_nix_releases.
+    pinned = {f.attr for f in matrix.flavours}
+    flavours = probe_json(tmp_path, "flavours", configs, patches)
+    records |= {attr: record for attr, record in flavours.items() if attr in pinned}
+    offered = {v.name for v in expand(matrix) if v.toolkit is None or v.toolkit.at_pin}
+    assert set(records) == offered | {f.attr for f in matrix.flavours} == set(built)
+    for name, record in records.items():
+        attrs = record["attrs"]
+        flavour = name in {f.attr for f in matrix.flavours}
+        assert attrs["__structuredAttrs"] is True, name
+        assert built[name]["outputs"] == (
+            ["out", "debug"] if flavour else ["out", "dev", "dist", "debug"]
+        ), name
+        assert own_patches(attrs["patches"]) == NIXPKGS_OWN_PATCHES, name
+        assert record["derived"]["environment"]["NIX_LDFLAGS"] == "-z,noexecstack", name
+        protoc = cmake_values(attrs["cmakeFlags"], "ONNX_CUSTOM_PROTOC_EXECUTABLE")
+        assert protoc == [f"{built[name]['protobuf']}/bin/protoc"], name
+        assert 'PathString(\\"$out/lib/\\")' in attrs["postPatch"], name
