@@ -137,13 +137,23 @@ def environment(home: Path) -> dict[str, str]:
     for name in ("COLUMNS", "LINES", "TEXTUAL", "TEXTUAL_DRIVER", "NO_COLOR"):
         env.pop(name, None)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    if CHECKOUT is not None:
+        paths = [p for p in env.get("PYTHONPATH", "").split(":") if p and Path(p) != REPO]
+        env["PYTHONPATH"] = ":".join([str(CHECKOUT), *paths])
     return env
+
+
+CHECKOUT: Path | None = None  # --checkout: another workbench's tree, run instead of this one
 
 
 def workbench_argv(state: Path) -> list[str]:
     script = Path(sys.executable).parent / "workbench"
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "workbench"]
-    return [*command, "--config", str(REPO / "configs"), "--state-dir", str(state)]
+    if CHECKOUT is not None:
+        command, configs = [sys.executable, "-m", "workbench"], CHECKOUT / "configs"
+    else:
+        command = [str(script)] if script.exists() else [sys.executable, "-m", "workbench"]
+        configs = REPO / "configs"
+    return [*command, "--config", str(configs), "--state-dir", str(state)]
 
 
 def baseline_argv() -> tuple[str, list[str]]:
@@ -201,8 +211,8 @@ def stop_builds(state: Path, env: dict[str, str]) -> None:
         [*workbench_argv(state), "status", "--json"], env=env, capture_output=True, text=True
     )
     with contextlib.suppress(ValueError):
-        for build in json.loads(done.stdout).get("builds", []):
-            if build.get("state") in ("running", "starting", "queued"):
+        for build in json.loads(done.stdout).get("running", []):
+            if build.get("id") is not None:
                 subprocess.run(
                     [*workbench_argv(state), "stop", str(build["id"])],
                     env=env,
@@ -231,7 +241,7 @@ def measure_quiet(
     build = quiet_project(work, jobs, warmup + seconds + presses * 0.6 + 15)
     start_build(state, env, "quiet", ["ninja", "-C", str(build), f"-j{jobs}"])
     name, argv = baseline_argv()
-    tui = Terminal(workbench_argv(state), env, REPO)
+    tui = Terminal(workbench_argv(state), env, work)
     baseline = Terminal(argv, env, work)
     result: dict[str, Any] = {}
     try:
@@ -242,6 +252,8 @@ def measure_quiet(
         pump_all([tui, baseline], seconds)
         ended = time.monotonic()
         cpu_tui = tui.cpu_seconds() - cpu_tui
+        if baseline.process.poll() is not None:
+            raise RuntimeError(f"{name} exited: {bytes(baseline.output[-400:])!r}")
         cpu_baseline = baseline.cpu_seconds() - cpu_baseline
         window = ended - began
         tui_bytes = tui.bytes_between(began, ended)
@@ -280,7 +292,7 @@ def build_running(state: Path, env: dict[str, str]) -> bool:
         [*workbench_argv(state), "status", "--json"], env=env, capture_output=True, text=True
     )
     with contextlib.suppress(ValueError):
-        return any(b.get("state") == "running" for b in json.loads(done.stdout).get("builds", []))
+        return bool(json.loads(done.stdout).get("running"))
     return False
 
 
@@ -338,7 +350,7 @@ def measure_follow(
     start_build(
         state, env, "chatty", [sys.executable, str(script), str(rate), str(warmup + seconds + 30)]
     )
-    tui = Terminal(workbench_argv(state), env, REPO)
+    tui = Terminal(workbench_argv(state), env, work)
     try:
         build_screen_shown(tui, 60)
         tui.write(b"p")  # the log pane in front
@@ -374,9 +386,17 @@ def main() -> None:
     parser.add_argument("--presses", type=int, default=40, help="key presses timed")
     parser.add_argument("--keep", type=Path, help="keep each terminal's raw output here")
     parser.add_argument(
+        "--checkout",
+        type=Path,
+        metavar="DIR",
+        help="run this tree's workbench instead (e.g. `git archive` of the commit before a change)",
+    )
+    parser.add_argument(
         "--quick", action="store_true", help="seconds, not minutes: 3 s windows, 5 presses"
     )
     args = parser.parse_args()
+    global CHECKOUT
+    CHECKOUT = args.checkout.resolve() if args.checkout else None
     if args.quick:
         args.seconds, args.warmup, args.presses, args.jobs = 3.0, 2.0, 5, min(args.jobs, 2)
     missing = sample_project.missing_tools()
@@ -391,6 +411,7 @@ def main() -> None:
         result: dict[str, Any] = {
             "benchmark": "tui_terminal_cost",
             "size": list(SIZE),
+            "checkout": str(CHECKOUT or REPO),
             "host": {
                 "cpus": os.cpu_count(),
                 "python": platform.python_version(),
