@@ -161,14 +161,40 @@ def _progress_words(progress: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def responding_text(record: BuildRecord, now: float | None = None) -> str:
+    """ "not responding: no report for 40s (its supervisor, pid 12, is stopped)" for a running
+    build whose supervisor has been silent for REPORT_STALE_S or more; "" otherwise."""
+    if record.responding(now):
+        return ""
+    silent = record.silent_s(now) or 0.0
+    why = ""
+    if record.supervisor_pid is not None:
+        import psutil
+
+        try:
+            state = psutil.Process(record.supervisor_pid).status()
+        except psutil.Error:
+            state = None
+        if state in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP):
+            why = f" (its supervisor, pid {record.supervisor_pid}, is stopped)"
+        elif state is not None:
+            why = f" (its supervisor, pid {record.supervisor_pid}, is busy or starved)"
+    return f"not responding: no report for {duration(silent)}{why}; figures as last reported"
+
+
 def status_line(record: BuildRecord, now: float | None = None) -> str:
-    """One line for a running build: progress, ETA, CPU, memory, what compiles."""
+    """One line for a running build: progress, ETA, CPU, memory, what compiles; for one whose
+    supervisor does not respond, what it last reported, and never an ETA."""
     now = time.time() if now is None else now
     live = record.live or {}
     parts = [f"#{record.id} {record.name} {record.state} {duration(record.elapsed(now))}"]
     progress = progress_text(record.progress or {})
     if progress:
         parts.append(progress)
+    silent = responding_text(record, now)
+    if silent:
+        parts.append(silent)
+        live = {}  # neither an ETA nor CPU and memory figures that are no longer live
     if live.get("eta_s") is not None:
         parts.append(eta_text(live) or "")
     if live:

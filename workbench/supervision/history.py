@@ -67,6 +67,10 @@ KILLED = "killed"
 STOPPED = "stopped"
 LOST = "lost"
 ACTIVE_STATES = (STARTING, RUNNING, STOPPING)
+# A running build's supervisor reports at least once a second (a sample); after this long
+# without a report it is "not responding" (stopped, starved, or unable to write the history),
+# and what it last reported (an ETA above all) is no longer shown as live.
+REPORT_STALE_S = 5.0
 FINAL_STATES = (SUCCEEDED, FAILED, KILLED, STOPPED, LOST)
 
 _SCHEMA = """
@@ -278,6 +282,18 @@ class BuildRecord:
     (`unobserved_s`: from the lost one's last report to the adoption). Empty when one
     supervisor saw the whole build."""
 
+    def silent_s(self, now: float | None = None) -> float | None:
+        """Seconds since its supervisor last reported, while it runs (None when ended or not
+        yet reporting)."""
+        if not self.active or self.updated is None or self.state != RUNNING:
+            return None
+        return max(0.0, (time.time() if now is None else now) - self.updated)
+
+    def responding(self, now: float | None = None) -> bool:
+        """Whether its supervisor reported within REPORT_STALE_S (True when not running)."""
+        silent = self.silent_s(now)
+        return silent is None or silent < REPORT_STALE_S
+
     @property
     def unobserved_s(self) -> float:
         """Seconds of the build no supervisor observed (sampled figures miss them)."""
@@ -331,6 +347,8 @@ class BuildRecord:
             "outlived": list(self.outlived),
             "adopted": list(self.adopted),
             "unobserved_s": round(self.unobserved_s, 3),
+            "silent_s": None if (silent := self.silent_s()) is None else round(silent, 1),
+            "responding": self.responding(),
         }
 
 

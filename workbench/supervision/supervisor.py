@@ -90,6 +90,9 @@ _CENSUS_FILES = 5
 # How long the build's final row is retried when the database cannot be written (a full disk):
 # the build is over, so waiting costs nothing but the lock, and the row is what `status` reads.
 FINISH_RETRY_S = 300.0
+# The loop turns at least once a second; a longer pause means this process did not run (stopped
+# with SIGSTOP, or starved): that time was not observed, and the note says so.
+GAP_S = 3.0
 FINISH_RETRY_EVERY_S = 2.0
 
 
@@ -267,6 +270,11 @@ class Supervisor:
         )
         self.samples_taken = 0
         self.samples_lost = 0
+        self.gaps: list[tuple[float, float]] = []
+        """(wall time it began, seconds) of each time this process did not run (GAP_S)."""
+        self.ended_in_gap = 0.0
+        """The length of the gap the build's root ended in (its end is known only within it)."""
+        self._last_turn: float | None = None
         self.history_failure = ""
         """Why the history could not be written (the first such failure), "" while it could."""
 
@@ -511,6 +519,9 @@ class Supervisor:
         drain_until: float | None = None
         while True:
             now = time.monotonic()
+            if self._last_turn is not None and now - self._last_turn > GAP_S:
+                self._not_observed(now - self._last_turn)
+            self._last_turn = now
             if self.stop_reason is not None and self.stop_phase is None:
                 self._begin_stop()
             if self.stop_phase == "term" and self.kill_at is not None and now >= self.kill_at:
@@ -604,6 +615,37 @@ class Supervisor:
                 self.process.returncode = os.waitstatus_to_exitcode(status)
                 if self.keeper is not None:  # should we be lost before recording it
                     self.keeper.exited(status, self.root_cpu_s)
+                if self._gap_just_ended:  # reaped as a pause ended: it ended within it
+                    self.ended_in_gap = self.gaps[-1][1]
+
+    _gap_just_ended = False
+
+    def _not_observed(self, seconds: float) -> None:
+        """This process did not run for `seconds` (stopped, starved): nothing was observed."""
+        self.gaps.append((time.time() - seconds, seconds))
+        self._gap_just_ended = True
+        self.say(f"did not run for {seconds:.1f} s (stopped or starved): not observed then")
+        self._reap()
+        self._gap_just_ended = False
+
+    def gaps_note(self) -> str:
+        """The time this supervisor did not observe, in words ("" when none)."""
+        if not self.gaps:
+            return ""
+        from workbench.supervision.follow import duration
+
+        total = sum(seconds for _, seconds in self.gaps)
+        count = "1 pause" if len(self.gaps) == 1 else f"{len(self.gaps)} pauses"
+        said = (
+            f"not observed for {duration(total)} in {count} (its supervisor did not run: "
+            "stopped or starved; no samples then, so sampled figures miss it)"
+        )
+        if self.ended_in_gap:
+            said += (
+                f"; the build ended during a pause: its wall time may be up to "
+                f"{duration(self.ended_in_gap)} too long"
+            )
+        return said
 
     def _hear_keeper(self) -> None:
         """Adopted: the keeper reaped the build's root (it is its child now) and says how it
@@ -914,6 +956,8 @@ class Supervisor:
             note = (note + "; " if note else "") + pipeline.loss.describe()
         if self.samples_lost:
             note = (note + "; " if note else "") + self.samples_note()
+        if self.gaps:
+            note = (note + "; " if note else "") + self.gaps_note()
         adopted = self._guarded("naming the adoptions", self._adoption_note)
         if adopted:
             note = (note + "; " if note else "") + adopted
