@@ -508,6 +508,13 @@ class Sampler:
                 if proc.sched_fd is not None:
                     self._fds_open += 1
                     proc.sched = procfs.read_fd(proc.sched_fd) or b""
+                    # The stat was read before this schedstat: a process that ran in between
+                    # (a forked shell that exec'd `sleep` and slept) would keep that stale
+                    # stat, its old program and state, for as long as its schedstat stays.
+                    fresh = procfs.read_fd(fd)
+                    fresh_stat = procfs.parse_stat(fresh) if fresh is not None else None
+                    if fresh is not None and fresh_stat is not None and fresh != data:
+                        data, stat = fresh, fresh_stat
         proc.raw = data
         proc.comm = stat.comm
         proc.ppid = stat.ppid
