@@ -68,6 +68,7 @@ py.buildPythonApplication {
     tomlkit
     platformdirs
     unidiff
+    argcomplete
   ];
   makeWrapperArgs = [
     # GDB for the backtrace views; appended, so a gdb the user chose comes first.

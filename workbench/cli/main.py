@@ -29,6 +29,7 @@ COMMAND_MODULES = (
     "workbench.cli.hosts_command",
     "workbench.cli.push_command",
     "workbench.cli.init_command",
+    "workbench.cli.completion",
 )
 
 
@@ -154,6 +155,13 @@ def tui_options(args_list: Sequence[str]) -> dict[str, str] | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; with no command, open the TUI."""
+    import os
+
+    if argv is None and "_ARGCOMPLETE" in os.environ:  # the shell asks for completions
+        from workbench.cli.completion import complete
+
+        complete()  # argcomplete answers and exits
+        return 0
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list == ["--version"]:  # the fast path: no parser, no imports
         from workbench.version import version_line
