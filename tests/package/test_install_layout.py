@@ -195,3 +195,20 @@ def test_every_json_document_names_its_versioned_schema(checkout: Path, tmp_path
         document = json.loads(result.stdout)
         expected = f"workbench-{command.replace(' ', '-')}/1"
         assert document["schema"] == expected, command
+
+
+def test_a_piped_doctor_keeps_every_sentence_on_its_line() -> None:
+    import json
+
+    text = bench("doctor", cwd=REPO)
+    assert text.returncode == 0, text.stderr
+    document = json.loads(bench("doctor", "--json", cwd=REPO).stdout)
+    sentences = [document["ptrace"]["reason"], *document["parallelism"]["reasons"]]
+    sentences += [reason for item in document["recommended"] for reason in item["reasons"]]
+    # Printed after "✗ N do not: ", so longer than 80 columns on their line.
+    sentences += [t["reason"] for t in document["nixpkgs_pin"]["targets"] if t.get("reason")]
+    long_ones = [sentence for sentence in sentences if len(sentence) > 60]
+    assert long_ones, "nothing long enough to have wrapped at 80 columns"
+    lines = text.stdout.splitlines()
+    for sentence in long_ones:
+        assert any(sentence in line for line in lines), sentence

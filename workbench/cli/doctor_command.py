@@ -66,10 +66,13 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(document)
         return 0
+    import sys
+
     from rich.console import Console
     from rich.markup import escape
 
-    console = Console(highlight=False)
+    # Piped (not a terminal), Rich would wrap at 80 columns, mid-sentence: lines stay whole.
+    console = Console(highlight=False, soft_wrap=not sys.stdout.isatty())
 
     def heading(text: str) -> None:
         console.print(f"\n[bold]{text}[/bold]")
