@@ -297,6 +297,28 @@ class WorkbenchApp(App[None]):
         build_id = screen.highlighted_id() if isinstance(screen, HistoryScreen) else None
         self._opening(lambda: MatrixScreen(self.state_directory, build_id))
 
+    def deliver_screenshot(
+        self, filename: str | None = None, path: str | None = None, time_format: str | None = None
+    ) -> str | None:
+        """The palette's Screenshot (and `action_screenshot`): saved under the state directory
+        (or `path`), named after the screen, and the notification says where."""
+        from workbench.tui.preferences import save_screenshot
+
+        try:
+            saved = save_screenshot(self, self.state_directory, filename, path)
+        except OSError as exc:
+            self.notify(f"Screenshot not saved: {exc}", severity="error", markup=False)
+            return None
+        self.notify(f"Screenshot saved to {saved}", title="Screenshot", markup=False)
+        return str(saved)
+
+    def watch_theme(self, theme: str) -> None:
+        """A theme chosen (the palette's "Change theme") is the next run's too."""
+        if self.is_mounted:
+            from workbench.tui.preferences import remember_theme
+
+            remember_theme(theme)
+
     def action_settings(self) -> None:
         from workbench.tui.settings_screen import SettingsScreen
 
@@ -316,13 +338,17 @@ def make_app(
     hardware and a frozen clock.
     """
     directory = config_dir(config)
-    return WorkbenchApp(
+    app = WorkbenchApp(
         directory,
         state_dir(state),
         load_matrix(directory),
         doctor or detect_this_host,
         clock or time.time,
     )
+    from workbench.tui.preferences import apply_saved
+
+    apply_saved(app)  # the saved theme and keys (a bad [keys] line: one error line, exit 2)
+    return app
 
 
 def run_app(config: str | None = None, state_dir: str | None = None) -> int:
