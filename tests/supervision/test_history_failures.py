@@ -120,3 +120,31 @@ def test_database_or_disk_is_full_isone_error_line(small_disk: Path, tmp_path: P
         check=False,
     )
     assert again.returncode == 0, again.stderr  # space returned: it works again
+
+
+def test_logs_stay_reachable_by_id_after_the_damaged_history_is_moved_aside(
+    tmp_path: Path,
+) -> None:
+    """Issue 29: after `mv history.sqlite3 history.sqlite3.damaged` (the advice above), `logs 1`
+    said "no build #1" although builds/1/build.log was there. The log folders are the record of
+    what ran: the log is shown, with a line saying the history has no row for it."""
+    state = tmp_path / "state"
+    for word in ("first", "second"):
+        ran = _cli(state, "run", "--name", word, "--", "echo", f"output of the {word} build")
+        assert ran.returncode == 0, ran.stderr
+    database = state / "history.sqlite3"
+    for suffix in ("", "-wal", "-shm"):
+        if Path(f"{database}{suffix}").exists():
+            os.rename(f"{database}{suffix}", f"{database}{suffix}.damaged")
+    third = _cli(state, "run", "--name", "third", "--", "echo", "output of the third build")
+    assert third.returncode == 0, third.stderr
+    assert "build #3 (third)" in third.stderr  # ids continue after the folders
+    for build_id, word in ((1, "first"), (2, "second"), (3, "third")):
+        shown = _cli(state, "logs", str(build_id))
+        assert shown.returncode == 0, shown.stderr
+        assert shown.stdout == f"output of the {word} build\n"
+        raw = _cli(state, "logs", str(build_id), "--raw")
+        assert raw.stdout == f"output of the {word} build\n"
+        if build_id < 3:
+            assert f"build #{build_id} is not in {database}" in shown.stderr, shown.stderr
+    assert "no build #4" in one_error_line(_cli(state, "logs", "4"))

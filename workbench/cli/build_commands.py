@@ -736,12 +736,33 @@ def _build_for_logs(history: Any, args: argparse.Namespace) -> Any:
         return latest[0]
 
 
+def _log_without_row(history: Any, build_id: int) -> Path | None:
+    """builds/ID/build.log of a build the history has no row for (a damaged history moved
+    aside keeps its builds' folders: they are the record of what ran); None when there is none."""
+    from workbench.supervision.history import build_directory
+
+    path = build_directory(history.state_directory, build_id) / "build.log"
+    return path if path.is_file() and not path.is_symlink() else None
+
+
 def run_logs(args: argparse.Namespace) -> int:
     """`workbench logs ID [--follow] [--raw]`."""
+    from workbench.errors import WorkbenchError
+
     history = _history(args)
-    record = _build_for_logs(history, args)
-    path = Path(record.log_path)
-    if args.follow and record.active:
+    try:
+        record = _build_for_logs(history, args)
+    except WorkbenchError:
+        orphan = _log_without_row(history, args.id) if args.id is not None else None
+        if orphan is None:
+            raise
+        _say(
+            f"build #{args.id} is not in {history.path} (a history moved aside or lost?); "
+            f"its log is shown from {orphan}"
+        )
+        record = None
+    path = Path(record.log_path) if record is not None else orphan
+    if record is not None and args.follow and record.active:
         return _follow(args, history, record.id, backlog=False)
     from workbench.logs.readable_map import copy_log, copy_readable
 

@@ -882,8 +882,8 @@ class History:
             f"SELECT {_COLUMNS} FROM builds WHERE id = ?", (build_id,)
         ).fetchone()
         if row is None:
-            last = self._db.execute("SELECT max(id) FROM builds").fetchone()[0]
-            known = f"ids go from 1 to {last}" if last else "the history is empty"
+            first, last = self._db.execute("SELECT min(id), max(id) FROM builds").fetchone()
+            known = f"ids go from {first} to {last}" if last else "the history is empty"
             raise WorkbenchError(
                 f"no build #{build_id} in {self.path} ({known}); `workbench history` lists them"
             )
