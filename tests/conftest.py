@@ -62,6 +62,7 @@ SLOW_FILES = {
     "patches/test_patches_cli.py": _CLI + ", with git",
     "supervision/test_earlier_runs_no_ops.py": "six real ninja builds through the supervisor",
     "supervision/test_eta_learning.py": "real ninja builds through the supervisor, edges sleeping",
+    "tui/test_snapshot_markers.py": "collects the whole suite again, as the minimum-versions run",
 }
 
 
@@ -70,10 +71,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     gone = [name for name in SLOW_FILES if not (tests / name).is_file()]
     assert not gone, f"tests/conftest.py SLOW_FILES names files that are not there: {gone}"
     for item in items:
+        # scripts/test-minimum-versions.sh leaves out test_snapshots.py and `-m snapshot`: a
+        # snap_compare test elsewhere must carry the marker (test_snapshot_markers.py checks
+        # the script's own selection; this says it at every collection, in no time).
+        fixtures = getattr(item, "fixturenames", ())
+        if (
+            "snap_compare" in fixtures
+            and item.path.name != "test_snapshots.py"
+            and not item.get_closest_marker("snapshot")
+        ):
+            raise pytest.UsageError(f"{item.nodeid} uses snap_compare: mark it `snapshot`")
         if item.get_closest_marker("slow"):
             continue
         reason = None
-        used = [name for name in SLOW_FIXTURES if name in getattr(item, "fixturenames", ())]
+        used = [name for name in SLOW_FIXTURES if name in fixtures]
         if used:
             reason = f"{used[0]}: {SLOW_FIXTURES[used[0]]}"
         elif item.get_closest_marker("nix"):

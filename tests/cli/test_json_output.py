@@ -11,6 +11,7 @@ command list is checked against the parser, so a new `--json` command without a 
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import shutil
 import subprocess
@@ -24,7 +25,10 @@ from nix_testing import needs_nix, nix_env
 from patch_fixture import diff_of, edited
 from supervision.supervised import Bench
 
+from workbench.cli.common import print_json
 from workbench.cli.main import build_parser
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def json_commands() -> set[str]:
@@ -56,6 +60,35 @@ def unsorted_objects(text: str) -> list[list[str]]:
 
     json.loads(text, object_pairs_hook=check)
     return wrong
+
+
+def test_print_json_sorts_the_keys_at_every_level(capsys: pytest.CaptureFixture[str]) -> None:
+    print_json({"z": {"y": [{"b": 1, "a": {"d": 2, "c": 1}}], "x": None}, "m": 0})
+    text = capsys.readouterr().out
+    assert unsorted_objects(text) == []
+    assert text.index('"m"') < text.index('"z"') and text.index('"c"') < text.index('"d"')
+
+
+def test_every_json_the_cli_writes_is_dumped_with_sorted_keys() -> None:
+    """The fast half of the end-to-end test below: every json.dump/dumps in the CLI's code
+    sorts its keys (print_json, through which the commands print, and trace's own)."""
+    calls = []
+    for path in sorted((REPO / "workbench" / "cli").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("dump", "dumps")
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "json"
+            ):
+                sorted_keys = any(
+                    k.arg == "sort_keys" and isinstance(k.value, ast.Constant) and k.value.value
+                    for k in node.keywords
+                )
+                calls.append((f"{path.name}:{node.lineno}", sorted_keys))
+    assert len(calls) >= 2, calls  # print_json's and trace's at least
+    assert [where for where, sorted_keys in calls if not sorted_keys] == []
 
 
 def test_the_unsorted_check_sees_a_nested_object() -> None:
