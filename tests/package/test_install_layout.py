@@ -212,3 +212,37 @@ def test_a_piped_doctor_keeps_every_sentence_on_its_line() -> None:
     lines = text.stdout.splitlines()
     for sentence in long_ones:
         assert any(sentence in line for line in lines), sentence
+
+
+@needs_git
+@pytest.mark.slow
+@pytest.mark.nix
+@pytest.mark.skipif(shutil.which("nix") is None, reason="needs nix (Debian: nix-bin)")
+def test_a_checkout_written_by_init_builds_a_variant(checkout: Path, tmp_path: Path) -> None:
+    """`workbench build` from the directory init wrote, with real Nix. nixpkgs cannot be fetched
+    here: the checkout's flake takes the STAND-IN nixpkgs (tests/nix/standin-nixpkgs.nix) as its
+    input, the one line the tests' flake_on_the_standin changes too."""
+    from nix_testing import NIX_CONFIG
+
+    standin = tmp_path / "standin"
+    standin.mkdir()
+    shutil.copy(REPO / "tests" / "nix" / "standin-nixpkgs.nix", standin / "default.nix")
+    (standin / "flake.nix").write_text("{ outputs = _: { }; }\n")
+    flake = checkout / "flake.nix"
+    text = flake.read_text()
+    pinned = text[text.index('inputs.nixpkgs.url = "github:') :].split("\n", 1)[0]
+    flake.write_text(text.replace(pinned, f'inputs.nixpkgs.url = "path:{standin}";'))
+    subprocess.run(
+        ["git", "-C", str(checkout), "commit", "-qam", "stand-in nixpkgs"],
+        env={**os.environ, **GIT_IDENTITY},
+        check=True,
+    )
+    env = {"NIX_CONFIG": NIX_CONFIG, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    state = str(tmp_path / "state")
+    variant = "onnxruntime-python313-cpu-avx2"
+    built = bench("--state-dir", state, "build", variant, "--jobs", "2", cwd=checkout, env=env)
+    assert built.returncode == 0, built.stderr[-3000:]
+    assert f"workbench: in {checkout};" in built.stderr
+    assert (checkout / f"result-{variant}").is_symlink()
+    report = bench("--state-dir", state, "report", "1", cwd=checkout, env=env)
+    assert report.returncode == 0 and variant in report.stdout, report.stderr
