@@ -172,32 +172,6 @@ def add_ort_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def release_notes(target: Any, series_directory: Path | None) -> list[str]:
-    """What a user should know before a build of `target`'s release starts: what it is, and
-    each enabled patch of the series that this release goes without (its `releases`)."""
-    from workbench.errors import WorkbenchError
-    from workbench.patches.series import load_series
-
-    if not target.ort_version:
-        return []
-    notes = []
-    if series_directory is not None and (series_directory / "matrix.toml").is_file():
-        try:
-            series = load_series(series_directory)
-        except WorkbenchError:
-            series = None
-        if series is not None:
-            for patch in series.left_out_at(target.name, target.ort_version):
-                written = ", ".join(patch.releases or ())
-                notes.append(
-                    f"patch {patch.name} is written for ONNX Runtime {written}, not "
-                    f"{target.ort_version}: this build goes without it (patches/series.toml "
-                    f"`releases`; `workbench patches check --ort {target.ort_version} --source "
-                    f"DIR` checks whether it applies)"
-                )
-    return notes
-
-
 def _launch_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--force",
@@ -339,6 +313,8 @@ def run_build(args: argparse.Namespace) -> int:
     release_line = f"ONNX Runtime {release.version}: " + (
         "nixpkgs' own, no override" if release.nixpkgs_own else f"{release.tag} ({release.why})"
     )
+    from workbench.supervision.launch import release_notes
+
     left_out = release_notes(target, directory)
     if args.dry_run:
         from workbench.host.units import gib_size

@@ -157,7 +157,8 @@ def run_matrix_build(args: argparse.Namespace) -> int:
     directory, matrix = load_config(args)
     settings = load_settings(directory, matrix)
     config = load_hosts(directory)
-    selection = select_targets(list(args.variant), args.match, matrix)
+    ort = getattr(args, "ort", None) or settings.ort_version
+    selection = select_targets(list(args.variant), args.match, matrix, ort)
     targets = selection.targets
     if selection.left_out:
         print(f"workbench: {selection.left_out_line()}", file=sys.stderr)

@@ -91,6 +91,13 @@ def _options(parser: argparse.ArgumentParser, tail: bool = False) -> None:
         help=argparse.SUPPRESS,  # gone: the source is the derivation's (a warning says so)
     )
     parser.add_argument(
+        "--ort",
+        metavar="VERSION",
+        default=default,
+        help="the ONNX Runtime release to work on (default: settings.toml's ort_version); each "
+        "release has its own workspace",
+    )
+    parser.add_argument(
         "--flake",
         metavar="DIR",
         default=default,
@@ -221,6 +228,7 @@ def run_iterate(args: argparse.Namespace) -> int:
             say,
             flake_directory=Path(args.flake) if args.flake else None,
             refresh=bool(args.refresh),
+            ort=getattr(args, "ort", None),
         )
     except LockBusy as busy:
         holder = busy.holder.get("build_id")

@@ -55,8 +55,9 @@ def run_trace(args: argparse.Namespace) -> int:
         SamplePoint(sample.t - started, sample.rss, sample.cpu_cores)
         for sample in history.samples(record.id)
     ]
+    release = (record.settings or {}).get("ort_version")
     document = chrome_trace(
-        f"build #{record.id} {record.name}",
+        f"build #{record.id} {record.name}" + (f" (ONNX Runtime {release})" if release else ""),
         analysis.edges,
         offset_s=max(0.0, analysis.origin - started),
         samples=samples,

@@ -46,6 +46,7 @@ class MatrixTarget:
         return {
             "name": self.target.name,
             "attr": self.target.attr,
+            "ort_version": self.target.ort_version or None,
             "drv": self.drv,
             "out": self.out,
             "in_store": self.in_store,
@@ -73,7 +74,9 @@ class Selection:
         )
 
 
-def select_targets(names: list[str], match: str | None, matrix: Matrix) -> Selection:
+def select_targets(
+    names: list[str], match: str | None, matrix: Matrix, ort: str | None = None
+) -> Selection:
     """The targets named, plus the variants whose names contain every word of `match` that the
     pin can build (the others are left out, and said)."""
     from workbench.configs.availability import of_variant
@@ -84,7 +87,7 @@ def select_targets(names: list[str], match: str | None, matrix: Matrix) -> Selec
         from workbench.configs.variants import expand
 
         words = match.lower().split()
-        matched = [v for v in expand(matrix) if all(word in v.name for word in words)]
+        matched = [v for v in expand(matrix, ort) if all(word in v.name for word in words)]
         if not matched:
             raise LaunchError(
                 f"--match {match!r}: no variant's name contains every word "
@@ -102,7 +105,7 @@ def select_targets(names: list[str], match: str | None, matrix: Matrix) -> Selec
                 f"pin: {left_out[0].reason}{hint}"
             )
         chosen += buildable
-    targets = [resolve_target(name, matrix) for name in dict.fromkeys(chosen)]
+    targets = [resolve_target(name, matrix, ort) for name in dict.fromkeys(chosen)]
     unique = list({t.attr: t for t in targets}.values())
     return Selection(unique, left_out, match)
 

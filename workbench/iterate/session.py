@@ -118,6 +118,7 @@ def prepare(
     say: Say,
     flake_directory: Path | None = None,
     refresh: bool = False,
+    ort: str | None = None,
 ) -> Prepared:
     """The workspace for `name` (a variant, a flavour or its flake attribute, or a Flox
     package file .flox/pkgs/NAME.nix of one), up to date.
@@ -147,7 +148,10 @@ def prepare(
         # Its own workspace: the Flox file and the flake may well give other derivations.
         paths = workspace_paths(state_directory, f"{target.name}{FLOX_SUFFIX}")
     else:
-        target = resolve_target(name, matrix)
+        # The release: --ort, else the one the name carries, else settings.toml's.
+        named = matrix.releases.split_name(name)[1] if matrix.releases else None
+        release = ort or (named.version if named else settings.ort_version)
+        target = resolve_target(name, matrix, release)
         flake = (flake_directory or default_flake_directory(config_directory)).resolve()
         if not (flake / "flake.nix").is_file():
             raise WorkspaceError(

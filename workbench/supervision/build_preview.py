@@ -8,12 +8,17 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from workbench.flake.nix_plan import NixPlan
 from workbench.host.parallelism import GIB
 from workbench.supervision.history import History, NewBuild
 from workbench.supervision.launch import display
 from workbench.supervision.tuning import JobsChoice
+
+if TYPE_CHECKING:
+    from workbench.configs.matrix import Matrix
+    from workbench.supervision.launch import Target
 
 
 @dataclass(frozen=True)
@@ -34,6 +39,8 @@ class BuildPreview:
     """build_time_checks_notes' line: ISA variants' unit tests and import check are skipped."""
     nix_plan: NixPlan | None = None
     """Nix's own plan (`nix build --dry-run`): derivations to build, paths to fetch."""
+    release_notes: tuple[str, ...] = ()
+    """For a release other than the pin's: which, its pins, and each patch it goes without."""
 
     def plan_lines(self) -> list[str]:
         """Nix's plan in words, or nothing where it was not asked."""
@@ -56,6 +63,7 @@ class BuildPreview:
             f"{choice.job_memory.gb:.2f} GiB = {self.peak_gib:.1f} GiB of "
             f"{self.available_bytes / GIB:.1f} GiB available ({choice.job_memory.source})",
         ]
+        lines += list(self.release_notes)
         if self.unread_configs:
             lines.append(f"warning: {self.unread_configs}")
         if choice.warning:
@@ -107,7 +115,7 @@ def preview_targets(
         raise LaunchError("nothing selected to build")
     matrix = load_matrix(config_directory)
     settings = load_settings(config_directory, matrix)
-    targets = [resolve_target(name, matrix) for name in names]
+    targets = [resolve_target(name, matrix, settings.ort_version) for name in names]
     problems = tuple(problem for target in targets for problem in target_problems(target))
     flake = default_flake_directory(config_directory)
     with History(state) as history:
@@ -143,4 +151,32 @@ def preview_targets(
         installables = [item for item in plan.argv if item.startswith(".#")]
         with History(state) as history:
             nix_plan = plan_from_nix(Path(plan.cwd), installables, history.last_derivation_times)
-    return BuildPreview(plan, choice, threads, available, problems, missing, unread, note, nix_plan)
+    return BuildPreview(
+        plan,
+        choice,
+        threads,
+        available,
+        problems,
+        missing,
+        unread,
+        note,
+        nix_plan,
+        _release_notes(matrix, config_directory, targets),
+    )
+
+
+def _release_notes(
+    matrix: Matrix, config_directory: Path, targets: list[Target]
+) -> tuple[str, ...]:
+    """What the preview says of a release other than the pin's (nothing for the pin's own)."""
+    from workbench.supervision.launch import release_notes
+
+    version = targets[0].ort_version
+    release = matrix.release(version or None)
+    if release.nixpkgs_own:
+        return ()
+    pins = ", ".join(f"{d.fetchcontent} {d.tag or (d.rev or '')[:8]}" for d in release.deps)
+    lines = [f"ONNX Runtime {release.version} ({release.tag}; settings.toml ort_version): {pins}"]
+    for target in targets:
+        lines += [f"warning: {line}" for line in release_notes(target, config_directory)]
+    return tuple(lines)

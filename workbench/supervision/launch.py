@@ -120,6 +120,32 @@ def resolve_target(name: str, matrix: Matrix, ort: str | None = None) -> Target:
     )
 
 
+def release_notes(target: Target, series_directory: Path | None) -> list[str]:
+    """What a user should know before a build of `target`'s release starts: what it is, and
+    each enabled patch of the series that this release goes without (its `releases`)."""
+    from workbench.errors import WorkbenchError
+    from workbench.patches.series import load_series
+
+    if not target.ort_version:
+        return []
+    notes = []
+    if series_directory is not None and (series_directory / "matrix.toml").is_file():
+        try:
+            series = load_series(series_directory)
+        except WorkbenchError:
+            series = None
+        if series is not None:
+            for patch in series.left_out_at(target.name, target.ort_version):
+                written = ", ".join(patch.releases or ())
+                notes.append(
+                    f"patch {patch.name} is written for ONNX Runtime {written}, not "
+                    f"{target.ort_version}: this build goes without it (patches/series.toml "
+                    f"`releases`; `workbench patches check --ort {target.ort_version} --source "
+                    f"DIR` checks whether it applies)"
+                )
+    return notes
+
+
 def _checked(name: str, what: str) -> str:
     if not PLAIN_NAME.match(name):
         raise LaunchError(

@@ -315,7 +315,10 @@ def _rows(builds: list[BuildFacts]) -> list[Row]:
         ),
         spec("tail_s", "Tail (fewer edges than jobs)", edge_figure("tail_s"), _tail_text, None),
     ]
-    return rows
+    # Which ONNX Runtime release: only for builds that know theirs (`workbench build`).
+    return [
+        row for row in rows if row.key != "ort_version" or any(v is not None for v in row.values)
+    ]
 
 
 def _exact(seconds: float) -> str:

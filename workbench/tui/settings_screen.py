@@ -140,6 +140,17 @@ class SettingsScreen(Screen[None]):
                     id="field-linkage",
                 ),
             )
+            releases = self.matrix.releases.offered if self.matrix.releases else ()
+            if releases:
+                yield from self._row(
+                    "ort_version",
+                    Select(
+                        [(self._release_label(r), r.version) for r in releases],
+                        value=self.values["ort_version"],
+                        allow_blank=False,
+                        id="field-ort_version",
+                    ),
+                )
             for key in SWITCH_KEYS:
                 with Horizontal(classes="field-row"):
                     yield Label(key, classes="field-label")
@@ -156,6 +167,13 @@ class SettingsScreen(Screen[None]):
                 yield Static(self._patches_note(), id="patches-note", classes="field-note")
         yield Static(id="advice")
         yield KeyFooter()
+
+    @staticmethod
+    def _release_label(release: Any) -> str:
+        """One release in the picker: the version and where its source comes from."""
+        if release.nixpkgs_own:
+            return f"{release.version} — nixpkgs' own, no override"
+        return f"{release.version} — {release.tag} source override (names end {release.suffix})"
 
     def _row(self, key: str, widget: Any) -> ComposeResult:
         with Horizontal(classes="field-row"):
@@ -241,6 +259,8 @@ class SettingsScreen(Screen[None]):
         if event.select.id == "field-linkage" and isinstance(event.value, str):
             self._check("linkage", event.value)
             self.query_one("#patches-note", Static).update(self._patches_note())
+        elif event.select.id == "field-ort_version" and isinstance(event.value, str):
+            self._check("ort_version", event.value)
 
     def on_switch_changed(self, event: Switch.Changed) -> None:
         key = (event.switch.id or "").removeprefix("field-")
