@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -85,7 +87,7 @@ def test_enabled_patches_moved_to_the_series(config_copy: Path) -> None:
     path = config_copy / "settings.toml"
     path.write_text(path.read_text() + "enabled_patches = []\n")
     line = len(path.read_text().splitlines())
-    with pytest.raises(ConfigError, match=rf"settings.toml:{line}: 'enabled_patches': patches"):
+    with pytest.raises(ConfigError, match=rf"settings.toml:{line}:1: 'enabled_patches': patches"):
         load_settings(config_copy, load_matrix(config_copy))
 
 
@@ -145,3 +147,73 @@ def test_concurrent_edits_both_land(config_copy: Path) -> None:
     assert not errors
     settings = load_settings(config_copy, matrix)
     assert (settings.ccache, settings.nvcc_threads) == (True, 3)
+
+
+# Issue 29: 47 of 148 config errors named no line (or `settings.toml:None:`), and one spanned
+# three lines. Each class: (edit of the file's text, the line and column the error must name).
+ERROR_CLASSES = {
+    "quoted unknown key": (lambda t: t + '"bogus" = 1\n', "END+1:1", "unknown setting 'bogus'"),
+    "single-quoted key": (lambda t: t + "'bogus' = 1\n", "END+1:1", "unknown setting 'bogus'"),
+    "dotted unknown key": (lambda t: t + "bogus.x = 1\n", "END+1:1", "unknown setting 'bogus'"),
+    "unknown table": (lambda t: t + "[bogus]\nx = 1\n", "END+1:2", "unknown setting 'bogus'"),
+    "a table where a value belongs": (
+        lambda t: t.replace('ninja_jobs = "auto"\n', "") + "[ninja_jobs]\na = 1\nb = 2\n",
+        "[ninja_jobs]",
+        "ninja_jobs = {a = 1, b = 2}: refused",
+    ),
+    "a missing key": (
+        lambda t: t.replace("max_jobs = 1\n", ""),
+        "END-1",
+        "setting 'max_jobs' is missing",
+    ),
+    "at end of document": (lambda t: t + "trailing", "END+1:9", "at the end of the file"),
+}
+
+
+@pytest.mark.parametrize("case", list(ERROR_CLASSES))
+def test_every_config_error_is_one_line_naming_line_and_column(
+    config_copy: Path, case: str
+) -> None:
+    from cli_errors import one_error_line
+
+    path = config_copy / "settings.toml"
+    text = path.read_text()
+    edit, where, said = ERROR_CLASSES[case]
+    end = text.count("\n")  # the file ends with a newline: END+1 is the first added line
+    new = edit(text)
+    path.write_text(new)
+    if where == "END-1":  # the changed file's last line
+        where = str(new.rstrip("\n").count("\n") + 1)
+    elif where.startswith("["):  # the table's header line
+        where = str(new.splitlines().index(where) + 1)
+    else:
+        line, _, column = where.partition(":")
+        where = f"{end + int(line[4:])}:{column}"
+    error = one_error_line(_cli(config_copy, "config", "show"))
+    assert error.startswith(f"workbench: error: {path}:{where}:"), error
+    assert said in error, error
+
+
+def test_bad_utf8_names_line_and_column_not_a_byte_offset(config_copy: Path) -> None:
+    from cli_errors import one_error_line
+
+    path = config_copy / "settings.toml"
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    index = next(i for i, line in enumerate(lines) if line.startswith(b"max_jobs"))
+    lines[index] += b" # caf\xe9"
+    path.write_bytes(b"\n".join(lines))
+    error = one_error_line(_cli(config_copy, "config", "show"))
+    column = len(lines[index]) - 1 + 1  # the bad byte is the last
+    assert error.startswith(f"workbench: error: {path}:{index + 1}:{column}: not UTF-8"), error
+    assert "at byte" not in error
+
+
+def _cli(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "workbench", "--config", str(config), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )

@@ -15,6 +15,7 @@ from workbench.configs.toml_files import (
     line_of_key,
     load_document,
     load_toml,
+    locate_key,
     locked_directory,
     read_text,
     write_atomically,
@@ -297,7 +298,30 @@ def _refusal(
 ) -> ConfigError:
     where = f"{path}:{line}" if line else str(path)
     allowed = _spec(key).allowed(context)
-    return ConfigError(f"{where}: {key} = {_shown(shown)}: refused ({why}); allowed: {allowed}")
+    return ConfigError(
+        f"{where}: {key} = {_shown(_one_line(shown))}: refused ({why}); allowed: {allowed}"
+    )
+
+
+def _one_line(shown: Any) -> Any:
+    """A value as one line of a message: a table (`[key]` and its lines) as an inline table."""
+    if not isinstance(shown, str) or "\n" not in shown.strip():
+        return shown.strip() if isinstance(shown, str) else shown
+    lines = [line.strip() for line in shown.strip().splitlines() if line.strip()]
+    return "{" + ", ".join(lines) + "}"
+
+
+def _toml_value(value: Any) -> str:
+    """A value as TOML text for a message (tomlkit: only to show a refused value)."""
+    import tomlkit
+
+    return tomlkit.item(value).as_string()
+
+
+def _where(path: Path, text: str, key: str) -> str:
+    """`path:line:column` of `key` in the file's text (`path:1` if it cannot be found)."""
+    found = locate_key(text, key)
+    return f"{path}:{found[0]}:{found[1]}" if found else f"{path}:1"
 
 
 def _validate(data: dict[str, Any], path: Path, text: str, context: Context) -> BuildSettings:
@@ -305,10 +329,9 @@ def _validate(data: dict[str, Any], path: Path, text: str, context: Context) -> 
     if unknown:
         key = unknown[0]
         if key in MOVED:
-            raise ConfigError(f"{path}:{line_of_key(text, key)}: {key!r}: {MOVED[key]}")
+            raise ConfigError(f"{_where(path, text, key)}: {key!r}: {MOVED[key]}")
         raise ConfigError(
-            f"{path}:{line_of_key(text, key)}: unknown setting {key!r}; "
-            f"settings: {', '.join(SPECS)}"
+            f"{_where(path, text, key)}: unknown setting {key!r}; settings: {', '.join(SPECS)}"
         )
     values = {}
     for key, spec in SPECS.items():
@@ -319,13 +342,16 @@ def _validate(data: dict[str, Any], path: Path, text: str, context: Context) -> 
             values[key] = context.matrix.ort_version
             continue
         if key not in data:
-            raise ConfigError(f"{path}: setting {key!r} is missing ({spec.meaning})")
+            # Where to add it: after the file's last line.
+            last = text.rstrip("\n").count("\n") + 1
+            raise ConfigError(
+                f"{path}:{last}: setting {key!r} is missing ({spec.meaning}); add a line "
+                f"`{key} = ...` (allowed: {spec.allowed(context)})"
+            )
         try:
             values[key] = spec.check(data[key], context)
         except Refused as why:
-            import tomlkit  # only to show a refused value as TOML: reading needs none
-
-            shown = tomlkit.item(data[key]).as_string()
+            shown = _toml_value(data[key])
             raise _refusal(path, line_of_key(text, key), key, shown, why, context) from None
     return BuildSettings(**values)
 
@@ -359,9 +385,7 @@ def _with_user_values(settings: BuildSettings, context: Context) -> BuildSetting
         try:
             values[key] = SPECS[key].check(data[key], context)
         except Refused as why:
-            import tomlkit
-
-            shown = tomlkit.item(data[key]).as_string()
+            shown = _toml_value(data[key])
             path = user_settings_path()
             raise _refusal(path, line_of_key(text, key), key, shown, why, context) from None
     return replace(settings, **values) if values else settings

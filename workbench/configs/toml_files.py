@@ -32,7 +32,13 @@ def read_text(path: Path) -> str:
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file") from None
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        data = exc.object
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ConfigError(
+            f"{path}:{line}:{column}: not UTF-8 text ({exc.reason}: byte "
+            f"0x{data[exc.start]:02x}); save the file as UTF-8"
+        ) from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
 
@@ -103,7 +109,16 @@ def load_toml(path: Path) -> dict[str, Any]:
         if found:
             line, column = found.groups()
             raise ConfigError(f"{path}:{line}:{column}: malformed TOML: {reason}") from None
-        raise ConfigError(f"{path}: malformed TOML: {reason}") from None
+        if "(at end of document)" in reason:
+            # The last line, just after its last character (where the parser ran out).
+            reason = reason.replace("(at end of document)", "").strip()
+            body = text.rstrip("\n")
+            line = body.count("\n") + 1
+            column = len(body) - (body.rfind("\n") + 1) + 1
+            raise ConfigError(
+                f"{path}:{line}:{column}: malformed TOML: {reason}, at the end of the file"
+            ) from None
+        raise ConfigError(f"{path}:1: malformed TOML: {reason}") from None
     except ValueError as exc:  # Python's limit on int conversion, raised through tomllib
         raise _too_long_number(path, text) or ConfigError(f"{path}: {exc}") from None
 
@@ -130,11 +145,31 @@ def load_document(path: Path) -> tomlkit.TOMLDocument:
         raise _too_long_number(path, text) or ConfigError(f"{path}: {exc}") from None
 
 
+def locate_key(text: str, key: str) -> tuple[int, int] | None:
+    """(line, column), 1-based, where top-level `key` is given a value: `key = ...`, quoted
+    (`"key" = ...`, `'key' = ...`), dotted (`key.sub = ...`) or as a table (`[key]`,
+    `[key.sub]`, `[[key]]`); else the first line that holds the key's text; None if none does."""
+    name = rf"(?:{re.escape(key)}|\"{re.escape(key)}\"|'{re.escape(key)}')"
+    patterns = (
+        rf"^[ \t]*({name})[ \t]*(?:=|\.)",
+        rf"^[ \t]*\[\[?[ \t]*({name})[ \t]*[\].]",
+    )
+    found = [m for p in patterns if (m := re.search(p, text, re.MULTILINE)) is not None]
+    if not found:
+        plain = re.search(re.escape(key), text)
+        if plain is None:
+            return None
+        start = plain.start()
+    else:
+        start = min(match.start(1) for match in found)
+    line = text.count("\n", 0, start) + 1
+    return line, start - (text.rfind("\n", 0, start) + 1) + 1
+
+
 def line_of_key(text: str, key: str) -> int | None:
-    """The 1-based line where `key = ...` is assigned at the start of a line, if any."""
-    pattern = re.compile(rf"^[ \t]*{re.escape(key)}[ \t]*=", re.MULTILINE)
-    found = pattern.search(text)
-    return text.count("\n", 0, found.start()) + 1 if found else None
+    """The 1-based line where `key` is given a value (`locate_key`), if any."""
+    found = locate_key(text, key)
+    return found[0] if found else None
 
 
 def _line_endings_of(path: Path, text: str) -> str:
