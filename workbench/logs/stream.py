@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from json.decoder import scanstring
 from typing import BinaryIO
 
-from workbench.logs.visible import terminal_text
+from workbench.logs.visible import terminal_text, visible
 from workbench.progress import ProgressTracker
 
 BLOCK = 1 << 20
@@ -29,6 +30,20 @@ _CONTROL_TABLE = bytes(
     0 if (i < 0x20 and i not in (0x09, 0x0A)) or i == 0x7F else 1 for i in range(256)
 )
 _C1 = re.compile(rb"\xc2[\x80-\x9f]")
+# A builder's log line as Nix writes it (sorted keys): '@nix {"action":"result","fields":
+# ["TEXT"],"id":N,"type":101}'. Without a backslash in the line, TEXT ends at the next quote.
+_LOG_LINE_PREFIX = '@nix {"action":"result","fields":["'
+_TEXT_AT = len(_LOG_LINE_PREFIX)
+_TEXT_END = '"],"id":'
+_TYPE_101 = ',"type":101}'
+
+
+def _no_controls(block: bytes) -> bool:
+    """No control character (but tab and newline) or C1 control in the block: every plain line
+    is its readable form as it stands, and so is a builder line's text without a JSON escape."""
+    if block.translate(_CONTROL_TABLE).find(0) >= 0:
+        return False
+    return block.isascii() or b"\xc2" not in block or _C1.search(block) is None
 
 
 def readable_as_is(block: bytes) -> bool:
@@ -80,6 +95,7 @@ class ReadableStream:
     def __init__(self) -> None:
         # Only for the derivation names of builder lines: fed the `start` events alone.
         self._names = ProgressTracker()
+        self._prefixes: dict[str, str] = {}  # derivation name → "name> ", shown (made visible)
         self._cutter = LineCutter()
 
     def feed(self, data: bytes) -> bytes:
@@ -104,7 +120,8 @@ class ReadableStream:
 
     def render_lines(self, block: bytes) -> bytes:
         """Complete lines known not to be readable as they are → their readable form."""
-        return self._lines(block.decode("utf-8", "replace"))
+        text = block.decode("utf-8", "replace")
+        return self._plain_lines(text) if _no_controls(block) else self._lines(text)
 
     def learn_names(self, block: bytes) -> None:
         """Fold in the `start` events of lines whose readable form is not wanted (skipped)."""
@@ -113,6 +130,51 @@ class ReadableStream:
         for line in block.decode("utf-8", "replace").split("\n"):
             if line.startswith("@nix ") and not line.startswith(_RESULT_EVENT):
                 self._names.feed(line)
+
+    def _plain_lines(self, text: str) -> bytes:
+        """`_lines` for a block without control characters (`_no_controls`): a plain line is
+        itself, a builder's line is cut out of its JSON by position (decoded by JSON's scanner
+        only where it holds an escape); other events as in `_lines`. The same bytes as `_lines`
+        (tests/logs compare them), without a second tracker pass over every builder line."""
+        names = self._names
+        by_activity = names.activity_names
+        prefixes = self._prefixes
+        shown: list[str] = []
+        append = shown.append
+        for line in text.split("\n")[:-1]:
+            if not line.startswith("@nix "):
+                append(line)
+                continue
+            if line.startswith(_LOG_LINE_PREFIX) and line.endswith(_TYPE_101):
+                if "\\" in line:  # an escape: JSON's own scanner decodes the text
+                    try:
+                        words, end = scanstring(line, _TEXT_AT)
+                    except ValueError:
+                        end = -1
+                    end -= 1  # the closing quote
+                    words = terminal_text(words) if end >= 0 else ""
+                else:
+                    end = line.find('"', _TEXT_AT)
+                    words = line[_TEXT_AT:end]
+                if end >= 0 and line.startswith(_TEXT_END, end):
+                    source = by_activity.get(line[end + len(_TEXT_END) : -len(_TYPE_101)])
+                    if source is None:
+                        append(words)
+                        continue
+                    prefix = prefixes.get(source)
+                    if prefix is None:
+                        prefix = prefixes[source] = f"{visible(source)}> "
+                    append(prefix + words)
+                    continue
+            if not line.startswith(_RESULT_EVENT):
+                names.feed(line)
+            rendered = names.render_line(line)
+            if rendered is not None:
+                append(rendered)
+        if not shown:
+            return b""
+        shown.append("")
+        return "\n".join(shown).encode("utf-8", "replace")
 
     def _lines(self, text: str) -> bytes:
         names = self._names

@@ -532,6 +532,11 @@ class ProgressTracker:
         return None
 
     @property
+    def activity_names(self) -> dict[str, str]:
+        """Build activity id digits → derivation name, every one seen (the tracker's own)."""
+        return self._names
+
+    @property
     def last_line(self) -> str:
         """The latest line a person would read, rendered as `nix build -L` shows it."""
         return self.render_line(self._last) or "" if self._last else ""
