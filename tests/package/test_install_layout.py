@@ -98,6 +98,7 @@ def test_commands_in_a_checkout_use_it_and_per_user_settings_leave_it_clean(
     preview = bench("build", "onnxruntime-python313-cpu-avx2", "--dry-run", cwd=checkout)
     assert preview.stdout.startswith("nix ") and "--cores 6 --max-jobs 2" in preview.stdout
     assert f"# in {checkout}\n" in preview.stderr
+    assert "# 6 jobs from your settings (ninja_jobs)" in preview.stderr  # not the checkout's
 
 
 @needs_git

@@ -303,7 +303,7 @@ async def test_the_header_shows_the_settings_in_force_beside_the_recommendation(
         await pilot.pause()
         summary = text_of(app.screen.query_one("#host-summary", Static))
         advice = app.report.parallelism
-        assert "Jobs 6 × 8 nvcc threads (settings.toml)" in summary
+        assert "Jobs 6 × 8 nvcc threads (your settings)" in summary  # the per-user file's
         assert f"recommended {advice.jobs} × {advice.nvcc_threads}" in summary
         assert "GiB free" in summary and " GB" not in summary
 

@@ -399,6 +399,14 @@ def per_user(key: str) -> bool:
     return key in BUILD_KEYS
 
 
+def origin(key: str) -> str:
+    """Where a setting's value in force comes from, for labels: "your settings" when the
+    per-user file sets it, else "settings.toml" (the checkout's)."""
+    from workbench.user_settings import load_user_settings
+
+    return "your settings" if per_user(key) and key in load_user_settings()[0] else "settings.toml"
+
+
 def written_to(config_directory: Path, key: str) -> Path:
     """The file `set_settings` writes `key` to."""
     from workbench.user_settings import user_settings_path

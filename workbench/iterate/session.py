@@ -317,7 +317,9 @@ def choose_jobs(history: Any, prepared: Prepared, explicit: int | None = None) -
         return JobsChoice(explicit, "--jobs")
     settings = prepared.settings
     if settings.ninja_jobs != "auto":
-        return JobsChoice(int(settings.ninja_jobs), "settings.toml (ninja_jobs)")
+        from workbench.configs.settings import origin
+
+        return JobsChoice(int(settings.ninja_jobs), f"{origin('ninja_jobs')} (ninja_jobs)")
     from workbench.supervision.tuning import choose_jobs_for
 
     choice = choose_jobs_for(

@@ -88,7 +88,9 @@ def choose_jobs(
     if explicit is not None:
         jobs, source, reasons = explicit, "--jobs", ()
     elif settings.ninja_jobs != "auto":
-        jobs, source, reasons = int(settings.ninja_jobs), "settings.toml (ninja_jobs)", ()
+        from workbench.configs.settings import origin
+
+        jobs, source, reasons = int(settings.ninja_jobs), f"{origin('ninja_jobs')} (ninja_jobs)", ()
     else:
         architectures = len(settings.cuda_architectures) or 1
         # Sized for the nvcc threads the build will run with (settings.toml's), not the ones

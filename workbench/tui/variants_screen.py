@@ -133,7 +133,9 @@ def settings_in_force(matrix: Matrix, settings: BuildSettings, report: DoctorRep
     threads = settings.nvcc_threads if cuda else 1
     unit = "nvcc thread" if threads == 1 else "nvcc threads"
     if settings.ninja_jobs != "auto":
-        return f"{settings.ninja_jobs} × {threads} {unit} (settings.toml)"
+        from workbench.configs.settings import origin
+
+        return f"{settings.ninja_jobs} × {threads} {unit} ({origin('ninja_jobs')})"
     hardware = report.hardware
     choice = choose_jobs(
         settings,
