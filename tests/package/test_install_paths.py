@@ -84,8 +84,8 @@ def install(path: str, dist: dict[str, Path], home: Path, env: dict[str, str]) -
 
 
 def interpreter_of(command: Path) -> str:
-    """The Python the installed console script runs (its shebang)."""
-    return command.read_text().splitlines()[0].removeprefix("#!").strip()
+    """The Python the installed console script runs (its shebang's program; pipx adds -E)."""
+    return command.read_text().splitlines()[0].removeprefix("#!").split()[0]
 
 
 @pytest.mark.parametrize("path", ["pip-wheel", "pip-sdist", "uv-tool", "pipx"])

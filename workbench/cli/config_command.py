@@ -97,7 +97,12 @@ def run(args: argparse.Namespace) -> int:
             }
         )
         return 0
-    print(f"# {settings_path(directory)} (tracked: changes what Nix builds)")
+    from workbench.paths import is_packaged_defaults
+
+    if is_packaged_defaults(directory):
+        print(f"# {settings_path(directory)} (installed defaults, read-only: `workbench init DIR`)")
+    else:
+        print(f"# {settings_path(directory)} (tracked: changes what Nix builds)")
     print(f"# {user_settings_path()} (yours, on this host: marked [user])")
     width = max(len(key) for key in (*SPECS, *OWN_KEYS))
     for key, spec in SPECS.items():
