@@ -299,6 +299,17 @@ def run_smoke(args: argparse.Namespace) -> int:
     from workbench.debugging import smoke
 
     target = list(args.target)
+    # `smoke NAME --ort V`: the remainder took the option; take it back (not after `--`).
+    if target and target[0] != "--":
+        for index, word in enumerate(target):
+            if word == "--ort" and index + 1 < len(target):
+                args.ort = target[index + 1]
+                del target[index : index + 2]
+                break
+            if word.startswith("--ort="):
+                args.ort = word.split("=", 1)[1]
+                del target[index]
+                break
     progress = _progress(args)
     common = {
         "timeout": args.timeout,
