@@ -28,6 +28,7 @@ from textual.widgets import ProgressBar, Static
 
 from workbench.logs.readable import DerivationNames, readable_line
 from workbench.progress import ProgressTracker
+from workbench.progress.live_view import ProcessView
 from workbench.supervision.history import (
     FAILED,
     STOPPED,
@@ -440,13 +441,15 @@ def test_process_rows_sort_by_any_column() -> None:
     assert [row.pid for row in sorted_rows(rows, "cpu", True)] == [1, 2, 3]
     assert [row.pid for row in sorted_rows(rows, "pid", False)] == [1, 2, 3]
     assert [row.pid for row in sorted_rows(rows, "file", False)] == [1, 2, 3]
-    live = ProcessRow.from_live(
-        json.loads(
-            '{"pid": 7, "tool": "nvcc", "kind": "cuda", "file": "a.cu", "cpu_percent": 5,'
-            ' "rss": 1, "running_s": 2.0}'
+    live = ProcessRow.from_view(
+        ProcessView.from_json(
+            json.loads(
+                '{"pid": 7, "tool": "cicc", "kind": "cuda", "file": "a.cu", "cpu_percent": 5,'
+                ' "rss": 1, "running_s": 2.0, "driver": "nvcc"}'
+            )
         )
     )
-    assert (live.pid, live.kind, live.file) == (7, "cuda", "a.cu")
+    assert (live.pid, live.kind, live.file, live.tool) == (7, "cuda", "a.cu", "cicc←nvcc")
 
 
 class GraphApp(App[None]):

@@ -845,7 +845,7 @@ def run_status(args: argparse.Namespace) -> int:
                 if record.started
                 else "-"
             )
-            detail = visible(record.note or progress_text(record.progress or {}))
+            detail = visible(record.note or progress_text(record.progress_view))
             name = visible(record.name)
             print(
                 f"{record.id:>4}  {record.state:9}  {name[:36]:36}  {started:16}  "

@@ -177,15 +177,11 @@ def latest_matrix_build(history: History, limit: int = 50) -> BuildRecord | None
 
 def _running_since(record: BuildRecord) -> dict[str, float]:
     """derivation name -> when it started, as the supervisor last wrote it."""
-    found: dict[str, float] = {}
-    progress = record.progress if isinstance(record.progress, dict) else {}
-    for derivation in progress.get("derivations", []) or []:
-        if not isinstance(derivation, dict):
-            continue
-        name, started = derivation.get("name"), derivation.get("started")
-        if isinstance(name, str) and isinstance(started, int | float):
-            found[name] = float(started)
-    return found
+    return {
+        derivation.name: derivation.started
+        for derivation in record.progress_view.derivations
+        if derivation.started is not None
+    }
 
 
 def _stored_row(row: TargetRow) -> MatrixRow:

@@ -29,6 +29,7 @@ from typing import Any
 
 from workbench.analysis import eta_model
 from workbench.progress import Progress
+from workbench.progress.live_view import EtaView, ProgressView
 from workbench.supervision.history import EarlierRun, History
 
 # Extrapolating from the first per cent of a build is noise: configure steps, then fast files.
@@ -53,18 +54,18 @@ class Eta:
     basis: str
     low_s: float | None = None
     high_s: float | None = None
+    first_build: bool = False
+    """Nothing earlier to learn from: this build's own pace so far, extrapolated."""
 
-    def to_live(self) -> dict[str, Any]:
-        """The live view's ETA fields (`eta_s`, `eta_low_s`, `eta_high_s`, `eta_basis`)."""
-        return {
-            "eta_s": round(self.remaining_s, 1),
-            "eta_low_s": None if self.low_s is None else round(self.low_s, 1),
-            "eta_high_s": None if self.high_s is None else round(self.high_s, 1),
-            "eta_basis": self.basis,
-        }
-
-
-NO_ETA: dict[str, Any] = {"eta_s": None, "eta_low_s": None, "eta_high_s": None, "eta_basis": None}
+    def view(self) -> EtaView:
+        """The live view's ETA (`progress.live_view.EtaView`)."""
+        return EtaView(
+            round(self.remaining_s, 1),
+            None if self.low_s is None else round(self.low_s, 1),
+            None if self.high_s is None else round(self.high_s, 1),
+            self.basis,
+            self.first_build,
+        )
 
 
 def progress_fraction(progress: Progress) -> float | None:
@@ -119,6 +120,7 @@ def estimate(elapsed_s: float, fraction: float | None, earlier: Sequence[Earlier
             "extrapolated from progress so far",
             remaining * max(0.0, 1.0 - width),
             remaining * (1.0 + width),
+            first_build=True,
         )
     return None
 
@@ -214,7 +216,13 @@ class LiveEta:
             # A first run of this work: only its own edges so far.
             learned = eta_model.extrapolate(elapsed_s, counts[1], counts[0])
             if learned is not None:
-                return Eta(learned.remaining_s, learned.basis, learned.low_s, learned.high_s)
+                return Eta(
+                    learned.remaining_s,
+                    learned.basis,
+                    learned.low_s,
+                    learned.high_s,
+                    first_build=True,
+                )
         return by_progress
 
 
@@ -243,8 +251,8 @@ class Replay:
             (edge.ended - start, edge.outputs[0], edge.ended - edge.started)
             for edge in history.edges(build_id)
         )
-        step = (record.progress or {}).get("step") or {}
-        total = step.get("total") if step.get("tool") == "ninja" else None
+        step = ProgressView.from_json(record.progress).step
+        total = step.total if step is not None and step.tool == "ninja" else None
         fractions = [
             (sample.t - start, sample.fraction)
             for sample in history.samples(build_id)

@@ -18,11 +18,11 @@ import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from workbench.host.units import byte_size as size  # re-exported: the views' one formatter
 from workbench.logs.visible import visible
 from workbench.progress import ProgressTracker
+from workbench.progress.live_view import EtaView, LiveView, ProgressView
 from workbench.supervision.history import (
     KILLED,
     LOST,
@@ -107,17 +107,19 @@ def duration(seconds: float | None) -> str:
     return f"{hours}h{minutes:02d}m"
 
 
-def eta_text(live: dict[str, Any]) -> str | None:
-    """ "ETA 1m05s (50s-1m30s)": the live view's ETA with the range it is likely in; None when
-    the supervisor has none."""
-    if live.get("eta_s") is None:
+def eta_text(eta: EtaView | None) -> str | None:
+    """ "ETA 1m05s (50s–1m30s)": the ETA with the range it is likely in ("first build" when
+    nothing earlier supports it); None when the supervisor has none."""
+    if eta is None:
         return None
-    low, high = live.get("eta_low_s"), live.get("eta_high_s")
-    spread = f" ({duration(low)}–{duration(high)})" if low is not None and high is not None else ""
-    return f"ETA {duration(live['eta_s'])}{spread}"
+    spread = ""
+    if eta.low_s is not None and eta.high_s is not None:
+        spread = f" ({duration(eta.low_s)}–{duration(eta.high_s)})"
+    first = ", first build: no history" if eta.first_build else ""
+    return f"ETA {duration(eta.remaining_s)}{spread}{first}"
 
 
-def progress_text(progress: dict[str, Any]) -> str:
+def progress_text(progress: ProgressView) -> str:
     """Progress in words ("ninja 12/40 (30%)", "3/5 derivations, ..."); "" if the log says none."""
     return visible(_progress_words(progress))
 
@@ -126,8 +128,8 @@ def loss_text(record: BuildRecord) -> str:
     """What of the build's output its log lacks (a full disk), in words; "" when nothing."""
     from workbench.supervision.pipeline import describe_loss
 
-    lost = (record.progress or {}).get("output_lost")
-    return describe_loss(lost) if isinstance(lost, dict) else ""
+    lost = record.progress_view.output_lost
+    return describe_loss(dict(lost)) if lost else ""
 
 
 def adoption_text(record: BuildRecord) -> str:
@@ -143,21 +145,21 @@ def adoption_text(record: BuildRecord) -> str:
     )
 
 
-def _progress_words(progress: dict[str, Any]) -> str:
+def _progress_words(progress: ProgressView) -> str:
     parts: list[str] = []
-    if progress.get("nix") and progress.get("planned"):
-        failed = f", {progress['failed']} failed" if progress.get("failed") else ""
-        parts.append(f"{progress.get('done', 0)}/{progress['planned']} derivations{failed}")
-        for derivation in progress.get("derivations", [])[:2]:
-            step = derivation.get("step")
-            inner = f" {step['tool']} {step['done']}/{step['total']}" if step else ""
-            phase = f" {derivation['phase']}" if derivation.get("phase") else ""
-            parts.append(f"{derivation['name']}{phase}{inner}")
-    else:
-        step = progress.get("step")
-        if step:
-            percent = 100 * step["done"] / step["total"] if step["total"] else 0
-            parts.append(f"{step['tool']} {step['done']}/{step['total']} ({percent:.0f}%)")
+    if progress.nix and progress.planned:
+        failed = f", {progress.failed} failed" if progress.failed else ""
+        parts.append(f"{progress.done}/{progress.planned} derivations{failed}")
+        for derivation in progress.derivations[:2]:
+            step = derivation.step
+            inner = f" {step.tool} {step.done}/{step.total}" if step else ""
+            phase = f" {derivation.phase}" if derivation.phase else ""
+            parts.append(f"{derivation.name}{phase}{inner}")
+    elif progress.step is not None:
+        step = progress.step
+        parts.append(f"{step.tool} {step.done}/{step.total} ({100 * step.fraction:.0f}%)")
+    elif progress.nothing_to_do:
+        parts.append("ninja: no work to do")
     return ", ".join(parts)
 
 
@@ -182,35 +184,61 @@ def responding_text(record: BuildRecord, now: float | None = None) -> str:
     return f"not responding: no report for {duration(silent)}{why}; figures as last reported"
 
 
+def running_text(live: LiveView, limit: int = 3) -> str:
+    """ "compiling a.cc, b.cc (+2)": what the sampler saw the build work on at its latest sample;
+    "" when it saw nothing."""
+    if not live.running:
+        return ""
+    names = [os.path.basename(edge.what) or edge.what for edge in live.running]
+    more = f" (+{len(names) - limit})" if len(names) > limit else ""
+    return "running: " + ", ".join(names[:limit]) + more
+
+
+def peak_text(live: LiveView) -> str:
+    """ "peak 1.08 GiB": the build's own peak RSS since it started; "" before any sample."""
+    return f"peak {size(live.peak.rss)}" if live.sampled and live.peak.rss else ""
+
+
+def contention_text(live: LiveView) -> str:
+    """ "others on host: 3.1 cores now, 2.4 mean; 10 other build processes" ; "" when none."""
+    other = live.other
+    if other is None:
+        return ""
+    parts = []
+    if other.samples:
+        parts.append(
+            f"other processes use {other.cpu_cores:.1f} of {live.cpus} cores "
+            f"(mean {other.mean_cpu_cores:.1f})"
+        )
+    if other.build_processes:
+        parts.append(f"{other.build_processes} other build processes on this host")
+    return "; ".join(parts)
+
+
 def status_line(record: BuildRecord, now: float | None = None) -> str:
     """One line for a running build: progress, ETA, CPU, memory, what compiles; for one whose
     supervisor does not respond, what it last reported, and never an ETA."""
     now = time.time() if now is None else now
-    live = record.live or {}
+    live = record.live_view
     parts = [f"#{record.id} {record.name} {record.state} {duration(record.elapsed(now))}"]
-    progress = progress_text(record.progress or {})
+    progress = progress_text(record.progress_view)
     if progress:
         parts.append(progress)
     silent = responding_text(record, now)
     if silent:
         parts.append(silent)
-        live = {}  # neither an ETA nor CPU and memory figures that are no longer live
-    if live.get("eta_s") is not None:
-        parts.append(eta_text(live) or "")
-    if live:
-        parts.append(f"CPU {live.get('cpu_cores', 0):.1f}/{live.get('cpus', 0)} cores")
-        parts.append(
-            f"RSS {size(live.get('rss'))} ({size(live.get('memory_available'))} available)"
-        )
-        files = [
-            os.path.basename(job["file"])
-            for job in live.get("jobs", [])
-            if job.get("file") and job.get("kind") in ("compiler", "cuda")
-        ]
-        unique = list(dict.fromkeys(files))
-        if live.get("compile_jobs"):
-            shown = ", ".join(unique[:3]) + (" ..." if len(unique) > 3 else "")
-            parts.append(f"{live['compile_jobs']} compiling: {shown}" if shown else "")
+        live = LiveView()  # neither an ETA nor CPU and memory figures that are no longer live
+    eta = eta_text(live.eta)
+    if eta is not None:
+        parts.append(eta)
+    if live.sampled:
+        parts.append(f"CPU {live.cpu_cores:.1f}/{live.cpus} cores")
+        parts.append(f"RSS {size(live.rss)} ({size(live.memory_available)} available)")
+        parts.append(peak_text(live))
+        parts.append(running_text(live))
+        contention = contention_text(live)
+        if contention:
+            parts.append(contention)
     lost = loss_text(record)
     if lost:
         parts.append(lost)

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import WorkbenchError
+from workbench.progress.live_view import LiveView, ProgressView
 from workbench.supervision import private_state
 
 DB_NAME = "history.sqlite3"
@@ -304,6 +305,16 @@ class BuildRecord:
         """Whether the build has not ended (as far as the history knows)."""
         return self.state in ACTIVE_STATES
 
+    @property
+    def progress_view(self) -> ProgressView:
+        """The build's progress as its supervisor last wrote it, typed."""
+        return ProgressView.from_json(self.progress)
+
+    @property
+    def live_view(self) -> LiveView:
+        """The build's live view (measurements, peaks, ETA, contention) as last written."""
+        return LiveView.from_json(self.live)
+
     def elapsed(self, now: float | None = None) -> float | None:
         """Seconds it ran: the duration when it ended, else the time since it started."""
         if self.duration_s is not None:
@@ -341,8 +352,8 @@ class BuildRecord:
             "build_pid": self.build_pid,
             "pgid": self.pgid,
             "lines": self.lines,
-            "progress": self.progress,
-            "live": self.live,
+            "progress": self.progress_view.to_json(),
+            "live": self.live_view.to_json() if self.live else {},
             "forced": self.forced,
             "outlived": list(self.outlived),
             "adopted": list(self.adopted),
@@ -1255,10 +1266,10 @@ class History:
         for build_id, started, duration, progress in rows:
             # A Nix build that found everything in the store took seconds: it says nothing
             # about how long building takes.
-            final = _loads(progress, {})
-            if final.get("nix") and not final.get("done"):
+            final = ProgressView.from_json(_loads(progress, {}))
+            if final.nix and not final.done:
                 continue
-            ran_steps = bool(final.get("done") or (final.get("step") or {}).get("done"))
+            ran_steps = bool(final.done or (final.step is not None and final.step.done))
             curve: list[tuple[float, float]] = []
             reached = 0.0
             for t, fraction in self._db.execute(

@@ -160,14 +160,11 @@ def refresh_outlived(history: History, record: BuildRecord) -> BuildRecord:
 def lost_note(record: BuildRecord, left: list[tree.Member] | None = None) -> str:
     """What is known of a build whose supervisor is gone (`left`: what still runs of it)."""
     parts = [f"its supervisor (pid {record.supervisor_pid}) is gone"]
-    step = record.progress.get("step") if record.progress else None
-    if step:
-        parts.append(f"last progress {step['done']}/{step['total']}")
-    elif record.progress.get("planned"):
-        parts.append(
-            f"last progress {record.progress.get('done', 0)}/{record.progress['planned']} "
-            "derivations"
-        )
+    progress = record.progress_view
+    if progress.step is not None:
+        parts.append(f"last progress {progress.step.done}/{progress.step.total}")
+    elif progress.planned:
+        parts.append(f"last progress {progress.done}/{progress.planned} derivations")
     left = leftover_processes(record) if left is None else left
     if not left:
         parts.append("no build process is left")

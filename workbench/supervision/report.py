@@ -95,8 +95,8 @@ def from_samples(record: BuildRecord, samples: list[Sampled]) -> Measured | None
     """What the stored samples say of a build whose final measurements were never written."""
     if not samples:
         return None
-    live = record.live or {}
-    cpus = int(live.get("cpus") or 0)
+    live = record.live_view
+    cpus = live.cpus
     if not cpus:
         rates = [s.cpu_cores * 100.0 / s.cpu_percent for s in samples if s.cpu_percent > 0]
         cpus = round(rates[-1]) if rates else 1
@@ -110,7 +110,7 @@ def from_samples(record: BuildRecord, samples: list[Sampled]) -> Measured | None
         cpus=cpus,
         peak_rss=max(sample.rss for sample in samples),
         min_memory_available=min(sample.memory_available for sample in samples),
-        memory_total=int(live.get("memory_total") or 0),
+        memory_total=live.memory_total,
         most_jobs=max(sample.compile_jobs for sample in samples),
         samples=len(samples),
         peak_job_rss={},

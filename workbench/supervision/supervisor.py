@@ -69,6 +69,7 @@ if TYPE_CHECKING:
     from workbench.monitor import PeakTracker, Sample, Sampler
     from workbench.progress import Progress, ProgressTracker
     from workbench.supervision.eta import LiveEta
+    from workbench.supervision.live_writer import LiveWriter
     from workbench.supervision.pipeline import LogPipeline
 
 # What follows the build (the progress tracker, the sampler, the ETA, the log pipeline and its
@@ -85,7 +86,6 @@ DEFAULT_GRACE_S = 10.0
 DRAIN_S = 5.0
 _PIPE_SIZE = 1 << 20
 _F_SETPIPE_SZ = 1031
-_LIVE_PROCESSES = 24
 _CENSUS_FILES = 5
 # How long the build's final row is retried when the database cannot be written (a full disk):
 # the build is over, so waiting costs nothing but the lock, and the row is what `status` reads.
@@ -99,40 +99,13 @@ FINISH_RETRY_EVERY_S = 2.0
 def progress_json(
     progress: Progress, fraction: float | None, output_lost: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """A progress snapshot as the history stores it (`status --json` prints it).
+    """A progress snapshot as the history stores it (`progress.live_view.ProgressView`).
 
     `output_lost`: what the log pump could not write (`OutputLoss.to_json()`), when anything.
     """
+    from workbench.progress.live_view import ProgressView
 
-    def step(value: Any) -> dict[str, Any] | None:
-        if value is None:
-            return None
-        return {
-            "tool": value.tool,
-            "done": value.done,
-            "total": value.total,
-            "description": value.description,
-        }
-
-    return {
-        "planned": progress.planned,
-        "running": progress.running,
-        "done": progress.done,
-        "failed": progress.failed,
-        "nix": progress.nix,
-        "lines": progress.lines,
-        "last_line": progress.last_line[:500],
-        "step": step(progress.step),
-        "derivations": [
-            {"name": d.name, "phase": d.phase, "step": step(d.step), "started": d.started}
-            for d in progress.derivations
-        ],
-        "failed_derivations": list(progress.failed_derivations),
-        "step_failures": list(progress.step_failures)[-5:],
-        "first_error": progress.first_error,
-        "fraction": fraction,
-        **({"output_lost": output_lost} if output_lost else {}),
-    }
+    return ProgressView.of(progress, fraction, output_lost).to_json()
 
 
 def _readable(record: BuildRecord, log_size: int) -> tuple[ReadableMapWriter, tuple[int, int]]:
@@ -222,6 +195,7 @@ class Supervisor:
         self.tracker: ProgressTracker
         self.peaks: PeakTracker
         self.eta: LiveEta
+        self.live_writer: LiveWriter
         self.census = Census()
         self.sampler: Sampler | None = None
         self.last_sample: Sample | None = None
@@ -464,6 +438,7 @@ class Supervisor:
         from workbench.monitor import PeakTracker, Sampler
         from workbench.progress import ProgressTracker
         from workbench.supervision.eta import LiveEta
+        from workbench.supervision.live_writer import LiveWriter
         from workbench.supervision.pipeline import LogPipeline
 
         record = self.record
@@ -478,6 +453,7 @@ class Supervisor:
             or []
         )
         self.eta.earlier = self.earlier
+        self.live_writer = LiveWriter()
         self.sampler = self._guarded(
             "starting the sampler", lambda: Sampler(root_pid=pid, daemon=record.nix)
         )
@@ -729,45 +705,14 @@ class Supervisor:
         )
 
     def _live(self, sample: Sample, progress: Progress) -> dict[str, Any]:
-        from workbench.supervision import eta
-
-        build = sample.build
-        jobs = [
-            p for p in sample.processes if p.kind in ("compiler", "cuda", "linker") or p.derivation
-        ]
-        jobs.sort(key=lambda p: (-p.cpu_percent, -p.rss))
+        # The view itself is made in live_writer.py (the jobs folded, the running edges, the
+        # build's peaks, contention): this only hands it what the supervisor knows.
         elapsed = time.monotonic() - self.started_mono
         estimate = self._guarded(
             "estimating the time left", lambda: self.eta.estimate(elapsed, progress)
         )
-        return {
-            "t": build.t,
-            "cpus": build.cpus,
-            "cpu_percent": round(build.cpu_percent, 1),
-            "cpu_cores": round(build.cpu_cores, 2),
-            "rss": build.rss,
-            "memory_available": build.memory_available,
-            "memory_total": build.memory_total,
-            "processes": build.processes,
-            "compile_jobs": build.compile_jobs,
-            "cuda_jobs": build.cuda_jobs,
-            "link_jobs": build.link_jobs,
-            **(eta.NO_ETA if estimate is None else estimate.to_live()),
-            "jobs": [
-                {
-                    "pid": p.pid,
-                    "tool": p.tool,
-                    "kind": p.kind,
-                    "file": p.file,
-                    "cpu_percent": round(p.cpu_percent, 1),
-                    "rss": p.rss,
-                    "running_s": round(p.running_s(build.t), 1),
-                    "user": self.census.users.get(p.pid, "?"),
-                    "derivation": p.derivation,
-                }
-                for p in jobs[:_LIVE_PROCESSES]
-            ],
-        }
+        eta = None if estimate is None else estimate.view()
+        return self.live_writer.view(sample, eta, self.census.users).to_json()
 
     def _flush_progress(self) -> None:
         from workbench.supervision import eta

@@ -34,7 +34,14 @@ from textual.widgets import Button, Header, Input, ProgressBar, Static
 
 from workbench.errors import WorkbenchError
 from workbench.logs.visible import visible
-from workbench.supervision.follow import duration, eta_text, outcome_line, progress_text
+from workbench.supervision.follow import (
+    duration,
+    eta_text,
+    outcome_line,
+    peak_text,
+    progress_text,
+    running_text,
+)
 from workbench.supervision.history import BuildRecord, History, Sampled
 from workbench.supervision.shell_command import display
 from workbench.tui.build_tree import TreeReader
@@ -77,19 +84,6 @@ def slowest_earlier_job(history: History, record: BuildRecord) -> float | None:
         if jobs and (slowest is None or jobs[0].seconds > slowest):
             slowest = jobs[0].seconds
     return slowest
-
-
-def progress_key(progress: dict[str, Any]) -> tuple[Any, ...]:
-    """What must change for a build to count as moving: its fraction and its counts."""
-    step = progress.get("step") or {}
-    fraction = progress.get("fraction")
-    return (
-        None if fraction is None else round(fraction, 6),
-        step.get("done"),
-        step.get("total"),
-        progress.get("done"),
-        progress.get("failed"),
-    )
 
 
 def last_progress_change(samples: Sequence[Sampled]) -> float | None:
@@ -264,52 +258,55 @@ def sizes_text(artefacts: dict[str, Any] | None) -> str:
 
 
 def head_lines(record: BuildRecord, now: float | None = None) -> tuple[str, str]:
-    """The title line and the detail line (derivation and phase, or the current step)."""
+    """The title line and the detail line: what the build works on now (the files its
+    compilers compile, the derivations its builders build), never ninja's last finished line
+    presented as current."""
     command = display(record.argv)  # whole and quoted, one line: it can be copied into a shell
     title = (
         f"#{record.id} {record.name} · {record.state} · {duration(record.elapsed(now))}"
         f" · {record.backend}: {command}"
     )
-    progress = record.progress or {}
     if not record.active:
         return title, outcome_line(record)
-    derivations = progress.get("derivations") or []
+    progress = record.progress_view
+    derivations = progress.derivations
     if derivations:
         first = derivations[0]
-        parts = [f"derivation {first.get('name')}"]
-        if first.get("phase"):
-            parts.append(str(first["phase"]))
-        step = first.get("step")
-        if step:
-            parts.append(f"{step['tool']} {step['done']}/{step['total']}")
+        parts = [f"derivation {first.name}"]
+        if first.phase:
+            parts.append(first.phase)
+        if first.step is not None:
+            parts.append(f"{first.step.tool} {first.step.done}/{first.step.total}")
         if len(derivations) > 1:
             parts.append(f"+{len(derivations) - 1} more building")
         return title, " · ".join(parts)
-    step = progress.get("step")
-    if step and step.get("description"):
-        return title, f"{step['tool']}: {step['description']}"
-    return title, progress.get("last_line") or ""
+    running = running_text(record.live_view)
+    if running:
+        return title, running
+    step = progress.step
+    if step is not None and step.description:
+        return title, f"last finished: {step.description}"
+    return title, progress.last_line
 
 
 def progress_line(record: BuildRecord, basis: bool = True) -> str:
-    """ "ninja 12/40 (30%) · ETA 1m05s (50s–1m30s) (earlier builds #2)" and the like: the ETA
-    with its likely range (`basis`: the last brackets, what the ETA rests on)."""
-    progress = record.progress or {}
-    live = record.live or {}
+    """ "ninja 12/40 (30%) · ETA 1m05s (50s–1m30s) (earlier builds #2) · peak 1.1 GiB" and the
+    like: the ETA with its likely range (`basis`: the last brackets, what the ETA rests on)
+    and the build's own peak RSS."""
+    progress = record.progress_view
+    live = record.live_view
     parts = [progress_text(progress) or "no progress reported yet"]
     if record.active:
-        eta = eta_text(live)
-        if eta is not None:
-            said = live.get("eta_basis") if basis else None
+        eta = eta_text(live.eta)
+        if eta is not None and live.eta is not None:
+            said = live.eta.basis if basis else None
             parts.append(eta + (f" ({said})" if said else ""))
         else:
             parts.append("ETA: not known yet")
+    peak = peak_text(live)
+    if peak:
+        parts.append(peak)
     return " · ".join(parts)
-
-
-def memory_scale(live: dict[str, Any]) -> float:
-    """The memory graph's full scale: what the build uses plus what it could still use."""
-    return float((live.get("rss") or 0) + (live.get("memory_available") or 0))
 
 
 def percent(value: float) -> str:
@@ -627,9 +624,9 @@ class BuildScreen(Screen[None]):
             rows = self.process_tree.rows(record.supervisor_pid, root_pid=root)
             self.post_message(self.Polled(Poll(record, rows, False)))
             return
-        jobs = (record.live or {}).get("jobs") or []
-        states = read_states(job["pid"] for job in jobs if isinstance(job.get("pid"), int))
-        rows = tuple(ProcessRow.from_live(job, states.get(job.get("pid"))) for job in jobs)
+        jobs = record.live_view.jobs
+        states = read_states(job.pid for job in jobs if job.pid is not None)
+        rows = tuple(ProcessRow.from_view(job, states.get(job.pid or 0)) for job in jobs)
         self.post_message(self.Polled(Poll(record, rows, False)))
 
     # -- drawing (event loop) -------------------------------------------------------------------
@@ -664,14 +661,14 @@ class BuildScreen(Screen[None]):
         if poll.artefacts is not None:
             self.artefacts = poll.artefacts
         self._show_record(poll.record)
-        live = poll.record.live or {}
-        if poll.record.active and live.get("t"):
-            self.query_one("#build-cpu", TimeGraph).add(live.get("cpu_percent") or 0.0, t=live["t"])
+        live = poll.record.live_view
+        if poll.record.active and live.t is not None:
+            self.query_one("#build-cpu", TimeGraph).add(live.cpu_percent, t=live.t)
             self.query_one("#build-memory", TimeGraph).add(
-                float(live.get("rss") or 0), memory_scale(live), t=live["t"]
+                float(live.rss), live.memory_scale, t=live.t
             )
             self.query_one(ParallelismGraph).show_sampled(
-                sampled_jobs(live.get("compile_jobs"), live.get("link_jobs")), live["t"]
+                sampled_jobs(live.compile_jobs, live.link_jobs), live.t
             )
         if poll.parallelism is not None:
             self.query_one(ParallelismGraph).show_exact(
@@ -679,9 +676,7 @@ class BuildScreen(Screen[None]):
             )
         stall = None
         if poll.record.active and self.watch is not None:
-            stall = self.watch.observe(
-                time.time(), progress_key(poll.record.progress or {}), poll.processes
-            )
+            stall = self.watch.observe(time.time(), poll.record.progress_view.key(), poll.processes)
         table = self.query_one(ProcessTable)
         if poll.finished and table.sort_key == "cpu":
             table.sort_key, table.descending = "time", True
@@ -713,10 +708,8 @@ class BuildScreen(Screen[None]):
         # markup (a "[@click=app.quit]" in a log line must not become an action), and no
         # control character left to act.
         title, detail = head_lines(record)
-        recorded_error = (record.progress or {}).get("first_error")
-        self.query_one(LogView).recorded_error = (
-            recorded_error if isinstance(recorded_error, str) else None
-        )
+        progress = record.progress_view
+        self.query_one(LogView).recorded_error = progress.first_error
         produced = sizes_text(self.artefacts)
         if produced:
             detail = f"{detail} · {produced}" if detail else produced
@@ -724,7 +717,7 @@ class BuildScreen(Screen[None]):
         self.query_one("#build-detail", Static).update(Text(visible(detail)))
         text = progress_line(record, basis=self.has_class("-wide"))
         self.query_one("#build-progress-text", Static).update(Text(visible(text)))
-        fraction = (record.progress or {}).get("fraction")
+        fraction = progress.fraction
         bar = self.query_one("#build-bar", ProgressBar)
         if fraction is not None:
             bar.update(total=1000, progress=round(1000 * fraction))

@@ -186,15 +186,14 @@ def load_rows(state_directory: Path, limit: int = HISTORY_LIMIT) -> list[History
                     cpu_percent=measured.cpu_utilisation if measured else None,
                     peak_rss=measured.peak_rss if measured else None,
                     note=record.note,
-                    first_error=_first_error(record.progress),
+                    first_error=_first_error(record.progress_view.first_error),
                 )
             )
     return rows
 
 
-def _first_error(progress: dict[str, Any] | None) -> str | None:
-    found = (progress or {}).get("first_error")
-    return found if isinstance(found, str) and found.strip() else None
+def _first_error(found: str | None) -> str | None:
+    return found if found and found.strip() else None
 
 
 def report_markdown(state_directory: Path, ids: list[int]) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +17,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable
 
 from workbench.logs.visible import visible
+from workbench.progress.live_view import ProcessView
 from workbench.supervision.follow import duration, size
 from workbench.supervision.history import JobRow
 from workbench.tui.widgets.steady_table import SteadyTable
@@ -37,16 +38,18 @@ class ProcessRow:
     """The kernel's state letter when it was read (R, S, D, ...), else None."""
 
     @classmethod
-    def from_live(cls, job: Mapping[str, Any], state: str | None = None) -> ProcessRow:
-        """A process of the supervisor's live view (`BuildRecord.live["jobs"]`)."""
+    def from_view(cls, job: ProcessView, state: str | None = None) -> ProcessRow:
+        """A job of the supervisor's live view (`LiveView.jobs`): its driver folded in, shown
+        as "cc1plus←c++"."""
+        tool = f"{job.tool}←{job.driver}" if job.driver else job.tool
         return cls(
-            pid=job.get("pid"),
-            kind=str(job.get("kind") or "?"),
-            tool=str(job.get("tool") or "?"),
-            file=job.get("file") or job.get("derivation"),
-            cpu_percent=job.get("cpu_percent"),
-            rss=job.get("rss"),
-            running_s=job.get("running_s"),
+            pid=job.pid,
+            kind=job.kind,
+            tool=tool,
+            file=job.file or job.derivation,
+            cpu_percent=job.cpu_percent,
+            rss=job.rss,
+            running_s=job.running_s,
             state=state,
         )
 
