@@ -47,6 +47,17 @@ from workbench.analysis.edges import Edge, EdgeAssembler
 from workbench.analysis.graph import BuildGraph, GraphError, read_graph
 from workbench.analysis.ninja_log import LOG_NAME, LogEntry, NinjaLogReader, parse_line
 
+# Where CMake's configure step runs its throwaway try-compile builds (CMake >= 3.24 and before
+# it): a ninja there is not the build's, and its log must never stand for the build's.
+_CMAKE_SCRATCH = ("/CMakeFiles/CMakeScratch/", "/CMakeFiles/CMakeTmp")
+
+
+def is_cmake_scratch(directory: Path | str) -> bool:
+    """Whether `directory` is (inside) a CMake try-compile tree."""
+    text = f"{directory}/"
+    return any(part in text for part in _CMAKE_SCRATCH)
+
+
 # ninja options that take a value (ninja --help): what is left are targets.
 _NINJA_VALUE_OPTIONS = frozenset(("-C", "-f", "-j", "-k", "-l", "-d", "-t", "-w"))
 
@@ -263,10 +274,11 @@ class EdgeRecorder:
 
     @property
     def log_path(self) -> Path | None:
-        """The first log followed that has entries (or the guessed one)."""
-        for path, followed in self.followed.items():
-            if followed.assembler.edges:
-                return path
+        """The log followed with the most edges of this build (or the guessed one)."""
+        found = [(len(f.assembler.edges), path) for path, f in self.followed.items()]
+        best = max(found, key=lambda item: item[0], default=None)
+        if best is not None and best[0] > 0:
+            return best[1]
         return next(iter(self.followed), None)
 
     def observe(self, processes: Iterable[tuple[int, float, str]]) -> None:
@@ -286,7 +298,7 @@ class EdgeRecorder:
             except OSError:
                 continue
             command = ninja_command(argv, cwd)
-            if command is None:
+            if command is None or is_cmake_scratch(cwd):
                 continue
             try:
                 opened = open_working_directory(pid)
