@@ -380,6 +380,9 @@ def markdown(builds: list[BuildFacts]) -> str:
             ]
         if facts.record.note:
             lines += ["", f"{facts.label}: {facts.record.note}"]
+        contention = contention_line(facts)
+        if contention:
+            lines += ["", f"{facts.label}: {contention}"]
         if facts.edges is not None:
             lines += _edge_sections(facts, facts.edges)
         elif measured.slowest:
@@ -410,6 +413,43 @@ def _edge_row(analysis: EdgeAnalysis, edge: Any) -> str:
         f"{_exact(edge.duration_s)} | {'-' if cpu is None else _exact(cpu)} | "
         f"{size(peak) if peak else '-'} |"
     )
+
+
+# The host counts as busy when the build and everything else kept this share of its cores.
+BUSY_HOST_SHARE = 0.8
+
+
+def contention_line(facts: BuildFacts) -> str:
+    """What else used the host's cores over the build's life (sampled), in words; "" when the
+    supervisor recorded nothing (an older build)."""
+    live = facts.record.live_view
+    other = live.other
+    cpus = live.cpus or (facts.measured.cpus if facts.measured else 0)
+    if other is None or not other.samples or not cpus:
+        return ""
+    builds = f"; {other.summary}" if other.summary else ""
+    return (
+        f"Host contention (sampled over the build): other processes used "
+        f"{other.mean_cpu_cores:.1f} of {cpus} cores on average{builds}."
+    )
+
+
+def more_jobs_advice(facts: BuildFacts) -> str:
+    """The advice after "an edge waited for a free slot": more jobs, unless the host's cores
+    were already busy with this build and others (recorded contention)."""
+    live = facts.record.live_view
+    other = live.other
+    measured = facts.measured
+    cpus = live.cpus or (measured.cpus if measured else 0)
+    if other is not None and other.samples and cpus and measured is not None:
+        own = measured.cpu_utilisation / 100.0 * cpus
+        if own + other.mean_cpu_cores >= BUSY_HOST_SHARE * cpus:
+            return (
+                f"; but the host was busy (this build {own:.1f} and other processes "
+                f"{other.mean_cpu_cores:.1f} of {cpus} cores on average): more jobs would only "
+                "compete with them"
+            )
+    return "; more jobs would help where cores and memory allow"
 
 
 def _edge_sections(facts: BuildFacts, analysis: EdgeAnalysis) -> list[str]:
@@ -446,7 +486,7 @@ def _edge_sections(facts: BuildFacts, analysis: EdgeAnalysis) -> list[str]:
     if analysis.dependencies is None:
         lines.append("- too few jobs: not known (the ninja graph could not be read)")
     else:
-        advice = "; more jobs would help where cores and memory allow"
+        advice = more_jobs_advice(facts)
         lines.append(
             f"- too few jobs: for {_exact(usage.too_few_jobs_s)} an edge was ready and waited "
             f"for a free slot ({_exact(usage.waited_edge_s)} waited in all)"
