@@ -26,6 +26,14 @@ tick (1k new edges, then the estimate) against the first method's estimate.
 
     python benchmarks/eta_accuracy.py [--units 24] [--quota 0.4] [--hogs 2] [--keep DIR]
     python benchmarks/eta_accuracy.py --replay DIR   # score a kept recording again
+    python benchmarks/eta_accuracy.py --recordings [DIR]   # the third-party recordings
+
+`--recordings` scores recorded real builds of third-party CMake projects
+(`benchmarks/data/eta_runs/`, see `eta_recordings.py`): every run, first builds included, at
+25, 50 and 75% of its real duration, what the supervisor's ETA would have said from what the
+history held before it. Coverage = the share of checkpoints whose true time left lies inside the
+range shown (low-high); error = (estimate - truth) / truth. Printed per project and in all, and
+as a Markdown table ("table").
 """
 
 from __future__ import annotations
@@ -277,7 +285,127 @@ def summary(runs: list[dict[str, Any]], method: str) -> dict[str, Any]:
     return table
 
 
+def checkpoints(history: History, build_id: int) -> list[dict[str, Any]]:
+    """What the supervisor's ETA says at each checkpoint of one recorded run, against the truth."""
+    replay = eta.Replay.of(history, build_id)
+    found: list[dict[str, Any]] = []
+    for share in CHECKPOINTS:
+        at = share * replay.duration_s
+        truth = replay.duration_s - at
+        said = replay.learned(at)
+        if said is None:
+            found.append({"at": share, "truth_s": round(truth, 1), "eta": None})
+            continue
+        inside = said.low_s is not None and said.low_s <= truth <= (said.high_s or 0.0)
+        found.append(
+            {
+                "at": share,
+                "truth_s": round(truth, 1),
+                "eta_s": round(said.remaining_s, 1),
+                "low_s": None if said.low_s is None else round(said.low_s, 1),
+                "high_s": None if said.high_s is None else round(said.high_s, 1),
+                "inside": inside,
+                "error": round((said.remaining_s - truth) / truth, 3),
+                "first_build": said.first_build,
+                "basis": said.basis,
+            }
+        )
+    return found
+
+
+def coverage(points: list[dict[str, Any]]) -> dict[str, Any]:
+    """Coverage and point error over checkpoints (a checkpoint with no ETA counts as missed)."""
+    given = [p for p in points if p.get("eta_s") is not None]
+    errors = [abs(p["error"]) for p in given]
+    return {
+        "checkpoints": len(points),
+        "with_eta": len(given),
+        "truth_inside_range": sum(1 for p in given if p["inside"]),
+        "coverage": (
+            round(sum(1 for p in given if p["inside"]) / len(points), 3) if points else None
+        ),
+        "median_abs_error": round(statistics.median(errors), 3) if errors else None,
+    }
+
+
+def score_recordings(directory: Path) -> dict[str, Any]:
+    """Every recorded third-party run scored (see the module docstring)."""
+    import eta_recordings
+
+    projects: dict[str, Any] = {}
+    everything: list[dict[str, Any]] = []
+    rows = ["| project | run | duration | at | truth left | ETA (range) | inside | error |"]
+    rows.append("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for recording in eta_recordings.recordings(directory):
+        work = Path(tempfile.mkdtemp(prefix="eta-recorded-"))
+        try:
+            scored_runs = []
+            with History(work) as history:
+                for build_id, run in eta_recordings.load(recording, work):
+                    points = checkpoints(history, build_id)
+                    everything += points
+                    scored_runs.append({"label": run["label"], "points": points})
+                    for point in points:
+                        rows.append(_table_row(recording["project"], run, point))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        project_points = [p for run in scored_runs for p in run["points"]]
+        projects[recording["project"]] = {
+            "source": recording.get("source"),
+            "shape": recording.get("shape"),
+            **coverage(project_points),
+            "runs": scored_runs,
+        }
+    by_share = {
+        f"{share:.0%}": coverage([p for p in everything if p["at"] == share])
+        for share in CHECKPOINTS
+    }
+    first = [p for p in everything if p.get("first_build")]
+    return {
+        "all": coverage(everything),
+        "by_checkpoint": by_share,
+        "first_builds": coverage(first) if first else None,
+        "projects": projects,
+        "table": "\n".join(rows),
+    }
+
+
+def _table_row(project: str, run: dict[str, Any], point: dict[str, Any]) -> str:
+    if point.get("eta_s") is None:
+        said, inside, error = "none", "no", "-"
+    else:
+        said = f"{point['eta_s']:.0f}s ({point['low_s']:.0f}-{point['high_s']:.0f})"
+        inside = "yes" if point["inside"] else "NO"
+        error = f"{100 * point['error']:+.0f}%"
+    return (
+        f"| {project} | {run['label']} | {run['duration_s']:.0f}s | {point['at']:.0%} | "
+        f"{point['truth_s']:.0f}s | {said} | {inside} | {error} |"
+    )
+
+
 def main() -> None:
+    if "--recordings" in sys.argv:
+        sys.path.insert(0, str(Path(__file__).parent))
+        import eta_recordings
+
+        index = sys.argv.index("--recordings")
+        given = sys.argv[index + 1 : index + 2]
+        directory = Path(given[0]) if given else eta_recordings.DATA
+        result = score_recordings(directory)
+        print(
+            json.dumps(
+                {
+                    "benchmark": "eta_accuracy --recordings",
+                    "command": f"python benchmarks/eta_accuracy.py --recordings {directory}",
+                    "coverage": "share of checkpoints (25/50/75% of each run) whose true time "
+                    "left lies inside the ETA's range; no ETA counts as outside",
+                    "error": "(estimate - truth) / truth of the time left",
+                    **result,
+                },
+                indent=2,
+            )
+        )
+        return
     parser = argparse.ArgumentParser()
     parser.add_argument("--units", type=int, default=24, help="translation units (every 5th heavy)")
     parser.add_argument("--quota", type=float, default=0.4, help="cores the slowed run gets")
