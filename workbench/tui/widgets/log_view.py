@@ -12,6 +12,7 @@ import os
 import re
 from collections import OrderedDict
 from pathlib import Path
+from typing import Any
 
 from rich.segment import Segment
 from rich.style import Style
@@ -82,10 +83,12 @@ class LogView(ScrollView, can_focus=True):
     class Found(Message):
         """A search (or the first-error search) ended; `line` is None when nothing matched."""
 
-        def __init__(self, what: str, line: int | None) -> None:
+        def __init__(self, what: str, line: int | None, wrapped: bool = False) -> None:
             super().__init__()
             self.what = what
             self.line = line
+            self.wrapped = wrapped
+            """The match lies past the log's end (or before its start): the search went round."""
 
     def __init__(self, path: Path | None = None, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -374,7 +377,9 @@ class LogView(ScrollView, can_focus=True):
             top = int(self.scroll_offset.y)
             start = top + self.scrollable_content_region.height if backwards else top
         self._status(f"searching {text!r}…")
-        self._find(compile_search(text), max(0, start), backwards, repr(text))
+        # Before the first line (backwards from line 0) is nothing: the search wraps at once.
+        start = max(-1, start) if backwards else max(0, start)
+        self._find(compile_search(text), start, backwards, repr(text), wrap=True)
 
     def first_error(self) -> None:
         """Jump to the line holding `recorded_error`, the build's stored first error (the one
@@ -423,41 +428,68 @@ class LogView(ScrollView, can_focus=True):
             self.post_message(self.Found("first error", first))
 
     @work(thread=True, exclusive=True, group="log-search")
-    def _find(self, pattern: re.Pattern[bytes], start: int, backwards: bool, what: str) -> None:
-        """Search the mapped file in slices; post the line found (or None)."""
+    def _find(
+        self,
+        pattern: re.Pattern[bytes],
+        start: int,
+        backwards: bool,
+        what: str,
+        wrap: bool = False,
+    ) -> None:
+        """Search the mapped file in slices; post the line found (or None). `wrap`: past the
+        end (before the start, backwards) the search goes on from the other end, like less."""
         index = self.index
         if index is None:
             return
         worker = get_current_worker()
         count = len(index)
-        found: int | None = None
+        wrapped = False
         try:
-            if backwards:
-                end = min(start, count - 1)
-                while end >= 0 and found is None and not worker.is_cancelled:
-                    stop = max(0, end - SEARCH_SLICE_LINES)
-                    # The slice's first line is searched too: stop is inclusive backwards.
-                    found = index.search(pattern, end + 1, backwards=True, stop_line=stop)
-                    if found is not None and found > end:
-                        found = None
-                    end = stop - 1
-            else:
-                line = start
-                while line < count and found is None and not worker.is_cancelled:
-                    stop = min(count, line + SEARCH_SLICE_LINES)
-                    found = index.search(pattern, line, stop_line=stop)
-                    line = stop
+            found = self._scan(index, pattern, start, backwards, count, worker)
+            if found is None and wrap and not worker.is_cancelled:
+                wrapped = True
+                found = self._scan(
+                    index, pattern, count - 1 if backwards else 0, backwards, count, worker
+                )
         except (OSError, ValueError, IndexError):  # truncated or closed meanwhile
             found = None
         if not worker.is_cancelled:
-            self.post_message(self.Found(what, found))
+            self.post_message(self.Found(what, found, wrapped and found is not None))
+
+    @staticmethod
+    def _scan(
+        index: LineIndex,
+        pattern: re.Pattern[bytes],
+        start: int,
+        backwards: bool,
+        count: int,
+        worker: Any,
+    ) -> int | None:
+        found: int | None = None
+        if backwards:
+            end = min(start, count - 1)
+            while end >= 0 and found is None and not worker.is_cancelled:
+                stop = max(0, end - SEARCH_SLICE_LINES)
+                # The slice's first line is searched too: stop is inclusive backwards.
+                found = index.search(pattern, end + 1, backwards=True, stop_line=stop)
+                if found is not None and found > end:
+                    found = None
+                end = stop - 1
+        else:
+            line = start
+            while line < count and found is None and not worker.is_cancelled:
+                stop = min(count, line + SEARCH_SLICE_LINES)
+                found = index.search(pattern, line, stop_line=stop)
+                line = stop
+        return found
 
     def on_log_view_found(self, message: Found) -> None:
         if message.line is None:
             self._status(f"{message.what} not found")
         else:
             self.show_line(message.line)
-            self._status(f"{message.what} at line {message.line + 1:,}")
+            wrapped = " (search wrapped around)" if message.wrapped else ""
+            self._status(f"{message.what} at line {message.line + 1:,}{wrapped}")
 
     def action_next_match(self) -> None:
         self.search(self.search_text)
