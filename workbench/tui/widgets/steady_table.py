@@ -7,6 +7,9 @@ key, and it asks for no redraw. A frame drawn in between (a loaded machine, a ti
 shows the new rows cut to the old widths ("comp", "src/") and can stay on screen until the next
 refresh: seen on the build screen's process table, and as the variants table drawn narrower
 under load. Here the cache key moves on as soon as the widths do.
+
+Home and End move a row cursor to the first and last row, as in every other list (DataTable's
+own Home and End only scroll sideways, which left the highlight where it was).
 """
 
 from __future__ import annotations
@@ -14,11 +17,31 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from textual.binding import Binding
 from textual.widgets import DataTable
 
 
 class SteadyTable(DataTable[Any]):
     """DataTable, with the widths measured at idle taking effect in the very next frame."""
+
+    BINDINGS = [
+        Binding("home", "first_row", "First", show=False),
+        Binding("end", "last_row", "Last", show=False),
+    ]
+
+    def action_first_row(self) -> None:
+        """The first row (a row cursor), else the leftmost column."""
+        if self.cursor_type == "row":
+            self.action_scroll_top()
+        else:
+            self.action_scroll_home()
+
+    def action_last_row(self) -> None:
+        """The last row (a row cursor), else the rightmost column."""
+        if self.cursor_type == "row":
+            self.action_scroll_bottom()
+        else:
+            self.action_scroll_end()
 
     def _render_widths(self) -> tuple[int, ...]:
         return tuple(column.get_render_width(self) for column in self.columns.values())
