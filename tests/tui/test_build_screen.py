@@ -565,3 +565,39 @@ def test_the_title_shows_the_command_as_a_shell_reads_it_on_one_line(tmp_path: P
     # The debug screen's sub-title and the CLI quote with the same function: one line, pasteable.
     assert title.endswith(": " + display(argv))
     assert "\n" not in title and "sh -c $'echo \\'a b\\'\\necho c' 'it'\"'\"'s'" in title
+
+
+def test_a_graph_covers_the_whole_build_with_a_time_axis() -> None:
+    """A 50-minute series in a 60-column plot: the first minutes' spike still shows, the axis
+    reaches back tens of minutes, and memory's columns keep each span's highest sample."""
+    from workbench.tui.widgets.time_graph import SeriesHistory
+
+    history = SeriesHistory(capacity=64)
+    for second in range(3000):
+        history.add(100.0 if 60 <= second < 70 else 1.0)
+    assert len(history.counts) < 64 and history.total == 3000
+    peaks, per_column = history.columns(60, peak=True)
+    assert len(peaks) <= 60 and per_column * len(peaks) >= 3000
+    assert max(peaks[:5]) == 100.0  # the spike near the start survives, as a peak
+    means, _ = history.columns(60, peak=False)
+    assert 1.0 < max(means[:5]) < 100.0  # as a mean, it is diluted, not lost
+
+
+async def test_the_drawn_graph_reaches_back_to_the_builds_start() -> None:
+    app = GraphApp()
+    async with app.run_test(size=(67, 8)) as pilot:
+        graph = app.query_one(TimeGraph)
+        for second in range(3000):
+            graph.add(90.0 if second < 30 else 10.0, t=1000.0 + second)
+        await pilot.pause()
+        drawn = graph.render().plain.splitlines()
+        axis = drawn[-1]
+        import re
+
+        minutes = [int(m) for m in re.findall(r"-(\d+)m", axis)]
+        assert minutes and max(minutes) >= 30, axis  # 3000 s in 60 columns: ticks of ~13 min
+        plot = [line[7:] for line in drawn[1:-1]]
+        # The first 30 s at 90% (as a mean over the first column's span) stand above the rest,
+        # at the left edge (after the padding of a plot whose columns do not divide the series
+        # exactly); the rest, at 10%, stays in the bottom row.
+        assert plot[1][:5].strip() and not plot[1][5:].strip(), plot

@@ -546,7 +546,13 @@ class BuildScreen(Screen[None]):
             yield TimeGraph("CPU", percent, 100.0, id="build-cpu")
             # Its scale (RSS plus what is still available) comes with the first sample.
             yield TimeGraph(
-                "Memory", memory, 0.0, limit_fraction=0.9, autoscale=True, id="build-memory"
+                "Memory",
+                memory,
+                0.0,
+                limit_fraction=0.9,
+                autoscale=True,
+                peak_columns=True,
+                id="build-memory",
             )
             yield ParallelismGraph(id="build-edges")
         with Vertical(id="build-panes"):
@@ -643,7 +649,8 @@ class BuildScreen(Screen[None]):
         rss = self.query_one("#build-memory", TimeGraph)
         edges = self.query_one(ParallelismGraph)
         edges.jobs = record.jobs
-        for sample in message.samples[-(cpu.samples.maxlen or 4096) :]:
+        # The whole build: the graphs fold it into their columns (O(1) per sample).
+        for sample in message.samples:
             cpu.add(sample.cpu_percent, t=sample.t)
             rss.add(sample.rss, float(sample.rss + sample.memory_available), t=sample.t)
             edges.show_sampled(sampled_jobs(sample.compile_jobs, sample.link_jobs), sample.t)

@@ -1,15 +1,18 @@
-"""A scrolling time graph: labelled value axis, time scale, O(1) work per sample.
+"""A time graph of a whole build: labelled value axis, time scale, O(1) work per sample.
 
-Samples go into a fixed-size ring (deque with maxlen); drawing reads only as many samples as
-there are columns, so the cost of a sample and of a frame never grows with the build's length
-(memray's live graph keeps the same rule).
+Every sample goes into a `SeriesHistory`: buckets of 1, 2, 4, ... samples, at most `capacity`
+of them, two neighbours merged into one whenever the count reaches it (amortised O(1) per
+sample). A frame folds those buckets into as many columns as the plot has, so it shows the
+build from its first second to now, and its cost never grows with the build's length (memray's
+live graph keeps the same rule). The time axis says how far back each tick is. The latest
+samples are also kept at full resolution in a ring (`samples`).
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from itertools import islice, repeat
+from itertools import repeat
 
 from rich.text import Text
 from textual.reactive import reactive
@@ -40,6 +43,68 @@ def nice_ceiling(value: float, unit: float = 1024**2) -> float:
             if candidate >= value:
                 return candidate
         step *= 2
+
+
+class SeriesHistory:
+    """A whole series at a resolution that halves as it grows (see the module docstring)."""
+
+    def __init__(self, capacity: int = 1024) -> None:
+        self.capacity = max(2, capacity - capacity % 2)
+        self.width = 1
+        """Samples per full bucket."""
+        self.maxima: list[float] = []
+        self.sums: list[float] = []
+        self.counts: list[int] = []
+        self.total = 0
+        """Samples added in all."""
+
+    def add(self, value: float) -> None:
+        """One sample (amortised O(1))."""
+        self.total += 1
+        if self.counts and self.counts[-1] < self.width:
+            self.maxima[-1] = max(self.maxima[-1], value)
+            self.sums[-1] += value
+            self.counts[-1] += 1
+            return
+        self.maxima.append(value)
+        self.sums.append(value)
+        self.counts.append(1)
+        if len(self.counts) >= self.capacity:
+            self._halve()
+
+    def _halve(self) -> None:
+        maxima, sums, counts = self.maxima, self.sums, self.counts
+        pairs = range(0, len(counts) - 1, 2)
+        self.maxima = [max(maxima[i], maxima[i + 1]) for i in pairs]
+        self.sums = [sums[i] + sums[i + 1] for i in pairs]
+        self.counts = [counts[i] + counts[i + 1] for i in pairs]
+        if len(counts) % 2:
+            self.maxima.append(maxima[-1])
+            self.sums.append(sums[-1])
+            self.counts.append(counts[-1])
+        self.width *= 2
+
+    def clear(self) -> None:
+        self.__init__(self.capacity)  # type: ignore[misc]
+
+    def columns(self, count: int, peak: bool) -> tuple[list[float], float]:
+        """At most `count` values covering the whole series, oldest first (each the highest
+        sample of its span with `peak`, else their mean), and the samples per column."""
+        buckets = len(self.counts)
+        if buckets == 0 or count <= 0:
+            return [], float(self.width)
+        group = -(-buckets // count)  # ceiling
+        values: list[float] = []
+        # Groups end at the newest bucket, so the right edge is always "now".
+        first = buckets - group * (-(-buckets // group))
+        for start in range(first, buckets, group):
+            low = max(0, start)
+            end = start + group
+            if peak:
+                values.append(max(self.maxima[low:end]))
+            else:
+                values.append(sum(self.sums[low:end]) / max(1, sum(self.counts[low:end])))
+        return values, float(self.width * group)
 
 
 def time_label(seconds: float) -> str:
@@ -81,6 +146,7 @@ class TimeGraph(Widget):
         capacity: int = 4096,
         limit_fraction: float = 2.0,
         autoscale: bool = False,
+        peak_columns: bool = False,
         id: str | None = None,
     ) -> None:
         super().__init__(id=id)
@@ -90,8 +156,13 @@ class TimeGraph(Widget):
         self.maximum = maximum
         self.interval_s = interval_s
         self.samples: deque[float] = deque(maxlen=capacity)
+        self.history = SeriesHistory()
+        self.peak_columns = peak_columns
+        """A column spanning several samples shows their highest (memory) rather than their
+        mean (CPU)."""
         self.limit_fraction = limit_fraction
         self.last_t: float | None = None
+        self._column_s = interval_s
 
     def add(self, value: float, maximum: float | None = None, t: float | None = None) -> bool:
         """Append a sample (O(1)); `maximum` moves the full scale (e.g. available memory).
@@ -108,9 +179,13 @@ class TimeGraph(Widget):
                 if missed > 0 and self.samples:
                     held = self.samples[-1]
                     # Bounded by the ring's size: a long gap costs at most one ring's worth.
-                    self.samples.extend(repeat(held, min(missed, self.samples.maxlen or missed)))
+                    filled = min(missed, self.samples.maxlen or missed)
+                    self.samples.extend(repeat(held, filled))
+                    for _ in range(filled):
+                        self.history.add(held)
             self.last_t = t
         self.samples.append(value)
+        self.history.add(value)
         if maximum is not None and maximum > 0:
             self.maximum = maximum
         self.refresh()
@@ -119,6 +194,7 @@ class TimeGraph(Widget):
     def clear(self) -> None:
         """Forget every sample."""
         self.samples.clear()
+        self.history.clear()
         self.last_t = None
         self.refresh()
 
@@ -130,8 +206,8 @@ class TimeGraph(Widget):
         axis = self.get_component_rich_style("graph--axis")
         limit = self.get_component_rich_style("graph--limit")
         title_style = self.get_component_rich_style("graph--title")
-        # From the newest end: a deque is slow to index in the middle, and only what fits is read.
-        shown = list(islice(reversed(self.samples), plot_width))[::-1]
+        shown, per_column = self.history.columns(plot_width, self.peak_columns)
+        self._column_s = per_column * self.interval_s
         scale = self.maximum
         if self.autoscale and shown:
             scale = nice_ceiling(max(shown))
@@ -143,7 +219,9 @@ class TimeGraph(Widget):
             latest = self.format_value(shown[-1])
             heading.append(f"{'now' if self.live else 'last'} {latest}", axis)
             if self.autoscale:
-                heading.append(f", peak {self.format_value(max(shown))}", axis)
+                # The graph covers the whole build: its highest column is the build's sampled
+                # peak (and says so).
+                heading.append(f", sampled peak {self.format_value(max(shown))}", axis)
             heading.append(f" of {self.format_value(self.maximum)}", axis)
         else:
             heading.append("no samples yet" if self.live else "no samples recorded", axis)
@@ -189,7 +267,7 @@ class TimeGraph(Widget):
         axis[-len(now) :] = list(now)
         step = 15
         for offset in range(step, plot_width - 6, step):
-            label = time_label(offset * self.interval_s)
+            label = time_label(offset * self._column_s)
             # The column of the sample `offset` intervals before the newest one, label centred.
             start = AXIS_WIDTH + plot_width - 1 - offset - len(label) // 2
             if start > AXIS_WIDTH:
