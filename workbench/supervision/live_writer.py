@@ -121,11 +121,12 @@ class LiveWriter:
         self,
         census: Callable[[set[int]], tuple[int, str]] | None = None,
         ticks: Callable[[], tuple[int, int] | None] = host_busy_ticks,
+        peak: Peaks | None = None,
     ) -> None:
         self._census = census if census is not None else other_build_census
         self._ticks = ticks
         self._last_ticks = ticks()
-        self._peak = Peaks()
+        self._peak = peak if peak is not None else Peaks()
         self._other_core_s = 0.0
         self._other_s = 0.0
         self._samples = 0

@@ -453,7 +453,8 @@ class Supervisor:
             or []
         )
         self.eta.earlier = self.earlier
-        self.live_writer = LiveWriter()
+        # An adopting supervisor goes on from the peaks its lost predecessor wrote.
+        self.live_writer = LiveWriter(peak=record.live_view.peak)
         self.sampler = self._guarded(
             "starting the sampler", lambda: Sampler(root_pid=pid, daemon=record.nix)
         )
