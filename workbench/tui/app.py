@@ -198,7 +198,15 @@ class WorkbenchApp(App[None]):
             self.push_screen(HelpScreen(self.screen))
 
     async def action_quit(self) -> None:
-        """Leave; a build still running goes on, and the message says how to come back to it."""
+        """Leave; a build still running goes on, and the message says how to come back to it.
+        A screen with unsaved edits (settings) asks first."""
+        ask = getattr(self.screen, "ask_before", None)
+        if callable(ask):
+            ask(self._quit_now)
+            return
+        self._quit_now()
+
+    def _quit_now(self) -> None:
         code = 2 if self.user_errors else 0
         self.exit(return_code=code, message=self._running_message())
 

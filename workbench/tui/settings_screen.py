@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +26,15 @@ from workbench.errors import ConfigError
 from workbench.host.doctor import DoctorReport
 from workbench.host.parallelism import GIB, estimated_peak_gb
 from workbench.paths import patches_dir
+from workbench.tui.widgets.check_list import CheckList
 from workbench.tui.widgets.key_footer import KeyFooter
 
 TEXT_KEYS = ("ninja_jobs", "nvcc_threads", "max_jobs", "cuda_architectures", "optimization_flags")
 SWITCH_KEYS = ("ccache", "nvcc_host_isa_flags")
 # Per-job memory (GiB, as the recommendation computes) used until builds of a target are measured.
+# Fields whose values are free text: `?` and `q` typed there are text. In the others (numbers,
+# "auto") they can never be part of a value, so they reach the app: help and quit.
+FREE_TEXT_KEYS = ("cuda_architectures", "optimization_flags")
 MEMORY_KEYS = ("cxx_job_memory_gb", "cuda_job_memory_gb")
 
 
@@ -80,6 +85,30 @@ class ConfirmDiscard(ModalScreen[str]):
         self.dismiss(answer)
 
 
+class FieldInput(Input):
+    """An Input that lets `?` and `q` through to the app's help and quit unless it holds free
+    text (`free_text`)."""
+
+    PASSED_ON = frozenset(("?", "q"))
+
+    def __init__(self, *args: Any, free_text: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.free_text = free_text
+
+    def check_consume_key(self, key: str, character: str | None) -> bool:
+        if not self.free_text and character in self.PASSED_ON:
+            return False
+        return super().check_consume_key(key, character)
+
+    async def _on_key(self, event: Any) -> None:
+        if not self.free_text and event.character in self.PASSED_ON:
+            # Not typed: Input's own handler is skipped and the key goes on up to the app's
+            # bindings (help, quit).
+            event.prevent_default()
+            return
+        await super()._on_key(event)
+
+
 class SettingsScreen(Screen[None]):
     """configs/settings.toml as a form."""
 
@@ -117,10 +146,15 @@ class SettingsScreen(Screen[None]):
             for key in TEXT_KEYS:
                 yield from self._row(
                     key,
-                    Input(self._text(key), id=f"field-{key}", placeholder="(empty)"),
+                    FieldInput(
+                        self._text(key),
+                        id=f"field-{key}",
+                        placeholder="(empty)",
+                        free_text=key in FREE_TEXT_KEYS,
+                    ),
                 )
                 if key == "cuda_architectures":
-                    yield SelectionList[str](
+                    yield CheckList(
                         *[
                             (
                                 f"{sm.name:6} {', '.join(sm.gpus[:4])}",
@@ -160,7 +194,7 @@ class SettingsScreen(Screen[None]):
                 yield Static("", id=f"error-{key}", classes="field-error")
             for key in MEMORY_KEYS:
                 yield from self._row(
-                    key, Input(self._text(key), id=f"field-{key}", placeholder="GiB")
+                    key, FieldInput(self._text(key), id=f"field-{key}", placeholder="GiB")
                 )
             with Horizontal(classes="field-row"):
                 yield Label("patches", classes="field-label")
@@ -329,17 +363,35 @@ class SettingsScreen(Screen[None]):
         )
         return advice.jobs
 
+    def unsaved(self) -> list[str]:
+        """The fields with unsaved (or invalid) edits."""
+        return list(self.changes()) + list(self.errors)
+
     def action_back(self) -> None:
         """Leave; unsaved (or invalid) edits are not dropped without asking."""
-        pending = list(self.changes()) + list(self.errors)
-        if not pending:
-            self.app.pop_screen()
-            return
-        self.app.push_screen(ConfirmDiscard(pending), self._leave_answered)
+        self.ask_before(self.app.pop_screen)
 
-    def _leave_answered(self, answer: str | None) -> None:
-        if answer == "discard" or (answer == "save" and self.action_save()):
-            self.app.pop_screen()
+    def ask_before(self, leave: Callable[[], Any]) -> None:
+        """Call `leave` now when nothing is unsaved, else once the user chose save or discard
+        (the app's quit asks the same way)."""
+        pending = self.unsaved()
+        if not pending:
+            leave()
+            return
+
+        def answered(answer: str | None) -> None:
+            if answer == "discard" or (answer == "save" and self.action_save()):
+                leave()
+
+        self.app.push_screen(ConfirmDiscard(pending), answered)
+
+    def on_descendant_focus(self, event: Any) -> None:
+        """The focused field with its meaning and error lines in view (tabbing past the bottom
+        of the form left it out of sight)."""
+        form = self.query_one("#settings-form", VerticalScroll)
+        widget = event.widget
+        row = widget.parent if widget.parent is not None and widget.parent is not form else widget
+        form.scroll_to_center(row, animate=False)
 
     def _available(self) -> float:
         return self.report.hardware.memory.available / GIB if self.report else float("inf")
