@@ -543,7 +543,7 @@ class BuildScreen(Screen[None]):
         yield Static("", id="build-smoke", classes="-empty")
         yield Static("", id="build-stall")
         with Horizontal(id="build-graphs"):
-            yield TimeGraph("CPU", percent, 100.0, id="build-cpu")
+            yield TimeGraph("CPU of all cores", percent, 100.0, id="build-cpu")
             # Its scale (RSS plus what is still available) comes with the first sample.
             yield TimeGraph(
                 "Memory",

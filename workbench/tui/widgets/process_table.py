@@ -62,7 +62,8 @@ class ProcessRow:
 # Where Nix builders unpack sources: /build/SRC/ (sandbox), /tmp/nix-build-NAME.drv-0/SRC/.
 _BUILDER_ROOT = re.compile(r"^(?:/build|/tmp/nix-build-[^/]+)/[^/]+/")
 # Cells other than the file's, and the gaps between columns (7 columns, 2 cells each).
-_OTHER_COLUMNS = 7 + 9 + 9 + 6 + 8 + 7 + 14
+# The tool column holds a folded driver ("cc1plus←c++"); CPU is labelled per core.
+_OTHER_COLUMNS = 7 + 9 + 13 + 10 + 8 + 7 + 14
 
 
 def short_file(path: str | None, width: int = 48, base: str | None = None) -> str:
@@ -91,7 +92,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("kind", "kind"),
     ("tool", "tool"),
     ("file", "file"),
-    ("CPU %", "cpu"),
+    ("CPU %/core", "cpu"),
     ("RSS", "rss"),
     ("time", "time"),
 )
