@@ -339,3 +339,70 @@ def extrapolate(
     if kind is not None:
         how += f" (no earlier {kind} build of this tree)"
     return Estimate(remaining, remaining * max(0.0, 1.0 - width), remaining * (1.0 + width), how)
+
+
+# A first build's range: nothing earlier says how the rest compares with what is done, so the
+# range is wide and says why ("first build: no history"). Calibrated on recorded first builds of
+# three third-party trees (benchmarks/eta_accuracy.py --recordings).
+FIRST_LOW = 0.35
+FIRST_HIGH = 2.2
+
+
+def planned_kinds(outputs_and_rules: Iterable[tuple[str, str | None]]) -> dict[str, int]:
+    """Edges per kind ("compile", "link", ...) of a ninja graph's non-phony edges."""
+    counts: dict[str, int] = {}
+    for output, rule in outputs_and_rules:
+        if rule == "phony":
+            continue
+        kind = edge_kind(output, rule) if rule is not None else edge_kind(output)
+        counts[kind] = counts.get(kind, 0) + 1
+    return counts
+
+
+def extrapolate_by_kind(
+    elapsed_s: float,
+    edge_total: int,
+    finished: dict[str, float],
+    planned: dict[str, int] | None,
+    last_end_s: float | None = None,
+) -> Estimate | None:
+    """A first build's ETA from its own finished edges: each kind of edge still to run (from
+    the build's ninja graph, `planned`: edges per kind, e.g. {"compile": 51, "link": 26}) at the
+    mean time this build's edges of that kind took, over the parallelism it kept so far (edge
+    time per wall second). Without `planned` every edge left counts at the mean of all.
+    None before enough of the build is done to say anything."""
+    done = len(finished)
+    share = done / edge_total if edge_total > 0 else 0.0
+    if share < MIN_EXTRAPOLATION_SHARE or elapsed_s < MIN_EXTRAPOLATION_S or share >= 1.0:
+        return None
+    busy = sum(finished.values())
+    if busy <= 0:
+        return None
+    # The pace kept up to the latest edge's end; the time since is spent on edges still
+    # running, counted down from what is left.
+    anchor = elapsed_s if last_end_s is None else min(elapsed_s, max(last_end_s, 1e-3))
+    parallel = max(busy / anchor, 1e-3)
+    by_kind: dict[str, list[float]] = {}
+    for output, seconds in finished.items():
+        by_kind.setdefault(edge_kind(output), []).append(seconds)
+    overall = busy / done
+    left_s = 0.0
+    left = max(0, edge_total - done)
+    if planned:
+        scale = edge_total / max(1, sum(planned.values()))
+        counted = 0
+        for kind, count in planned.items():
+            remaining = max(0, round(count * scale) - len(by_kind.get(kind, ())))
+            remaining = min(remaining, left - counted)
+            counted += remaining
+            times = by_kind.get(kind)
+            left_s += remaining * (statistics.fmean(times) if times else overall)
+        left_s += max(0, left - counted) * overall
+    else:
+        left_s = left * overall
+    from_anchor = left_s / parallel
+    remaining_s = max(0.1 * from_anchor, from_anchor - (elapsed_s - anchor))
+    how = "extrapolated from this run's edges so far"
+    if planned:
+        how += ", by kind of edge"
+    return Estimate(remaining_s, remaining_s * FIRST_LOW, remaining_s * FIRST_HIGH, how)

@@ -162,6 +162,23 @@ def work_key_of(recorder: Any) -> str | None:
     return None
 
 
+def planned_of(recorder: Any) -> dict[str, int] | None:
+    """Edges per kind in the ninja graph of an `EdgeRecorder`'s build, once it read one."""
+    if recorder is None:
+        return None
+    for followed in recorder.followed.values():
+        graph = followed.graph
+        if graph is not None:
+            seen: set[int] = set()
+            edges = []
+            for edge in graph.producer.values():
+                if id(edge) not in seen:
+                    seen.add(id(edge))
+                    edges.append((edge.outputs[0], edge.rule))
+            return eta_model.planned_kinds(edges)
+    return None
+
+
 def ninja_counts(progress: Progress) -> tuple[int, int] | None:
     """(edges done, edges ninja will run) of a plain ninja build; None otherwise (a Nix build's
     counts are one derivation's)."""
@@ -181,6 +198,8 @@ class LiveEta:
     earlier: list[EarlierRun] = field(default_factory=list)
     work_key: str | None = None
     pace: eta_model.EdgePace | None = None
+    planned: dict[str, int] | None = None
+    """Edges per kind the build's ninja graph holds (a first build runs them all)."""
 
     def learn(self, work_key: str | None) -> None:
         """Read the earlier runs of `work_key` (once; a later call with the same key is free)."""
@@ -212,9 +231,14 @@ class LiveEta:
                 return None  # earlier runs exist, none of this kind: not by name either
             return Eta(learned.remaining_s, learned.basis, learned.low_s, learned.high_s)
         by_progress = estimate(elapsed_s, fraction, self.earlier)
-        if by_progress is None and self.pace is not None and counts is not None:
-            # A first run of this work: only its own edges so far.
-            learned = eta_model.extrapolate(elapsed_s, counts[1], counts[0])
+        first = not [run for run in self.earlier if did_work(run)]
+        if first and self.pace is not None and counts is not None:
+            # A first run of this work: only its own edges so far, each kind at its own pace.
+            learned = eta_model.extrapolate_by_kind(
+                elapsed_s, counts[1], self.pace.finished, self.planned, self.pace.last_end_s
+            )
+            if learned is None and by_progress is None:
+                learned = eta_model.extrapolate(elapsed_s, counts[1], counts[0])
             if learned is not None:
                 return Eta(
                     learned.remaining_s,
@@ -260,6 +284,8 @@ class Replay:
         ]
         live = LiveEta(history, build_id, history.earlier_runs(record.eta_key, build_id))
         live.learn(history.edge_build_info(build_id)[1])
+        # What the build's ninja graph would have said: its own edges, by kind.
+        live.planned = eta_model.planned_kinds((output, None) for _, output, _ in edges)
         return cls(build_id, record.duration_s, edges, total, fractions, live)
 
     def by_progress(self, elapsed_s: float) -> Eta | None:

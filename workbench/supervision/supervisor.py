@@ -1024,6 +1024,8 @@ class Supervisor:
             self._guarded("reading earlier runs' edges", lambda: self.eta.learn(key))
         origin = self.edge_recorder.origin()
         self.eta.add_edges(new, 0.0 if origin is None else origin - self.started_wall)
+        if self.eta.planned is None:
+            self.eta.planned = eta.planned_of(self.edge_recorder)
 
     def _cgroup_oom_before(self) -> Any:
         from workbench.analysis import oom
