@@ -35,6 +35,7 @@ from textual.widgets import Button, Header, Input, ProgressBar, Static
 from workbench.errors import WorkbenchError
 from workbench.logs.visible import visible
 from workbench.supervision.follow import (
+    contention_text,
     duration,
     eta_text,
     outcome_line,
@@ -528,6 +529,7 @@ class BuildScreen(Screen[None]):
         self.watch: StallWatch | None = None
         self._polling = False
         self._timer: Timer | None = None
+        self._host_shown = False
 
     # -- layout -------------------------------------------------------------------------------
 
@@ -731,6 +733,16 @@ class BuildScreen(Screen[None]):
         elif not record.active:
             # An ended build with no progress lines: a full bar for success, an empty one else.
             bar.update(total=1000, progress=1000 if record.state == "succeeded" else 0)
+        if not self.notices:
+            # A build started from the CLI has no launch notices: its supervisor's view of the
+            # other builds on this host takes their place (the same line attach prints).
+            host = contention_text(record.live_view) if record.active else ""
+            notice = self.query_one("#build-notice", Static)
+            notice.update(notice_line([host]) if host else Text(""))
+            notice.set_class(not host, "-empty")
+            if bool(host) != self._host_shown:
+                self._host_shown = bool(host)
+                self.refresh_bindings()  # w: the other builds, now there are some
         for state in ("running", "succeeded", "failed", "stopped"):
             self.set_class(record.state == state, f"-{state}")
         self.sub_title = f"build #{record.id} · {record.state}"
@@ -770,7 +782,7 @@ class BuildScreen(Screen[None]):
         if action == "all_processes":
             return self.record is None or self.record.active
         if action == "notices":
-            return bool(self.notices)
+            return bool(self.notices or self._host_lines())
         if action == "smoke":
             if not self._can_smoke():
                 return False
@@ -841,8 +853,19 @@ class BuildScreen(Screen[None]):
         self._tick()
 
     def action_notices(self) -> None:
-        """Every line the launch said about the host, in a dialog."""
-        self.app.push_screen(NoticesScreen(self.notices))
+        """Every line the launch said about the host (or, for a build started elsewhere, what
+        its supervisor measured of the rest of the host), in a dialog."""
+        self.app.push_screen(NoticesScreen(self.notices or tuple(self._host_lines())))
+
+    def _host_lines(self) -> list[str]:
+        """What the supervisor's census and contention say of the other builds on this host."""
+        if self.record is None:
+            return []
+        live = self.record.live_view
+        lines = [contention_text(live)]
+        if live.other is not None and live.other.summary:
+            lines.append(live.other.summary)
+        return [visible(line) for line in lines if line]
 
     def action_leave(self) -> None:
         search = self.query_one("#build-search", Input)
