@@ -31,3 +31,45 @@ async def test_sample_build_from_the_variants_screen_runs_to_the_end(tui, bench)
     with History(bench.state) as history:
         (record,) = history.builds()
         assert record.argv[1:4] == ("-m", "workbench.samples.sample_project", "build")
+
+
+@needs_cxx_tools
+async def test_a_second_t_offers_a_clean_rebuild_that_builds_everything(tui, bench) -> None:
+    from workbench.tui.confirm_clean import ConfirmCleanRebuild
+
+    app = tui()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.workers.wait_for_complete()
+        for round_ in range(2):
+            await pilot.press("t")
+            if round_:
+                await wait_until(
+                    pilot, "the question", lambda: isinstance(app.screen, ConfirmCleanRebuild)
+                )
+                await pilot.press("y")
+            await wait_until(
+                pilot,
+                f"build {round_ + 1} on the build screen",
+                lambda r=round_: (
+                    isinstance(app.screen, BuildScreen)
+                    and app.screen.record is not None
+                    and app.screen.record.id == r + 1
+                ),
+            )
+            screen = app.screen
+            await wait_until(
+                pilot,
+                "the build to end",
+                lambda s=screen: not s.record.active,
+                timeout=180,
+            )
+            assert screen.record.state == "succeeded", screen.record.note
+            await pilot.press("escape")
+            await pilot.pause()
+    with History(bench.state) as history:
+        first, second = sorted(history.builds(), key=lambda r: r.id)
+    assert "--clean" in second.argv and "--clean" not in first.argv
+    one, two = first.progress_view.step, second.progress_view.step
+    assert one is not None and two is not None
+    # Built again from clean: every edge ran, not "ninja: no work to do".
+    assert two.total >= one.total - 2 and two.done == two.total > 0

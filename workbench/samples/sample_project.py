@@ -103,10 +103,18 @@ def write_project(
     return names
 
 
-def build_argv(directory: Path, jobs: int | None = None) -> list[str]:
-    """The one command that writes, configures and builds the project (for `workbench run`)."""
+def build_argv(directory: Path, jobs: int | None = None, clean: bool = False) -> list[str]:
+    """The one command that writes, configures and builds the project (for `workbench run`);
+    `clean`: from clean (`ninja -t clean` first), so a second build builds everything again."""
     argv = [sys.executable, "-m", "workbench.samples.sample_project", "build", str(directory)]
-    return [*argv, "--jobs", str(jobs)] if jobs else argv
+    if jobs:
+        argv += ["--jobs", str(jobs)]
+    return [*argv, "--clean"] if clean else argv
+
+
+def is_built(directory: Path) -> bool:
+    """Whether the sample in `directory` was built before (a build now may have nothing to do)."""
+    return (directory / "build" / ".ninja_log").exists()
 
 
 def configure_argv(source: Path, output: Path) -> list[str]:
@@ -128,7 +136,7 @@ def missing_tools() -> list[str]:
     return [tool for tool in ("cmake", "ninja", "g++") if shutil.which(tool) is None]
 
 
-def build(directory: Path, jobs: int | None) -> int:
+def build(directory: Path, jobs: int | None, clean: bool = False) -> int:
     """Write the sources if absent, configure once (Ninja, no optimisation), run ninja."""
     missing = missing_tools()
     if missing:
@@ -145,6 +153,8 @@ def build(directory: Path, jobs: int | None) -> int:
         result = subprocess.run(configure_argv(source, output), check=False)
         if result.returncode != 0:
             return result.returncode
+    if clean:
+        subprocess.run(["ninja", "-C", str(output), "-t", "clean"], check=False)
     ninja = ["ninja", "-C", str(output), *(["-j", str(jobs)] if jobs else [])]
     sys.stdout.flush()
     os.execvp(ninja[0], ninja)  # the build's process is ninja itself from here on
@@ -157,8 +167,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     build_parser = actions.add_parser("build", help="write, configure and build the project")
     build_parser.add_argument("directory", type=Path)
     build_parser.add_argument("--jobs", type=int)
+    build_parser.add_argument("--clean", action="store_true", help="ninja -t clean first")
     args = parser.parse_args(argv)
-    return build(args.directory, args.jobs)
+    return build(args.directory, args.jobs, args.clean)
 
 
 if __name__ == "__main__":

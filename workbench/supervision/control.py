@@ -269,8 +269,9 @@ def stop(history: History, record: BuildRecord, grace_s: float) -> tuple[BuildRe
     )
 
 
-def start_sample(state: Path, force: bool = False) -> Started:
-    """Build the bundled sample project through the `run` backend (no Nix, no GPU needed)."""
+def start_sample(state: Path, force: bool = False, clean: bool = False) -> Started:
+    """Build the bundled sample project through the `run` backend (no Nix, no GPU needed);
+    `clean`: from clean, when it was built before."""
     from workbench.samples import sample_project
     from workbench.supervision.launch import LaunchError, plan_run
 
@@ -282,6 +283,7 @@ def start_sample(state: Path, force: bool = False) -> Started:
         )
     directory = state / sample_project.NAME
     directory.mkdir(parents=True, exist_ok=True)
-    plan = plan_run(sample_project.build_argv(directory), sample_project.NAME, directory, force)
+    argv = sample_project.build_argv(directory, clean=clean)
+    plan = plan_run(argv, sample_project.NAME, directory, force)
     with History(state) as history:
         return start(state, history, plan, force)

@@ -542,14 +542,26 @@ class VariantsScreen(Screen[None]):
         ask_and_build(self, self.config_directory, names)
 
     def action_sample_build(self) -> None:
+        from workbench.samples import sample_project
+        from workbench.tui.confirm_clean import ConfirmCleanRebuild
+
+        state = self.app.state_directory  # type: ignore[attr-defined]
+        if sample_project.is_built(state / sample_project.NAME):
+            # A second `t` would only say "ninja: no work to do": offer to build it again.
+            self.app.push_screen(ConfirmCleanRebuild(), self._sample_answered)
+            return
         self.launch_sample()
 
+    def _sample_answered(self, answer: str | None) -> None:
+        if answer in ("clean", "as-is"):
+            self.launch_sample(clean=answer == "clean")
+
     @work(thread=True, exclusive=True, group="launch")
-    def launch_sample(self) -> None:
+    def launch_sample(self, clean: bool = False) -> None:
         """Hand the sample build to a supervisor (off the event loop), then show it: it runs
         in seconds and needs no Nix, so it is not asked about first."""
         from workbench.supervision import control
         from workbench.tui.launching import hand_over
 
         state = self.app.state_directory  # type: ignore[attr-defined]
-        hand_over(self, lambda: control.start_sample(state))
+        hand_over(self, lambda: control.start_sample(state, clean=clean))
