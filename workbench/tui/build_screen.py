@@ -42,6 +42,7 @@ from workbench.supervision.follow import (
     peak_text,
     progress_text,
     running_text,
+    size,
 )
 from workbench.supervision.history import BuildRecord, History, Sampled
 from workbench.supervision.shell_command import display
@@ -204,6 +205,7 @@ class Poll:
     finished: bool
     stall: Stall | None = None
     artefacts: dict[str, Any] | None = None  # what a finished Nix/Flox build produced
+    peak_rss: int | None = None  # a finished build's measured peak (history's figure)
     parallelism: Parallelism | None = None  # a finished build's exact edges running per second
 
 
@@ -290,10 +292,10 @@ def head_lines(record: BuildRecord, now: float | None = None) -> tuple[str, str]
     return title, progress.last_line
 
 
-def progress_line(record: BuildRecord, basis: bool = True) -> str:
+def progress_line(record: BuildRecord, basis: bool = True, peak_rss: int | None = None) -> str:
     """ "ninja 12/40 (30%) · ETA 1m05s (50s–1m30s) (earlier builds #2) · peak 1.1 GiB" and the
     like: the ETA with its likely range (`basis`: the last brackets, what the ETA rests on)
-    and the build's own peak RSS."""
+    and the build's own peak RSS (`peak_rss`: an ended build's, as history measured it)."""
     progress = record.progress_view
     live = record.live_view
     parts = [progress_text(progress) or "no progress reported yet"]
@@ -304,7 +306,7 @@ def progress_line(record: BuildRecord, basis: bool = True) -> str:
             parts.append(eta + (f" ({said})" if said else ""))
         else:
             parts.append("ETA: not known yet")
-    peak = peak_text(live)
+    peak = f"peak {size(peak_rss)}" if peak_rss else peak_text(live)
     if peak:
         parts.append(peak)
     return " · ".join(parts)
@@ -530,6 +532,7 @@ class BuildScreen(Screen[None]):
         self._polling = False
         self._timer: Timer | None = None
         self._host_shown = False
+        self.peak_rss: int | None = None  # an ended build's measured peak, once polled
 
     # -- layout -------------------------------------------------------------------------------
 
@@ -545,7 +548,7 @@ class BuildScreen(Screen[None]):
         yield Static("", id="build-smoke", classes="-empty")
         yield Static("", id="build-stall")
         with Horizontal(id="build-graphs"):
-            yield TimeGraph("CPU of all cores", percent, 100.0, id="build-cpu")
+            yield TimeGraph("CPU", percent, 100.0, scale_label="of all cores", id="build-cpu")
             # Its scale (RSS plus what is still available) comes with the first sample.
             yield TimeGraph(
                 "Memory",
@@ -570,8 +573,9 @@ class BuildScreen(Screen[None]):
         cpu_tip = "CPU the build's processes use, as a share of all cores, once a second"
         self.query_one("#build-cpu").tooltip = cpu_tip
         self.query_one("#build-memory").tooltip = (
-            "Total RSS of the build's processes, scaled to its own peak; 'of' is that plus "
-            "the memory still available (host or cgroup); near that it turns to warning colour"
+            "Total RSS of the build's processes over the whole build, scaled to its own sampled "
+            "peak (the peak history and report show); 'of' is that plus the memory still "
+            "available (host or cgroup); near that it turns to warning colour"
         )
         self.query_one("#build-edges").tooltip = (
             "Edges (compile and link commands) running at each second; the dotted line is the "
@@ -617,10 +621,21 @@ class BuildScreen(Screen[None]):
                     jobs = history.jobs(self.build_id)[:FINISHED_JOBS_SHOWN]
                     rows = tuple(ProcessRow.from_job(job) for job in jobs)
                     produced = history.artefacts(self.build_id)
+                    measured = history.measured(self.build_id, slowest=0)
                     spans = [(edge.started, edge.ended) for edge in history.edges(self.build_id)]
                     exact = exact_parallelism(spans, record.started, record.ended, GRAPH_SECONDS)
+                    peak = measured.peak_rss if measured is not None else None
                     self.post_message(
-                        self.Polled(Poll(record, rows, True, artefacts=produced, parallelism=exact))
+                        self.Polled(
+                            Poll(
+                                record,
+                                rows,
+                                True,
+                                artefacts=produced,
+                                parallelism=exact,
+                                peak_rss=peak,
+                            )
+                        )
                     )
                     return
         except WorkbenchError as exc:
@@ -669,6 +684,8 @@ class BuildScreen(Screen[None]):
         self.record = poll.record
         if poll.artefacts is not None:
             self.artefacts = poll.artefacts
+        if poll.peak_rss is not None:
+            self.peak_rss = poll.peak_rss
         self._show_record(poll.record)
         live = poll.record.live_view
         if poll.record.active and live.t is not None:
@@ -724,7 +741,7 @@ class BuildScreen(Screen[None]):
             detail = f"{detail} · {produced}" if detail else produced
         self.query_one("#build-title", Static).update(Text(visible(title)))
         self.query_one("#build-detail", Static).update(Text(visible(detail)))
-        text = progress_line(record, basis=self.has_class("-wide"))
+        text = progress_line(record, basis=self.has_class("-wide"), peak_rss=self.peak_rss)
         self.query_one("#build-progress-text", Static).update(Text(visible(text)))
         fraction = progress.fraction
         bar = self.query_one("#build-bar", ProgressBar)

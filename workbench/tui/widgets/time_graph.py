@@ -147,6 +147,7 @@ class TimeGraph(Widget):
         limit_fraction: float = 2.0,
         autoscale: bool = False,
         peak_columns: bool = False,
+        scale_label: str | None = None,
         id: str | None = None,
     ) -> None:
         super().__init__(id=id)
@@ -158,6 +159,8 @@ class TimeGraph(Widget):
         self.samples: deque[float] = deque(maxlen=capacity)
         self.history = SeriesHistory()
         self.peak_columns = peak_columns
+        self.scale_label = scale_label
+        """What the full scale is, in words ("of all cores"), instead of its number."""
         """A column spanning several samples shows their highest (memory) rather than their
         mean (CPU)."""
         self.limit_fraction = limit_fraction
@@ -219,10 +222,13 @@ class TimeGraph(Widget):
             latest = self.format_value(shown[-1])
             heading.append(f"{'now' if self.live else 'last'} {latest}", axis)
             if self.autoscale:
-                # The graph covers the whole build: its highest column is the build's sampled
-                # peak (and says so).
-                heading.append(f", sampled peak {self.format_value(max(shown))}", axis)
-            heading.append(f" of {self.format_value(self.maximum)}", axis)
+                # The graph covers the whole build (every stored sample): its highest column is
+                # the build's sampled peak, the figure history and report show.
+                heading.append(f", peak {self.format_value(max(shown))}", axis)
+            if self.scale_label:
+                heading.append(f" {self.scale_label}", axis)
+            else:
+                heading.append(f" of {self.format_value(self.maximum)}", axis)
         else:
             heading.append("no samples yet" if self.live else "no samples recorded", axis)
         heading.truncate(width, overflow="ellipsis")  # one line, whatever the width
