@@ -87,3 +87,31 @@ async def test_focus_scrolls_into_view_and_checks_read_without_colour(
         checks.deselect(checks.get_option_at_index(0).value)
         await pilot.pause()
         assert checks.render_line(0).text[1] == " "
+
+
+async def test_the_first_screens_jobs_line_follows_a_save(config_copy: Path, tmp_path: Path):
+    from textual.widgets import Static
+
+    from workbench.tui.variants_screen import VariantsScreen
+
+    app = make_app(str(config_copy), str(tmp_path / "state"), doctor=recorded_doctor())
+    async with app.run_test(size=(160, 48)) as pilot:
+        await app.workers.wait_for_complete()
+        first = app.screen
+        assert isinstance(first, VariantsScreen)
+        summary = first.query_one("#host-summary", Static)
+        await wait_until(pilot, "the host summary", lambda: "Jobs " in str(summary.render()))
+        assert "Jobs 7 ×" not in str(summary.render())
+        screen = await _settings(app, pilot)
+        screen.query_one("#field-ninja_jobs", Input).value = "7"
+        await pilot.pause()
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        await pilot.press("escape")
+        await wait_until(pilot, "the first screen", lambda: app.screen is first, 10)
+        await wait_until(
+            pilot,
+            "the jobs line to say 7",
+            lambda: "Jobs 7 × 1 nvcc thread (settings.toml)" in str(summary.render()),
+            20,
+        )

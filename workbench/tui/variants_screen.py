@@ -26,6 +26,7 @@ from textual.worker import get_current_worker
 from workbench.configs.availability import of_variant, unavailable_reason
 from workbench.configs.matrix import Matrix
 from workbench.configs.variants import expand
+from workbench.errors import WorkbenchError
 from workbench.tui import clock
 from workbench.tui.columns import set_columns
 from workbench.tui.names import ago, short_target, took
@@ -293,6 +294,11 @@ class VariantsScreen(Screen[None]):
         self.detect()
         self.load_last_builds()
 
+    def on_screen_resume(self) -> None:
+        # Back from the settings screen: what it saved is what the next build runs with.
+        if self.in_force:
+            self.refresh_in_force()
+
     def _first_frame_drawn(self) -> None:
         # The footer shows its keys one refresh later, after recomposing: wait for that too.
         self.call_after_refresh(self.drawn.set)
@@ -377,6 +383,23 @@ class VariantsScreen(Screen[None]):
         report = self.doctor(self.matrix, settings)
         in_force = settings_in_force(self.matrix, settings, report)
         self.app.call_from_thread(self.show_report, report, in_force)
+
+    @work(thread=True, exclusive=True, group="in-force")
+    def refresh_in_force(self) -> None:
+        """The jobs line again from settings.toml as it is now (after the settings screen
+        saved), with the host report already made."""
+        report = getattr(self.app, "report", None)
+        if report is None:
+            return
+        from workbench.configs.settings import load_settings
+
+        try:
+            settings = load_settings(self.config_directory, self.matrix)
+        except WorkbenchError:
+            return  # the settings screen refuses to save an invalid file; nothing to show
+        in_force = settings_in_force(self.matrix, settings, report)
+        if in_force != self.in_force:
+            self.app.call_from_thread(self.show_report, report, in_force)
 
     @work(thread=True, exclusive=True, group="last-builds")
     def load_last_builds(self) -> None:
