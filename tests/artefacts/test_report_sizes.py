@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-from workbench.supervision.history import SUCCEEDED, History, NewBuild
+from recorded_builds import ended_build
+
+from workbench.supervision.history import History
 
 VARIANT = "onnxruntime-python313-cuda12_9-sm90-avx512"
 MiB, GiB = 1 << 20, 1 << 30
@@ -22,23 +23,17 @@ MiB, GiB = 1 << 20, 1 << 30
 def recorded_build(history: History, outputs: list[tuple[str, int, int]]) -> int:
     """A finished build of VARIANT whose result links are `outputs` (link suffix, NAR size,
     closure size)."""
-    record = history.create(
-        NewBuild(
-            name=VARIANT,
-            backend="nix",
-            argv=("nix", "build", f".#{VARIANT}", "--out-link", f"result-{VARIANT}"),
-            cwd="/checkout",
-            checkout="/checkout",
-            settings={},
-            eta_key="sizes",
-            nix=True,
-            variant=VARIANT,
-            target=VARIANT,
-        )
+    argv = ("nix", "build", f".#{VARIANT}", "--out-link", f"result-{VARIANT}")
+    record = ended_build(
+        history,
+        VARIANT,
+        backend="nix",
+        argv=argv,
+        cwd="/checkout",
+        variant=VARIANT,
+        eta_key="sizes",
+        lines=10,
     )
-    now = time.time()
-    history.mark_running(record.id, 1, 1, now - 60)
-    history.finish(record.id, SUCCEEDED, now, 60.0, 0, None, None, 10, {})
     history.record_artefacts(
         record.id,
         {

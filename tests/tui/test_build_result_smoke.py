@@ -8,14 +8,14 @@ whose bin/python has the onnxruntime wheel: what `k` runs is the real smoke prob
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from driving import open_screen, wait_until
+from recorded_builds import ended_build
 from textual.widgets import Static
 
-from workbench.supervision.history import SUCCEEDED, History, NewBuild
+from workbench.supervision.history import History
 
 VARIANT = "onnxruntime-python313-cpu-avx2"
 
@@ -24,23 +24,16 @@ def _recorded_build(state: Path, checkout: Path) -> int:
     link = checkout / f"result-{VARIANT}"
     link.symlink_to(sys.prefix, target_is_directory=True)
     with History(state) as history:
-        record = history.create(
-            NewBuild(
-                name=VARIANT,
-                backend="nix",
-                argv=("nix", "build", f".#{VARIANT}", "--out-link", f"result-{VARIANT}"),
-                cwd=str(checkout),
-                checkout=str(checkout),
-                settings={},
-                eta_key="k",
-                nix=True,
-                variant=VARIANT,
-                target=VARIANT,
-            )
+        argv = ("nix", "build", f".#{VARIANT}", "--out-link", f"result-{VARIANT}")
+        record = ended_build(
+            history,
+            VARIANT,
+            backend="nix",
+            argv=argv,
+            cwd=str(checkout),
+            variant=VARIANT,
+            lines=10,
         )
-        now = time.time()
-        history.mark_running(record.id, 1, 1, now - 60)
-        history.finish(record.id, SUCCEEDED, now, 60.0, 0, None, None, 10, {})
         history.record_artefacts(
             record.id,
             {

@@ -11,9 +11,10 @@ import time
 
 import pytest
 from driving import wait_until
+from recorded_builds import ended_build
 from textual.widgets import DataTable
 
-from workbench.supervision.history import FAILED, SUCCEEDED, History, NewBuild
+from workbench.supervision.history import FAILED, SUCCEEDED, History
 from workbench.tui.variants_screen import VariantsScreen
 
 SIZED = "onnxruntime-python313-cpu-avx2"
@@ -21,13 +22,18 @@ UNSIZED = "onnxruntime-python313-cuda12_9-sm90-avx512"
 
 
 def recorded(history: History, name: str, state: str, closure: int | None) -> int:
-    record = history.create(
-        NewBuild(name, "nix", ("nix", "build", f".#{name}"), "/c", "/c", {}, name, True, name, name)
-    )
-    now = time.time()
-    history.mark_running(record.id, 1, 1, now - 754)
-    history.finish(
-        record.id, state, now - 120, 634.0, 0 if state == SUCCEEDED else 1, None, None, 1, {}
+    argv = ("nix", "build", f".#{name}")
+    record = ended_build(
+        history,
+        name,
+        backend="nix",
+        argv=argv,
+        cwd="/c",
+        variant=name,
+        eta_key=name,
+        state=state,
+        duration_s=634.0,
+        ended=time.time() - 120,
     )
     if closure is not None:
         history.record_artefacts(

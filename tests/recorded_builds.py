@@ -1,0 +1,55 @@
+"""Ended builds written into a History through its own API, as the supervisor writes them
+(created, marked running, finished), for the tests that read a history: screens, reports,
+sizes."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from workbench.supervision.history import SUCCEEDED, BuildRecord, History, NewBuild
+
+
+def ended_build(
+    history: History,
+    name: str = "fixture",
+    *,
+    backend: str = "run",
+    argv: Sequence[str] = ("true",),
+    cwd: str = "/tmp",
+    variant: str | None = None,
+    eta_key: str = "k",
+    settings: dict[str, Any] | None = None,
+    state: str = SUCCEEDED,
+    duration_s: float = 60.0,
+    ended: float | None = None,
+    exit_status: int | None = None,
+    lines: int = 1,
+    progress: dict[str, Any] | None = None,
+) -> BuildRecord:
+    """A build of `name` that ran `duration_s` and ended at `ended` (now) in `state`; a
+    variant's build is a Nix build of that variant. Its exit status is 0 when it succeeded and
+    1 otherwise unless given. Its PID and group are 1: nothing of it runs."""
+    record = history.create(
+        NewBuild(
+            name=name,
+            backend=backend,
+            argv=tuple(argv),
+            cwd=cwd,
+            checkout=cwd,
+            settings=dict(settings or {}),
+            eta_key=eta_key,
+            nix=backend == "nix",
+            variant=variant,
+            target=variant,
+        )
+    )
+    ended = time.time() if ended is None else ended
+    history.mark_running(record.id, 1, 1, ended - duration_s)
+    if exit_status is None:
+        exit_status = 0 if state == SUCCEEDED else 1
+    history.finish(
+        record.id, state, ended, duration_s, exit_status, None, None, lines, progress or {}
+    )
+    return history.get(record.id)
