@@ -163,6 +163,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         complete()  # argcomplete answers and exits
         return 0
     args_list = list(sys.argv[1:] if argv is None else argv)
+    if argv is None:
+        from workbench.ascii_output import use_ascii_when_needed
+
+        use_ascii_when_needed()  # LANG=C: ★ and ✓ would reach the terminal as garbage
     if args_list == ["--version"]:  # the fast path: no parser, no imports
         from workbench.version import version_line
 
