@@ -19,6 +19,7 @@ import pytest
 from nix_testing import NIX_CONFIG, flake_on_the_standin, needs_nix
 
 CPU = "onnxruntime-python313-cpu-avx2"
+REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = [*needs_nix, pytest.mark.slow]
 
@@ -36,7 +37,17 @@ def checkout(tmp_path) -> dict:
     git = {**os.environ, **GIT_IDENTITY}
     for argv in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "copy"]):
         subprocess.run(argv, cwd=repo, env=git, check=True, capture_output=True)
-    env = {**os.environ, "NIX_CONFIG": NIX_CONFIG, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "flox").symlink_to(REPO / "tests" / "standins" / "standin-flox")
+    env = {
+        **os.environ,
+        "NIX_CONFIG": NIX_CONFIG,
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        # Flox's nixpkgs (the stand-in), and the STAND-IN flox (tests/standins/standin-flox).
+        "NIX_PATH": f"workbench-nixpkgs={tmp_path / 'standin'}",
+        "PATH": f"{tools}:{Path(sys.executable).parent}:{os.environ['PATH']}",
+    }
     return {"repo": repo, "env": env, "state": tmp_path / "state"}
 
 
@@ -137,3 +148,28 @@ def test_a_releases_environment_reports_the_release_it_was_built_as(checkout, tm
     assert require_release({"onnxruntime": said.stdout.strip()}, "1.24.2") is None
     why = require_release({"onnxruntime": "9.9.9", "onnxruntime_file": "/x"}, "1.24.2")
     assert why is not None and "built as ONNX Runtime 1.24.2" in why and "9.9.9" in why
+
+
+def test_flox_builds_a_release_as_the_flake_does_once_synced_for_it(checkout):
+    repo = checkout["repo"]
+    name = f"{CPU}-ort1_24_2"
+    missing = workbench(checkout, "build", CPU, "--ort", "1.24.2", "--backend", "flox")
+    assert missing.returncode == 2
+    assert "`workbench flox sync --ort 1.24.2` writes .flox/" in missing.stderr
+    synced = workbench(checkout, "flox", "sync", "--ort", "1.24.2")
+    assert synced.returncode == 0, synced.stderr
+    assert (repo / ".flox" / "pkgs" / f"{name}.nix").is_file()
+    assert not (repo / ".flox" / "pkgs" / "onnxruntime-cuda-hybrid-ort1_24_2.nix").exists()
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True, capture_output=True)
+    flox = workbench(checkout, "build", CPU, "--ort", "1.24.2", "--backend", "flox", "--jobs", "1")
+    assert flox.returncode == 0, flox.stderr[-3000:]
+    link = repo / f"result-{name}"
+    flox_path = os.path.realpath(link)
+    assert recorded(link)["passthru"]["workbench"]["ortVersion"] == "1.24.2"
+    link.unlink()
+    nix = workbench(checkout, "build", CPU, "--ort", "1.24.2", "--jobs", "1")
+    assert nix.returncode == 0, nix.stderr[-3000:]
+    assert os.path.realpath(link) == flox_path  # one store path, whichever backend built it
+    # A plain sync (the pin's release) takes the release's generated files away again.
+    workbench(checkout, "flox", "sync", "--ort", "1.23.2")
+    assert not (repo / ".flox" / "pkgs" / f"{name}.nix").exists()

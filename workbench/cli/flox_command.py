@@ -19,17 +19,31 @@ def register(subcommands: argparse._SubParsersAction) -> None:
         "--check", action="store_true", help="write nothing; exit 1 if .flox/ is out of date"
     )
     sync.add_argument("--json", action="store_true", help="print JSON")
+    sync.add_argument(
+        "--ort",
+        metavar="VERSION",
+        help="also write the packages of this ONNX Runtime release (default: settings.toml's "
+        "ort_version; the pin's own are always written)",
+    )
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from workbench.cli.common import load_config, print_json
+    from workbench.configs.releases import UnknownReleaseError
+    from workbench.configs.settings import load_settings
+    from workbench.errors import WorkbenchError
     from workbench.flox.sync import sync
     from workbench.supervision.launch import default_flake_directory
 
     directory, matrix = load_config(args)
     checkout = default_flake_directory(directory)
-    result = sync(checkout, matrix, check_only=args.check)
+    ort = args.ort or load_settings(directory, matrix).ort_version
+    try:
+        matrix.release(ort)
+    except UnknownReleaseError as error:
+        raise WorkbenchError(str(error)) from None
+    result = sync(checkout, matrix, check_only=args.check, ort=ort)
     if args.json:
         print_json(
             {
@@ -48,11 +62,12 @@ def run(args: argparse.Namespace) -> int:
             print(f"{verb} {relative}")
         for relative in result.removed:
             print(f"{'would remove' if args.check else 'removed'} {relative}")
-        if result.skipped:
-            print(
-                f"skipped {len(result.skipped)} variants the flake does not offer: "
-                f"{result.skipped[0][1]}"
-            )
+        reasons: dict[str, int] = {}
+        for _, why in result.skipped:
+            reasons[why.split(":")[0]] = reasons.get(why.split(":")[0], 0) + 1
+        for _, why in dict((w.split(":")[0], (n, w)) for n, w in result.skipped).values():
+            count = reasons[why.split(":")[0]]
+            print(f"skipped {count} packages the flake does not offer: {why}")
         state = "in sync" if result.in_sync else ("out of date" if args.check else "synced")
         print(
             f".flox/ {state}: {result.unchanged} unchanged, {len(result.written)} "
@@ -60,5 +75,9 @@ def run(args: argparse.Namespace) -> int:
             f"{'to remove' if args.check else 'removed'} in {checkout}"
         )
         if args.check and not result.in_sync:
-            print("run `workbench flox sync` (and `git add .flox`: Flox sees tracked files only)")
+            again = f" --ort {args.ort}" if args.ort else ""
+            print(
+                f"run `workbench flox sync{again}` (and `git add .flox`: Flox sees tracked files "
+                "only)"
+            )
     return 1 if args.check and not result.in_sync else 0

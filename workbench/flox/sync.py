@@ -48,9 +48,10 @@ def _variant_header(variant: Variant) -> list[str]:
     ]
 
 
-def _flavour_header(flavour: Flavour, matrix: Matrix) -> list[str]:
+def _flavour_header(flavour: Flavour, matrix: Matrix, version: str | None = None) -> list[str]:
     lines = [
-        f"# ONNX Runtime {matrix.ort_version} linkage flavour {flavour.name}: {flavour.description}"
+        f"# ONNX Runtime {version or matrix.ort_version} linkage flavour {flavour.name}: "
+        f"{flavour.description}"
     ]
     if flavour.cuda:
         from workbench.configs.availability import newest_toolkit_at_pin
@@ -86,8 +87,11 @@ def manifest_text() -> str:
     )
 
 
-def expected_files(matrix: Matrix) -> tuple[dict[str, str], tuple[tuple[str, str], ...]]:
-    """Path (relative to the checkout) -> text of every generated file; and what is skipped."""
+def expected_files(
+    matrix: Matrix, ort: str | None = None
+) -> tuple[dict[str, str], tuple[tuple[str, str], ...]]:
+    """Path (relative to the checkout) -> text of every generated file; and what is skipped.
+    The pin's release always; with `ort` another release too, its names carrying it."""
     files = {
         ".flox/env.json": json.dumps({"name": ENVIRONMENT_NAME, "version": 1}, indent=2) + "\n",
         ".flox/env/manifest.toml": manifest_text(),
@@ -105,13 +109,35 @@ def expected_files(matrix: Matrix) -> tuple[dict[str, str], tuple[tuple[str, str
         files[f".flox/pkgs/{flavour.attr}.nix"] = package_file(
             flavour.attr, _flavour_header(flavour, matrix)
         )
+    release = matrix.release(ort) if ort else None
+    if release is not None and not release.nixpkgs_own:
+        for variant in expand(matrix, release.version):
+            reason = unavailable_reason(variant, matrix)
+            if reason:
+                skipped.append((variant.name, reason))
+                continue
+            files[f".flox/pkgs/{variant.name}.nix"] = package_file(
+                variant.name, _variant_header(variant)
+            )
+        for flavour in matrix.flavours:
+            attr = flavour.attr + release.suffix
+            problem = release.flavour_problem(flavour.name)
+            if problem:
+                skipped.append((attr, problem))
+                continue
+            files[f".flox/pkgs/{attr}.nix"] = package_file(
+                attr, _flavour_header(flavour, matrix, release.version)
+            )
     return files, tuple(skipped)
 
 
-def sync(checkout: Path, matrix: Matrix, check_only: bool = False) -> SyncResult:
+def sync(
+    checkout: Path, matrix: Matrix, check_only: bool = False, ort: str | None = None
+) -> SyncResult:
     """Write the generated files that differ and remove generated files no longer wanted
-    (files without the marker are the user's and are left alone); `check_only` writes nothing."""
-    files, skipped = expected_files(matrix)
+    (files without the marker are the user's and are left alone); `check_only` writes nothing.
+    `ort`: another release's packages too (settings.toml's ort_version by default)."""
+    files, skipped = expected_files(matrix, ort)
     written, unchanged = [], 0
     for relative, text in files.items():
         path = checkout / relative

@@ -458,7 +458,9 @@ def plan_build(
         package = directory / ".flox" / "pkgs" / f"{target.attr}.nix"
         if not package.is_file():
             raise LaunchError(
-                f"{package}: no such Flox package; `workbench flox sync` writes .flox/ from "
+                f"{package}: no such Flox package; `workbench flox sync"
+                + (f" --ort {target.ort_version}" if target.name != target.base_name else "")
+                + "` writes .flox/ from "
                 "configs/ (then `git add .flox`: Flox sees tracked files only)"
             )
         argv = flox_build_argv(target.attr, jobs, max_jobs)
