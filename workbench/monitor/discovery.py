@@ -60,8 +60,20 @@ def builder_derivation(environment: dict[str, str], cwd: str | None) -> str | No
 
 def builder_name(pid: int) -> str | None:
     """The derivation name the builder process `pid` works for (its environment, its build
-    directory), None when it says none."""
-    return builder_derivation(procfs.read_environ(pid, _ENV_NAMES), procfs.read_cwd(pid))
+    directory, else a build directory in its arguments), None when it says none.
+
+    A user other than root may read neither the environment nor the working directory of a
+    `nixbld*` process (both need ptrace access), only its arguments, which are world-readable:
+    a compiler's absolute source path (`/tmp/nix-build-NAME.drv-0/...`, as CMake writes
+    them) names the derivation it compiles for."""
+    found = builder_derivation(procfs.read_environ(pid, _ENV_NAMES), procfs.read_cwd(pid))
+    return found if found is not None else derivation_in_argv(procfs.read_cmdline(pid))
+
+
+def derivation_in_argv(argv: list[str]) -> str | None:
+    """The derivation whose build directory an argument names, when exactly one does."""
+    found = {name for arg in argv[1:] if (name := derivation_from_build_dir(arg)) is not None}
+    return found.pop() if len(found) == 1 else None
 
 
 def attribute_builder(pid: int, names: Collection[str]) -> str | None:

@@ -191,12 +191,16 @@ class Sampler:
         memory: MemoryProbe | None = None,
         clock: Callable[[], float] = time.time,
         fd_budget: int | None = None,
+        names_to_come: bool = False,
     ) -> None:
         """Watch `root_pid` and its descendants, and with `daemon` also nix-daemon builders.
 
         `derivations`: names of the derivations this build builds ("onnxruntime-1.23.2"); with
         `daemon`, builders of other derivations are left out. Without names, every daemon builder
-        on the host counts. `cpus`: cores the build may use (default: all of this machine's).
+        on the host counts, unless `names_to_come` (a supervisor that learns them from the Nix
+        log): then a daemon builder counts only once its derivation is known to be this build's
+        (a daemon serves every user: before that it may be anyone's). `cpus`: cores the build
+        may use (default: all of this machine's).
         """
         if root_pid is None and not daemon:
             raise ValueError("give root_pid, daemon=True, or both")
@@ -204,6 +208,7 @@ class Sampler:
         self.daemon = daemon
         self.cpus = cpus or len(os.sched_getaffinity(0)) or 1
         self._names: set[str] = set(derivations)
+        self._names_to_come = names_to_come
         self._memory = memory or MemoryProbe(root_pid)
         self._clock = clock
         self._fd_budget = _default_fd_budget() if fd_budget is None else fd_budget
@@ -478,6 +483,11 @@ class Sampler:
             if uid is None or not is_nixbld_user(procfs.user_name(uid)):
                 return False
         if not self._names:
+            if self._names_to_come:
+                # Held until the log names this build's derivations, then judged again: the
+                # CPU it used meanwhile is counted when it joins (`_join`).
+                self._unattributed.add(pid)
+                return False
             # No derivation learnt from the log yet: a builder can start (and be sampled)
             # before the supervisor has read Nix's start event. It is taken, named from its own
             # environment or build directory; a member keeps the name it joined with.

@@ -456,7 +456,8 @@ class Supervisor:
         # An adopting supervisor goes on from the peaks its lost predecessor wrote.
         self.live_writer = LiveWriter(peak=record.live_view.peak)
         self.sampler = self._guarded(
-            "starting the sampler", lambda: Sampler(root_pid=pid, daemon=record.nix)
+            "starting the sampler",
+            lambda: Sampler(root_pid=pid, daemon=record.nix, names_to_come=record.nix),
         )
         log_size = os.fstat(log_fd).st_size
         readable = None
