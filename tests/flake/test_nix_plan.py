@@ -59,8 +59,8 @@ def test_the_summary_says_what_is_known_and_what_is_not() -> None:
         "2 to fetch (0.29 MiB download, 0.29 MiB unpacked)",
         "  build top: last 1m15s (build #4)",
         "  build new: never built here",
-        "  fetch dep: 0.29 MiB from file:///c",
-        "  fetch odd: size ? from no configured substituter answered for it",
+        "  fetch dep: 293.2 KiB from file:///c",
+        "  fetch odd: size not known from no configured substituter answered for it",
     ]
     assert plan.download_bytes() is None  # one size is not known: no total pretends it is
     failed = NixPlan((".#x",), False, "flake has no x", (), (), None, None, ())

@@ -68,8 +68,8 @@ def test_the_dry_run_and_the_preview_show_what_nix_builds_and_fetches(
         "1 to fetch (0.29 MiB download, 0.29 MiB unpacked)"
     ), dry.stderr
     assert f"#   build {TOP}: last {last} (build #{build_id})" in dry.stderr
-    fetched = re.search(rf"#   fetch {DEP}: ([\d.]+) MiB from (\S+)", dry.stderr)
-    assert fetched and fetched.group(2) == cache, dry.stderr
+    fetched = re.search(rf"#   fetch {DEP}: 293.\d KiB from (\S+)", dry.stderr)
+    assert fetched and fetched.group(1) == cache, dry.stderr
     # The TUI's preview asks the same plan and shows the same lines.
     from workbench.supervision.build_preview import preview_targets
 

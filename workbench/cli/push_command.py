@@ -116,7 +116,8 @@ def push_build(args: argparse.Namespace, history: Any, record: Any, store: str, 
     if failed:
         raise WorkbenchError(f"signing build #{record.id}'s outputs failed: {failed}")
     print(
-        f"workbench: pushing build #{record.id}'s {len(outputs)} outputs and their closure to "
+        f"workbench: pushing build #{record.id}'s {len(outputs)} output"
+        f"{'' if len(outputs) == 1 else 's'} and their closure to "
         f"{store}" + (f", signed with {plan.signing_key}" if plan.signing_key else ", unsigned"),
         file=sys.stderr,
     )

@@ -26,12 +26,12 @@ from typing import Any
 
 from workbench.flake.evaluation import NIX_FLAGS, first_error
 from workbench.host.bounded_command import run_bounded
+from workbench.host.units import scaled_byte_size
 from workbench.logs.visible import visible
 from workbench.progress.nix_log import derivation_name
 
 PLAN_TIMEOUT_S = 180.0
 PATH_INFO_TIMEOUT_S = 60.0
-MIB = 1024 * 1024
 _BUILT = re.compile(r"^(?:these (\d+) derivations|this derivation) will be built:$")
 _FETCHED = re.compile(
     r"^(?:these (\d+) paths|this path) will be fetched "
@@ -127,7 +127,11 @@ class NixPlan:
         if len(self.to_build) > limit:
             lines.append(f"  ... and {len(self.to_build) - limit} more to build")
         for item in self.to_fetch[:limit]:
-            size = f"{item.download_bytes / MIB:.2f} MiB" if item.download_bytes else "size ?"
+            size = (
+                scaled_byte_size(item.download_bytes)
+                if item.download_bytes is not None
+                else "size not known"
+            )
             source = item.substituter or "no configured substituter answered for it"
             lines.append(f"  fetch {item.name}: {size} from {source}")
         if len(self.to_fetch) > limit:
