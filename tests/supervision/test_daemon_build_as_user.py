@@ -20,8 +20,7 @@ from typing import Any
 
 import psutil
 import pytest
-from conftest import needs_cxx_tools
-from monitor.cxx_project import write_project
+from monitor.cxx_project import needs_cxx_tools, write_project
 from nix_daemon_testing import RunningDaemon, start_daemon
 from second_user import OtherUser, other_user, shared_tmp  # noqa: F401 - the fixtures
 from supervised import REPO, build_id_from
