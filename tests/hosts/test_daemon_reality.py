@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +20,8 @@ import pytest
 from conftest import LoopbackHost
 from nix_daemon_testing import RunningDaemon, start_daemon
 from second_user import OtherUser, other_user, shared_tmp  # noqa: F401 - the fixtures
+
+from workbench.supervision.launch import host_platform
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -57,6 +60,30 @@ def _user_setup(
     for path in [configs, *configs.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
     return configs, folder / "state", {"XDG_CACHE_HOME": str(folder / "cache")}
+
+
+TWO_TARGETS = """{{
+  outputs = {{ self }}: let
+    mk = name: derivation {{
+      inherit name; system = "{system}"; builder = "/bin/sh";
+      args = [ "-c" "echo {nonce} > $out" ];
+    }};
+  in {{
+    packages.{system}.onnxruntime-cpu = mk "standin-matrix-cpu";
+    packages.{system}.onnxruntime-cuda-dyn = mk "standin-matrix-cuda-dyn";
+  }};
+}}
+"""
+
+
+def _two_target_flake(flake: Path, user: OtherUser) -> Path:
+    """A flake offering the cpu and cuda-dyn flavours' attributes (trivial derivations)."""
+    flake.mkdir()
+    text = TWO_TARGETS.format(system=host_platform(), nonce=uuid.uuid4().hex)
+    (flake / "flake.nix").write_text(text)
+    for path in (flake, flake / "flake.nix"):
+        os.chown(path, user.uid, user.gid)
+    return flake
 
 
 def _as_user(
@@ -115,6 +142,17 @@ def test_an_untrusted_user_is_told_the_daemon_ignores_builders_and_what_to_add(
     listed = _as_user(other_user, daemon, shared_tmp, "hosts")
     assert "remote: the daemon will NOT build there" in listed.stdout, listed.stdout
     assert "Host workbench-remote" in listed.stdout
+    # A matrix build says it before it starts, with the same lines, and Nix's plan.
+    flake = _two_target_flake(shared_tmp / "flake", other_user)
+    matrix = _as_user(other_user, daemon, shared_tmp, "build", "cpu", "cuda-dyn", "-C",
+                      str(flake), "--dry-run")  # fmt: skip
+    assert matrix.returncode == 0, matrix.stderr
+    assert "workbench: warning: the nix-daemon builds this, not `nix build`:" in matrix.stderr
+    assert "this matrix build would build everything on this machine" in matrix.stderr
+    assert f"      trusted-users = root {other_user.name}" in matrix.stderr
+    assert "# Nix's plan: 2 to build (none built here before: no time known), 0 to fetch" in (
+        matrix.stderr
+    )
 
 
 def test_a_trusted_user_is_told_the_daemon_takes_builders_but_reaches_them_as_root(
