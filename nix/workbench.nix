@@ -31,6 +31,7 @@ let
       in
       builtins.elem relative [
         "pyproject.toml"
+        "hatch_build.py"
         "README.md"
         "LICENSE"
         "flake.nix"

@@ -30,6 +30,7 @@ CHECKOUT_FILES = (
     "LICENSE",
     "README.md",
     "pyproject.toml",
+    "hatch_build.py",  # pyproject.toml's build hook: the flake's `workbench` package needs it
 )
 
 

@@ -722,6 +722,7 @@ let
             "tomlkit"
             "platformdirs"
             "unidiff"
+            "argcomplete"
             "pytest"
             "pytest-timeout"
             "hypothesis"
@@ -755,6 +756,8 @@ let
     tomlkit = "0.13.2";
     platformdirs = "4.3.6";
     unidiff = "0.7.5";
+    # argcomplete 3.5.1 (2024-10) was in nixpkgs a year before the pin, as the others above.
+    argcomplete = "3.5.1";
   };
 
   # The hook's test_requirement for the specifier forms pyproject uses (>=, >, <=, <, ==, !=,
