@@ -18,6 +18,15 @@ never a stale lock, never a tree built twice at once. The file only says who hol
 
 Lock files are private (0600 in a 0700 folder, opened without following links): a lock file
 another user can open is one another user can hold, blocking every build of the tree.
+
+A tree is one whatever the state directory: two users, or one user with two `--state-dir`s,
+building the same checkout would otherwise build it twice at once. So every tree is also locked
+in a host-wide folder every state directory uses (`host_lock_directory`: /run/lock/
+workbench-trees, sticky and writable by all, as /run/lock itself is), and whoever holds it
+says so in a holder file of their own beside it (`DIGEST.UID.holder`: user, build, state
+directory, supervisor pid), which is how a refusal names another user's build. The host-wide
+lock files are readable by all (an flock needs no more): a user who can read the folder can
+hold a tree's lock, as they could take any other lock of this host; `--force` starts anyway.
 """
 
 from __future__ import annotations
@@ -36,6 +45,8 @@ from workbench.errors import WorkbenchError
 from workbench.supervision import private_state
 
 LOCK_DIRECTORY = "locks"
+HOST_LOCK_FOLDER = "workbench-trees"
+HOST_LOCK_ENV = "WORKBENCH_HOST_LOCK_DIR"
 
 
 class LockBusy(WorkbenchError):
@@ -65,6 +76,155 @@ def lock_path(state_directory: Path, tree: str) -> Path:
     """The lock file of a tree (a hash of its path: any path fits in a file name)."""
     digest = hashlib.sha256(tree.encode("utf-8", "surrogateescape")).hexdigest()[:20]
     return state_directory / LOCK_DIRECTORY / f"{digest}.lock"
+
+
+def host_lock_directory() -> Path | None:
+    """The host-wide folder of tree locks (made sticky and writable by all, like /tmp), or
+    None when it cannot be used safely (a link, or writable by others without the sticky bit)."""
+    import stat
+    import tempfile
+
+    chosen = os.environ.get(HOST_LOCK_ENV)
+    if chosen:
+        directory = Path(chosen)
+    else:
+        base = "/run/lock" if os.path.isdir("/run/lock") else tempfile.gettempdir()
+        directory = Path(base) / HOST_LOCK_FOLDER
+    try:
+        os.mkdir(directory, 0o1777)
+        os.chmod(directory, 0o1777)  # the umask took bits away
+    except FileExistsError:
+        pass
+    except OSError:
+        return None
+    try:
+        found = os.lstat(directory)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(found.st_mode):
+        return None
+    if found.st_mode & 0o002 and not found.st_mode & stat.S_ISVTX:
+        return None  # anyone could remove or replace the lock files in it
+    return directory
+
+
+def _host_digest(tree: str) -> str:
+    return hashlib.sha256(tree.encode("utf-8", "surrogateescape")).hexdigest()[:20]
+
+
+def _open_host(tree: str) -> tuple[int, Path] | None:
+    """The host-wide lock file of a tree, open (created readable by all); None when none."""
+    directory = host_lock_directory()
+    if directory is None:
+        return None
+    path = directory / f"{_host_digest(tree)}.lock"
+    flags = os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError:
+        return None
+    try:
+        import stat
+
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            os.close(fd)
+            return None
+        if info.st_uid == os.geteuid():
+            os.fchmod(fd, 0o644)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd, path
+
+
+def host_holder(tree: str) -> dict[str, Any]:
+    """Who holds the tree's host-wide lock, from the live holders' files ({} if unknown)."""
+    directory = host_lock_directory()
+    if directory is None:
+        return {}
+    import psutil
+
+    for path in sorted(directory.glob(f"{_host_digest(tree)}.*.holder")):
+        try:
+            with open(path, "rb") as handle:
+                said = json.loads(handle.read(65536) or b"{}")
+            pid = int(said.get("pid") or 0)
+        except (OSError, ValueError, TypeError, AttributeError):
+            continue
+        if pid and psutil.pid_exists(pid):
+            return said
+    return {}
+
+
+def _inside_holder(tree: str) -> bool:
+    """Whether this process runs inside the build that holds the tree's host-wide lock (it
+    carries that build's marker, its log's path): a `workbench run` its build script starts,
+    with a state directory of its own, is part of that build, as its `stop` ends it too."""
+    from workbench.supervision.tree import BUILD_MARKER
+
+    marker = os.environ.get(BUILD_MARKER)
+    return bool(marker) and host_holder(tree).get("log") == marker
+
+
+def _host_busy(tree: str) -> LockBusy:
+    holder = host_holder(tree)
+    if not holder:
+        return LockBusy(
+            tree,
+            {},
+            f"another build (another user's, or of another --state-dir) is building {tree}",
+        )
+    who = f"build #{holder.get('build_id')}" + (
+        f" ({holder['name']})" if holder.get("name") else ""
+    )
+    user = holder.get("user")
+    mine = holder.get("uid") == os.geteuid()
+    whose = (
+        f"{who} of the state directory {holder.get('state_directory')}"
+        if mine
+        else f"user {user}'s {who} (state directory {holder.get('state_directory')})"
+    )
+    follow = (
+        f"; follow it with `workbench --state-dir {holder.get('state_directory')} attach "
+        f"{holder.get('build_id')}`"
+        if mine
+        else ""
+    )
+    return LockBusy(
+        tree,
+        {},
+        f"{whose} is already building {tree} (supervisor pid {holder.get('pid')}){follow}",
+    )
+
+
+def describe_host(trees: Iterable[str], **owner: Any) -> None:
+    """Say in the host-wide folder who holds these trees' locks (a file of this user's per
+    tree, replaced atomically); never raises."""
+    directory = host_lock_directory()
+    if directory is None:
+        return
+    import pwd
+    import socket
+
+    try:
+        user = pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        user = str(os.geteuid())
+    said = {"uid": os.geteuid(), "user": user, "host": socket.gethostname(), **owner}
+    data = json.dumps(said, sort_keys=True).encode()
+    for tree in trees:
+        path = directory / f"{_host_digest(tree)}.{os.geteuid()}.holder"
+        temporary = directory / f".{path.name}.{os.getpid()}"
+        with contextlib.suppress(OSError):
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+            fd = os.open(temporary, flags, 0o644)
+            try:
+                os.fchmod(fd, 0o644)  # readable by all: it names the holder to other users
+                os.write(fd, data)
+            finally:
+                os.close(fd)
+            os.replace(temporary, path)
 
 
 def _open(state_directory: Path, tree: str) -> tuple[int, Path]:
@@ -108,6 +268,21 @@ class BuildLock:
                     raise
                 held.fds.append(fd)
                 held.paths.append(path)
+                # The host-wide lock: one build of the tree whatever the state directory.
+                opened = _open_host(tree)
+                if opened is not None:
+                    host_fd, host_path = opened
+                    try:
+                        fcntl.flock(host_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    except OSError as exc:
+                        os.close(host_fd)
+                        if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                            raise
+                        if _inside_holder(tree):
+                            continue  # a build started by the holder's own build: part of it
+                        raise _host_busy(tree) from None
+                    held.fds.append(host_fd)
+                    held.paths.append(host_path)
         except BaseException:
             held.release()
             raise

@@ -1205,6 +1205,17 @@ def main(argv: list[str] | None = None) -> int:
 
         holder = BuildLock.adopted(args.lock_fd, (record.checkout,))
         holder.describe(build_id=record.id, name=record.name, pid=os.getpid())
+        from workbench.supervision.launch import build_trees
+        from workbench.supervision.lock import describe_host
+
+        describe_host(
+            build_trees(record.argv, record.cwd, record.checkout),
+            build_id=record.id,
+            name=record.name,
+            pid=os.getpid(),
+            state_directory=str(Path(args.state_dir).resolve()),
+            log=record.log_path,
+        )
     supervisor = Supervisor(history, record, say)
     supervisor.lock_fds = tuple(args.lock_fd)
     supervisor.started_fd = args.started_fd
