@@ -112,6 +112,6 @@ async def test_the_first_screens_jobs_line_follows_a_save(config_copy: Path, tmp
         await wait_until(
             pilot,
             "the jobs line to say 7",
-            lambda: "Jobs 7 × 1 nvcc thread (settings.toml)" in str(summary.render()),
+            lambda: "Jobs 7 × 1 nvcc thread (your settings)" in str(summary.render()),
             20,
         )
