@@ -293,8 +293,22 @@ def checkpoints(history: History, build_id: int) -> list[dict[str, Any]]:
         at = share * replay.duration_s
         truth = replay.duration_s - at
         said = replay.learned(at)
+        # The baseline, measured in the same run: the first method (by progress: earlier
+        # builds with the same ETA key, else the fraction so far extrapolated), which is what a
+        # first build's ETA was before it was weighed by kind of edge.
+        before = replay.by_progress(at)
+        baseline = (
+            {}
+            if before is None
+            else {
+                "baseline_eta_s": round(before.remaining_s, 1),
+                "baseline_inside": before.low_s is not None
+                and before.low_s <= truth <= (before.high_s or 0.0),
+                "baseline_error": round((before.remaining_s - truth) / truth, 3),
+            }
+        )
         if said is None:
-            found.append({"at": share, "truth_s": round(truth, 1), "eta": None})
+            found.append({"at": share, "truth_s": round(truth, 1), "eta": None, **baseline})
             continue
         inside = said.low_s is not None and said.low_s <= truth <= (said.high_s or 0.0)
         found.append(
@@ -308,6 +322,7 @@ def checkpoints(history: History, build_id: int) -> list[dict[str, Any]]:
                 "error": round((said.remaining_s - truth) / truth, 3),
                 "first_build": said.first_build,
                 "basis": said.basis,
+                **baseline,
             }
         )
     return found
@@ -317,7 +332,17 @@ def coverage(points: list[dict[str, Any]]) -> dict[str, Any]:
     """Coverage and point error over checkpoints (a checkpoint with no ETA counts as missed)."""
     given = [p for p in points if p.get("eta_s") is not None]
     errors = [abs(p["error"]) for p in given]
+    before = [p for p in points if p.get("baseline_eta_s") is not None]
+    before_errors = [abs(p["baseline_error"]) for p in before]
     return {
+        "baseline_coverage": (
+            round(sum(1 for p in before if p["baseline_inside"]) / len(points), 3)
+            if points
+            else None
+        ),
+        "baseline_median_abs_error": (
+            round(statistics.median(before_errors), 3) if before_errors else None
+        ),
         "checkpoints": len(points),
         "with_eta": len(given),
         "truth_inside_range": sum(1 for p in given if p["inside"]),
