@@ -59,9 +59,15 @@ SLOW_FILES = {
     "host/test_doctor_mixed_gpus.py": _CLI + " (doctor)",
     "host/test_memory_units.py": _CLI + " (doctor, settings)",
     "logs/test_logs_readable.py": _CLI + ", with real supervised builds",
+    "package/test_install_layout.py": _CLI + ", installed and in checkouts made by git",
     "patches/test_patches_cli.py": _CLI + ", with git",
+    "patches/test_patches_releases.py": _CLI + ", with real git apply",
+    "progress/test_progress_fuzz.py": "Hypothesis: hundreds of generated logs through the parsers",
     "supervision/test_earlier_runs_no_ops.py": "six real ninja builds through the supervisor",
     "supervision/test_eta_learning.py": "real ninja builds through the supervisor, edges sleeping",
+    "supervision/test_trees_and_leftovers.py": "real builds whose supervisors are killed",
+    "test_benchmarks_quick.py": "runs every benchmark script in its quick mode",
+    "tui/test_debug_layout.py": "draws the debug screen at two sizes for every recorded capture",
     "tui/test_snapshot_markers.py": "collects the whole suite again, as the minimum-versions run",
 }
 
