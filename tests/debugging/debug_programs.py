@@ -31,6 +31,7 @@ PROGRAMS: dict[str, tuple[list[str], list[str]]] = {
     "many_threads": (["many_threads.cc"], ["-O2"]),
     "spin": (["spin.cc"], ["-O2"]),
     "interpreter_loop": (["interpreter_loop.cc"], ["-O2"]),
+    "deep_sleep": (["deep_sleep.cc"], ["-O0"]),
 }
 
 

@@ -263,3 +263,22 @@ def test_interactive_gdb_command_loads_no_init_files() -> None:
     argv = interactive_command(1234)
     assert argv[0] == find_gdb() and argv[-2:] == ["-p", "1234"]
     assert "--nx" in argv and "set auto-load off" in argv
+
+
+def test_a_deep_steady_stack_asleep_is_asleep_not_a_hung_recursion(start) -> None:
+    """Issue 29: f↔g recursion 20,000 deep, then sleep(): "call cycle (recursion) — HUNG,
+    unbounded recursion" at 0% CPU in nanosleep, with the stack steady across samples."""
+    program = start("deep_sleep")
+    assert wait_for_state(program.pid, {"S"}) == "S"
+    captured = capture(program.pid, CaptureOptions(samples=3, interval=0.1, observe=0.3))
+    diagnosis = diagnose(captured)
+    assert diagnosis.kind == "asleep", (
+        diagnosis.summary,
+        [(t.state, t.stack_bytes, t.functions()[:3]) for s in captured.samples for t in s.threads],
+        captured.activity,
+    )
+    assert diagnosis.hung is False
+    assert diagnosis.summary.startswith("asleep at depth more than "), diagnosis.summary
+    assert "not hung" in diagnosis.summary
+    assert set(diagnosis.primary.functions) == {"f", "g"}
+    assert not any("More samples" in line for line in diagnosis.primary.evidence)

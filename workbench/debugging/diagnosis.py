@@ -182,6 +182,7 @@ RANK = {
     "busy": 5,
     "spin": 6,
     "waiting": 7,
+    "asleep": 7,
     "unknown": 8,
 }
 
@@ -251,7 +252,7 @@ def diagnose(capture: Capture) -> Diagnosis:
     }
 
     for tid, history in histories.items():
-        finding = _recursion(tid, history) or _tail_call_loop(
+        finding = _recursion(tid, history, capture.activity.get(tid)) or _tail_call_loop(
             tid,
             history,
             capture.activity.get(tid),
@@ -379,7 +380,50 @@ def _stub_callers(history: list[ThreadStack]) -> set[str]:
     return callers
 
 
-def _recursion(tid: int, history: list[ThreadStack]) -> Finding | None:
+def _asleep_deep(
+    tid: int, history: list[ThreadStack], activity: ThreadActivity | None, order: list[str]
+) -> Finding | None:
+    """A deep stack that is the same in every sample, of a thread that slept throughout and
+    used no CPU: deep, but neither growing nor running, so not hung (issue 29: a recursion
+    20,000 deep that then sleeps was "HUNG, unbounded recursion" at 0% CPU)."""
+    if len(history) < 2 or activity is None or not activity.observations:
+        return None
+    first = history[0]
+    steady = all(
+        thread.functions() == first.functions() and thread.stack_bytes == first.stack_bytes
+        for thread in history
+    )
+    asleep = all(thread.state in ("S", "D") for thread in history) and (
+        activity.running_share <= 0.1 and activity.cpu_seconds <= 0.02 * max(activity.seconds, 0.1)
+    )
+    if not (steady and asleep):
+        return None
+    last = history[-1]
+    depth = (
+        f"more than {len(last.frames)} frames" if last.truncated else f"{len(last.frames)} frames"
+    )
+    size = f", {_size(last.stack_bytes)} of stack" if last.stack_bytes else ""
+    where = last.wchan or (last.frames[0].function if last.frames else None) or "the kernel"
+    return Finding(
+        kind="asleep",
+        summary=(
+            f"asleep at depth {depth} in {describe(last)}, in {where}: a deep call chain "
+            f"({' → '.join(_short(name) for name in order)} …) that is not growing; not hung"
+        ),
+        hung=False,
+        functions=order,
+        threads=[tid],
+        evidence=[
+            f"the same stack ({depth}{size}) in all {len(history)} samples",
+            f"sleeping in every look at it, {activity.cpu_seconds:.2f} s of CPU over "
+            f"{activity.seconds:.1f} s observed",
+        ],
+    )
+
+
+def _recursion(
+    tid: int, history: list[ThreadStack], activity: ThreadActivity | None = None
+) -> Finding | None:
     cycles = [find_cycle(thread.functions()) for thread in history]
     if not cycles or any(cycle is None for cycle in cycles):
         return None
@@ -394,6 +438,10 @@ def _recursion(tid: int, history: list[ThreadStack]) -> Finding | None:
         return None  # bounded recursion (a tree walk, a sort): nothing wrong with it
     last = history[-1]
     order = first.call_order()
+    if not growing:
+        asleep = _asleep_deep(tid, history, activity, order)
+        if asleep is not None:
+            return asleep
     evidence = [
         f"{describe(last)}: {' → '.join(_short(name) for name in order)} repeats "
         f"{first.repeats} times in the frames read"

@@ -316,7 +316,7 @@ class ProposedPatch:
 class Finding:
     """One thing the samples show, with the functions and threads involved and the evidence.
 
-    kind: "call-cycle", "static-init", "deadlock", "lock-wait", "spin", "busy", "waiting",
+    kind: "call-cycle", "static-init", "deadlock", "lock-wait", "spin", "busy", "waiting", "asleep",
     "exited" or "unknown". pattern, for a call cycle: "recursion" or "tail-calls".
     hung: True when the finding means no progress, False when it shows progress, None when
     the samples cannot tell.

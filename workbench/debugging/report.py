@@ -30,7 +30,8 @@ The JSON document (`bt_document`), schema "workbench-bt/1":
            "frames": [{"level", "address": "0x...", "function", "file", "line", "library"}]}]}],
       "diagnosis": {
         "kind": "call-cycle" | "static-init" | "deadlock" | "no-symbols" | "stopped"
-                | "lock-wait" | "spin" | "busy" | "waiting" | "exited" | "unknown",
+                | "lock-wait" | "spin" | "busy" | "waiting" | "asleep" | "exited"
+                | "unknown",
         "thread_verdicts": {"TID": {"kind", "hung"}},   # each thread's most telling finding
         "hung": true | false | null,     # null: the samples cannot tell
         "summary": "...", "pattern": "recursion" | "tail-calls" | null,
@@ -63,6 +64,7 @@ KIND_TITLES = {
     "spin": "spinning",
     "busy": "busy, making progress",
     "waiting": "all threads waiting",
+    "asleep": "asleep (a deep, steady stack)",
     "no-symbols": "symbols missing",
     "stopped": "process stopped by a signal",
     "exited": "process exited",
@@ -77,6 +79,7 @@ SHORT_KINDS = {
     "spin": "spinning",
     "busy": "busy",
     "waiting": "waiting",
+    "asleep": "asleep",
     "no-symbols": "no symbols",
     "stopped": "stopped",
     "exited": "exited",
