@@ -152,6 +152,7 @@ def test_every_json_command_sorts_its_keys_at_every_level(tmp_path: Path) -> Non
         ),
         "flox sync": (lambda: [*config, "flox", "sync", "--json"], (0,)),
         "hosts": (lambda: [*config, "hosts", "--json"], (0,)),
+        "init": (lambda: ["init", str(tmp_path / "initialised"), "--json"], (0,)),
         "push": (after_the_build("push", "ID", "--list", "--json"), (0,)),
         "bt": (lambda: ["bt", str(sleeper.pid), "--json"], (0,)),
         "debug-bt": (lambda: ["debug-bt", "--after", "0.5", "--json", "--", "sleep", "30"], (0,)),
