@@ -352,3 +352,15 @@ def test_mi_parser_reads_stream_records_and_real_frames() -> None:
     )
     parsed = mi.parse_line(stack)
     assert parsed["token"] == 7 and [f["func"] for f in parsed["payload"]["stack"]] == ["f", "main"]
+
+
+def test_more_samples_are_advised_only_while_they_could_tell() -> None:
+    """Issue 29: with --samples 5 `bt` still advised "More samples (--samples 5)". The recorded
+    spin (3 samples) is taken again as 5: the same stacks, two samples more."""
+    three = recorded("spin_mixed")
+    said = " | ".join(finding.summary for finding in diagnose(three).findings)
+    assert "More samples (--samples 5)" in said
+    five = Capture(**{**vars(three), "samples": [*three.samples, *three.samples[1:3]]})
+    said = " | ".join(finding.summary for finding in diagnose(five).findings)
+    assert "More samples" not in said
+    assert "All 5 samples saw it there: more would not tell" in said

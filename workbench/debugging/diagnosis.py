@@ -1227,6 +1227,17 @@ def _activity_findings(
     return findings
 
 
+def _more_samples(taken: int) -> str:
+    """Advice on sampling again, given only where more samples could still tell: after five
+    or more that all saw the same, more would see the same too."""
+    if taken < 5:
+        return "More samples (--samples 5) show whether it ever leaves"
+    return (
+        f"All {taken} samples saw it there: more would not tell; whether it ends shows in its "
+        "output, or in `bt` again in a while"
+    )
+
+
 def _spin_finding(
     tid: int,
     history: list[ThreadStack],
@@ -1298,8 +1309,7 @@ def _spin_finding(
         kind="spin",
         summary=same_stack
         + " in a tight loop whose registers change as it goes: a long computation, or a loop "
-        "that never ends; program counters cannot tell which. More samples (--samples 5) show "
-        "whether it ever leaves",
+        "that never ends; program counters cannot tell which. " + _more_samples(len(history)),
         hung=None,
         functions=[name],
         threads=[tid],
