@@ -69,6 +69,8 @@ class KeyFooter(Footer):
     def __init__(self) -> None:
         super().__init__()
         self._width = 0
+        self._keys: list[tuple[str, str, int]] = []  # (key shown, description, rank) composed
+        self._composed: tuple[list[int], bool, bool] | None = None  # what choose_keys said
 
     def compose(self) -> ComposeResult:
         if not self._bindings_ready:
@@ -86,9 +88,9 @@ class KeyFooter(Footer):
                 )
         # Help and quit at the right, where they are looked for.
         entries = sorted(shown.values(), key=lambda entry: entry[3] == KEEP)
-        kept, compact, palette = choose_keys(
-            [(app.get_key_display(b), b.description, rank) for b, _, _, rank in entries],
-            self._width or app.size.width,
+        self._keys = [(app.get_key_display(b), b.description, rank) for b, _, _, rank in entries]
+        kept, compact, palette = self._composed = choose_keys(
+            self._keys, self._width or app.size.width
         )
         self.compact = compact
         for index in kept:
@@ -117,5 +119,7 @@ class KeyFooter(Footer):
     def on_resize(self, event: events.Resize) -> None:
         if event.size.width != self._width:
             self._width = event.size.width
-            if self._bindings_ready:
+            # Only when other keys fit: a recompose restyles every key (issue 23: a layout
+            # that moved the footer by a scrollbar's width cost 60 ms a second on the VM).
+            if self._bindings_ready and choose_keys(self._keys, self._width) != self._composed:
                 self.call_after_refresh(self.recompose)
