@@ -99,3 +99,23 @@ def test_a_line_longer_than_the_refresh_limit_does_not_stall(tmp_path: Path) -> 
     index.refresh(limit_bytes=100)
     index.refresh(limit_bytes=100)
     assert index.lines(0, 5) == ["x" * 10_000, "next"]
+
+
+def test_a_line_longer_than_a_read_hides_nothing_after_it_when_indexed_whole(
+    tmp_path: Path,
+) -> None:
+    # A build screen opened on a log that already holds a line longer than one read (4 MiB):
+    # the whole-file index (no limit, as the view's worker runs it) stopped at that line yet
+    # recorded the file's whole size, so the lines after it, `FAILED: c.o` among them, never
+    # came (the view said 26 lines until the build ended).
+    path = tmp_path / "build.log"
+    head = b"".join(b"line %d\n" % number for number in range(25))
+    tail = b"".join(b"after %d\n" % number for number in range(5)) + b"FAILED: c.o\n"
+    path.write_bytes(head + b"y" * 4_500_000 + b"\n" + tail)
+    index = LineIndex(path)
+    index.refresh()
+    assert len(index) == 32
+    assert index.line(31) == "FAILED: c.o"
+    assert index.first_error() == 31
+    # Nothing is left for a later refresh to find: it is all indexed now.
+    assert index.refresh() == 0 and index.size == index.complete_size == path.stat().st_size

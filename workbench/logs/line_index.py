@@ -114,10 +114,13 @@ class LineIndex:
                 break
             last_newline = chunk.rfind(b"\n")
             if last_newline < 0:
-                if position + len(chunk) >= size or position > first:
-                    break  # an unterminated last line, or the limit: the rest next time
+                if position + len(chunk) >= size:
+                    break  # an unterminated last line: the rest once it ends
+                if limit_bytes is not None and position > first:
+                    break  # the limit: the rest next time (from this line's start)
                 # One line longer than the read or the limit: read on until its end, or the
-                # view would never get past it.
+                # view would never get past it. Without a limit this must never stop early:
+                # the size recorded below would then say that lines not indexed were.
                 end, want = size, want * 2
                 self._file.seek(position)
                 continue
