@@ -42,6 +42,7 @@ SLOW_FILES = {
     "analysis/test_edge_cpu.py": "a real supervised build of the C++ fixture project",
     "analysis/test_supervised_edges.py": "real supervised builds of the C++ fixture project",
     "analysis/test_edges_real_ninja.py": "real ninja builds, read while they run",
+    "benchmarks/test_benchmarks_quick.py": "runs every benchmark script in its quick mode",
     "ci/test_ci_run.py": "clones the repository and runs .ci/run in the clone",
     "cli/test_cli.py": _CLI + " (doctor probes this host)",
     "cli/test_cli_first_hour.py": _CLI + ", with real builds",
@@ -66,7 +67,6 @@ SLOW_FILES = {
     "supervision/test_earlier_runs_no_ops.py": "six real ninja builds through the supervisor",
     "supervision/test_eta_learning.py": "real ninja builds through the supervisor, edges sleeping",
     "supervision/test_trees_and_leftovers.py": "real builds whose supervisors are killed",
-    "test_benchmarks_quick.py": "runs every benchmark script in its quick mode",
     "tui/test_debug_layout.py": "draws the debug screen at two sizes for every recorded capture",
     "tui/test_snapshot_markers.py": "collects the whole suite again, as the minimum-versions run",
 }
