@@ -402,8 +402,9 @@ class BuildScreen(Screen[None]):
     VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
     # At 80 columns these give way before the build's own keys and History: the matrix is for
-    # fleets, and a click on a process column's header sorts too (`?` lists both).
-    FOOTER_GIVES_WAY_FIRST = ("matrix", "next_sort")
+    # fleets, a click on a process column's header sorts too, and the notices' key is named on
+    # the header's own line where there are any ("w: details"); `?` lists all three.
+    FOOTER_GIVES_WAY_FIRST = ("matrix", "next_sort", "notices")
     BINDINGS = [
         Binding(
             "x",
