@@ -43,7 +43,6 @@ import sys
 import tempfile
 import termios
 import time
-from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -289,6 +288,7 @@ async def log_growth(rate: int, seconds: float) -> dict[str, Any]:
 async def costs() -> dict[str, Any]:
     from textual.app import App, ComposeResult
 
+    from workbench.progress.live_view import ProcessView
     from workbench.supervision.history import BuildRecord
     from workbench.tui.build_screen import BuildScreen, Poll, StallWatch, memory, percent
     from workbench.tui.widgets.process_table import ProcessRow
@@ -306,8 +306,9 @@ async def costs() -> dict[str, Any]:
         for _ in range(100):  # warm up: the first frames pay for caches and styles
             graph.render()
         for length in (100, 100_000):
-            graph.samples.clear()
-            graph.samples.extend(float(n % 100) for n in range(length))
+            graph.clear()  # the ring and the whole-build history both hold `length` samples
+            for n in range(length):
+                graph.add(float(n % 100))
             adds = 20_000
             started = time.perf_counter()
             for n in range(adds):
@@ -346,12 +347,13 @@ async def costs() -> dict[str, Any]:
                 }
                 for n in range(24)
             ]
-            rows = tuple(ProcessRow.from_live(job) for job in jobs)
+            rows = tuple(ProcessRow.from_view(ProcessView.from_json(job)) for job in jobs)
             base = _record(BuildRecord)
             for length in (100, 100_000):
                 for graph in screen.query(TimeGraph):
-                    graph.samples = deque((float(n % 90) for n in range(length)), maxlen=200_000)
-                    graph.last_t = None
+                    graph.clear()
+                    for n in range(length):
+                        graph.add(float(n % 90))
                 updates = 200
                 started = time.perf_counter()
                 for n in range(updates):

@@ -58,9 +58,26 @@ CASES: dict[str, tuple[list[str], list[pytest.MarkDecorator]]] = {
 }
 
 
+# Modules under benchmarks/ that are not benchmarks of their own, and the test that runs them.
+HELPERS = {
+    # The recordings' loader (and exporter) that `eta_accuracy.py --recordings` reads.
+    "eta_recordings.py": "test_eta_accuracy_scores_the_recorded_third_party_builds",
+}
+
+
 def test_every_benchmark_has_a_case() -> None:
-    scripts = {path.name for path in BENCHMARKS.glob("*.py")}
+    scripts = {path.name for path in BENCHMARKS.glob("*.py")} - set(HELPERS)
     assert scripts == set(CASES), "a benchmark without a quick-mode case (or a stale case)"
+    assert all(name in globals() for name in HELPERS.values()), "a helper's test is gone"
+
+
+def test_eta_accuracy_scores_the_recorded_third_party_builds(tmp_path: Path) -> None:
+    """The recorded real builds (benchmarks/data/eta_runs/) load and are scored: coverage of
+    the ETA's range and the point error at 25/50/75 %, per run."""
+    document = _run(
+        [sys.executable, str(BENCHMARKS / "eta_accuracy.py"), "--recordings"], tmp_path
+    )
+    assert "eta_accuracy --recordings" in json.dumps(document), document
 
 
 def _last_json(text: str) -> object:
