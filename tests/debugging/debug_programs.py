@@ -32,6 +32,8 @@ PROGRAMS: dict[str, tuple[list[str], list[str]]] = {
     "spin": (["spin.cc"], ["-O2"]),
     "interpreter_loop": (["interpreter_loop.cc"], ["-O2"]),
     "deep_sleep": (["deep_sleep.cc"], ["-O0"]),
+    "primes": (["primes.cc"], ["-O2"]),
+    "livelock": (["livelock.cc"], ["-O2"]),
 }
 
 

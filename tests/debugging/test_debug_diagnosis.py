@@ -364,3 +364,36 @@ def test_more_samples_are_advised_only_while_they_could_tell() -> None:
     said = " | ".join(finding.summary for finding in diagnose(five).findings)
     assert "More samples" not in said
     assert "All 5 samples saw it there: more would not tell" in said
+
+
+def _with_io(capture: Capture, tid: int, **io: int) -> Capture:
+    counters = {"rchar": 0, "wchar": 0, "syscr": 0, "syscw": 0, **io}
+    capture.activity[tid].io = counters
+    capture.activity[tid].io_seconds = 1.0
+    return capture
+
+
+def test_a_thread_whose_output_advances_is_busy_making_progress() -> None:
+    """Issue 29: a program computing and printing as it goes was "spinning — cannot tell"."""
+    thread = _stack("compute", "main")
+    capture = _capture([thread], [thread], [thread], running={100: True})
+    diagnosis = diagnose(_with_io(capture, 100, wchar=240, syscw=10))
+    assert diagnosis.kind == "busy" and diagnosis.hung is False, diagnosis.summary
+    assert diagnosis.summary.startswith("busy, making progress")
+    assert any("wrote 240 bytes in 10 write calls" in line for line in diagnosis.primary.evidence)
+    # The same thread writing nothing stays undecided.
+    silent = diagnose(_with_io(_capture([thread], [thread], [thread], running={100: True}), 100))
+    assert silent.kind == "spin" and silent.hung is None
+
+
+def test_threads_yielding_without_output_are_a_livelock_named_by_thread() -> None:
+    first = _stack("sched_yield", "worker", "start_thread", gdb_id=2, tid=101)
+    second = _stack("pthread_mutex_trylock", "worker", "start_thread", gdb_id=3, tid=102)
+    capture = _capture([first, second], [first, second], running={101: True, 102: True})
+    diagnosis = diagnose(_with_io(_with_io(capture, 101), 102))
+    assert diagnosis.kind == "livelock" and diagnosis.hung is True, diagnosis.summary
+    assert diagnosis.primary.threads == [101, 102]
+    assert diagnosis.summary.startswith("livelock: threads 2, 3 ")
+    # One of them writing: it gets through, no livelock.
+    capture = _capture([first, second], [first, second], running={101: True, 102: True})
+    assert diagnose(_with_io(_with_io(capture, 101, wchar=5, syscw=1), 102)).kind != "livelock"

@@ -159,6 +159,21 @@ class ActivityTracker:
         self.proc = proc
         self.activity: dict[int, ThreadActivity] = {}
         self.last: dict[int, tuple[str, str | None]] = {}
+        # Each thread's first /proc io counters and when they were read: output advancing
+        # between the first and the last look is progress (read at each watch's ends only).
+        self.first_io: dict[int, tuple[float, dict[str, int]]] = {}
+
+    def look_at_io(self) -> None:
+        """Read every thread's io counters; record how far they moved since its first read."""
+        for tid in procfs.thread_ids(self.pid, self.proc):
+            counters = procfs.read_io(self.pid, tid, self.proc)
+            if counters is None:
+                continue
+            now = time.monotonic()
+            first = self.first_io.setdefault(tid, (now, counters))
+            entry = self.activity.setdefault(tid, ThreadActivity(tid=tid))
+            entry.io = {key: counters[key] - first[1][key] for key in procfs.IO_FIELDS}
+            entry.io_seconds = now - first[0]
 
     def watch(
         self,
@@ -175,6 +190,7 @@ class ActivityTracker:
         first = self._poll()
         if first is None:
             return False
+        self.look_at_io()
         latest = first
         busy = between is not None
         while time.monotonic() - start < seconds or busy:
@@ -186,6 +202,7 @@ class ActivityTracker:
             if polled is None:
                 return False
             latest = polled
+        self.look_at_io()
         elapsed = time.monotonic() - start
         for tid, ticks in latest.items():
             if tid in first:

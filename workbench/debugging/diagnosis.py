@@ -174,6 +174,7 @@ DEADLOCK_PREFIX = "lock-order deadlock: "
 RANK = {
     "call-cycle": 0,
     "deadlock": 1,
+    "livelock": 1,
     "static-init": 1,
     "no-symbols": 2,
     "stopped": 2,
@@ -252,13 +253,20 @@ def diagnose(capture: Capture) -> Diagnosis:
     }
 
     for tid, history in histories.items():
-        finding = _recursion(tid, history, capture.activity.get(tid)) or _tail_call_loop(
-            tid,
-            history,
-            capture.activity.get(tid),
-            len(capture.samples),
-            pcs.get(tid),
-            capture.bridge_code,
+        activity = capture.activity.get(tid)
+        # A thread whose output advances is not caught in a tail-call loop, whatever the
+        # same few functions on top say (a prime sieve printing as it goes).
+        finding = _recursion(tid, history, activity) or (
+            None
+            if activity is not None and activity.wrote()
+            else _tail_call_loop(
+                tid,
+                history,
+                activity,
+                len(capture.samples),
+                pcs.get(tid),
+                capture.bridge_code,
+            )
         )
         if finding:
             findings.append(finding)
@@ -284,6 +292,10 @@ def diagnose(capture: Capture) -> Diagnosis:
             findings.append(finding)
             explained.add(tid)
 
+    livelock = _livelock(capture, histories, pcs, explained)
+    if livelock:
+        findings.append(livelock)
+        explained.update(livelock.threads)
     findings += _lock_waits(capture, histories, explained)
     findings += _activity_findings(capture, histories, explained, pcs)
     if capture.exited:
@@ -1119,6 +1131,81 @@ def _lock_waits(
     return findings
 
 
+# Where a thread that backs off and retries is caught: trying a lock, or giving the CPU away.
+RETRY_TRY = re.compile(r"trylock|try_lock")
+RETRY_YIELD = re.compile(r"sched_yield|this_thread::yield|pthread_yield")
+
+
+def _retry_places(history: list[ThreadStack], pc: PcEvidence | None) -> set[str]:
+    """The try-lock and yield functions a thread was caught in, by its stacks or its PCs."""
+    names = {frame.function for thread in history for frame in thread.frames if frame.function}
+    if pc is not None:
+        names |= set(pc.places)
+    return {name for name in names if RETRY_TRY.search(name) or RETRY_YIELD.search(name)}
+
+
+def _livelock(
+    capture: Capture,
+    histories: dict[int, list[ThreadStack]],
+    pcs: dict[int, PcEvidence],
+    explained: set[int],
+) -> Finding | None:
+    """Two or more threads that keep running, each caught trying a lock or yielding, with
+    none of them writing anything: they back off and retry for ever (a livelock)."""
+    caught: dict[int, set[str]] = {}
+    for tid, history in histories.items():
+        activity = capture.activity.get(tid)
+        if tid in explained or activity is None or not activity.observations:
+            continue
+        if not activity.io or activity.wrote():
+            continue  # output advancing (or not known): not shown to make no progress
+        if activity.running_share < 0.5 and (activity.cpu_share or 0) < 0.2:
+            continue
+        places = _retry_places(history, pcs.get(tid))
+        if places:
+            caught[tid] = places
+    seen = set().union(*caught.values()) if caught else set()
+    if len(caught) < 2 or not any(RETRY_YIELD.search(name) for name in seen):
+        return None
+    tids = sorted(caught)
+    evidence = []
+    for tid in tids[:8]:
+        history = histories[tid]
+        activity = capture.activity[tid]
+        evidence.append(
+            f"{describe(history[-1])} in {_short(_user_name(history))}: caught in "
+            + ", ".join(sorted(_short(name) for name in caught[tid]))
+            + f" ({_activity_text(activity)}); wrote 0 bytes in 0 write calls over "
+            f"{activity.io_seconds:.1f} s (/proc io counters)"
+        )
+    functions = sorted({_user_name(histories[tid]) for tid in tids} - {"??"})
+    return Finding(
+        kind="livelock",
+        summary=f"livelock: {_thread_list(tids, histories)} keep running and giving way "
+        f"(caught in {', '.join(sorted(_short(name) for name in seen))}) without progress: "
+        "none of them wrote anything while watched; they back off and retry for ever "
+        "(try a lock, unlock, yield)",
+        hung=True,
+        functions=functions[:12],
+        threads=tids,
+        evidence=evidence,
+    )
+
+
+def _user_name(history: list[ThreadStack]) -> str:
+    frame = _user_frame(history[-1].frames)
+    return frame.function if frame and frame.function else "??"
+
+
+def _wrote_text(activity: ThreadActivity) -> str:
+    io = activity.io
+    return (
+        f"wrote {io.get('wchar', 0)} bytes in {io.get('syscw', 0)} write calls and made "
+        f"{io.get('syscr', 0)} read calls over {activity.io_seconds:.1f} s observed "
+        "(/proc io counters)"
+    )
+
+
 def _activity_findings(
     capture: Capture,
     histories: dict[int, list[ThreadStack]],
@@ -1138,7 +1225,10 @@ def _activity_findings(
         distinct = {tuple(thread.functions()) for thread in history}
         tops = {thread.functions()[0] if thread.frames else "??" for thread in history}
         evidence = pcs.get(tid)
-        if evidence is not None and len(history) == 1:
+        if activity is not None and activity.wrote():
+            # Its output advanced between the looks: progress, whatever its stacks show.
+            moving.append((tid, history, distinct, activity))
+        elif evidence is not None and len(history) == 1:
             # One stack sample: the program counters say whether the thread moves.
             if evidence.moving:
                 moving.append((tid, history, distinct, activity))
@@ -1156,6 +1246,12 @@ def _activity_findings(
         for tid, history, distinct, activity in moving[:8]:
             tops = Counter(_short(t.functions()[0]) for t in history if t.frames)
             pc = pcs.get(tid)
+            if activity is not None and activity.wrote():
+                evidence.append(
+                    f"{describe(history[-1])} in {_short(_user_name(history))}: "
+                    f"{_wrote_text(activity)} ({_activity_text(activity)})"
+                )
+                continue
             if pc is not None and len(history) == 1:
                 evidence.append(
                     f"{describe(history[-1])}: program counter in {len(pc.places)} "
@@ -1175,9 +1271,9 @@ def _activity_findings(
         findings.append(
             Finding(
                 kind="busy",
-                summary=f"busy and making progress: {len(moving)} running thread(s) whose "
-                "stacks change from sample to sample (or whose program counters range over "
-                "much code); not hung",
+                summary=f"busy, making progress: {len(moving)} thread(s) whose output "
+                "advances or whose stacks change from sample to sample (or whose program "
+                "counters range over much code); not hung",
                 hung=False,
                 functions=sorted(
                     {

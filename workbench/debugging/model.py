@@ -137,7 +137,9 @@ class ThreadActivity:
     """How a thread behaved while no debugger was attached: polled from /proc.
 
     states counts each state letter seen; cpu_seconds is user+system time used between the
-    first and last observation, over `seconds` of wall time.
+    first and last observation, over `seconds` of wall time. io holds how far its
+    /proc/PID/task/TID/io counters (rchar, wchar, syscr, syscw) advanced from the first read
+    to the last, `io_seconds` apart (empty where they could not be read).
     """
 
     tid: int
@@ -146,6 +148,12 @@ class ThreadActivity:
     cpu_seconds: float = 0.0
     seconds: float = 0.0
     wchan: str | None = None
+    io: dict[str, int] = field(default_factory=dict)
+    io_seconds: float = 0.0
+
+    def wrote(self) -> bool:
+        """Whether it wrote between the first and last look: output advancing (progress)."""
+        return self.io.get("wchar", 0) > 0 or self.io.get("syscw", 0) > 0
 
     @property
     def running_share(self) -> float:
@@ -170,7 +178,7 @@ class ThreadActivity:
 
     def to_json(self) -> dict[str, Any]:
         cpu = self.cpu_share
-        return {
+        document = {
             "tid": self.tid,
             "observations": self.observations,
             "states": dict(sorted(self.states.items())),
@@ -179,6 +187,10 @@ class ThreadActivity:
             "cpu_share": None if cpu is None else round(cpu, 3),
             "wchan": self.wchan,
         }
+        if self.io:  # absent where the counters could not be read (and in older captures)
+            document["io"] = dict(sorted(self.io.items()))
+            document["io_seconds"] = round(self.io_seconds, 3)
+        return document
 
 
 @dataclass(frozen=True)
@@ -462,6 +474,8 @@ def capture_from_json(document: dict[str, Any]) -> Capture:
             cpu_seconds=entry.get("cpu_seconds", 0.0),
             seconds=entry.get("seconds", 0.0),
             wchan=entry.get("wchan"),
+            io=dict(entry.get("io", {})),
+            io_seconds=entry.get("io_seconds", 0.0),
         )
         for entry in document.get("activity", [])
     }

@@ -95,6 +95,27 @@ def read_wchan(pid: int, tid: int, proc: Path = PROC) -> str | None:
     return text if text and text != "0" else None
 
 
+IO_FIELDS = ("rchar", "wchar", "syscr", "syscw")
+
+
+def read_io(pid: int, tid: int, proc: Path = PROC) -> dict[str, int] | None:
+    """A thread's /proc/PID/task/TID/io counters (bytes read and written, read and write
+    calls, all kinds of file: terminals and pipes too); None where unreadable."""
+    try:
+        text = _read_small(f"{proc}/{pid}/task/{tid}/io")
+    except OSError:
+        return None
+    counters: dict[str, int] = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key in IO_FIELDS:
+            try:
+                counters[key] = int(value)
+            except ValueError:
+                return None
+    return counters if len(counters) == len(IO_FIELDS) else None
+
+
 def thread_ids(pid: int, proc: Path = PROC) -> list[int]:
     """The process's thread ids (empty when it is gone)."""
     try:

@@ -22,14 +22,16 @@ The JSON document (`bt_document`), schema "workbench-bt/1":
                       "at_s",       # seconds after the capture's first read
                       "ran_ns"}]},  # CPU time the thread had run (/proc/TID/schedstat)
       "activity": [{"tid", "observations", "states": {"R": 40}, "cpu_seconds", "seconds",
-                    "cpu_share", "wchan"}],
+                    "cpu_share", "wchan",
+                    "io": {"rchar", "wchar", "syscr", "syscw"},  # advance, first to last look
+                    "io_seconds"}],
       "samples": [{"index", "at_s", "duration_s", "threads": [
           {"gdb_id", "tid", "name", "state", "wchan", "truncated", "stack_bytes",
            "wait": null | {"kind", "address", "owner_tid", "symbol"},
            "trail": [...], "trail_top": [...],
            "frames": [{"level", "address": "0x...", "function", "file", "line", "library"}]}]}],
       "diagnosis": {
-        "kind": "call-cycle" | "static-init" | "deadlock" | "no-symbols" | "stopped"
+        "kind": "call-cycle" | "static-init" | "deadlock" | "livelock" | "no-symbols" | "stopped"
                 | "lock-wait" | "spin" | "busy" | "waiting" | "asleep" | "exited"
                 | "unknown",
         "thread_verdicts": {"TID": {"kind", "hung"}},   # each thread's most telling finding
@@ -60,6 +62,7 @@ KIND_TITLES = {
     "call-cycle": "call cycle",
     "static-init": "hang in static initialisation",
     "deadlock": "deadlock",
+    "livelock": "livelock",
     "lock-wait": "waiting for a lock",
     "spin": "spinning",
     "busy": "busy, making progress",
@@ -75,6 +78,7 @@ SHORT_KINDS = {
     "call-cycle": "call cycle",
     "static-init": "static init",
     "deadlock": "deadlock",
+    "livelock": "livelock",
     "lock-wait": "lock wait",
     "spin": "spinning",
     "busy": "busy",
