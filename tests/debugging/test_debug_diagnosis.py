@@ -397,3 +397,25 @@ def test_threads_yielding_without_output_are_a_livelock_named_by_thread() -> Non
     # One of them writing: it gets through, no livelock.
     capture = _capture([first, second], [first, second], running={101: True, 102: True})
     assert diagnose(_with_io(_with_io(capture, 101, wchar=5, syscw=1), 102)).kind != "livelock"
+
+
+def test_pool_workers_yielding_beside_a_computing_thread_are_not_a_livelock() -> None:
+    """Workers that spin with sched_yield while another thread computes wait for work."""
+    first = _stack("sched_yield", "worker", "start_thread", gdb_id=2, tid=101)
+    second = _stack("sched_yield", "worker", "start_thread", gdb_id=3, tid=102)
+    computing = [_stack(top, "main", gdb_id=1, tid=100) for top in ("sort", "merge")]
+    capture = _capture(
+        [computing[0], first, second],
+        [computing[1], first, second],
+        running={100: True, 101: True, 102: True},
+    )
+    capture = _with_io(_with_io(_with_io(capture, 100), 101), 102)
+    assert diagnose(capture).kind != "livelock"
+    # Without the computing thread (blocked in join), the same two workers are a livelock.
+    joining = _stack("pthread_join", "main", gdb_id=1, tid=100)
+    capture = _capture(
+        [joining, first, second], [joining, first, second], running={101: True, 102: True}
+    )
+    capture.activity[100] = ThreadActivity(tid=100, observations=10, states={"S": 10})
+    capture = _with_io(_with_io(_with_io(capture, 100), 101), 102)
+    assert diagnose(capture).kind == "livelock"

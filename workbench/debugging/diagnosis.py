@@ -1151,19 +1151,24 @@ def _livelock(
     explained: set[int],
 ) -> Finding | None:
     """Two or more threads that keep running, each caught trying a lock or yielding, with
-    none of them writing anything: they back off and retry for ever (a livelock)."""
+    none of them writing anything: they back off and retry for ever (a livelock).
+
+    Only where the whole process shows no progress: no thread wrote anything, and no other
+    thread runs (a pool's workers yielding while one thread computes wait for work, they
+    are not a livelock)."""
     caught: dict[int, set[str]] = {}
     for tid, history in histories.items():
         activity = capture.activity.get(tid)
-        if tid in explained or activity is None or not activity.observations:
+        if activity is None or not activity.observations:
             continue
         if not activity.io or activity.wrote():
-            continue  # output advancing (or not known): not shown to make no progress
-        if activity.running_share < 0.5 and (activity.cpu_share or 0) < 0.2:
-            continue
+            return None  # output advancing (or not known): no lack of progress shown
+        running = activity.running_share >= 0.5 or (activity.cpu_share or 0) >= 0.2
         places = _retry_places(history, pcs.get(tid))
-        if places:
+        if running and places and tid not in explained:
             caught[tid] = places
+        elif running and tid not in explained:
+            return None  # another thread runs elsewhere: it may be the one making progress
     seen = set().union(*caught.values()) if caught else set()
     if len(caught) < 2 or not any(RETRY_YIELD.search(name) for name in seen):
         return None
@@ -1183,7 +1188,7 @@ def _livelock(
         kind="livelock",
         summary=f"livelock: {_thread_list(tids, histories)} keep running and giving way "
         f"(caught in {', '.join(sorted(_short(name) for name in seen))}) without progress: "
-        "none of them wrote anything while watched; they back off and retry for ever "
+        "no thread of the process wrote anything while watched; they back off and retry for ever "
         "(try a lock, unlock, yield)",
         hung=True,
         functions=functions[:12],
