@@ -379,6 +379,10 @@ def capture(
     # one sample, the look before it and the program counters are the evidence).
     if len(result.samples) > 1 and not result.exited and options.observe > 0:
         tracker.watch(options.observe, options.poll_every)
+    elif not result.exited:
+        # One sample: no watch after it, but its io counters, read now (microseconds), take
+        # in what the threads wrote since the watch before gdb attached.
+        tracker.look_at_io()
     result.activity = tracker.activity
     # The shared libraries the threads run in (libonnxruntime.so in a python process, a
     # provider loaded by dlopen) get the executable's check, after gdb has let the process
