@@ -407,6 +407,33 @@ async def test_the_memory_graph_scales_to_the_builds_peak_and_names_the_host_tot
         assert all(len(line) <= 60 for line in lines)
 
 
+async def test_a_narrow_graph_keeps_its_peak_whole_and_drops_the_latest_value_first() -> None:
+    # At 80 columns each of the build screen's three graphs is about 26 cells wide: the heading
+    # ended "Memory  last 0Mi, peak 12…", cutting the figure the graph is read for.
+    from textual.app import App, ComposeResult
+
+    from workbench.tui.build_screen import memory, percent
+    from workbench.tui.widgets.time_graph import TimeGraph
+
+    mib, gib = 1024**2, 1024**3
+
+    class NarrowGraphs(App[None]):
+        def compose(self) -> ComposeResult:
+            yield TimeGraph("Memory", memory, 0.0, autoscale=True, id="memory")
+            yield TimeGraph("CPU", percent, 100.0, scale_label="of all cores", id="cpu")
+
+    app = NarrowGraphs()
+    async with app.run_test(size=(26, 12)) as pilot:
+        for value in (10 * mib, 122 * mib, 0.0):
+            app.query_one("#memory", TimeGraph).add(value, 22 * gib)
+            app.query_one("#cpu", TimeGraph).add(value and 40.0)
+        await pilot.pause()
+        memory_heading = str(app.query_one("#memory", TimeGraph).render()).splitlines()[0]
+        cpu_heading = str(app.query_one("#cpu", TimeGraph).render()).splitlines()[0]
+    assert memory_heading.split() == ["Memory", "peak", "122Mi"], memory_heading
+    assert "…" not in cpu_heading and cpu_heading.split()[-3:] == ["of", "all", "cores"]
+
+
 # -- what will run is what is shown ---------------------------------------------------------
 
 

@@ -76,11 +76,15 @@ class ParallelismGraph(TimeGraph):
         heading = Text(no_wrap=True, overflow="crop")
         heading.append(f"{self.title}  ", self.get_component_rich_style("graph--title"))
         limit = f"-j{self.jobs}" if self.jobs else "no -j given"
+        how = "exact" if self.exact else "sampled"
         if latest is None:
-            heading.append("no samples yet" if self.live else "no samples recorded", axis)
+            forms = ["no samples yet" if self.live else "no samples recorded"]
         else:
-            heading.append(f"{'now' if self.live else 'last'} {count(latest)} of {limit}", axis)
-        heading.append(" · exact" if self.exact else " · sampled", axis)
+            value = f"{count(latest)} of {limit}"
+            # At 80 columns "now"/"last" gives way before whether the figure is exact.
+            forms = [f"{'now' if self.live else 'last'} {value} · {how}", f"{value} · {how}"]
+        room = width - len(self.title) - 2
+        heading.append(next((form for form in forms if len(form) <= room), forms[-1]), axis)
         heading.truncate(width, overflow="ellipsis")
         return heading
 

@@ -201,6 +201,26 @@ class TimeGraph(Widget):
         self.last_t = None
         self.refresh()
 
+    def _heading_words(self, shown: list[float], room: int) -> str:
+        """The words after the title, the longest form that fits `room` cells: a narrow graph
+        (80 columns) drops the latest value before the peak, then the scale, so the figure
+        it is read for stays whole instead of ending in an ellipsis."""
+        if not shown:
+            return "no samples yet" if self.live else "no samples recorded"
+        value = self.format_value(shown[-1])
+        latest = f"{'now' if self.live else 'last'} {value}"
+        # The graph covers the whole build (every stored sample): its highest column is the
+        # build's sampled peak, the figure history and report show.
+        peak = f"peak {self.format_value(max(shown))}" if self.autoscale else ""
+        scale = self.scale_label or f"of {self.format_value(self.maximum)}"
+        forms = (
+            [f"{latest}, {peak} {scale}", f"{peak} {scale}", peak]
+            if peak
+            # A live graph's bare value is read as "now"; an ended build's keeps its "last".
+            else [f"{latest} {scale}", *([f"{value} {scale}"] if self.live else []), latest]
+        )
+        return next((form for form in forms if len(form) <= room), forms[-1])
+
     def render(self) -> Text:
         width, height = self.size.width, self.size.height
         rows = max(1, height - 2)  # title row and time-axis row
@@ -218,19 +238,7 @@ class TimeGraph(Widget):
                 scale = min(scale, self.maximum)
         heading = Text(no_wrap=True, overflow="crop")
         heading.append(f"{self.title}  ", title_style)
-        if shown:
-            latest = self.format_value(shown[-1])
-            heading.append(f"{'now' if self.live else 'last'} {latest}", axis)
-            if self.autoscale:
-                # The graph covers the whole build (every stored sample): its highest column is
-                # the build's sampled peak, the figure history and report show.
-                heading.append(f", peak {self.format_value(max(shown))}", axis)
-            if self.scale_label:
-                heading.append(f" {self.scale_label}", axis)
-            else:
-                heading.append(f" of {self.format_value(self.maximum)}", axis)
-        else:
-            heading.append("no samples yet" if self.live else "no samples recorded", axis)
+        heading.append(self._heading_words(shown, width - len(self.title) - 2), axis)
         heading.truncate(width, overflow="ellipsis")  # one line, whatever the width
         text = Text(no_wrap=True, overflow="crop")
         text.append_text(heading)
