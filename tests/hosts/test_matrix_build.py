@@ -12,6 +12,7 @@ instead of sleeping: each waits until the test creates HOLD/release.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -325,7 +326,12 @@ def test_hosts_watch_ends_when_the_builds_supervisor_is_gone(
             supervisor = db.execute(
                 "SELECT supervisor_pid FROM builds WHERE id = ?", (build_id,)
             ).fetchone()[0]
-        os.kill(supervisor, signal.SIGKILL)
+        # Lost for good: its keeper too (the supervisor alone is adopted by a new one, and the
+        # watch rightly goes on; supervision/keeper.py).
+        keeper_file = state / "builds" / str(build_id) / "keeper.json"
+        keeper = json.loads(keeper_file.read_text())["pid"]
+        for pid in (keeper, supervisor):
+            os.kill(pid, signal.SIGKILL)
         # Without the liveness check it never ends (subprocess's timeout fails the test).
         watched = _workbench(
             hosts_config, state, tmp_path, "hosts", "watch", str(build_id), timeout=60
