@@ -338,6 +338,9 @@ def test_hosts_watch_ends_when_the_builds_supervisor_is_gone(
         )
     finally:
         (hold / "release").touch()
+        # A lost build's nix still runs (nobody supervises it) and holds its targets' locks:
+        # end it as a user would, so that the next test can build the same targets.
+        _workbench(hosts_config, state, tmp_path, "stop", str(build_id), timeout=120)
     assert watched.returncode == 0, watched.stderr
     assert f"build #{build_id} (matrix-4): lost\n" in watched.stdout, watched.stdout
 
