@@ -14,7 +14,7 @@ Busy loops alone hardly slow a build on a host whose scheduler groups processes 
 (autogroup): the build's session keeps its share. Either way the command line stays the same,
 so the first method matches the slowed run with the earlier ones, as on a host that got loaded.
 
-Every run is then played again from the history (`eta.Replay`): what each method would have
+Every run is then played again from the history (`live_eta.Replay`): what each method would have
 said at 25, 50 and 75% of the run's real duration, from what the history held before it,
 against the time really left. Error = (estimate - truth) / truth; "none" when the method gave
 no ETA. Both methods are measured in the same run on the same recordings.
@@ -50,9 +50,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from workbench.history.store import History
 from workbench.samples import sample_project
-from workbench.supervision import eta
-from workbench.supervision.history import History
+from workbench.supervision import live_eta
 
 CHECKPOINTS = (0.25, 0.5, 0.75)
 CGROUP_V1 = Path("/sys/fs/cgroup/cpu")
@@ -179,7 +179,7 @@ def record_runs(
 def cost(directory: Path, runs: int = 20, edges: int = 10_000) -> dict[str, Any]:
     """Start-up and per-tick cost of the learned ETA on a large synthetic history."""
     from workbench.analysis import eta_model
-    from workbench.supervision.history import SUCCEEDED, EdgeRow, NewBuild
+    from workbench.history.records import SUCCEEDED, EdgeRow, NewBuild
 
     key = "ninja:cost"
     with History(directory) as history:
@@ -213,7 +213,7 @@ def cost(directory: Path, runs: int = 20, edges: int = 10_000) -> dict[str, Any]
                 )
         current = runs + 1
         began = time.perf_counter()
-        live = eta.LiveEta(history, current)
+        live = live_eta.LiveEta(history, current)
         live.learn(key)
         learn_s = time.perf_counter() - began
         began = time.perf_counter()
@@ -233,7 +233,7 @@ def cost(directory: Path, runs: int = 20, edges: int = 10_000) -> dict[str, Any]
         live.estimate_at(done * 0.1, done / edges, (done, edges))
         ticks.append(time.perf_counter() - began)
         began = time.perf_counter()
-        eta.estimate(done * 0.1, done / edges, live.earlier)
+        live_eta.estimate(done * 0.1, done / edges, live.earlier)
         old_ticks.append(time.perf_counter() - began)
     return {
         "history": f"{runs} earlier runs x {edges} edges",
@@ -246,7 +246,7 @@ def cost(directory: Path, runs: int = 20, edges: int = 10_000) -> dict[str, Any]
 
 
 def score(history: History, build_id: int) -> dict[str, Any]:
-    replay = eta.Replay.of(history, build_id)
+    replay = live_eta.Replay.of(history, build_id)
     scored: dict[str, Any] = {"duration_s": round(replay.duration_s, 2)}
     for method in ("by_progress", "learned"):
         errors: dict[str, Any] = {}
@@ -287,7 +287,7 @@ def summary(runs: list[dict[str, Any]], method: str) -> dict[str, Any]:
 
 def checkpoints(history: History, build_id: int) -> list[dict[str, Any]]:
     """What the supervisor's ETA says at each checkpoint of one recorded run, against the truth."""
-    replay = eta.Replay.of(history, build_id)
+    replay = live_eta.Replay.of(history, build_id)
     found: list[dict[str, Any]] = []
     for share in CHECKPOINTS:
         at = share * replay.duration_s

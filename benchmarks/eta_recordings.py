@@ -24,13 +24,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from workbench.supervision.history import (
-    SUCCEEDED,
-    EdgeRow,
-    History,
-    NewBuild,
-    Sampled,
-)
+from workbench.history.records import SUCCEEDED, EdgeRow, NewBuild, Sampled
+from workbench.history.store import History
 
 DATA = Path(__file__).with_name("data") / "eta_runs"
 

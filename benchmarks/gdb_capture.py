@@ -26,7 +26,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from workbench.debugging.capture import CaptureOptions, capture  # noqa: E402
+from workbench.debugging.capture.loop import capture  # noqa: E402
+from workbench.debugging.capture.options import CaptureOptions  # noqa: E402
 
 SOURCE = REPO / "tests" / "debugging" / "fixtures" / "many_threads.cc"
 

@@ -125,8 +125,8 @@ class Results:
 
 def machine(out_dir: Path, name: str) -> dict[str, Any]:
     """What the host is: GPU(s) as nvidia-smi says, driver, CPU, memory, tool versions."""
-    from workbench.host.doctor import version_line
     from workbench.host.hardware import detect_memory, read_cpuinfo, usable_cores
+    from workbench.reading.doctor import version_line
 
     model, flags = read_cpuinfo()
     memory = detect_memory()
@@ -296,7 +296,7 @@ def cuda_gdb_capture(state: Path, work: Path) -> dict[str, Any]:
     with contextlib.suppress(json.JSONDecodeError):
         document = json.loads(result.get("stdout") or "")
     # Also what `workbench bt` finds by itself: gdb, else cuda-gdb.
-    from workbench.debugging.gdb_session import find_gdb
+    from workbench.debugging.gdb.gdb_session import find_gdb
 
     try:
         found = find_gdb()
@@ -413,7 +413,7 @@ def supervised(state: Path, name: str, argv: list[str], cwd: Path) -> dict[str, 
 
 def measured(state: Path, build_id: int) -> dict[str, Any]:
     """A build's measurements, from the workbench's history, with every compile job."""
-    from workbench.supervision.history import History
+    from workbench.history.store import History
 
     with History(state) as history:
         record = history.get(build_id)
@@ -606,10 +606,10 @@ def recommendations(state: Path, doctor_json: dict[str, Any] | None) -> dict[str
     for the C++ and CUDA fixtures from the settings' defaults and from what was measured."""
     from workbench.configs.matrix import load_matrix
     from workbench.configs.settings import load_settings
+    from workbench.history.store import History
     from workbench.host.hardware import detect_memory, usable_cores
     from workbench.host.parallelism import recommend
-    from workbench.supervision.history import History
-    from workbench.supervision.tuning import default_job_memory, measured_job_memory
+    from workbench.planning.tuning import default_job_memory, measured_job_memory
 
     matrix = load_matrix(REPO / "configs")
     settings = load_settings(REPO / "configs", matrix)

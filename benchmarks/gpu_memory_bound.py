@@ -118,7 +118,7 @@ def _workbench(state: Path, *args: str, group: Path | None = None) -> dict[str, 
 
 def _latest(state: Path) -> dict[str, Any]:
     """The build just run, as the history keeps it: outcome, note, what was measured."""
-    from workbench.supervision.history import History
+    from workbench.history.store import History
 
     with History(state) as history:
         record = history.builds(limit=1)[0]
@@ -144,7 +144,7 @@ def _latest(state: Path) -> dict[str, Any]:
 
 def _job_peaks(state: Path, name: str) -> list[dict[str, Any]]:
     """The largest CUDA (nvcc) and host-compiler job of each build called `name`."""
-    from workbench.supervision.history import History
+    from workbench.history.store import History
 
     with History(state) as history:
         return [
@@ -257,8 +257,8 @@ def main() -> None:
                 "import sys, json; from pathlib import Path\n"
                 "from workbench.configs.matrix import load_matrix\n"
                 "from workbench.configs.settings import load_settings\n"
-                "from workbench.supervision.history import History\n"
-                "from workbench.supervision.tuning import choose_jobs_for\n"
+                "from workbench.history.store import History\n"
+                "from workbench.planning.tuning import choose_jobs_for\n"
                 "configs = Path(sys.argv[1])\n"
                 "settings = load_settings(configs, load_matrix(configs))\n"
                 "choice = choose_jobs_for(History(Path(sys.argv[2])), settings, 'memory-bound',"

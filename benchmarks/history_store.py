@@ -35,8 +35,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 # the other half's recorded-log generator and its `wc -l` baseline
 from log_pipeline import generate, generate_plain, wc_lines
 
+from workbench.history.records import NewBuild
+from workbench.history.store import History
 from workbench.supervision.control import supervisor_argv
-from workbench.supervision.history import History, NewBuild
 
 ROOT = Path(__file__).resolve().parent.parent
 

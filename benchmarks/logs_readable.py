@@ -37,8 +37,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.log_pipeline import generate, generate_plain
+from workbench.history.store import History
 from workbench.logs.readable_map import readable_paths
-from workbench.supervision.history import History
 
 MB = 1 << 20
 SAMPLE_LINES = 200_000

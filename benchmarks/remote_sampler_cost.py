@@ -1,6 +1,6 @@
 """Cost of the remote sampler on a build host, against the bare sampler in the same run.
 
-A build host's sampler is `python -m workbench.monitor.stream` (workbench/hosts/remote_sampler.py
+A build host's sampler is `python -m workbench.monitor.stream` (workbench/remote/remote_sampler.py
 runs it there over the host's one SSH connection). This measures, with N sleeping processes
 running as the Nix build user nixbld1 (what `Sampler(daemon=True)` counts as a build's):
 
@@ -30,8 +30,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from workbench.hosts.remote_sampler import sampler_bundle
 from workbench.monitor.sampler import Sampler
+from workbench.remote.remote_sampler import sampler_bundle
 
 BUILD_USER = "nixbld1"
 

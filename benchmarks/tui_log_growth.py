@@ -76,7 +76,8 @@ def writer(state: Path, build_id: int, rate: int, seconds: float) -> None:
     """Play the build's supervisor: grow the log at `rate` lines/s, update the live view."""
     import psutil
 
-    from workbench.supervision.history import SUCCEEDED, History, Sampled
+    from workbench.history.records import SUCCEEDED, Sampled
+    from workbench.history.store import History
 
     me = psutil.Process()
     with History(state) as history:
@@ -152,9 +153,10 @@ def _rss() -> int:
 async def log_growth(rate: int, seconds: float) -> dict[str, Any]:
     from recorded_host import recorded_doctor
 
-    from workbench.supervision.history import History, NewBuild
+    from workbench.history.records import NewBuild
+    from workbench.history.store import History
     from workbench.tui.app import make_app
-    from workbench.tui.build_screen import BuildScreen
+    from workbench.tui.screens.build.build_screen import BuildScreen
     from workbench.tui.widgets.log_view import LogView
 
     state = Path(tempfile.mkdtemp(prefix="tui-bench-"))
@@ -288,10 +290,11 @@ async def log_growth(rate: int, seconds: float) -> dict[str, Any]:
 async def costs() -> dict[str, Any]:
     from textual.app import App, ComposeResult
 
+    from workbench.history.records import BuildRecord
     from workbench.progress.live_view import ProcessView
-    from workbench.supervision.history import BuildRecord
-    from workbench.tui.build_screen import BuildScreen, Poll, StallWatch, memory, percent
-    from workbench.tui.widgets.process_table import ProcessRow
+    from workbench.reading.build_text import memory, percent
+    from workbench.supervision.stall import ProcessRow, StallWatch
+    from workbench.tui.screens.build.build_screen import BuildScreen, Poll
     from workbench.tui.widgets.time_graph import TimeGraph
 
     class GraphApp(App[None]):
@@ -325,7 +328,7 @@ async def costs() -> dict[str, Any]:
             )
 
     class ScreenApp(App[None]):
-        CSS_PATH = str(REPO / "workbench" / "tui" / "workbench.tcss")
+        CSS_PATH = str(REPO / "workbench" / "tui" / "styles" / "workbench.tcss")
 
     state = Path(tempfile.mkdtemp(prefix="tui-bench-"))
     try:
@@ -378,7 +381,7 @@ async def costs() -> dict[str, Any]:
 
 
 def _record(cls: Any) -> Any:
-    from workbench.supervision.history import RUNNING
+    from workbench.history.records import RUNNING
 
     fields = {name: None for name in cls.__dataclass_fields__}
     fields.update(

@@ -39,7 +39,7 @@ let
     else
       null;
 
-  # The same sentence as workbench/configs/availability.py's unavailable_reason.
+  # The same sentence as workbench/planning/availability.py's unavailable_reason.
   shortRev = builtins.substring 0 7 config.nixpkgsRev;
   pinVersions = concatStringsSep ", " (
     map (

@@ -78,7 +78,7 @@ py.buildPythonApplication {
     ":"
     "${pkgs.gdb}/bin"
     # No WORKBENCH_CONFIG: the workbench finds the checkout the current directory is in itself
-    # (workbench/paths.py), else the user's default checkout, else its packaged defaults.
+    # (workbench/configs/paths.py), else the user's default checkout, else its packaged defaults.
   ];
   pythonImportsCheck = [ "workbench" ];
   meta = {

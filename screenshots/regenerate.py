@@ -26,9 +26,9 @@ from textual.pilot import Pilot  # noqa: E402
 
 from workbench.debugging.model import capture_from_json  # noqa: E402
 from workbench.tui.app import WorkbenchApp, make_app  # noqa: E402
-from workbench.tui.build_screen import BuildScreen  # noqa: E402
-from workbench.tui.debug_screen import DebugScreen  # noqa: E402
-from workbench.tui.history_screen import HistoryScreen, ReportScreen  # noqa: E402
+from workbench.tui.screens.build.build_screen import BuildScreen  # noqa: E402
+from workbench.tui.screens.debug.debug_screen import DebugScreen  # noqa: E402
+from workbench.tui.screens.history.history_screen import HistoryScreen, ReportScreen  # noqa: E402
 
 RECORDED = REPO / "tests" / "debugging" / "recorded"
 
@@ -146,7 +146,7 @@ async def capture_patches(size: tuple[int, int], state: Path) -> Path:
     from patch_fixture import write_fixture_series, write_fixture_source
     from textual.widgets import Input
 
-    from workbench.tui.patches_screen import PatchesScreen
+    from workbench.tui.screens.patches.patches_screen import PatchesScreen
 
     root = state / "patches-fixture"
     shutil.rmtree(root, ignore_errors=True)
@@ -180,7 +180,7 @@ async def capture_matrix(size: tuple[int, int], state: Path) -> Path:
     from tui.fixed_history import frozen_clock
     from tui.fixed_matrix import write_matrix_build
 
-    from workbench.tui.matrix_screen import MatrixScreen
+    from workbench.tui.screens.matrix.matrix_screen import MatrixScreen
 
     matrix_state = state / "matrix"
     shutil.rmtree(matrix_state, ignore_errors=True)

@@ -46,18 +46,18 @@ SLOW_FILES = {
     "ci/test_ci_run.py": "clones the repository and runs .ci/run in the clone",
     "cli/test_cli.py": _CLI + " (doctor probes this host)",
     "cli/test_cli_first_hour.py": _CLI + ", with real builds",
-    "configs/test_pin_availability.py": "asks real Nix about the pin (dry runs, doctor)",
+    "planning/test_pin_availability.py": "asks real Nix about the pin (dry runs, doctor)",
     "configs/test_readme_config_examples.py": "every README config example through the CLI",
-    "debugging/test_debug_capture.py": _GDB,
+    "debugging/capture/test_debug_capture.py": _GDB,
     "debugging/test_debug_cli.py": _GDB,
-    "debugging/test_debug_gdb_start.py": _GDB,
-    "debugging/test_debug_library_symbols.py": _GDB,
+    "debugging/gdb/test_debug_gdb_start.py": _GDB,
+    "debugging/capture/test_debug_library_symbols.py": _GDB,
     "debugging/test_debug_screen.py": _GDB,
     "debugging/test_debug_smoke.py": _GDB,
-    "debugging/test_debug_spin_verdict.py": _GDB,
-    "debugging/test_debug_symbols.py": _GDB,
-    "debugging/test_debug_threads_and_states.py": _GDB,
-    "host/test_doctor_mixed_gpus.py": _CLI + " (doctor)",
+    "debugging/diagnosis/test_debug_spin_verdict.py": _GDB,
+    "debugging/capture/test_debug_symbols.py": _GDB,
+    "debugging/capture/test_debug_threads_and_states.py": _GDB,
+    "reading/test_doctor_mixed_gpus.py": _CLI + " (doctor)",
     "host/test_memory_units.py": _CLI + " (doctor, settings)",
     "logs/test_logs_readable.py": _CLI + ", with real supervised builds",
     "package/test_install_layout.py": _CLI + ", installed and in checkouts made by git",
@@ -65,9 +65,13 @@ SLOW_FILES = {
     "patches/test_patches_releases.py": _CLI + ", with real git apply",
     "progress/test_progress_fuzz.py": "Hypothesis: hundreds of generated logs through the parsers",
     "supervision/test_earlier_runs_no_ops.py": "six real ninja builds through the supervisor",
-    "supervision/test_eta_learning.py": "real ninja builds through the supervisor, edges sleeping",
+    "supervision/test_live_eta_learning.py": (
+        "real ninja builds through the supervisor, edges sleeping"
+    ),
     "supervision/test_trees_and_leftovers.py": "real builds whose supervisors are killed",
-    "tui/test_debug_layout.py": "draws the debug screen at two sizes for every recorded capture",
+    "tui/screens/debug/test_debug_layout.py": (
+        "draws the debug screen at two sizes for every recorded capture"
+    ),
     "tui/test_snapshot_markers.py": "collects the whole suite again, as the minimum-versions run",
 }
 
@@ -161,7 +165,7 @@ def matrix() -> Matrix:
 
 @pytest.fixture(autouse=True)
 def private_user_config(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
-    """Each test's own per-user config directory (workbench.user_settings), empty at first:
+    """Each test's own per-user config directory (workbench.configs.user_settings), empty at first:
     the settings of the user running the suite never reach a test, nor a test's theirs."""
     directory = tmp_path_factory.mktemp("user-config")
     monkeypatch.setenv("WORKBENCH_USER_CONFIG_DIR", str(directory))

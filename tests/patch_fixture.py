@@ -23,7 +23,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from workbench.paths import patches_dir
+from workbench.configs.paths import patches_dir
 from workbench.samples.sample_project import write_project
 
 UNITS = 36

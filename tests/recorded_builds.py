@@ -8,7 +8,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from workbench.supervision.history import SUCCEEDED, BuildRecord, History, NewBuild
+from workbench.history.records import SUCCEEDED, BuildRecord, NewBuild
+from workbench.history.store import History
 
 
 def ended_build(

@@ -11,7 +11,6 @@ from pathlib import Path
 
 from workbench.configs.matrix import Matrix
 from workbench.configs.settings import BuildSettings
-from workbench.host.doctor import DoctorReport, PtraceStatus, ToolStatus, build_report
 from workbench.host.hardware import (
     CpuInfo,
     Hardware,
@@ -20,6 +19,7 @@ from workbench.host.hardware import (
     read_cpuinfo,
     supported_isas,
 )
+from workbench.reading.doctor import DoctorReport, PtraceStatus, ToolStatus, build_report
 
 TESTS = Path(__file__).resolve().parent
 STANDIN_NVIDIA_SMI = TESTS / "standins" / "standin-nvidia-smi"

@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 from monitor.cxx_project import configure, started, write_project
 
+from workbench.analysis.build_peaks import PeakTracker
 from workbench.analysis.edges import assemble
 from workbench.analysis.ninja_log import read_all
 from workbench.analysis.recorder import SampledJob, match_cpu, match_peaks
-from workbench.monitor import PeakTracker, Sampler
+from workbench.monitor import Sampler
 
 pytestmark = pytest.mark.skipif(
     not all(shutil.which(tool) for tool in ("ninja", "cmake", "g++")), reason="needs ninja, g++"

@@ -456,7 +456,7 @@ def test_compare_names_slower_faster_new_and_gone(tmp_path: Path) -> None:
 
 
 def _rows(edges):  # edges as the history stores them (epoch times, no graph)
-    from workbench.supervision.history import EdgeRow
+    from workbench.history.records import EdgeRow
 
     return [
         EdgeRow(e.outputs, 1000.0 + e.start_s, 1000.0 + e.end_s, e.session, e.command_hash)

@@ -143,8 +143,8 @@ def test_oom_is_named_and_auto_jobs_fit_and_complete(
                 "import sys; from pathlib import Path\n"
                 "from workbench.configs.matrix import load_matrix\n"
                 "from workbench.configs.settings import load_settings\n"
-                "from workbench.supervision.history import History\n"
-                "from workbench.supervision.tuning import choose_jobs_for\n"
+                "from workbench.history.store import History\n"
+                "from workbench.planning.tuning import choose_jobs_for\n"
                 "configs = Path(sys.argv[1])\n"
                 "settings = load_settings(configs, load_matrix(configs))\n"
                 "assert settings.ninja_jobs == 'auto'\n"
@@ -282,9 +282,9 @@ def test_the_daemon_of_a_nix_client_is_found_and_its_cgroup_limits_the_build(
 ) -> None:
     from workbench.configs.matrix import load_matrix
     from workbench.configs.settings import load_settings
+    from workbench.history.store import History
     from workbench.host.hardware import detect_memory
-    from workbench.supervision.history import History
-    from workbench.supervision.tuning import choose_jobs_for
+    from workbench.planning.tuning import choose_jobs_for
 
     daemon_pid, client = daemon_in_cgroup
     assert oom.nix_daemon_pid(client) == daemon_pid  # by its socket, among any other daemons

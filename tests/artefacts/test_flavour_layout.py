@@ -359,7 +359,7 @@ def test_the_debug_output_holds_the_shared_objects_dwarf_where_bt_looks(tmp_path
     # As nixpkgs' separate-debug-info hook leaves a hybrid flavour: its provider .so stripped
     # of DWARF in out, the DWARF by build id in the debug output, which `workbench bt` finds
     # for a library of that store path (the store's NAME-debug) without being told.
-    from workbench.debugging.symbols import check_symbols
+    from workbench.debugging.capture.symbols import check_symbols
 
     output, debug = build_outputs(tmp_path, "hybrid", True)
     provider = output / "lib" / "libonnxruntime_providers_cuda.so"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from recorded_builds import ended_build
 
-from workbench.supervision.history import History
+from workbench.history.store import History
 
 VARIANT = "onnxruntime-python313-cuda12_9-sm90-avx512"
 MiB, GiB = 1 << 20, 1 << 30

@@ -101,7 +101,7 @@ def test_config_set_takes_a_value_that_starts_with_a_dash(bench: Bench, config_c
 def test_a_config_directory_the_nix_build_does_not_read_is_warned_about(
     bench: Bench, config_copy: Path, tmp_path: Path
 ) -> None:
-    from workbench.supervision.build_preview import preview_targets
+    from workbench.planning.build_preview import preview_targets
 
     outside = bench.run("--config", str(config_copy), "build", "cpu", "--dry-run", cwd=tmp_path)
     said = [line for line in outside.stderr.splitlines() if str(config_copy) in line]
@@ -133,7 +133,7 @@ def test_a_config_directory_the_nix_build_does_not_read_is_warned_about(
 
 @pytest.mark.skipif(shutil.which("gdb") is None, reason="needs gdb")
 def test_bt_shows_the_whole_command_shell_quoted(bench: Bench) -> None:
-    from workbench.supervision.launch import display
+    from workbench.planning.launch import display
 
     # Longer than the 100 characters the header once cut it to, with words that need quoting.
     argv = ["sh", "-c", 'sleep 120; : "$@"', "workbench-test", "it's " + "long " * 30 + "end"]

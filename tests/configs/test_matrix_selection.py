@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 from nix_testing import NIX_CONFIG, flake_on_the_standin, needs_nix
 
-from workbench.configs.availability import build_time_checks_notes, unavailable_names
 from workbench.configs.matrix import Matrix
 from workbench.configs.variants import parse
-from workbench.hosts.matrix_build import evaluate_targets, select_targets
-from workbench.supervision.launch import LaunchError, resolve_target
+from workbench.planning.availability import build_time_checks_notes, unavailable_names
+from workbench.planning.launch import LaunchError, resolve_target
+from workbench.remote.matrix_build import evaluate_targets, select_targets
 
 CUDA12_4 = "onnxruntime-python312-cuda12_4-sm90-avx512"
 needs_nix_command = pytest.mark.skipif(

@@ -345,7 +345,7 @@ def test_python_packages_carry_the_variant_name_and_description(tmp_path):
 
 
 def test_the_cuda_12_4_variants_are_never_looked_up_and_say_why_and_what_instead(tmp_path):
-    from workbench.configs.availability import of_variant
+    from workbench.planning.availability import of_variant
 
     matrix = load_matrix(CONFIGS)
     variants = [v for v in expand(matrix) if v.toolkit and v.toolkit.name == "cuda12_4"]
@@ -937,7 +937,7 @@ def test_flake_offers_every_variant_on_its_platform_plus_flavours_and_workbench(
     # Every offered release of configs/releases.toml: the pin's own under the seeds' names, the
     # others with their release in the name, less what the release cannot build (the Python
     # side's availability decides the same, so the two sides must agree).
-    from workbench.configs.availability import of_flavour, unavailable_reason
+    from workbench.planning.availability import of_flavour, unavailable_reason
 
     variants = [
         v

@@ -214,8 +214,8 @@ def test_what_a_release_cannot_build_is_not_offered_and_says_why(tmp_path):
 def test_python_and_nix_agree_on_every_release(tmp_path):
     matrix = load_matrix(CONFIGS)
     names = probe_json(tmp_path, "releaseNames")
-    from workbench.configs.availability import unavailable_reason
     from workbench.configs.variants import expand
+    from workbench.planning.availability import unavailable_reason
 
     python = sorted(
         v.name

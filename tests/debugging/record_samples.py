@@ -23,9 +23,10 @@ sys.path.insert(0, str(HERE))
 
 from debug_programs import build_all  # noqa: E402
 
-from workbench.debugging.capture import CaptureOptions, capture  # noqa: E402
-from workbench.debugging.diagnosis import diagnose  # noqa: E402
-from workbench.debugging.report import bt_document  # noqa: E402
+from workbench.debugging.bt_report import bt_document  # noqa: E402
+from workbench.debugging.capture.loop import capture  # noqa: E402
+from workbench.debugging.capture.options import CaptureOptions  # noqa: E402
+from workbench.debugging.diagnosis.verdict import diagnose  # noqa: E402
 
 CASES = {
     "bridge_o2": ([], 0.3),

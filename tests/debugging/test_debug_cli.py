@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from workbench.cli.main import main
-from workbench.debugging.bridge_patch import BRIDGE_FILE
+from workbench.debugging.bridge.bridge_patch import BRIDGE_FILE
 from workbench.patches.series import load_series
 
 BRIDGE_SOURCE = """\

@@ -14,10 +14,10 @@ from recorded_host import recorded_doctor
 from rich.console import Console
 from textual.widgets import DataTable, Static
 
-from workbench.debugging.capture import CaptureOptions
+from workbench.debugging.capture.options import CaptureOptions
 from workbench.debugging.model import Capture, Frame, Sample, ThreadStack, capture_from_json
 from workbench.tui.app import WorkbenchApp, make_app
-from workbench.tui.debug_screen import (
+from workbench.tui.screens.debug.debug_screen import (
     DebugScreen,
     DiagnosisView,
     SourceView,

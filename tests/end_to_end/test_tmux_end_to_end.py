@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.supervision.history import History, database_path
+from workbench.history.store import History, database_path
 
 pytestmark = [
     pytest.mark.skipif(

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from workbench.debugging.diagnosis import diagnose
+from workbench.debugging.diagnosis.verdict import diagnose
 from workbench.debugging.model import capture_from_json
 from workbench.host.parallelism import JobMemory, recommend
 from workbench.monitor.classification import ProcessKind, classify

@@ -18,7 +18,7 @@ from typing import Any
 from workbench.configs.matrix import load_matrix
 from workbench.configs.settings import load_settings
 from workbench.host.parallelism import JobMemory
-from workbench.supervision.tuning import choose_jobs
+from workbench.planning.tuning import choose_jobs
 
 REPO = Path(__file__).resolve().parents[2]
 RECORD = REPO / "benchmarks" / "results" / "h100-x1-memory-bound.json"

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from workbench_cli import run_workbench
 
+from workbench.analysis.build_peaks import PeakTracker, oom_note
 from workbench.host.units import GIB, MIB, byte_size, gib_size
-from workbench.monitor.peaks import PeakTracker, oom_note
 
 REPO = Path(__file__).resolve().parents[2]
 CPU_VARIANT = "onnxruntime-python313-cpu-avx2"

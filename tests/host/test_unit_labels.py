@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 
 from workbench.artefacts.sizes import human_bytes
-from workbench.debugging.diagnosis import diagnose
+from workbench.debugging.diagnosis.verdict import diagnose
 from workbench.debugging.model import capture_from_json
 from workbench.host.units import GIB, KIB, MIB, byte_size, scaled_byte_size
 

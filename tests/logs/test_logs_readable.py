@@ -25,9 +25,9 @@ from workbench.logs.readable_map import (
     copy_readable,
     readable_paths,
 )
-from workbench.logs.stream import BLOCK, ReadableStream, readable_blocks
+from workbench.logs.readable_stream import BLOCK, ReadableStream, readable_blocks
 from workbench.progress import ProgressTracker
-from workbench.supervision.follow import LogReader
+from workbench.reading.follow import LogReader
 from workbench.supervision.pipeline import LogPipeline
 
 # What no readable output may hold: C0 controls but tab and newline, DEL, C1 controls.

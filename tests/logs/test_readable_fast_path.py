@@ -15,7 +15,7 @@ import random
 import sys
 from pathlib import Path
 
-from workbench.logs.stream import ReadableStream, _no_controls
+from workbench.logs.readable_stream import ReadableStream, _no_controls
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from cxx_project import configure, kill_group, started, wait_rusage, write_project
 
-from workbench.monitor import BuildSummary, PeakTracker, Sample, Sampler, oom_note
+from workbench.analysis.build_peaks import BuildSummary, PeakTracker, oom_note
+from workbench.monitor import Sample, Sampler
 from workbench.monitor.memory import MemoryProbe, find_cgroup_limit
 from workbench.progress import Progress, ProgressTracker
 

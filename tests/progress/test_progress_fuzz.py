@@ -7,7 +7,6 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workbench.logs.visible import terminal_text
 from workbench.progress import (
     NinjaStatusParser,
     ProgressTracker,
@@ -17,6 +16,7 @@ from workbench.progress import (
     parse_nix_line,
     parse_step,
 )
+from workbench.progress.visible import terminal_text
 
 JSON = st.recursive(
     st.none()

@@ -106,7 +106,7 @@ def test_workbench_run_classifies_and_names_the_nvcc_jobs(tmp_path: Path) -> Non
     for (kind, _tool), group in census.items():
         if kind == "cuda":
             assert all(f.endswith(".cu") for f in group["files"]), group
-    from workbench.supervision.history import History
+    from workbench.history.store import History
 
     with History(state) as store:
         jobs = [job for job in store.jobs(1) if job.kind == "cuda"]

@@ -23,7 +23,8 @@ from typing import Any
 
 import psutil
 
-from workbench.supervision.history import BuildRecord, History
+from workbench.history.records import BuildRecord
+from workbench.history.store import History
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN_ENV = "WORKBENCH_TEST_TOKEN"

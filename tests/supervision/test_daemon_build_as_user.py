@@ -26,7 +26,7 @@ from second_user import OtherUser, other_user, shared_tmp  # noqa: F401 - the fi
 from supervised import REPO, build_id_from
 from test_supervision_nix import BUILDER, DERIVATION, FLAKE, _cpu_layout_lines, renew
 
-from workbench.supervision.launch import host_platform
+from workbench.planning.launch import host_platform
 
 OTHER = "other-users-compile"
 OTHER_FLAKE = """{{

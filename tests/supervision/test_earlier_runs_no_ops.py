@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from supervised import Bench
 
-from workbench.supervision import eta
-from workbench.supervision.history import NO_OP_S
+from workbench.history.records import NO_OP_S
+from workbench.supervision import live_eta
 
 pytestmark = pytest.mark.skipif(shutil.which("ninja") is None, reason="needs ninja")
 
@@ -39,7 +39,7 @@ def test_five_no_op_rebuilds_leave_the_real_build_in_the_eta(tmp_path: Path) -> 
             # What the next build with this key is given: the real build, not five no-ops.
             runs = history.earlier_runs(key, built[-1] + 1)
         assert [run.build_id for run in runs] == [real]
-        estimate = eta.estimate(elapsed_s=3.0, fraction=0.5, earlier=runs)
+        estimate = live_eta.estimate(elapsed_s=3.0, fraction=0.5, earlier=runs)
         assert estimate is not None and estimate.basis.startswith(f"earlier builds #{real} ")
     finally:
         bench.cleanup()

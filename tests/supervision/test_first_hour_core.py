@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from workbench.supervision import eta, report
-from workbench.supervision.history import SUCCEEDED, EarlierRun, History, NewBuild
-from workbench.tui.build_screen import head_lines
-from workbench.tui.names import ago, took
-from workbench.tui.variants_screen import last_build_text
+from workbench.history.records import SUCCEEDED, EarlierRun, NewBuild
+from workbench.history.store import History
+from workbench.reading import report
+from workbench.reading.build_text import head_lines
+from workbench.supervision import live_eta
+from workbench.tui.screens.variants.variants_screen import last_build_text
+from workbench.tui.table_names import ago, took
 
 NIX_ARGV = (
     "nix",
@@ -35,15 +37,15 @@ def test_a_no_op_rebuild_does_not_feed_the_eta() -> None:
     real = EarlierRun(1, 100.0, ((0.0, 0.0), (40.0, 0.5), (100.0, 1.0)))
     no_op = EarlierRun(2, 0.1, ())  # "ninja: no work to do"
     cached = EarlierRun(3, 0.8, ((0.0, 1.0),))  # complete from its first sample
-    estimate = eta.estimate(elapsed_s=50.0, fraction=0.5, earlier=[real, no_op, cached])
+    estimate = live_eta.estimate(elapsed_s=50.0, fraction=0.5, earlier=[real, no_op, cached])
     assert estimate is not None
     assert estimate.remaining_s == pytest.approx(60.0)  # from #1 alone, not a median with 0
     assert "#1" in estimate.basis and "#2" not in estimate.basis and "#3" not in estimate.basis
     # Only no-ops before: no ETA from them, the extrapolation speaks instead.
-    alone = eta.estimate(elapsed_s=60.0, fraction=0.25, earlier=[no_op, cached])
+    alone = live_eta.estimate(elapsed_s=60.0, fraction=0.25, earlier=[no_op, cached])
     assert alone is not None and alone.basis == "extrapolated from progress so far"
     short_but_real = EarlierRun(4, 2.0, ((0.0, 0.0), (1.0, 0.5), (2.0, 1.0)))
-    assert eta.did_work(short_but_real)
+    assert live_eta.did_work(short_but_real)
 
 
 def test_relative_times_read_naturally() -> None:

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 from supervised import Bench, build_id_from
 
+from workbench.history.records import SUCCEEDED
 from workbench.progress.live_view import LiveView, ProcessView, ProgressView
-from workbench.supervision.follow import status_line
-from workbench.supervision.history import SUCCEEDED
+from workbench.reading.build_text import head_lines, progress_line
+from workbench.reading.follow import status_line
 from workbench.supervision.live_writer import fold_jobs, running_edges
-from workbench.tui.build_screen import head_lines, progress_line
 
 pytestmark = pytest.mark.skipif(
     any(shutil.which(tool) is None for tool in ("ninja", "g++")), reason="needs ninja and g++"
@@ -147,7 +147,7 @@ def test_a_stored_view_of_an_older_or_broken_row_reads_as_not_known() -> None:
 
 
 def test_a_second_run_with_nothing_to_do_says_so_not_100_percent() -> None:
-    from workbench.supervision.follow import progress_text
+    from workbench.reading.follow import progress_text
 
     progress = ProgressView(lines=1, last_line="ninja: no work to do.")
     assert progress_text(progress) == "ninja: no work to do"

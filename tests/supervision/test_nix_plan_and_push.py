@@ -16,8 +16,8 @@ from cache_flake import DEP, DEP_BYTES, TOP, make_cache_flake, nix, renew, with_
 from nix_testing import NIX_CONFIG
 from supervised import Bench, build_id_from
 
-from workbench.supervision.history import SUCCEEDED
-from workbench.supervision.launch import host_platform
+from workbench.history.records import SUCCEEDED
+from workbench.planning.launch import host_platform
 
 pytestmark = [
     pytest.mark.nix,
@@ -71,7 +71,7 @@ def test_the_dry_run_and_the_preview_show_what_nix_builds_and_fetches(
     fetched = re.search(rf"#   fetch {DEP}: 293.\d KiB from (\S+)", dry.stderr)
     assert fetched and fetched.group(1) == cache, dry.stderr
     # The TUI's preview asks the same plan and shows the same lines.
-    from workbench.supervision.build_preview import preview_targets
+    from workbench.planning.build_preview import preview_targets
 
     monkeypatch.setenv("NIX_CONFIG", with_substituter(cache))
     preview = preview_targets(flake / "configs", bench.state, ["cpu"])

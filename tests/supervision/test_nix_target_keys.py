@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workbench.supervision.launch import (
+from workbench.planning.launch import (
     NIX_TARGET_KEY,
     build_trees,
     flox_build_argv,

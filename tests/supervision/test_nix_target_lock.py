@@ -23,7 +23,7 @@ from supervised import Bench, build_id_from, lose_supervision
 from test_supervision_nix import nix_daemon  # noqa: F401  (a fixture: its own daemon)
 
 from workbench.monitor.discovery import builder_name
-from workbench.supervision.launch import host_platform
+from workbench.planning.launch import host_platform
 
 # Unique to this run: the builders looked for are this module's, nobody else's.
 DERIVATION = f"standin-held-{uuid.uuid4().hex[:8]}"

@@ -17,9 +17,9 @@ from pathlib import Path
 import psutil
 from supervised import Bench
 
-from workbench.supervision.history import BuildRecord
+from workbench.history.records import BuildRecord
 
-REPORT_STALE_S = 5.0  # history.REPORT_STALE_S: after this long without a report
+REPORT_STALE_S = 5.0  # workbench.history.records.REPORT_STALE_S: after this long without a report
 
 
 def _running(bench: Bench) -> BuildRecord | None:

@@ -19,7 +19,7 @@ import pytest
 from monitor.cxx_project import needs_cxx_tools
 from supervised import Bench, build_id_from, keeper_pid, ninja_log_outputs, ninja_steps
 
-from workbench.supervision.history import BuildRecord
+from workbench.history.records import BuildRecord
 
 
 def _running(bench: Bench, lines: int) -> BuildRecord | None:

@@ -106,7 +106,7 @@ def test_nothing_is_forked_while_a_database_is_open(tmp_path: Path) -> None:
     script = (
         "import json, sys\n"
         "from pathlib import Path\n"
-        "from workbench.supervision.history import History\n"
+        "from workbench.history.store import History\n"
         "from workbench.supervision import prestart\n"
         "history = History(Path(sys.argv[1]))\n"
         "prestart.prestart()\n"

@@ -31,7 +31,7 @@ from supervised import (
     token_processes,
 )
 
-from workbench.supervision.history import KILLED, LOST, STOPPED, SUCCEEDED
+from workbench.history.records import KILLED, LOST, STOPPED, SUCCEEDED
 from workbench.supervision.lock import is_held
 
 pytestmark = [needs_cxx_tools]

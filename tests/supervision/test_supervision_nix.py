@@ -30,8 +30,8 @@ from nix_testing import NIX_CONFIG, ensure_build_users
 from supervised import REPO, Bench, build_id_from, ninja_steps
 
 from workbench.configs.matrix import load_matrix
-from workbench.supervision.history import STOPPED, SUCCEEDED
-from workbench.supervision.launch import host_platform
+from workbench.history.records import STOPPED, SUCCEEDED
+from workbench.planning.launch import host_platform
 
 DERIVATION = "standin-onnxruntime-cpu-fixture"
 _NIXBLD = re.compile(r"^nixbld\d*$")

@@ -16,21 +16,19 @@ from workbench_cli import run_workbench
 
 from workbench.configs.matrix import Matrix
 from workbench.configs.settings import load_settings
-from workbench.host.parallelism import GIB, JobMemory
-from workbench.progress import ProgressTracker
-from workbench.supervision import eta, report
-from workbench.supervision.history import (
+from workbench.history.records import (
     RUNNING,
     STARTING,
     SUCCEEDED,
     EarlierRun,
-    History,
     JobRow,
     Measured,
     NewBuild,
     Sampled,
 )
-from workbench.supervision.launch import (
+from workbench.history.store import History
+from workbench.host.parallelism import GIB, JobMemory
+from workbench.planning.launch import (
     LaunchError,
     display,
     find_checkout,
@@ -39,9 +37,12 @@ from workbench.supervision.launch import (
     plan_run,
     resolve_target,
 )
+from workbench.planning.tuning import choose_jobs, measured_job_memory, memory_warning
+from workbench.progress import ProgressTracker
+from workbench.reading import report
+from workbench.supervision import live_eta
 from workbench.supervision.lock import BuildLock, LockBusy, is_held
 from workbench.supervision.pipeline import LogPipeline
-from workbench.supervision.tuning import choose_jobs, measured_job_memory, memory_warning
 
 CPU_VARIANT = "onnxruntime-python313-cpu-avx2"
 
@@ -313,14 +314,14 @@ def test_eta_from_earlier_builds_at_the_same_progress() -> None:
         EarlierRun(1, 100.0, ((0.0, 0.0), (40.0, 0.5), (100.0, 1.0))),
         EarlierRun(2, 120.0, ((0.0, 0.0), (60.0, 0.5), (120.0, 1.0))),
     ]
-    estimate = eta.estimate(elapsed_s=50.0, fraction=0.5, earlier=earlier)
+    estimate = live_eta.estimate(elapsed_s=50.0, fraction=0.5, earlier=earlier)
     assert estimate is not None and estimate.remaining_s == pytest.approx(60.0)
     assert "#1, #2" in estimate.basis
-    by_time = eta.estimate(elapsed_s=50.0, fraction=None, earlier=earlier)
+    by_time = live_eta.estimate(elapsed_s=50.0, fraction=None, earlier=earlier)
     assert by_time is not None and by_time.remaining_s == pytest.approx(60.0)
-    alone = eta.estimate(elapsed_s=60.0, fraction=0.25, earlier=[])
+    alone = live_eta.estimate(elapsed_s=60.0, fraction=0.25, earlier=[])
     assert alone is not None and alone.remaining_s == pytest.approx(180.0)
-    assert eta.estimate(elapsed_s=1.0, fraction=0.01, earlier=[]) is None
+    assert live_eta.estimate(elapsed_s=1.0, fraction=0.01, earlier=[]) is None
 
 
 # -- the log pump -------------------------------------------------------------------------------
@@ -391,52 +392,3 @@ def _own_start() -> float:
     import psutil
 
     return psutil.Process().create_time()
-
-
-def test_a_version_3_history_gains_the_matrix_targets_table_and_keeps_its_builds(
-    tmp_path: Path,
-) -> None:
-    """build_targets joined History's schema in version 4: an older history is migrated in
-    place (its builds kept), and a target row goes with its build when that is deleted."""
-    from workbench.supervision.history import BuildTarget, History, NewBuild
-
-    with History(tmp_path) as history:
-        record = history.create(
-            NewBuild(
-                name="matrix",
-                backend="build",
-                argv=("nix", "build"),
-                cwd=str(tmp_path),
-                checkout=str(tmp_path),
-                settings={},
-                eta_key="k",
-                nix=True,
-            )
-        )
-    database = tmp_path / "history.sqlite3"
-    with sqlite3.connect(database) as db:
-        db.execute("DROP TABLE build_targets")
-        db.execute("PRAGMA user_version = 3")
-    row = BuildTarget(
-        "cpu-avx2",
-        "onnxruntime-cpu-avx2",
-        "/nix/store/a.drv",
-        "/nix/store/a",
-        "local",
-        "built",
-        "",
-        1.0,
-        2.0,
-        10,
-        20,
-        "",
-    )
-    with History(tmp_path) as history:
-        assert history.get(record.id).name == "matrix"
-        history.record_targets(record.id, [row])
-        assert history.targets(record.id) == [row]
-    with sqlite3.connect(database) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 4
-        db.execute("PRAGMA foreign_keys = ON")
-        db.execute("DELETE FROM builds WHERE id = ?", (record.id,))
-        assert db.execute("SELECT COUNT(*) FROM build_targets").fetchone()[0] == 0

@@ -20,8 +20,8 @@ import psutil
 import pytest
 from supervised import Bench, build_id_from, lose_supervision
 
+from workbench.history.records import LOST, SUCCEEDED
 from workbench.supervision import build_cgroup
-from workbench.supervision.history import LOST, SUCCEEDED
 
 needs_ninja = pytest.mark.skipif(shutil.which("ninja") is None, reason="needs ninja")
 

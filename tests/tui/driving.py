@@ -11,7 +11,7 @@ from textual.app import App
 from textual.pilot import Pilot
 from textual.widgets import DataTable
 
-from workbench.tui.build_screen import BuildScreen
+from workbench.tui.screens.build.build_screen import BuildScreen
 from workbench.tui.widgets.log_view import LogView
 
 

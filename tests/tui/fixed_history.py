@@ -13,15 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from workbench.supervision.history import (
-    KILLED,
-    SUCCEEDED,
-    History,
-    JobRow,
-    Measured,
-    NewBuild,
-    Sampled,
-)
+from workbench.history.records import KILLED, SUCCEEDED, JobRow, Measured, NewBuild, Sampled
+from workbench.history.store import History
 
 START = 1_767_258_000.0  # 2026-01-01 09:00:00 UTC
 NOW = START + 5 * 3600 + 1800  # 14:30, the frozen clock

@@ -1,8 +1,8 @@
 """A matrix build in a history, from a real Nix 2.8 log, for the matrix screen's tests,
 snapshots and screenshots.
 
-The log is `tests/hosts/fixtures/nix-2.8-matrix-build.log`: recorded from the loopback matrix
-build of tests/hosts/test_matrix_build.py (real Nix sending four stand-in CPU variants to a
+The log is `tests/remote/fixtures/nix-2.8-matrix-build.log`: recorded from the loopback matrix
+build of tests/remote/test_matrix_build.py (real Nix sending four stand-in CPU variants to a
 second store over real sshd, one host with a refused key). Written through the core's
 `History` API as the CLI records a matrix build (`hosts.matrix_build.plan_matrix_build`): the
 targets with their derivations, the hosts by store URI. Two targets are added to what the log
@@ -26,12 +26,13 @@ from pathlib import Path
 import psutil
 from tui.fixed_history import NOW, START
 
-from workbench.hosts.fleet import Fleet
-from workbench.hosts.target_history import TargetRow, record_rows
+from workbench.history.records import FAILED, NewBuild
+from workbench.history.store import History
 from workbench.progress.nix_log import derivation_name
-from workbench.supervision.history import FAILED, History, NewBuild
+from workbench.remote.fleet import Fleet
+from workbench.remote.target_history import TargetRow, record_rows
 
-LOG = Path(__file__).resolve().parent.parent / "hosts" / "fixtures" / "nix-2.8-matrix-build.log"
+LOG = Path(__file__).resolve().parent.parent / "remote" / "fixtures" / "nix-2.8-matrix-build.log"
 REMOTE_URI = "ssh-ng://root@workbench-remote?remote-store=local?root=/tmp/remote-store"
 BADKEY_URI = "ssh-ng://root@workbench-badkey"
 HOSTS = {REMOTE_URI: "remote", BADKEY_URI: "badkey"}

@@ -28,9 +28,9 @@ from tui.driving import (
 )
 
 from workbench.tui.app import WorkbenchApp, make_app
-from workbench.tui.error_screen import ErrorScreen
-from workbench.tui.help_screen import HelpScreen, key_help
-from workbench.tui.screen_commands import ScreenCommands
+from workbench.tui.commands import ScreenCommands
+from workbench.tui.screens.error.error_screen import ErrorScreen
+from workbench.tui.screens.help.help_screen import HelpScreen, key_help
 
 REPO = Path(__file__).resolve().parents[2]
 SIZES = [(80, 24), (160, 48)]
@@ -264,7 +264,7 @@ async def test_the_variants_table_and_footer_fit_the_terminal(
 async def test_history_shows_the_start_time_at_80_columns(config_copy: Path, tmp_path: Path):
     from tui.fixed_history import NOW, frozen_clock, write_history
 
-    from workbench.tui.history_screen import started_text
+    from workbench.tui.screens.history.history_screen import started_text
 
     write_history(tmp_path / "state")
     app = make_app(
@@ -314,7 +314,7 @@ async def test_settings_focus_the_first_field_say_on_and_off_and_ask_before_disc
 ) -> None:
     from textual.widgets import Input, Label, Switch
 
-    from workbench.tui.settings_screen import ConfirmDiscard, SettingsScreen
+    from workbench.tui.screens.settings.settings_screen import ConfirmDiscard, SettingsScreen
 
     path = config_copy / "settings.toml"
     before = path.read_text()
@@ -383,7 +383,7 @@ async def test_leaving_settings_can_save_them(
 async def test_the_memory_graph_scales_to_the_builds_peak_and_names_the_host_total() -> None:
     from textual.app import App, ComposeResult
 
-    from workbench.tui.build_screen import memory
+    from workbench.reading.build_text import memory
     from workbench.tui.widgets.time_graph import TimeGraph
 
     mib, gib = 1024**2, 1024**3
@@ -412,7 +412,7 @@ async def test_a_narrow_graph_keeps_its_peak_whole_and_drops_the_latest_value_fi
     # ended "Memory  last 0Mi, peak 12…", cutting the figure the graph is read for.
     from textual.app import App, ComposeResult
 
-    from workbench.tui.build_screen import memory, percent
+    from workbench.reading.build_text import memory, percent
     from workbench.tui.widgets.time_graph import TimeGraph
 
     mib, gib = 1024**2, 1024**3
@@ -443,10 +443,10 @@ async def test_b_shows_the_exact_command_jobs_and_memory_and_starts_only_that(
 ) -> None:
     from textual.widgets import Button
 
-    from workbench.supervision.history import History
-    from workbench.supervision.launch import display
-    from workbench.tui.build_screen import BuildScreen
-    from workbench.tui.confirm_build import ConfirmBuild
+    from workbench.history.store import History
+    from workbench.planning.launch import display
+    from workbench.tui.screens.build.build_screen import BuildScreen
+    from workbench.tui.screens.variants.confirm_build import ConfirmBuild
 
     shutil.copy(REPO / "flake.nix", config_copy.parent / "flake.nix")  # the flake beside them
     target = "cpu"
@@ -498,7 +498,8 @@ async def test_b_shows_the_exact_command_jobs_and_memory_and_starts_only_that(
 async def test_host_notices_are_one_line_with_details_on_w_and_q_says_the_build_goes_on(
     tui, bench, cxx_project, size: tuple[int, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from workbench.tui.build_screen import BuildScreen, NoticesScreen
+    from workbench.tui.screens.build.build_modals import NoticesScreen
+    from workbench.tui.screens.build.build_screen import BuildScreen
 
     checkout, _ = cxx_project
     # The sample build takes seconds: on a loaded machine it could end before `q`, which then
@@ -592,8 +593,8 @@ async def test_a_shows_every_process_and_d_debugs_a_hung_test_binary(
 ) -> None:
     """A test program spinning under `workbench run` is no build tool: `a` lists it, `d`
     opens the debug screen on it."""
-    from workbench.tui.build_screen import BuildScreen
-    from workbench.tui.debug_screen import DebugScreen
+    from workbench.tui.screens.build.build_screen import BuildScreen
+    from workbench.tui.screens.debug.debug_screen import DebugScreen
     from workbench.tui.widgets.process_table import ProcessTable
 
     spin = tmp_path / "spin_test.py"

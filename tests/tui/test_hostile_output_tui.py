@@ -17,7 +17,7 @@ from supervision.supervised import Bench
 from textual.widgets import Input, Static
 
 from workbench.samples.sample_project import HEAVY
-from workbench.tui.build_screen import BuildScreen
+from workbench.tui.screens.build.build_screen import BuildScreen
 from workbench.tui.widgets.log_view import LogView
 from workbench.tui.widgets.process_table import ProcessTable
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from recorded_host import recorded_doctor
 
+from workbench.configs.user_settings import get_own
 from workbench.errors import ConfigError
 from workbench.tui.app import make_app
-from workbench.user_settings import get_own
 
 
 async def test_the_theme_chosen_is_saved_and_used_next_time(

@@ -25,10 +25,10 @@ from tui.fixed_history import frozen_clock, write_history
 
 from workbench.debugging.model import capture_from_json
 from workbench.tui.app import WorkbenchApp, make_app
-from workbench.tui.build_screen import BuildScreen
-from workbench.tui.debug_screen import DebugScreen
-from workbench.tui.history_screen import HistoryScreen, ReportScreen
-from workbench.tui.patches_screen import PatchesScreen
+from workbench.tui.screens.build.build_screen import BuildScreen
+from workbench.tui.screens.debug.debug_screen import DebugScreen
+from workbench.tui.screens.history.history_screen import HistoryScreen, ReportScreen
+from workbench.tui.screens.patches.patches_screen import PatchesScreen
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDED = REPO / "tests" / "debugging" / "recorded"

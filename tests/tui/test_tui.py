@@ -19,19 +19,19 @@ REPO = Path(__file__).resolve().parents[2]
 
 # What the first screen must not wait for: detection, the history, the other screens.
 NOT_BEFORE_THE_FIRST_FRAME = (
-    "workbench.host.doctor",
+    "workbench.reading.doctor",
     "workbench.host.hardware",
     "workbench.configs.settings",
     "workbench.host.selection",
     "workbench.host.parallelism",
-    "workbench.supervision.history",
+    "workbench.history",
     "workbench.supervision.liveness",
     "workbench.debugging",
-    "workbench.tui.build_screen",
-    "workbench.tui.history_screen",
-    "workbench.tui.settings_screen",
-    "workbench.tui.debug_screen",
-    "workbench.tui.patches_screen",
+    "workbench.tui.screens.build.build_screen",
+    "workbench.tui.screens.history.history_screen",
+    "workbench.tui.screens.settings.settings_screen",
+    "workbench.tui.screens.debug.debug_screen",
+    "workbench.tui.screens.patches.patches_screen",
     "sqlite3",
     "psutil",
     "pygdbmi",
@@ -42,7 +42,7 @@ NOT_BEFORE_THE_FIRST_FRAME = (
 
 FIRST_FRAME_PROBE = """
 import sys
-from workbench.tui import variants_screen
+from workbench.tui.screens.variants import variants_screen
 from workbench.tui.app import make_app
 
 def doctor(matrix, settings):  # imported late on purpose: it loads the doctor

@@ -38,8 +38,8 @@ def _built(args: argparse.Namespace) -> tuple[Any, Path]:
     from workbench.artefacts.layout import find_flavour_result
     from workbench.cli.common import load_config
     from workbench.errors import WorkbenchError
-    from workbench.logs.visible import visible
-    from workbench.supervision.launch import default_flake_directory
+    from workbench.planning.launch import default_flake_directory
+    from workbench.progress.visible import visible
 
     directory, matrix = load_config(args)
     try:
@@ -84,7 +84,7 @@ def run_env(args: argparse.Namespace) -> int:
 def run_layout(args: argparse.Namespace) -> int:
     from workbench.artefacts.layout import check_layout
     from workbench.cli.common import print_json
-    from workbench.logs.visible import visible
+    from workbench.progress.visible import visible
 
     flavour, output = _built(args)
     problems = check_layout(output, flavour)

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from workbench.paths import config_dir
+from workbench.configs.paths import config_dir
 
 if TYPE_CHECKING:
     from workbench.configs.matrix import Matrix

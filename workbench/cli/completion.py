@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _config(parsed: Any) -> tuple[Any, Any]:
     from workbench.configs.matrix import load_matrix
-    from workbench.paths import config_dir
+    from workbench.configs.paths import config_dir
 
     directory = config_dir(getattr(parsed, "config", None))
     return directory, load_matrix(directory)
@@ -66,7 +66,7 @@ def _releases(prefix: str, parsed_args: Any, **_: Any) -> list[str]:
 
 def _setting_keys(prefix: str, **_: Any) -> list[str]:
     from workbench.configs.settings import SPECS
-    from workbench.user_settings import OWN_KEYS
+    from workbench.configs.user_settings import OWN_KEYS
 
     return [key for key in (*SPECS, *OWN_KEYS) if key.startswith(prefix)]
 
@@ -79,8 +79,8 @@ def _patches(prefix: str, parsed_args: Any, **_: Any) -> list[str]:
 
 
 def _build_ids(prefix: str, parsed_args: Any, **_: Any) -> list[str]:
-    from workbench.paths import state_dir
-    from workbench.supervision.history import History, database_path
+    from workbench.configs.paths import state_dir
+    from workbench.history.store import History, database_path
 
     state = state_dir(getattr(parsed_args, "state_dir", None))
     if not database_path(state).exists():

@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         settings_path,
         written_to,
     )
-    from workbench.user_settings import (
+    from workbench.configs.user_settings import (
         OWN_KEYS,
         check_own,
         get_own,
@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
             }
         )
         return 0
-    from workbench.paths import is_packaged_defaults
+    from workbench.configs.paths import is_packaged_defaults
 
     if is_packaged_defaults(directory):
         print(f"# {settings_path(directory)} (installed defaults, read-only: `workbench init DIR`)")

@@ -7,7 +7,7 @@
 Exit status: bt and debug-bt return 0 when the capture is complete, 1 when the process
 exited part-way (or, for debug-bt, before the capture), 2 on an error; smoke returns 0 when
 the run passed, 1 when it failed, 3 when it hung (its stacks are in the report).
-The JSON documents are described in workbench.debugging.report and workbench.debugging.smoke.
+The JSON documents are described in workbench.debugging.bt_report and workbench.debugging.smoke.
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def _capture_options(parser: argparse.ArgumentParser) -> None:
 def _options(args: argparse.Namespace) -> Any:
     from pathlib import Path
 
-    from workbench.debugging.capture import CaptureOptions
+    from workbench.debugging.capture.options import CaptureOptions
 
     if args.samples < 1:
         raise WorkbenchError("--samples must be at least 1")
@@ -152,15 +152,15 @@ def _progress(args: argparse.Namespace) -> Any:
 
 
 def _diagnose_and_patch(args: argparse.Namespace, captured: Any) -> Any:
-    from workbench.debugging.diagnosis import diagnose
+    from workbench.debugging.diagnosis.verdict import diagnose
 
     diagnosis = diagnose(captured)
     bridge = next((finding.bridge for finding in diagnosis.findings if finding.bridge), None)
     if args.source and bridge:
         from pathlib import Path
 
-        from workbench.debugging.bridge_patch import write_patch
-        from workbench.paths import config_dir, patches_dir
+        from workbench.configs.paths import config_dir, patches_dir
+        from workbench.debugging.bridge.bridge_patch import write_patch
 
         config = config_dir(args.config)
         proposed = write_patch(
@@ -186,8 +186,8 @@ def _add_to_series(config: Any, file: Any, bridge: Any) -> None:
 
 def run_bt(args: argparse.Namespace) -> int:
     """Capture PID, diagnose, print; 0 complete, 1 partial (the process exited part-way)."""
-    from workbench.debugging.gdb_session import GdbSession, find_gdb
-    from workbench.debugging.gdb_start import take_early
+    from workbench.debugging.gdb.gdb_session import GdbSession, find_gdb
+    from workbench.debugging.gdb.gdb_start import take_early
 
     # gdb first (main started it before parsing, unless it could not): it loads itself
     # while Python imports the capture and diagnosis code.
@@ -199,9 +199,9 @@ def run_bt(args: argparse.Namespace) -> int:
         preloaded=early.preloaded if early else None,
     )
     try:
-        from workbench.debugging.capture import capture
-        from workbench.debugging.errors import ProcessExitedError
-        from workbench.debugging.report import bt_document, render_text
+        from workbench.debugging.bt_report import bt_document, render_text
+        from workbench.debugging.capture.loop import capture
+        from workbench.debugging.debug_errors import ProcessExitedError
 
         options = _options(args)
     except BaseException:
@@ -236,10 +236,10 @@ def _command(argv: list[str], what: str) -> list[str]:
 
 def run_debug_bt(args: argparse.Namespace) -> int:
     """Start CMD, capture after --after seconds, diagnose, stop it; nothing is left running."""
-    from workbench.debugging.capture import capture
-    from workbench.debugging.errors import ProcessGoneError
+    from workbench.debugging.bt_report import bt_document, render_text
+    from workbench.debugging.capture.loop import capture
+    from workbench.debugging.debug_errors import ProcessGoneError
     from workbench.debugging.program import Program, describe_status, pick_target
-    from workbench.debugging.report import bt_document, render_text
 
     argv = _command(args.argv, "workbench debug-bt")
     options = _options(args)
@@ -276,7 +276,7 @@ def run_debug_bt(args: argparse.Namespace) -> int:
                 print(message)
                 tail = info["output_tail"]
                 if tail:
-                    from workbench.logs.visible import terminal_text
+                    from workbench.progress.visible import terminal_text
 
                     lines = "\n".join(f"  {terminal_text(line)}" for line in tail.splitlines())
                     print(f"output (last lines):\n{lines}")
@@ -351,12 +351,12 @@ def _built_variant(args: argparse.Namespace, name: str) -> tuple[Any, bool]:
     a CUDA variant (which must run on the CUDA provider)."""
     from workbench.artefacts.smoke_target import resolve
     from workbench.cli.common import load_config
+    from workbench.configs.paths import state_dir
     from workbench.configs.releases import UnknownReleaseError
     from workbench.configs.settings import load_settings
     from workbench.configs.variants import parse
-    from workbench.paths import state_dir
-    from workbench.supervision.history import History, database_path
-    from workbench.supervision.launch import default_flake_directory
+    from workbench.history.store import History, database_path
+    from workbench.planning.launch import default_flake_directory
 
     directory, matrix = load_config(args)
     try:

@@ -32,19 +32,19 @@ def register(subcommands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from workbench.cli.common import load_config, print_json
     from workbench.configs.settings import load_settings
-    from workbench.host.doctor import diagnose, report_to_json
     from workbench.host.units import byte_size
+    from workbench.reading.doctor import diagnose, report_to_json
 
     directory, matrix = load_config(args)
-    from workbench.paths import state_dir
+    from workbench.configs.paths import state_dir
 
     report = diagnose(
         matrix, load_settings(directory, matrix), args.nvidia_smi, state_dir(args.state_dir)
     )
     document = report_to_json(report)
-    from workbench.configs.availability import pin_summary
     from workbench.errors import ConfigError
     from workbench.patches.series import load_series
+    from workbench.planning.availability import pin_summary
 
     try:
         series = load_series(directory, matrix)
@@ -146,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
         f"  {pin['evaluates']} of {len(targets)} variants and flavours evaluate "
         f"(CUDA package sets there: {', '.join(matrix.pin_cuda_sets)})"
     )
-    from workbench.configs.availability import toolkit_offers
+    from workbench.planning.availability import toolkit_offers
 
     for offer in toolkit_offers(matrix):
         mark = "[green]✓[/]" if offer.offered else "[red]✗[/]"

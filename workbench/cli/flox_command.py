@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     from workbench.configs.settings import load_settings
     from workbench.errors import WorkbenchError
     from workbench.flox.sync import sync
-    from workbench.supervision.launch import default_flake_directory
+    from workbench.planning.launch import default_flake_directory
 
     directory, matrix = load_config(args)
     checkout = default_flake_directory(directory)

@@ -31,10 +31,10 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "watch":
         return run_watch(args)
     from workbench.cli.common import print_json
-    from workbench.hosts.config import load_hosts
-    from workbench.hosts.probe import local_status, probe_hosts
-    from workbench.hosts.ssh import prepare_ssh
-    from workbench.paths import config_dir, state_dir
+    from workbench.configs.paths import config_dir, state_dir
+    from workbench.remote.config import load_hosts
+    from workbench.remote.probe import local_status, probe_hosts
+    from workbench.remote.ssh import prepare_ssh
 
     config = load_hosts(config_dir(args.config))
     enabled = config.enabled_hosts
@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     statuses = [local_status(config.local_builds), *probe_hosts(setup, enabled)]
     stores = {"local": "local", **{host.name: host.store_uri for host in config.hosts}}
     from workbench.host.nix_daemon import check_daemon
-    from workbench.hosts.daemon_builders import hosts_under_daemon, local_only_warning
+    from workbench.remote.daemon_builders import hosts_under_daemon, local_only_warning
 
     daemon = check_daemon()
     under_daemon = hosts_under_daemon(daemon, config)
@@ -104,8 +104,8 @@ def print_daemon_view(daemon, rows, file=None) -> None:
     """This user's store and daemon, then each host as the daemon treats it, with the lines to
     add where it will not build there."""
     from workbench.host.nix_daemon import reality_lines
-    from workbench.hosts.daemon_builders import local_only_warning
-    from workbench.logs.visible import visible
+    from workbench.progress.visible import visible
+    from workbench.remote.daemon_builders import local_only_warning
 
     print("\nNix store and daemon", file=file)
     for line in reality_lines(daemon):
@@ -131,26 +131,24 @@ def run_matrix_build(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    from workbench.cli.build_commands import (
-        _history,
-        _say_unread_configs,
-        _state,
-        launch_and_follow,
-    )
+    from workbench.cli.build_common import history as _history
+    from workbench.cli.build_common import say_unread_configs as _say_unread_configs
+    from workbench.cli.build_common import state as _state
     from workbench.cli.common import load_config
-    from workbench.configs.availability import build_time_checks_notes
+    from workbench.cli.follow_loop import launch_and_follow
     from workbench.configs.settings import load_settings
-    from workbench.hosts.config import load_hosts
-    from workbench.hosts.matrix_build import evaluate_targets, plan_matrix_build, select_targets
-    from workbench.hosts.probe import probe_hosts
-    from workbench.hosts.ssh import prepare_ssh
-    from workbench.supervision.launch import (
+    from workbench.planning.availability import build_time_checks_notes
+    from workbench.planning.launch import (
         LaunchError,
         build_settings_record,
         default_flake_directory,
         display,
     )
-    from workbench.supervision.tuning import choose_jobs_for
+    from workbench.planning.tuning import choose_jobs_for
+    from workbench.remote.config import load_hosts
+    from workbench.remote.matrix_build import evaluate_targets, plan_matrix_build, select_targets
+    from workbench.remote.probe import probe_hosts
+    from workbench.remote.ssh import prepare_ssh
 
     if args.backend != "nix":
         raise LaunchError("a matrix build runs on Nix's remote builders: --backend nix only")
@@ -187,7 +185,7 @@ def run_matrix_build(args: argparse.Namespace) -> int:
         # Through a nix-daemon, --builders may be dropped or unreachable for root: said before
         # the build, with the lines to add, instead of a silent all-local build.
         from workbench.host.nix_daemon import check_daemon
-        from workbench.hosts.daemon_builders import hosts_under_daemon
+        from workbench.remote.daemon_builders import hosts_under_daemon
 
         daemon = check_daemon()
         rows = hosts_under_daemon(daemon, config)
@@ -224,7 +222,7 @@ def run_matrix_build(args: argparse.Namespace) -> int:
     )
     note = build_time_checks_notes([t.target.variant for t in evaluated if not t.in_store])
     # Nix's own plan before the matrix starts: what it builds (last times) and fetches.
-    from workbench.cli.build_commands import say_nix_plan
+    from workbench.cli.build_common import say_nix_plan
 
     say_nix_plan(history, Path(plan.cwd), plan.argv)
     if args.dry_run:
@@ -248,9 +246,9 @@ def print_target_rows(state_directory: Path, build_id: int, checkout: Path) -> N
     import sys
 
     from workbench.artefacts.out_links import link_results
-    from workbench.hosts.target_history import record_rows, work_out_rows
-    from workbench.logs.visible import visible
-    from workbench.supervision.history import History
+    from workbench.history.store import History
+    from workbench.progress.visible import visible
+    from workbench.remote.target_history import record_rows, work_out_rows
 
     with History(state_directory) as history:
         record = history.get(build_id)
@@ -284,14 +282,14 @@ def run_watch(args: argparse.Namespace) -> int:
     (or until its supervisor is found gone: the build is then marked lost, as `status` does)."""
     import time
 
-    from workbench.cli.build_commands import _state
+    from workbench.cli.build_common import state as _state
     from workbench.errors import WorkbenchError
-    from workbench.hosts.fleet import LOCAL, Fleet, fleet_lines
-    from workbench.hosts.matrix_view import LogFleet
-    from workbench.hosts.target_history import matrix_of
-    from workbench.logs.visible import visible
+    from workbench.history.store import History
+    from workbench.progress.visible import visible
+    from workbench.remote.fleet import LOCAL, Fleet, fleet_lines
+    from workbench.remote.matrix_view import LogFleet
+    from workbench.remote.target_history import matrix_of
     from workbench.supervision import liveness
-    from workbench.supervision.history import History
 
     state = _state(args)
     with History(state) as history:
@@ -329,7 +327,7 @@ def run_watch(args: argparse.Namespace) -> int:
 def _matrix_build(history, build_id: int | None):
     """The build named, else the latest matrix build."""
     from workbench.errors import WorkbenchError
-    from workbench.hosts.target_history import matrix_of
+    from workbench.remote.target_history import matrix_of
 
     if build_id is not None:
         return history.get(build_id)

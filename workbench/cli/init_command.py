@@ -27,9 +27,9 @@ def register(subcommands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from workbench.checkout import write_checkout
     from workbench.cli.common import print_json
-    from workbench.user_settings import write_user_settings
+    from workbench.configs.checkout import write_checkout
+    from workbench.configs.user_settings import write_user_settings
 
     written = write_checkout(Path(args.directory))
     settings_file = None

@@ -25,7 +25,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from workbench.cli.build_commands import _command, _positive, _say, _state
+from workbench.cli.build_common import command as _command
+from workbench.cli.build_common import positive as _positive
+from workbench.cli.build_common import say as _say
+from workbench.cli.build_common import state as _state
 
 SCHEMA = "workbench-iterate/2"
 CHECK_SCHEMA = "workbench-iterate-check/1"
@@ -204,9 +207,9 @@ def resolve_smoke_program(argv: list[str], build: Path) -> list[str]:
 
 def run_iterate(args: argparse.Namespace) -> int:
     """`workbench iterate`."""
+    from workbench.configs.paths import config_dir
     from workbench.iterate import ninja_output, session
     from workbench.iterate.workspace import Git, WorkspaceError
-    from workbench.paths import config_dir
     from workbench.supervision.lock import LockBusy
 
     began = time.monotonic()
@@ -249,8 +252,8 @@ def run_iterate(args: argparse.Namespace) -> int:
     else:
         say("this cycle runs the derivation's phases first: " + "; ".join(prepared.due))
 
-    from workbench.cli.build_commands import launch_and_follow
-    from workbench.supervision.history import History
+    from workbench.cli.follow_loop import launch_and_follow
+    from workbench.history.store import History
 
     history = History(state_directory)
     choice = session.choose_jobs(history, prepared, args.jobs)
@@ -407,10 +410,11 @@ def run_check(args: argparse.Namespace, prepared: Any) -> int:
     """`workbench iterate TARGET --check`."""
     import tempfile
 
-    from workbench.cli.build_commands import launch_and_follow
+    from workbench.cli.follow_loop import launch_and_follow
+    from workbench.history.records import NewBuild
+    from workbench.history.store import History
     from workbench.iterate import check, dev_env
-    from workbench.supervision.history import History, NewBuild
-    from workbench.supervision.launch import eta_key
+    from workbench.planning.launch import eta_key
 
     if not prepared.fast and not (prepared.paths.src / ".git").is_dir():
         from workbench.errors import WorkbenchError
@@ -478,7 +482,7 @@ def run_check(args: argparse.Namespace, prepared: Any) -> int:
 
 def render_check(document: dict[str, Any]) -> str:
     """--check in words: agrees or not, then each disagreement by area."""
-    from workbench.logs.visible import visible
+    from workbench.progress.visible import visible
 
     lines = [
         f"iterate {document['target']} --check: the workspace "
@@ -526,7 +530,7 @@ def _document(
 ) -> dict[str, Any]:
     """The cycle's summary as data; `working_copy` is None when the phases failed before
     making it (Nix could not evaluate or build the environment)."""
-    from workbench.supervision.follow import exit_code
+    from workbench.reading.follow import exit_code
 
     return {
         "schema": SCHEMA,
@@ -576,8 +580,8 @@ def _document(
 
 
 def _summary(document: dict[str, Any], smoke_result: Any) -> str:
-    from workbench.logs.visible import visible
-    from workbench.supervision.follow import duration
+    from workbench.host.units import duration
+    from workbench.progress.visible import visible
 
     change = document["series_change"]
     build = document["build"]

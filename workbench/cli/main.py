@@ -20,7 +20,14 @@ COMMAND_MODULES = (
     "workbench.cli.doctor_command",
     "workbench.cli.config_command",
     "workbench.cli.debug_command",
-    "workbench.cli.build_commands",
+    "workbench.cli.build_command",
+    "workbench.cli.run_command",
+    "workbench.cli.status_command",
+    "workbench.cli.attach_command",
+    "workbench.cli.logs_command",
+    "workbench.cli.stop_command",
+    "workbench.cli.history_command",
+    "workbench.cli.report_command",
     "workbench.cli.patches_command",
     "workbench.cli.iterate_command",
     "workbench.cli.artefact_command",
@@ -177,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return open_tui(options.get("config"), options.get("state_dir"))
     command = command_word(args_list) or ""
     if command == "bt":  # gdb starts first, as plain gdb does: it loads while we parse
-        from workbench.debugging.gdb_start import start_early
+        from workbench.debugging.gdb.gdb_start import start_early
 
         start_early(args_list[args_list.index(command) + 1 :])
     parser = build_parser(SOLE_COMMANDS.get(command))

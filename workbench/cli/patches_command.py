@@ -278,8 +278,8 @@ def _new(args: argparse.Namespace, config: Path, matrix) -> int:
 
 def _import(args: argparse.Namespace, config: Path, matrix) -> int:
     from workbench.cli.common import print_json
-    from workbench.logs.visible import visible
     from workbench.patches.importing import import_patches
+    from workbench.progress.visible import visible
 
     result = import_patches(
         config,

@@ -33,7 +33,7 @@ def register(subcommands: argparse._SubParsersAction) -> None:
 def find_build(history: Any, which: str) -> Any:
     """The build `which` names: an id, else the latest successful build of that name."""
     from workbench.errors import WorkbenchError
-    from workbench.supervision.history import SUCCEEDED
+    from workbench.history.records import SUCCEEDED
 
     if which.isdigit():
         return history.get(int(which))
@@ -60,7 +60,7 @@ def outputs_of(history: Any, record: Any) -> tuple[str, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from workbench.cli.build_commands import _history
+    from workbench.cli.build_common import history as _history
     from workbench.errors import WorkbenchError
 
     if args.to:
@@ -74,8 +74,8 @@ def run(args: argparse.Namespace) -> int:
     record = find_build(history, args.build)
     if args.list:
         return _list(history, record, args.json)
-    from workbench.hosts.config import load_hosts
-    from workbench.paths import config_dir
+    from workbench.configs.paths import config_dir
+    from workbench.remote.config import load_hosts
 
     hosts = load_hosts(config_dir(args.config))
     store = args.to or hosts.push_to
@@ -92,10 +92,10 @@ def push_build(args: argparse.Namespace, history: Any, record: Any, store: str, 
     from pathlib import Path
 
     from workbench.artefacts.push import ALLOWED, plan_push, sign_locally, store_url_problem
-    from workbench.cli.build_commands import launch_and_follow
+    from workbench.cli.follow_loop import launch_and_follow
     from workbench.errors import ConfigError, WorkbenchError
-    from workbench.supervision.history import SUCCEEDED
-    from workbench.supervision.launch import plan_run
+    from workbench.history.records import SUCCEEDED
+    from workbench.planning.launch import plan_run
 
     problem = store_url_problem(store)
     if problem:
@@ -134,7 +134,7 @@ def push_build(args: argparse.Namespace, history: Any, record: Any, store: str, 
 
 def _list(history: Any, record: Any, as_json: bool) -> int:
     from workbench.cli.common import print_json
-    from workbench.logs.visible import visible
+    from workbench.progress.visible import visible
 
     pushes = history.pushes(record.id)
     if as_json:

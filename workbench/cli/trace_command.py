@@ -33,9 +33,9 @@ def run_trace(args: argparse.Namespace) -> int:
 
     from workbench.analysis.summary import analyse
     from workbench.analysis.trace import SamplePoint, chrome_trace, write_trace
+    from workbench.configs.paths import state_dir
     from workbench.errors import WorkbenchError
-    from workbench.paths import state_dir
-    from workbench.supervision.history import History
+    from workbench.history.store import History
 
     history = History(state_dir(args.state_dir).resolve())
     record = history.get(args.id)

@@ -75,7 +75,7 @@ def print_releases(matrix: Any, chosen: str) -> None:
 
 def variant_to_json(variant: Any, matrix: Any) -> dict[str, Any]:
     """One variant in `variants --json` form."""
-    from workbench.configs.availability import of_variant
+    from workbench.planning.availability import of_variant
 
     at_pin = of_variant(variant, matrix)
     return {
@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
         from workbench.patches.series import load_series
 
         series = load_series(config, matrix)
-        from workbench.configs.availability import toolkit_offers
+        from workbench.planning.availability import toolkit_offers
 
         print_json(
             {
@@ -179,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
     table.add_column("variant", no_wrap=True)
     table.add_column("min driver", no_wrap=True)
     table.add_column("", no_wrap=True)
-    from workbench.configs.availability import unavailable_reason
+    from workbench.planning.availability import unavailable_reason
 
     gone = [v for v in variants if unavailable_reason(v, matrix)]
     for v in variants:
@@ -199,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
             )
         else:
             console.print(f"✗ not offered by the flake ({len(these)}): {reason}")
-    from workbench.configs.availability import toolkit_offers
+    from workbench.planning.availability import toolkit_offers
 
     for offer in toolkit_offers(matrix):
         mark = "[green]✓[/]" if offer.offered else "[red]✗[/]"

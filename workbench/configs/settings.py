@@ -363,8 +363,8 @@ def settings_path(config_directory: Path) -> Path:
 
 def load_settings(config_directory: Path, matrix: Matrix) -> BuildSettings:
     """Read and validate settings.toml, with the per-user file's values over it for the keys
-    kept per user (workbench.user_settings.BUILD_KEYS); any bad value is reported with file and
-    line."""
+    kept per user (workbench.configs.user_settings.BUILD_KEYS); any bad value is reported with
+    file and line."""
     path = settings_path(config_directory)
     context = Context(matrix)
     settings = _validate(load_toml(path), path, read_text(path), context)
@@ -375,7 +375,7 @@ def _with_user_values(settings: BuildSettings, context: Context) -> BuildSetting
     """`settings` with the per-user file's values of BUILD_KEYS, each checked."""
     from dataclasses import replace
 
-    from workbench.user_settings import BUILD_KEYS, load_user_settings, user_settings_path
+    from workbench.configs.user_settings import BUILD_KEYS, load_user_settings, user_settings_path
 
     data, text = load_user_settings()
     values = {}
@@ -394,7 +394,7 @@ def _with_user_values(settings: BuildSettings, context: Context) -> BuildSetting
 def per_user(key: str) -> bool:
     """Whether `key` is kept per user and host (the user's config directory) rather than in the
     checkout's tracked settings.toml (where it changes what Nix builds)."""
-    from workbench.user_settings import BUILD_KEYS
+    from workbench.configs.user_settings import BUILD_KEYS
 
     return key in BUILD_KEYS
 
@@ -402,14 +402,14 @@ def per_user(key: str) -> bool:
 def origin(key: str) -> str:
     """Where a setting's value in force comes from, for labels: "your settings" when the
     per-user file sets it, else "settings.toml" (the checkout's)."""
-    from workbench.user_settings import load_user_settings
+    from workbench.configs.user_settings import load_user_settings
 
     return "your settings" if per_user(key) and key in load_user_settings()[0] else "settings.toml"
 
 
 def written_to(config_directory: Path, key: str) -> Path:
     """The file `set_settings` writes `key` to."""
-    from workbench.user_settings import user_settings_path
+    from workbench.configs.user_settings import user_settings_path
 
     return user_settings_path() if per_user(key) else settings_path(config_directory)
 
@@ -463,12 +463,12 @@ def set_settings(config_directory: Path, matrix: Matrix, changes: dict[str, Any]
     path = settings_path(config_directory)
     context = Context(matrix)
     if mine:
-        from workbench.user_settings import write_user_settings
+        from workbench.configs.user_settings import write_user_settings
 
         write_user_settings(mine)
     if not tracked:
         return load_settings(config_directory, matrix)
-    from workbench.paths import needs_checkout
+    from workbench.configs.paths import needs_checkout
 
     needs_checkout(config_directory, f"changing {', '.join(tracked)} (it changes what Nix builds)")
     with locked_directory(config_directory):

@@ -67,7 +67,7 @@ class Program:
         except OSError as exc:
             self._log.close()
             self._cleanup_dir()
-            from workbench.debugging.errors import DebugError
+            from workbench.debugging.debug_errors import DebugError
 
             raise DebugError(f"cannot start {self.argv[0]}: {exc.strerror}") from None
         self.exit_status: int | None = None

@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbench.debugging.errors import DebugError
+from workbench.debugging.debug_errors import DebugError
 from workbench.errors import WorkbenchError
-from workbench.logs.visible import terminal_text
+from workbench.progress.visible import terminal_text
 
 SCHEMA = "workbench-smoke/1"
 PROBE = Path(__file__).with_name("smoke_probe.py")
@@ -250,9 +250,10 @@ def _run(
 def _capture_hung(
     pid: int, samples: int, interval: float, gdb: str | None, progress: Progress | None
 ) -> tuple[dict[str, Any] | None, str]:
-    from workbench.debugging.capture import CaptureOptions, capture
-    from workbench.debugging.diagnosis import diagnose
-    from workbench.debugging.report import bt_document
+    from workbench.debugging.bt_report import bt_document
+    from workbench.debugging.capture.loop import capture
+    from workbench.debugging.capture.options import CaptureOptions
+    from workbench.debugging.diagnosis.verdict import diagnose
 
     try:
         captured = capture(

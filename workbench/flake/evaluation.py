@@ -1,6 +1,6 @@
 """Evaluate one package of the flake with Nix, to say before a build whether it evaluates.
 
-The static answer (configs/matrix.toml's [nixpkgs_pin], workbench.configs.availability) covers
+The static answer (configs/matrix.toml's [nixpkgs_pin], workbench.planning.availability) covers
 what we know nixpkgs lacks; this asks Nix, so anything else that breaks evaluation at the pin
 (a patch file missing, a setting the flake refuses, an attribute nixpkgs renamed) is said before
 an hour of building, with Nix's own first `error:` line.
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workbench.host.bounded_command import run_bounded
-from workbench.logs.visible import visible
+from workbench.progress.visible import visible
 
 # Nix's evaluation of ORT against real nixpkgs takes a few seconds; a flake input that must be
 # fetched first can take much longer: past this, the answer is "not known", never "no".

@@ -27,8 +27,8 @@ from typing import Any
 from workbench.flake.evaluation import NIX_FLAGS, first_error
 from workbench.host.bounded_command import run_bounded
 from workbench.host.units import scaled_byte_size
-from workbench.logs.visible import visible
 from workbench.progress.nix_log import derivation_name
+from workbench.progress.visible import visible
 
 PLAN_TIMEOUT_S = 180.0
 PATH_INFO_TIMEOUT_S = 60.0

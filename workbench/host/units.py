@@ -35,3 +35,16 @@ def scaled_byte_size(value: float | None) -> str:
         if value >= size:
             return f"{value / size:.1f} {unit}"
     return f"{value:.0f} B"
+
+
+def duration(seconds: float | None) -> str:
+    """1h02m, 3m05s, 12.3s."""
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from workbench.logs.visible import clean_terminal_line, visible
+from workbench.progress.visible import clean_terminal_line, visible
 
 _ERROR = re.compile(
     r"^(?:CMake Error|error:|ERROR:|fatal error:)|: (?:fatal )?error: |^\S+: line \d+: "

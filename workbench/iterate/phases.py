@@ -126,7 +126,7 @@ def run_phase(script: str, *args: str, out: IO[str] | None = None) -> None:
 def series_checksums(config_directory: Path) -> set[str]:
     """sha256 of every patch file of the series directory: how a series patch is told from
     nixpkgs' own in the derivation's `patches`."""
-    from workbench.paths import patches_dir
+    from workbench.configs.paths import patches_dir
 
     directory = patches_dir(config_directory)
     return {sha256_of(path) for path in directory.glob("*") if path.is_file()}

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench.history.records import NewBuild
 from workbench.iterate import dev_env, phases
 from workbench.iterate.workspace import (
     Applied,
@@ -41,7 +42,6 @@ from workbench.iterate.workspace import (
     wanted_patches,
     workspace_paths,
 )
-from workbench.supervision.history import NewBuild
 
 Say = Callable[[str], None]
 TOOLS = {"git": "git", "bash": "bash", "nix": "nix-bin"}
@@ -52,7 +52,7 @@ class Prepared:
     """The workspace, ready for its supervised build."""
 
     target: Any
-    """The supervision.launch.Target (variant or flavour)."""
+    """The planning.launch.Target (variant or flavour)."""
     paths: WorkspacePaths
     state: dict[str, Any]
     applied: Applied
@@ -129,7 +129,7 @@ def prepare(
     from workbench.configs.matrix import load_matrix
     from workbench.configs.settings import load_settings
     from workbench.patches.series import load_series
-    from workbench.supervision.launch import default_flake_directory, resolve_target
+    from workbench.planning.launch import default_flake_directory, resolve_target
 
     missing = missing_tools()
     if missing:
@@ -282,7 +282,7 @@ def _flox_origin(package_file: Path, matrix: Any) -> tuple[Any, dev_env.Origin]:
     """The target a .flox/pkgs file builds (its name is a variant's or a flavour's, as
     `workbench flox sync` writes them) and the derivation iterate works in."""
     from workbench.errors import WorkbenchError
-    from workbench.supervision.launch import resolve_target
+    from workbench.planning.launch import resolve_target
 
     name = dev_env.flox_package_name(package_file)
     try:
@@ -320,7 +320,7 @@ def choose_jobs(history: Any, prepared: Prepared, explicit: int | None = None) -
         from workbench.configs.settings import origin
 
         return JobsChoice(int(settings.ninja_jobs), f"{origin('ninja_jobs')} (ninja_jobs)")
-    from workbench.supervision.tuning import choose_jobs_for
+    from workbench.planning.tuning import choose_jobs_for
 
     choice = choose_jobs_for(
         history, settings, f"iterate {prepared.target.name}", prepared.target.cuda, None
@@ -330,7 +330,7 @@ def choose_jobs(history: Any, prepared: Prepared, explicit: int | None = None) -
 
 def plan(prepared: Prepared, jobs: int, jobs_source: str) -> NewBuild:
     """The supervised build of this cycle, named "iterate TARGET" in the history."""
-    from workbench.supervision.launch import eta_key
+    from workbench.planning.launch import eta_key
 
     root = prepared.paths.root.resolve()
     build = prepared.build_dir

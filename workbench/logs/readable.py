@@ -19,7 +19,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from workbench.logs.line_index import severity
-from workbench.logs.visible import terminal_text, visible
 from workbench.progress.nix_log import (
     ACT_BUILD,
     ACT_BUILDS,
@@ -35,6 +34,7 @@ from workbench.progress.nix_log import (
     derivation_name,
     strip_ansi,
 )
+from workbench.progress.visible import terminal_text, visible
 
 PREFIX = "@nix "
 DIM = "dim"

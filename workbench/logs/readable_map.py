@@ -6,7 +6,7 @@ it is (each `@nix` event of a Nix build is a JSON document): minutes for a large
 `build.log`:
 
 - `build.readable`: the readable form of those stretches of the log that are not readable as
-  they are (a `@nix ` event, a control byte, invalid UTF-8; `logs.stream`);
+  they are (a `@nix ` event, a control byte, invalid UTF-8; `logs.readable_stream`);
 - `build.readable.map`: fixed-size records, each saying where the readable form of one stretch
   of the log lies: in `build.log` itself (plain lines, most of a ninja, make or cmake build: no
   copy is kept) or in `build.readable`.
@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from workbench.logs.stream import BLOCK, LineCutter, ReadableStream, readable_as_is
+from workbench.logs.readable_stream import BLOCK, LineCutter, ReadableStream, readable_as_is
 
 # source, raw start, raw end, offset in the source, length
 RECORD = struct.Struct("<Q4Q")

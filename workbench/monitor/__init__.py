@@ -1,9 +1,9 @@
 """Live measurement of a build's processes: what runs, what it compiles, CPU and memory.
 
 `Sampler.sample()` (call it at 1 Hz) returns a `Sample`: a `BuildSample` for the whole build and
-a `ProcessSample` per process; `PeakTracker` folds samples into a `BuildSummary`. `classify`
-names a process's kind and file; `discovery` finds build processes, also under a nix-daemon.
-Linux only (reads /proc). Nothing here imports Textual.
+a `ProcessSample` per process (`workbench.analysis.build_peaks` folds samples into a build's
+measurements). `classify` names a process's kind and file; `discovery` finds build processes,
+also under a nix-daemon. Linux only (reads /proc). Nothing here imports Textual.
 """
 
 import importlib
@@ -13,7 +13,6 @@ if TYPE_CHECKING:
     from workbench.monitor.classification import Classification, ProcessKind, classify
     from workbench.monitor.discovery import HostBuildProcess, find_host_build_processes
     from workbench.monitor.memory import MemoryProbe, MemoryState
-    from workbench.monitor.peaks import BuildSummary, JobRecord, PeakTracker, oom_note
     from workbench.monitor.sampler import BuildSample, ProcessSample, Sample, Sampler
 
 # Each name's module, imported on first use (PEP 562): importing one of them (the CLI's preflight
@@ -26,10 +25,6 @@ _MODULE_OF = {
     "find_host_build_processes": "discovery",
     "MemoryProbe": "memory",
     "MemoryState": "memory",
-    "BuildSummary": "peaks",
-    "JobRecord": "peaks",
-    "PeakTracker": "peaks",
-    "oom_note": "peaks",
     "BuildSample": "sampler",
     "ProcessSample": "sampler",
     "Sample": "sampler",
@@ -48,18 +43,14 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "BuildSample",
-    "BuildSummary",
     "Classification",
     "HostBuildProcess",
-    "JobRecord",
     "MemoryProbe",
     "MemoryState",
-    "PeakTracker",
     "ProcessKind",
     "ProcessSample",
     "Sample",
     "Sampler",
     "classify",
     "find_host_build_processes",
-    "oom_note",
 ]

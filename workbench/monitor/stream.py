@@ -1,7 +1,7 @@
 """`python -m workbench.monitor.stream`: the sampler on a build host, one JSON line a second.
 
 Run on a remote build host by the workbench over its one SSH connection to that host
-(`workbench.hosts.remote_sampler`): it samples the processes of Nix builds there (the
+(`workbench.remote.remote_sampler`): it samples the processes of Nix builds there (the
 nix-daemon's builders and what runs as a `nixbld*` user, `Sampler(daemon=True)`) and writes
 to stdout, flushed, a first line `{"hello": ..., "via": ..., "pid": ...}` and then per sample
 

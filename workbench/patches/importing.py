@@ -19,6 +19,7 @@ from pathlib import Path
 import tomlkit
 
 from workbench.configs.matrix import Matrix
+from workbench.configs.paths import patches_dir
 from workbench.configs.toml_files import load_document, locked_directory, write_atomically
 from workbench.errors import PatchError
 from workbench.patches.checking import APPLIES, SeriesCheck, check_series
@@ -29,7 +30,6 @@ from workbench.patches.series import (
     series_path,
     validate_name,
 )
-from workbench.paths import patches_dir
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.configs.matrix import Matrix
+from workbench.configs.paths import patches_dir
 from workbench.configs.releases import Releases
 from workbench.configs.toml_files import (
     load_document,
@@ -22,7 +23,6 @@ from workbench.configs.toml_files import (
     write_atomically,
 )
 from workbench.errors import ConfigError, PatchError
-from workbench.paths import patches_dir
 
 SERIES_FILE = "series.toml"
 NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from workbench.logs.visible import clean_terminal_line
+from workbench.progress.visible import clean_terminal_line
 
 __all__ = ["clean_terminal_line"]  # re-exported: the progress package's API has it
 

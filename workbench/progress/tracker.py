@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from json.decoder import scanstring
 from typing import Any
 
-from workbench.logs.visible import terminal_text, visible
 from workbench.progress import nix_log
 from workbench.progress.nix_log import (
     ACT_BUILD,
@@ -50,6 +49,7 @@ from workbench.progress.steps import (
     make_percent,
     ninja_counts,
 )
+from workbench.progress.visible import terminal_text, visible
 
 # Nix writes JSON with sorted keys, so a builder's log line always starts like this; the fast
 # path below reads the string with json's C scanner and never builds a dict for it.

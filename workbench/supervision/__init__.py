@@ -1,16 +1,18 @@
-"""Launching, supervising and remembering builds.
+"""Supervising builds.
 
 A build belongs to a small supervisor process (`supervisor.py`) in its own session, not to the
 CLI or TUI that asked for it: closing the terminal, a dropped SSH link or `kill -9` of the CLI
 never stops a build or loses a line of its log. The pieces:
 
-- `launch`: the argv of a build (`nix build ...`, `flox build ...`, or any command), validated;
-- `tuning`: how many jobs, from settings, the host and the memory earlier builds measured;
-- `lock` and `preflight`: one build per checkout; other build processes on the host;
-- `supervisor`, `pipeline`, `tree`: the process that owns a build, its log pump, and ending a
-  whole process tree;
-- `history`, `eta`: the SQLite history (WAL) in the state directory, and ETAs from it;
-- `follow`, `report`: reading a build back (attach, logs, status) and comparing two builds.
+- `control`: starting and stopping supervised builds, the one path of the CLI and the TUI
+  (the argv, the jobs and the other builds on the host are `workbench.planning`'s);
+- `lock`: one build per tree it writes;
+- `supervisor`, `pipeline`, `tree`, `stopping`, `ending`: the process that owns a build, its
+  log pump, ending a whole process tree, and how the build ended;
+- `keeper`, `liveness`: the build outliving its supervisor, and telling a lost one;
+- `live_eta`, `stall`: ETAs learned from the history (`workbench.history`), and stalls.
+
+Reading a build back (attach, logs, status) and comparing two builds is `workbench.reading`.
 
 Nothing here imports Textual.
 """

@@ -24,8 +24,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from workbench.history import private_state
 from workbench.monitor.memory import cgroup_directory, cgroup_mounts
-from workbench.supervision import private_state
 
 RECORD_NAME = "cgroup"
 PREFIX = "workbench-"

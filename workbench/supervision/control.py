@@ -13,23 +13,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workbench.errors import WorkbenchError
+from workbench.history import private_state
+from workbench.history.records import LOST, STARTING, BuildRecord, NewBuild
+from workbench.history.store import History, build_directory
+from workbench.planning import preflight
+from workbench.planning.launch import build_trees
 from workbench.supervision import (
     build_cgroup,
     liveness,
-    preflight,
     prestart,
-    private_state,
     tree,
 )
-from workbench.supervision.history import (
-    LOST,
-    STARTING,
-    BuildRecord,
-    History,
-    NewBuild,
-    build_directory,
-)
-from workbench.supervision.launch import build_trees
 from workbench.supervision.lock import BuildLock, LockBusy
 
 
@@ -272,8 +266,8 @@ def stop(history: History, record: BuildRecord, grace_s: float) -> tuple[BuildRe
 def start_sample(state: Path, force: bool = False, clean: bool = False) -> Started:
     """Build the bundled sample project through the `run` backend (no Nix, no GPU needed);
     `clean`: from clean, when it was built before."""
+    from workbench.planning.launch import LaunchError, plan_run
     from workbench.samples import sample_project
-    from workbench.supervision.launch import LaunchError, plan_run
 
     missing = sample_project.missing_tools()
     if missing:

@@ -202,7 +202,7 @@ class LiveWriter:
 def other_build_census(own: set[int]) -> tuple[int, str]:
     """(count, summary) of the build processes on the host that are not the build's own (nor
     in its session: a compiler started since the sample) nor this supervisor's lineage."""
-    from workbench.supervision import preflight
+    from workbench.planning import preflight
 
     # The build leads its own session: its processes the sample missed are still in it.
     others = [

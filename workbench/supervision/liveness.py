@@ -16,8 +16,10 @@ from pathlib import Path
 
 import psutil
 
+from workbench.history.connection import HistoryError
+from workbench.history.records import LOST, STARTING, BuildRecord
+from workbench.history.store import History
 from workbench.supervision import build_cgroup, tree
-from workbench.supervision.history import LOST, STARTING, BuildRecord, History, HistoryError
 
 # A row the CLI created but whose supervisor never reported: the CLI died in between.
 STARTING_TIMEOUT_S = 60.0

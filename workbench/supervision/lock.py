@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import WorkbenchError
-from workbench.supervision import private_state
+from workbench.history import private_state
 
 LOCK_DIRECTORY = "locks"
 HOST_LOCK_FOLDER = "workbench-trees"

@@ -24,7 +24,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from workbench.supervision import private_state
+from workbench.history import private_state
 
 FILE = "outcome.json"
 RESERVED = 1 << 16

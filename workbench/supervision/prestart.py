@@ -133,11 +133,11 @@ def _wait_for_build(channel: socket.socket) -> None:
         os.closerange(3, keep)
         os.closerange(keep + 1, os.sysconf("SC_OPEN_MAX"))
         # Everything the supervisor imports, now, while the command prepares the build.
+        import workbench.analysis.build_peaks
         import workbench.logs.readable_map
-        import workbench.monitor.peaks
         import workbench.monitor.sampler
         import workbench.progress
-        import workbench.supervision.eta
+        import workbench.supervision.live_eta
         import workbench.supervision.pipeline  # noqa: F401
         from workbench.supervision import supervisor
 

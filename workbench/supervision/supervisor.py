@@ -45,30 +45,28 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from workbench.supervision import build_cgroup, private_state, tree
-from workbench.supervision.history import (
+from workbench.history import private_state
+from workbench.history.connection import HistoryError
+from workbench.history.records import (
     FAILED,
-    KILLED,
-    LOST,
-    STOPPED,
     STOPPING,
     SUCCEEDED,
     BuildRecord,
     EarlierRun,
-    History,
-    HistoryError,
     JobRow,
     Measured,
     Sampled,
-    build_directory,
 )
+from workbench.history.store import History, build_directory
+from workbench.supervision import build_cgroup, ending, measuring, stopping, tree
 from workbench.supervision.keeper import Link
 
 if TYPE_CHECKING:
+    from workbench.analysis.build_peaks import PeakTracker
     from workbench.logs.readable_map import ReadableMapWriter
-    from workbench.monitor import PeakTracker, Sample, Sampler
+    from workbench.monitor import Sample, Sampler
     from workbench.progress import Progress, ProgressTracker
-    from workbench.supervision.eta import LiveEta
+    from workbench.supervision.live_eta import LiveEta
     from workbench.supervision.live_writer import LiveWriter
     from workbench.supervision.pipeline import LogPipeline
 
@@ -283,8 +281,12 @@ class Supervisor:
         record = self.record
         self._claim(None)
         log_fd, wake_r, oom_before = self._prepare()
-        self.edge_recorder = self._guarded("finding the ninja log", self._start_edges)
-        self.cgroup_oom = self._guarded("reading the memory cgroup", self._cgroup_oom_before)
+        self.edge_recorder = self._guarded(
+            "finding the ninja log", lambda: measuring.start_edges(self.record)
+        )
+        self.cgroup_oom = self._guarded(
+            "reading the memory cgroup", lambda: measuring.cgroup_oom_before(self.record)
+        )
 
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         with contextlib.suppress(OSError):
@@ -435,9 +437,10 @@ class Supervisor:
         self, pid: int, log_fd: int
     ) -> tuple[LogPipeline, tuple[ReadableMapWriter, tuple[int, int]] | None]:
         """What follows the started build: the tracker, ETA and sampler, the log's pipeline."""
-        from workbench.monitor import PeakTracker, Sampler
+        from workbench.analysis.build_peaks import PeakTracker
+        from workbench.monitor import Sampler
         from workbench.progress import ProgressTracker
-        from workbench.supervision.eta import LiveEta
+        from workbench.supervision.live_eta import LiveEta
         from workbench.supervision.live_writer import LiveWriter
         from workbench.supervision.pipeline import LogPipeline
 
@@ -606,25 +609,6 @@ class Supervisor:
         self._reap()
         self._gap_just_ended = False
 
-    def gaps_note(self) -> str:
-        """The time this supervisor did not observe, in words ("" when none)."""
-        if not self.gaps:
-            return ""
-        from workbench.supervision.follow import duration
-
-        total = sum(seconds for _, seconds in self.gaps)
-        count = "1 pause" if len(self.gaps) == 1 else f"{len(self.gaps)} pauses"
-        said = (
-            f"not observed for {duration(total)} in {count} (its supervisor did not run: "
-            "stopped or starved; no samples then, so sampled figures miss it)"
-        )
-        if self.ended_in_gap:
-            said += (
-                f"; the build ended during a pause: its wall time may be up to "
-                f"{duration(self.ended_in_gap)} too long"
-            )
-        return said
-
     def _hear_keeper(self) -> None:
         """Adopted: the keeper reaped the build's root (it is its child now) and says how it
         ended; or the keeper is gone, and with it the build's exit status."""
@@ -644,10 +628,10 @@ class Supervisor:
     # -- sampling and recording ---------------------------------------------------------------
 
     def _sample(self) -> None:
-        from workbench.supervision import eta
+        from workbench.supervision import live_eta
 
         progress = self.tracker.snapshot()
-        fraction = eta.progress_fraction(progress)
+        fraction = live_eta.progress_fraction(progress)
         live: dict[str, Any] | None = None
         sampled: Sampled | None = None
         if self.sampler is not None:
@@ -697,15 +681,6 @@ class Supervisor:
             self.history_failure = str(error)
             self.say(f"cannot write the history ({error}); the build goes on, losses are counted")
 
-    def samples_note(self) -> str:
-        """What of the samples the history lacks, in words ("" when none)."""
-        if not self.samples_lost:
-            return ""
-        return (
-            f"samples lost: {self.samples_lost} of {self.samples_taken} could not be written to "
-            "the history (its disk was full); the measurements include them"
-        )
-
     def _live(self, sample: Sample, progress: Progress) -> dict[str, Any]:
         # The view itself is made in live_writer.py (the jobs folded, the running edges, the
         # build's peaks, contention): this only hands it what the supervisor knows.
@@ -717,10 +692,10 @@ class Supervisor:
         return self.live_writer.view(sample, eta, self.census.users).to_json()
 
     def _flush_progress(self) -> None:
-        from workbench.supervision import eta
+        from workbench.supervision import live_eta
 
         progress = self.tracker.snapshot()
-        fraction = eta.progress_fraction(progress)
+        fraction = live_eta.progress_fraction(progress)
         try:
             self.history.update_live(
                 self.record.id, self.tracker.lines, self._progress_json(progress, fraction)
@@ -736,31 +711,6 @@ class Supervisor:
     def _on_term(self, signum: int, _frame: Any) -> None:
         if self.stop_reason is None:
             self.stop_reason = "stop requested (SIGTERM to the supervisor)"
-
-    def _daemon_members(self) -> list[tree.Member]:
-        """Processes the sampler attributed to the build that are not our descendants."""
-        if self.last_sample is None:
-            return []
-        return [
-            tree.Member(p.pid, p.started, p.tool)
-            for p in self.last_sample.processes
-            if p.derivation is not None
-        ]
-
-    def _collect(self) -> dict[int, tree.Member]:
-        if self.cgroup is not None and not self.record.nix:
-            # Its cgroup holds every process of the build, whatever it did: the scans of
-            # every process on the host (group, session, marker) would find nothing more.
-            # A daemon's builders are not in it: a Nix build takes the long way.
-            return tree.in_cgroup(self.cgroup)
-        return tree.collect(
-            self.root,
-            self.pgid,
-            self._daemon_members(),
-            subreaper=True,
-            marker=self.record.log_path,
-            cgroup=self.cgroup,
-        )
 
     def _make_cgroup(self) -> Path | None:
         directory, why = build_cgroup.create(Path(self.record.log_path))
@@ -816,13 +766,13 @@ class Supervisor:
                 state=STOPPING,
             ),
         )
-        members = self._collect()
+        members = stopping.collect(self.cgroup, self.record, self.root, self.pgid, self.last_sample)
         self.signalled.update(members)
         self.stop_problems += tree.signal_all(members.values(), self.pgid, signal.SIGTERM)
         self.say(f"{self.stop_reason}: TERM to group {self.pgid} and {len(members)} processes")
 
     def _term_new(self) -> None:
-        members = self._collect()
+        members = stopping.collect(self.cgroup, self.record, self.root, self.pgid, self.last_sample)
         new = [m for pid, m in members.items() if pid not in self.signalled]
         if new:
             self.signalled.update({m.pid: m for m in new})
@@ -830,7 +780,7 @@ class Supervisor:
 
     def _kill_all(self) -> None:
         self.stop_phase = "kill"
-        members = self._collect()
+        members = stopping.collect(self.cgroup, self.record, self.root, self.pgid, self.last_sample)
         left = {pid: m for pid, m in members.items()}
         left.update({pid: m for pid, m in self.signalled.items() if tree.is_alive(m)})
         if left or self.root_status is None:
@@ -840,7 +790,15 @@ class Supervisor:
 
     def _sweep_leftovers(self) -> None:
         """After the root exited: end what a stopped build left; note what a finished one left."""
-        members = self._guarded("finding leftover processes", self._collect) or {}
+        members = (
+            self._guarded(
+                "finding leftover processes",
+                lambda: stopping.collect(
+                    self.cgroup, self.record, self.root, self.pgid, self.last_sample
+                ),
+            )
+            or {}
+        )
         if not members:
             return
         if self.stop_reason is None:
@@ -870,7 +828,7 @@ class Supervisor:
     # -- the end ------------------------------------------------------------------------------
 
     def _finish(self, pipeline: LogPipeline, oom_before: int | None) -> None:
-        from workbench.supervision import eta
+        from workbench.supervision import live_eta
 
         ended = time.time()
         duration = time.monotonic() - self.started_mono
@@ -885,8 +843,19 @@ class Supervisor:
         summary = self.peaks.summary(root_cpu_seconds=self.root_cpu_s)
         oom_after = _oom_kills()
         progress = self.tracker.snapshot()
-        state, note = self._outcome(exit_status, signum, summary, pipeline, progress)
-        said = self._guarded("naming the OOM kill", lambda: self._cgroup_oom_note(summary))
+        state, note = ending.outcome(
+            self.stop_reason,
+            self.stop_phase,
+            self.root_unknown,
+            exit_status,
+            signum,
+            summary,
+            pipeline,
+            progress,
+        )
+        said = self._guarded(
+            "naming the OOM kill", lambda: measuring.cgroup_oom_note(self.cgroup_oom, summary)
+        )
         if said:
             # The cgroup counted kills: the OOM is a fact, said with its numbers (and the
             # sampled guess "killed (OOM?) while compiling ..." is not said again after it).
@@ -902,9 +871,11 @@ class Supervisor:
         if pipeline.loss.bytes:
             note = (note + "; " if note else "") + pipeline.loss.describe()
         if self.samples_lost:
-            note = (note + "; " if note else "") + self.samples_note()
+            note = (note + "; " if note else "") + ending.samples_note(
+                self.samples_lost, self.samples_taken
+            )
         if self.gaps:
-            note = (note + "; " if note else "") + self.gaps_note()
+            note = (note + "; " if note else "") + ending.gaps_note(self.gaps, self.ended_in_gap)
         adopted = self._guarded("naming the adoptions", self._adoption_note)
         if adopted:
             note = (note + "; " if note else "") + adopted
@@ -949,10 +920,15 @@ class Supervisor:
                 "measurements lost: they could not be written to the history"
                 + (f" ({self.history_failure})" if self.history_failure else "")
             )
-        self._guarded("recording exact edges", lambda: self._record_edges(summary))
+        self._guarded(
+            "recording exact edges",
+            lambda: measuring.record_edges(
+                self.edge_recorder, self.say, self.history, self.record, summary
+            ),
+        )
         if state == SUCCEEDED and self.record.backend in ("nix", "flox"):
             self._guarded("recording what the build produced", self._record_artefacts)
-        fraction = eta.progress_fraction(progress)
+        fraction = live_eta.progress_fraction(progress)
         final = {
             "state": state,
             "ended": ended,
@@ -979,7 +955,7 @@ class Supervisor:
 
     def _adoption_note(self) -> str | None:
         """What the note says of lost supervisors: the gaps nobody observed."""
-        from workbench.supervision.follow import adoption_text
+        from workbench.supervision.ending import adoption_text
 
         return adoption_text(self.history.get(self.record.id)) or None
 
@@ -1006,78 +982,22 @@ class Supervisor:
 
     # -- exact edges (workbench.analysis) ---------------------------------------------------
 
-    def _start_edges(self) -> Any:
-        from workbench.analysis.recorder import EdgeRecorder
-
-        return EdgeRecorder(self.record.argv, Path(self.record.cwd))
-
     def _follow_edges(self, sample: Sample) -> None:
         if self.edge_recorder is None:
             return
-        from workbench.supervision import eta
+        from workbench.supervision import live_eta
 
         self.edge_recorder.observe((p.pid, p.started, p.tool) for p in sample.processes)
         new = self.edge_recorder.poll()
         if self.eta.work_key is None:
             # The work's earlier runs are read once it is known, after the build started: on an
             # ONNX Runtime-sized history that takes about a second (benchmarks/eta_accuracy.py).
-            key = eta.work_key_of(self.edge_recorder)
+            key = live_eta.work_key_of(self.edge_recorder)
             self._guarded("reading earlier runs' edges", lambda: self.eta.learn(key))
         origin = self.edge_recorder.origin()
         self.eta.add_edges(new, 0.0 if origin is None else origin - self.started_wall)
         if self.eta.planned is None:
-            self.eta.planned = eta.planned_of(self.edge_recorder)
-
-    def _cgroup_oom_before(self) -> Any:
-        from workbench.analysis import oom
-
-        # The build inherits this process's cgroups; a nix-daemon's builders, the daemon's.
-        cgroup = oom.build_cgroup(self.record.nix, os.environ)
-        return None if cgroup is None else (cgroup, oom.oom_kills(cgroup))
-
-    def _cgroup_oom_note(self, summary: Any) -> str | None:
-        if not self.cgroup_oom or self.cgroup_oom[1] is None:
-            return None
-        from workbench.analysis import oom
-
-        cgroup, before = self.cgroup_oom
-        after = oom.oom_kills(cgroup)
-        if after is None or after <= before:
-            return None
-        compiling = [job for job in summary.last_jobs if job.kind in ("compiler", "cuda")]
-        files = [job.file or job.tool for job in compiling]
-        peak = max(
-            [job.peak_rss for job in compiling] or [max(summary.peak_job_rss.values(), default=0)]
-        )
-        # The jobs that ran together before the kills began, not the survivors at the end.
-        jobs = max(len(compiling), summary.most_jobs, 1)
-        return oom.oom_note(after - before, files, jobs, peak, cgroup)
-
-    def _record_edges(self, summary: Any) -> None:
-        if self.edge_recorder is None:
-            return
-        from workbench.analysis.recorder import SampledJob
-        from workbench.supervision import eta
-        from workbench.supervision.history import EdgeRow
-
-        jobs = [
-            SampledJob(job.file, job.started, job.seconds, job.peak_rss, job.cpu_seconds)
-            for job in summary.jobs
-            if job.kind in ("compiler", "cuda")
-        ]
-        stored = self.edge_recorder.finish(jobs)
-        for problem in self.edge_recorder.graph_problems():
-            self.say(f"no critical path: {problem}")
-        work_key = eta.work_key_of(self.edge_recorder)  # a found ninja's too: the ETA's key
-        if not stored and work_key is None:
-            return
-        log = self.edge_recorder.log_path
-        self.history.record_edges(
-            self.record.id,
-            str(log) if log is not None and stored else None,
-            [EdgeRow(**vars(edge)) for edge in stored],
-            work_key,
-        )
+            self.eta.planned = live_eta.planned_of(self.edge_recorder)
 
     def _retried(self, what: str, action: Callable[[], Any], kept: str = "") -> Any:
         """`action`, tried again while the database cannot be written (disk full, I/O error);
@@ -1098,46 +1018,6 @@ class Supervisor:
                     self.errors.add(what)
                     self.say(f"{what} failed ({error}); retrying for {FINISH_RETRY_S:.0f} s{where}")
                 time.sleep(FINISH_RETRY_EVERY_S)
-
-    def _outcome(
-        self,
-        exit_status: int | None,
-        signum: int | None,
-        summary: Any,
-        pipeline: LogPipeline,
-        progress: Progress,
-    ) -> tuple[str, str | None]:
-        from workbench.monitor import oom_note
-
-        if self.stop_reason is not None:
-            how = "KILL after the grace period" if self.stop_phase == "kill" else "TERM"
-            return STOPPED, f"{self.stop_reason}; ended by {how}"
-        if self.root_unknown:
-            return LOST, (
-                "it ended while neither its supervisor nor its keeper was there: its exit "
-                "status was not seen"
-            )
-        if exit_status == 0:
-            return SUCCEEDED, None
-        if signum == signal.SIGKILL or exit_status == 137:
-            return KILLED, oom_note(summary)
-        if pipeline.killed_compilers:
-            # ninja/make exit 1 when a compiler dies; gcc says why.
-            killed = pipeline.killed_compilers[-1].strip()
-            return (
-                FAILED,
-                f"exit {exit_status}: a compiler was killed ({killed}): {oom_note(summary)}",
-            )
-        if signum is not None:
-            return KILLED, f"killed by {signal.Signals(signum).name}"
-        # The failure's summary first: Nix's own `error:` line, else the compiler's first error
-        # (what a person scrolls the log for); then which derivations or targets failed.
-        parts = [progress.first_error] if progress.first_error else []
-        if progress.failed_derivations:
-            parts.append("failed derivations: " + ", ".join(progress.failed_derivations[:3]))
-        elif progress.step_failures:
-            parts.append("FAILED: " + ", ".join(progress.step_failures[-3:]))
-        return FAILED, f"exit {exit_status}" + (": " + "; ".join(parts) if parts else "")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1205,7 +1085,7 @@ def main(argv: list[str] | None = None) -> int:
 
         holder = BuildLock.adopted(args.lock_fd, (record.checkout,))
         holder.describe(build_id=record.id, name=record.name, pid=os.getpid())
-        from workbench.supervision.launch import build_trees
+        from workbench.planning.launch import build_trees
         from workbench.supervision.lock import describe_host
 
         describe_host(

@@ -21,26 +21,26 @@ from textual.binding import Binding
 from textual.worker import WorkerFailed, get_current_worker
 
 from workbench.configs.matrix import Matrix, load_matrix
+from workbench.configs.paths import config_dir, state_dir
 from workbench.errors import WorkbenchError
-from workbench.paths import config_dir, state_dir
 from workbench.tui.clock import Clock
-from workbench.tui.screen_commands import ScreenCommands
+from workbench.tui.commands import ScreenCommands
+from workbench.tui.screens.variants.variants_screen import FIRST_FRAME_WAIT_S, VariantsScreen
 from workbench.tui.terminal_model import TerminalModel, WrittenUpdate, enabled
-from workbench.tui.variants_screen import FIRST_FRAME_WAIT_S, VariantsScreen
 
 if TYPE_CHECKING:
     from textual.screen import Screen
 
     from workbench.configs.settings import BuildSettings
     from workbench.debugging.model import Capture
-    from workbench.host.doctor import DoctorReport
+    from workbench.reading.doctor import DoctorReport
 
 Doctor = Callable[["Matrix", "BuildSettings"], "DoctorReport"]
 
 
 def detect_this_host(matrix: Matrix, settings: BuildSettings) -> DoctorReport:
     """`workbench doctor` on this host (imported when first called: it is not cheap)."""
-    from workbench.host.doctor import diagnose
+    from workbench.reading.doctor import diagnose
 
     return diagnose(matrix, settings, nvidia_smi="nvidia-smi")
 
@@ -49,7 +49,7 @@ class WorkbenchApp(App[None]):
     """ONNX Runtime build workbench."""
 
     TITLE = "workbench"
-    CSS_PATH = "workbench.tcss"
+    CSS_PATH = "styles/workbench.tcss"
     COMMANDS = App.COMMANDS | {ScreenCommands}
     BINDINGS = [
         Binding(
@@ -151,7 +151,7 @@ class WorkbenchApp(App[None]):
         """
         first.drawn.wait(FIRST_FRAME_WAIT_S)
         # Imported only now: importing holds the interpreter's lock, which the first frame needs.
-        from workbench.supervision.history import History, database_path
+        from workbench.history.store import History, database_path
         from workbench.supervision.liveness import check
 
         if get_current_worker().is_cancelled or not database_path(self.state_directory).exists():
@@ -176,7 +176,7 @@ class WorkbenchApp(App[None]):
     def show_user_error(self, error: Exception) -> None:
         """A config or history error as one screen (what, where, what to do), never a traceback;
         the app exits 2 when left after one."""
-        from workbench.tui.error_screen import ErrorScreen, explain
+        from workbench.tui.screens.error.error_screen import ErrorScreen, explain
 
         self.user_errors.append(str(error))
         self.push_screen(ErrorScreen(explain(error, self.config_directory, self.state_directory)))
@@ -192,7 +192,7 @@ class WorkbenchApp(App[None]):
 
     def action_help(self) -> None:
         """The keys of the screen shown, with what each does."""
-        from workbench.tui.help_screen import HelpScreen
+        from workbench.tui.screens.help.help_screen import HelpScreen
 
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.screen))
@@ -212,7 +212,7 @@ class WorkbenchApp(App[None]):
 
     def _running_message(self) -> Text | None:
         """ "build #N (name) goes on under its supervisor: `workbench attach N`" when one runs."""
-        from workbench.supervision.history import History, database_path
+        from workbench.history.store import History, database_path
         from workbench.supervision.liveness import check
 
         if not database_path(self.state_directory).exists():
@@ -246,14 +246,14 @@ class WorkbenchApp(App[None]):
 
     def open_debug(self, pid: int | None = None, capture: Capture | None = None) -> None:
         """Show the debug screen: capture PID live, or show a capture already taken."""
-        from workbench.tui.debug_screen import DebugScreen
+        from workbench.tui.screens.debug.debug_screen import DebugScreen
 
         self.push_screen(DebugScreen(pid=pid, capture=capture))
 
     def open_build(self, build_id: int, notices: tuple[str, ...] = ()) -> None:
         """Show build `build_id` live (or as it ended), with what its launch had to say about
         the host (`notices`: other builds running, memory)."""
-        from workbench.tui.build_screen import BuildScreen
+        from workbench.tui.screens.build.build_screen import BuildScreen
 
         screen = self.screen
         if isinstance(screen, BuildScreen) and screen.build_id == build_id:
@@ -262,7 +262,7 @@ class WorkbenchApp(App[None]):
 
     def action_history(self) -> None:
         """Past builds with their measurements."""
-        from workbench.tui.history_screen import HistoryScreen
+        from workbench.tui.screens.history.history_screen import HistoryScreen
 
         if not isinstance(self.screen, HistoryScreen):
             self._opening(lambda: HistoryScreen(self.state_directory))
@@ -279,7 +279,7 @@ class WorkbenchApp(App[None]):
     def action_patches(self) -> None:
         """The patch series for the variant highlighted on the first screen, else for the
         linkage flavour of settings.toml."""
-        from workbench.tui.patches_screen import PatchesScreen
+        from workbench.tui.screens.patches.patches_screen import PatchesScreen
 
         if isinstance(self.screen, PatchesScreen):
             return
@@ -296,8 +296,8 @@ class WorkbenchApp(App[None]):
 
     def action_matrix(self) -> None:
         """The matrix build highlighted in the history, else the one running, else the latest."""
-        from workbench.tui.history_screen import HistoryScreen
-        from workbench.tui.matrix_screen import MatrixScreen
+        from workbench.tui.screens.history.history_screen import HistoryScreen
+        from workbench.tui.screens.matrix.matrix_screen import MatrixScreen
 
         if isinstance(self.screen, MatrixScreen):
             return
@@ -328,7 +328,7 @@ class WorkbenchApp(App[None]):
             remember_theme(theme)
 
     def action_settings(self) -> None:
-        from workbench.tui.settings_screen import SettingsScreen
+        from workbench.tui.screens.settings.settings_screen import SettingsScreen
 
         if not isinstance(self.screen, SettingsScreen):
             self._opening(lambda: SettingsScreen(self.matrix, self.config_directory, self.report))

@@ -12,7 +12,7 @@ from workbench.errors import WorkbenchError
 if TYPE_CHECKING:
     from textual.screen import Screen
 
-    from workbench.supervision.build_preview import BuildPreview
+    from workbench.planning.build_preview import BuildPreview
     from workbench.supervision.control import Started
 
 
@@ -33,7 +33,7 @@ def hand_over(screen: Screen, start: Callable[[], Started]) -> None:
 def ask_and_build(screen: Screen, config_directory: Path, names: list[str]) -> None:
     """In a worker: plan the Nix build of `names`, show the plan on the event loop and, if the
     user agrees, start exactly that plan (in another worker of `screen`)."""
-    from workbench.supervision.build_preview import preview_targets
+    from workbench.planning.build_preview import preview_targets
 
     app = screen.app
     state = app.state_directory  # type: ignore[attr-defined]
@@ -44,7 +44,7 @@ def ask_and_build(screen: Screen, config_directory: Path, names: list[str]) -> N
         return
 
     def ask() -> None:
-        from workbench.tui.confirm_build import ConfirmBuild
+        from workbench.tui.screens.variants.confirm_build import ConfirmBuild
 
         def answered(yes: bool | None) -> None:
             if yes:
@@ -62,8 +62,8 @@ def ask_and_build(screen: Screen, config_directory: Path, names: list[str]) -> N
 
 def start_planned(screen: Screen, planned: BuildPreview) -> None:
     """In a worker: hand exactly the previewed plan to a supervisor, then show the build."""
+    from workbench.history.store import History
     from workbench.supervision import control
-    from workbench.supervision.history import History
 
     state = screen.app.state_directory  # type: ignore[attr-defined]
     warnings = [planned.choice.warning] if planned.choice.warning else []

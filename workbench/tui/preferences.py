@@ -1,6 +1,7 @@
 """What the TUI keeps for its user between runs: the theme, remapped keys (both in the per-user
-settings file, workbench.user_settings) and screenshots (under the state directory, named after
-the screen and the time, instead of Textual's ~/Downloads, which a headless host lacks)."""
+settings file, workbench.configs.user_settings) and screenshots (under the state directory,
+named after the screen and the time, instead of Textual's ~/Downloads, which a headless host
+lacks)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 from textual.app import App
 
-from workbench.user_settings import get_own, key_bindings, write_user_settings
+from workbench.configs.user_settings import get_own, key_bindings, write_user_settings
 
 
 def apply_saved(app: App, saved_theme: str | None = None) -> None:

@@ -9,55 +9,16 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import DataTable
 
-from workbench.logs.visible import visible
-from workbench.progress.live_view import ProcessView
-from workbench.supervision.follow import duration, size
-from workbench.supervision.history import JobRow
+from workbench.progress.visible import visible
+from workbench.reading.follow import duration, size
+from workbench.supervision.stall import ProcessRow
 from workbench.tui.widgets.steady_table import SteadyTable
-
-
-@dataclass(frozen=True)
-class ProcessRow:
-    """One process of a running build, or one finished job (then `pid` and CPU are None)."""
-
-    pid: int | None
-    kind: str
-    tool: str
-    file: str | None
-    cpu_percent: float | None
-    rss: int | None
-    running_s: float | None
-    state: str | None = None
-    """The kernel's state letter when it was read (R, S, D, ...), else None."""
-
-    @classmethod
-    def from_view(cls, job: ProcessView, state: str | None = None) -> ProcessRow:
-        """A job of the supervisor's live view (`LiveView.jobs`): its driver folded in, shown
-        as "cc1plus←c++"."""
-        tool = f"{job.tool}←{job.driver}" if job.driver else job.tool
-        return cls(
-            pid=job.pid,
-            kind=job.kind,
-            tool=tool,
-            file=job.file or job.derivation,
-            cpu_percent=job.cpu_percent,
-            rss=job.rss,
-            running_s=job.running_s,
-            state=state,
-        )
-
-    @classmethod
-    def from_job(cls, job: JobRow) -> ProcessRow:
-        """A finished build's job: its peak RSS and how long it ran."""
-        return cls(None, job.kind, job.tool, job.file, None, job.peak_rss, job.seconds)
-
 
 # Where Nix builders unpack sources: /build/SRC/ (sandbox), /tmp/nix-build-NAME.drv-0/SRC/.
 _BUILDER_ROOT = re.compile(r"^(?:/build|/tmp/nix-build-[^/]+)/[^/]+/")

@@ -1,0 +1,117 @@
+"""The matrix view read from a log as it grows (the recorded Nix 2.8 loopback matrix log, written
+in pieces cut mid-line, as the supervisor appends it), and `attach`'s per-host lines."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from workbench.history.records import NewBuild
+from workbench.history.store import History
+from workbench.remote.fleet import Fleet
+from workbench.remote.matrix_view import (
+    LogFleet,
+    PerHostLines,
+    host_lines,
+    hosts_now,
+)
+
+LOG = Path(__file__).parent / "fixtures" / "nix-2.8-matrix-build.log"
+REMOTE = "ssh-ng://root@workbench-remote?remote-store=local?root=/tmp/remote-store"
+HOSTS = {REMOTE: "remote", "ssh-ng://root@workbench-badkey": "badkey"}
+
+
+def _matrix_build(state: Path) -> Path:
+    """A matrix build's record (as `hosts.matrix_build` makes one) with an empty log; the log."""
+    with History(state) as history:
+        record = history.create(
+            NewBuild(
+                name="matrix-4",
+                backend="nix",
+                argv=("nix", "build"),
+                cwd=".",
+                checkout=".",
+                settings={"matrix": {"targets": [], "hosts": HOSTS, "local_builds": True}},
+                eta_key="matrix",
+                nix=True,
+            )
+        )
+    log = Path(record.log_path)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_bytes(b"")
+    return log
+
+
+def test_a_log_read_in_pieces_cut_mid_line_is_the_whole_log(tmp_path: Path) -> None:
+    data = LOG.read_bytes()
+    whole = Fleet(host_names=HOSTS, clock=lambda: None)
+    for line in data.decode().splitlines():
+        whole.feed(line)
+    grown = tmp_path / "build.log"
+    grown.write_bytes(b"")
+    reader = LogFleet(grown, Fleet(host_names=HOSTS, clock=lambda: None))
+    for start in range(0, len(data), 997):  # 997: cuts fall inside lines and JSON strings
+        with open(grown, "ab") as log:
+            log.write(data[start : start + 997])
+        reader.catch_up(limit=600)  # reads less than was appended: it catches up later
+    while not reader.caught_up():
+        reader.catch_up(limit=600)
+    assert [(a.drv, a.host, a.outcome) for a in reader.fleet.attempts] == [
+        (a.drv, a.host, a.outcome) for a in whole.attempts
+    ]
+    assert reader.fleet.gone == whole.gone
+
+
+def test_hosts_now_mid_build() -> None:
+    fleet = Fleet(host_names=HOSTS, clock=lambda: None)
+    for line in LOG.read_text().splitlines()[:70]:
+        fleet.feed(line)
+    lines = host_lines(hosts_now(fleet, ["local", "remote", "badkey"]))
+    assert lines[0] == "local          1 building: avx512vnni"
+    assert lines[1] == "remote         2 building: avx512, bf16"
+    assert lines[2].startswith("badkey         GONE: cannot build there: cannot open connection")
+
+
+def test_attach_s_per_host_lines_come_when_they_change_and_never_carry_escapes(
+    tmp_path: Path,
+) -> None:
+    log = _matrix_build(tmp_path / "state")
+    with History(tmp_path / "state") as history:
+        record = history.builds(limit=1)[0]
+    view = PerHostLines.for_build(record)
+    assert view is not None
+    lines = LOG.read_text().splitlines(keepends=True)
+    with open(log, "a") as out:
+        out.write("".join(lines[:16]))  # avx2 starts on the remote
+    assert view.changed() == [
+        "per host:",
+        "  local          idle",
+        "  badkey         idle",
+        "  remote         1 building: avx2",
+    ]
+    assert view.changed() == []  # nothing new: nothing said
+    # A host's refusal quoting what its shell printed: a title-setting escape, a bell.
+    hostile = "cannot build on 'ssh-ng://root@workbench-badkey': error: \x1b]0;pwned\x07 no"
+    message = {"action": "msg", "level": 0, "msg": hostile}
+    with open(log, "a") as out:
+        out.write(f"@nix {json.dumps(message)}\n")
+    said = view.changed()
+    assert "  badkey         GONE: cannot build there: ^[]0;pwned^G no" in said
+    assert not any(ch in "".join(said) for ch in "\x1b\x07")
+
+
+def test_any_other_build_has_no_per_host_view(tmp_path: Path) -> None:
+    with History(tmp_path) as history:
+        record = history.create(
+            NewBuild(
+                name="plain",
+                backend="run",
+                argv=("ninja",),
+                cwd=".",
+                checkout=".",
+                settings={},
+                eta_key="plain",
+                nix=False,
+            )
+        )
+    assert PerHostLines.for_build(record) is None

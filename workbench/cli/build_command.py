@@ -1,0 +1,279 @@
+"""`workbench build`: one variant or linkage flavour built with Nix (or Flox), supervised.
+
+A thin layer over `workbench.supervision`: the supervisor process owns each build, so the
+command may exit (or be killed) at any moment without touching the build.
+
+Build output is data: every string that came from a build (log lines, notes, file and
+derivation names) is printed with its control characters made visible (`progress.visible`), so
+nothing a build wrote can retitle, clear or write to the user's terminal; `logs --raw` gives
+the exact bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from workbench.cli.build_common import history as _history
+from workbench.cli.build_common import launch_options as _launch_options
+from workbench.cli.build_common import positive as _positive
+from workbench.cli.build_common import say as _say
+from workbench.cli.build_common import say_nix_plan
+from workbench.cli.build_common import say_unread_configs as _say_unread_configs
+from workbench.cli.follow_loop import launch_and_follow
+
+
+def register(subcommands: argparse._SubParsersAction) -> None:
+    """Add `workbench build` to the parser."""
+    build = subcommands.add_parser(
+        "build",
+        help="build a variant or linkage flavour with Nix (or Flox), supervised",
+        description="Build one variant of the matrix (or a linkage flavour of the flake) with "
+        "`nix build .#ATTR -L --log-format internal-json --cores N --max-jobs M` in the flake's "
+        "directory. The build belongs to a supervisor process: closing the terminal or Ctrl-C "
+        'never stops it. Jobs come from --jobs, else settings.toml\'s ninja_jobs, else ("auto") '
+        "the recommendation from cores and the memory earlier builds measured.",
+    )
+    build.add_argument(
+        "variant",
+        nargs="*",
+        metavar="VARIANT",
+        help="a variant name (`workbench variants --names`), or a flavour: cpu, cuda-dyn, "
+        "cuda-static or its flake attribute; default: settings.toml's linkage. Several (or "
+        "--match): one matrix build over the hosts of configs/hosts.toml",
+    )
+    build.add_argument(
+        "--match",
+        metavar="WORDS",
+        help="a matrix build of every variant whose name contains every word",
+    )
+    build.add_argument("-j", "--jobs", type=_positive, metavar="N", help="compile jobs (--cores)")
+    build.add_argument(
+        "--max-jobs", type=_positive, metavar="M", help="derivations built at once (Nix)"
+    )
+    build.add_argument(
+        "--backend",
+        choices=("nix", "flox"),
+        default="nix",
+        help="nix (default) or flox (`flox build NAME`; it takes no job count, so the jobs "
+        "reach the Nix it runs as NIX_CONFIG cores/max-jobs)",
+    )
+    build.add_argument(
+        "-C",
+        "--directory",
+        metavar="DIR",
+        help="the flake (or Flox environment) to build in; default: the one beside the configs",
+    )
+    build.add_argument(
+        "--dry-run", action="store_true", help="print the exact command and start nothing"
+    )
+    add_ort_option(build)
+    _launch_options(build)
+    build.set_defaults(handler=run_build)
+
+
+def add_ort_option(parser: argparse.ArgumentParser) -> None:
+    """`--ort VERSION`: the ONNX Runtime release, instead of settings.toml's ort_version."""
+    parser.add_argument(
+        "--ort",
+        metavar="VERSION",
+        help="ONNX Runtime release (configs/releases.toml; default: settings.toml's "
+        "ort_version). Releases other than the nixpkgs pin's own have names ending -ort1_24_2",
+    )
+
+
+def run_build(args: argparse.Namespace) -> int:
+    """`workbench build`."""
+    import shutil
+
+    from workbench.cli.common import load_config
+    from workbench.configs.settings import load_settings
+    from workbench.planning.availability import build_time_checks_note
+    from workbench.planning.launch import (
+        LaunchError,
+        default_flake_directory,
+        display,
+        plan_build,
+        resolve_target,
+        target_problems,
+    )
+    from workbench.planning.tuning import choose_jobs_for
+
+    if len(args.variant) > 1 or args.match:  # several targets: one build over the hosts
+        from workbench.cli.hosts_command import run_matrix_build
+
+        return run_matrix_build(args)
+    args.variant = args.variant[0] if args.variant else None
+    directory, matrix = load_config(args)
+    settings = load_settings(directory, matrix)
+    target = resolve_target(
+        args.variant or settings.linkage, matrix, args.ort or settings.ort_version
+    )
+    if target.flavour is not None and target.flavour.cuda and not settings.cuda_architectures:
+        from workbench.host.hardware import detect_gpus
+        from workbench.host.linking import fill_cuda_architectures
+
+        if args.dry_run:  # a dry run writes nothing: it says what the build would set
+            from workbench.host.linking import detected_architectures
+
+            found = detected_architectures(detect_gpus(matrix), matrix)
+            if found:
+                print(
+                    f"# a build sets cuda_architectures = {','.join(found)} (detected)",
+                    file=sys.stderr,
+                )
+        else:
+            settings, said = fill_cuda_architectures(
+                directory, matrix, settings, target.flavour, detect_gpus(matrix)
+            )
+            if said:
+                _say(f"note: {said}")
+    problems = target_problems(target)
+    if problems and not args.force:
+        raise LaunchError("; ".join(problems) + " (--force builds it anyway)")
+    flake = Path(args.directory).expanduser() if args.directory else None
+    flake = flake or default_flake_directory(directory)
+    _say_unread_configs(directory, flake)
+    history = _history(args)
+    # A Nix build: its builders may run in a nix-daemon's cgroup, whose limit is what binds.
+    choice = choose_jobs_for(history, settings, target.name, target.cuda, args.jobs, nix=True)
+    job_memory = choice.job_memory
+    max_jobs = args.max_jobs or settings.max_jobs
+    plan = plan_build(
+        target, args.backend, flake, settings, choice.jobs, max_jobs, choice.source, args.force
+    )
+    note = build_time_checks_note(target.variant)
+    release = matrix.release(target.ort_version or None)
+    release_line = f"ONNX Runtime {release.version}: " + (
+        "nixpkgs' own, no override" if release.nixpkgs_own else f"{release.tag} ({release.why})"
+    )
+    from workbench.planning.launch import release_notes
+
+    left_out = release_notes(target, directory)
+    if args.dry_run:
+        from workbench.host.units import gib_size
+
+        print(display(plan.argv))
+        print(f"# in {plan.cwd}", file=sys.stderr)
+        print(f"# {release_line}", file=sys.stderr)
+        if not release.nixpkgs_own:
+            cuda = target.cuda
+            deps = ", ".join(f"{d.fetchcontent}={d.pin}" for d in release.deps_for(cuda))
+            fixes = ", ".join(f.name for f in release.fixes_for(cuda))
+            print(f"#   FETCHCONTENT_SOURCE_DIR_*: {deps or 'none'}", file=sys.stderr)
+            print(f"#   fixes: {fixes or 'none'}", file=sys.stderr)
+            if release.cmake_flags:
+                print(f"#   flags: {' '.join(release.cmake_flags)}", file=sys.stderr)
+        for line in left_out:
+            print(f"# warning: {line}", file=sys.stderr)
+        print(
+            f"# {choice.jobs} jobs from {choice.source}; {gib_size(job_memory.gb)} per job "
+            f"({job_memory.source})",
+            file=sys.stderr,
+        )
+        for reason in choice.reasons:
+            print(f"#   {reason}", file=sys.stderr)
+        if args.backend == "flox":
+            print(
+                "# flox build takes no job count: they reach the Nix it runs as NIX_CONFIG "
+                "(cores, max-jobs)",
+                file=sys.stderr,
+            )
+        if choice.warning:
+            _say(f"warning: {choice.warning}")
+        if note:
+            print(f"# {note}", file=sys.stderr)
+        if args.backend != "nix":
+            return 0
+        code = _say_evaluation(flake, target)
+        if code == 0:
+            say_nix_plan(history, Path(plan.cwd), plan.argv)
+        return code
+    if note:
+        _say(f"note: {note}")
+    if target.ort_version and not release.nixpkgs_own:
+        _say(f"note: {release_line}")
+    for line in left_out:
+        _say(f"warning: {line}")
+    for problem in problems:
+        _say(f"warning: {problem} (starting anyway: --force)")
+    program = plan.argv[2] if plan.argv[0] == "env" else plan.argv[0]  # flox's NIX_CONFIG
+    if shutil.which(program) is None:
+        hint = (
+            "install Nix (Debian: apt install nix-bin) or use --backend flox"
+            if args.backend == "nix"
+            else "install Flox (https://flox.dev) or use --backend nix"
+        )
+        raise LaunchError(f"{program}: command not found; {hint}")
+    warnings = [choice.warning] if choice.warning else []
+    followed = launch_and_follow(args, history, plan, warnings)
+    if followed.finished and followed.code == 0 and args.backend == "nix":
+        push_after_build(args, history, followed.build_id, directory)
+    if followed.finished and followed.code == 0 and target.flavour is not None:
+        return _check_flavour_layout(Path(plan.cwd), target.flavour)
+    return followed.code
+
+
+def push_after_build(
+    args: argparse.Namespace, history: Any, build_id: int, directory: Path
+) -> None:
+    """hosts.toml's push_to: a successful build's outputs pushed there (a failure is said,
+    and leaves the build's own outcome as it was)."""
+    from workbench.cli.push_command import push_build
+    from workbench.errors import WorkbenchError
+    from workbench.remote.config import load_hosts
+
+    hosts = load_hosts(directory)
+    if not hosts.push_to:
+        return
+    try:
+        code = push_build(
+            args, history, history.get(build_id), hosts.push_to, hosts.signing_key or None
+        )
+    except WorkbenchError as exc:
+        _say(f"warning: not pushed to {hosts.push_to} (push_to in {hosts.path}): {exc}")
+        return
+    if code != 0:
+        _say(f"warning: the push to {hosts.push_to} failed (exit {code}); the build succeeded")
+
+
+def _check_flavour_layout(checkout: Path, flavour: Any) -> int:
+    """After a flavour builds: is every file its layout promises there? (exit 1 if not)."""
+    from workbench.artefacts.layout import check_layout, find_flavour_result
+    from workbench.progress.visible import visible
+
+    # Only the link this build made: a bare `result` may be another build's.
+    found = find_flavour_result(checkout, flavour, bare=False)
+    if found.link is None:
+        _say(
+            f"warning: {visible(found.note or '')} after the build, so its layout was NOT "
+            f"checked (`workbench layout {flavour.name} --result PATH` checks it)"
+        )
+        return 0
+    output = found.link
+    problems = check_layout(output, flavour)
+    for problem in problems:
+        _say(f"layout: {visible(problem)}")
+    if problems:
+        _say(f"error: {output} is not a whole {flavour.name} build ({len(problems)} problems)")
+        return 1
+    _say(f"layout: {flavour.name} has every promised file ({output} -> {output.resolve()})")
+    return 0
+
+
+def _say_evaluation(flake: Path, target: Any) -> int:
+    """A dry run asks Nix whether the target evaluates at the pin: 0 yes or unknown, 1 no."""
+    from workbench.flake.evaluation import evaluate
+    from workbench.planning.launch import host_platform
+
+    verdict = evaluate(flake, host_platform(), target.attr)
+    if verdict.evaluates is None:
+        print(f"# evaluates at the pin: not known ({verdict.detail})", file=sys.stderr)
+        return 0
+    if verdict.evaluates:
+        print(f"# evaluates at the pin: yes ({target.attr})", file=sys.stderr)
+        return 0
+    _say(f"{target.attr} does not evaluate at the pin: {verdict.detail}")
+    return 1

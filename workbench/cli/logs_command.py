@@ -1,0 +1,88 @@
+"""`workbench logs [ID] [--follow] [--raw]`: a build's log.
+
+Build output is data: every string that came from a build (log lines, notes, file and
+derivation names) is printed with its control characters made visible (`progress.visible`), so
+nothing a build wrote can retitle, clear or write to the user's terminal; `logs --raw` gives
+the exact bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from workbench.cli.build_common import history as _history
+from workbench.cli.build_common import one_running as _one_running
+from workbench.cli.build_common import say as _say
+from workbench.cli.follow_loop import follow as _follow
+
+
+def register(subcommands: argparse._SubParsersAction) -> None:
+    """Add `workbench logs` to the parser."""
+    logs = subcommands.add_parser("logs", help="a build's log")
+    logs.add_argument(
+        "id", nargs="?", type=int, help="build id (default: the running one, else the latest)"
+    )
+    logs.add_argument("-f", "--follow", action="store_true", help="keep printing until it ends")
+    logs.add_argument(
+        "--raw", action="store_true", help="the file as written (Nix's @nix JSON lines included)"
+    )
+    logs.set_defaults(handler=run_logs)
+
+
+def _build_for_logs(history: Any, args: argparse.Namespace) -> Any:
+    """The build named, else the one running (as attach and stop choose), else the latest."""
+    from workbench.errors import WorkbenchError
+
+    if args.id is not None:
+        return history.get(args.id)
+    try:
+        return _one_running(history, None, "logs", args)
+    except WorkbenchError:
+        latest = history.builds(limit=1)
+        if not latest:
+            raise WorkbenchError(f"no builds yet in {history.path}") from None
+        return latest[0]
+
+
+def _log_without_row(history: Any, build_id: int) -> Path | None:
+    """builds/ID/build.log of a build the history has no row for (a damaged history moved
+    aside keeps its builds' folders: they are the record of what ran); None when there is none."""
+    from workbench.history.store import build_directory
+
+    path = build_directory(history.state_directory, build_id) / "build.log"
+    return path if path.is_file() and not path.is_symlink() else None
+
+
+def run_logs(args: argparse.Namespace) -> int:
+    """`workbench logs ID [--follow] [--raw]`."""
+    from workbench.errors import WorkbenchError
+
+    history = _history(args)
+    try:
+        record = _build_for_logs(history, args)
+    except WorkbenchError:
+        orphan = _log_without_row(history, args.id) if args.id is not None else None
+        if orphan is None:
+            raise
+        _say(
+            f"build #{args.id} is not in {history.path} (a history moved aside or lost?); "
+            f"its log is shown from {orphan}"
+        )
+        record = None
+    path = Path(record.log_path) if record is not None else orphan
+    if record is not None and args.follow and record.active:
+        return _follow(args, history, record.id, backlog=False)
+    from workbench.logs.readable_map import copy_log, copy_readable
+
+    # Both copy in the kernel (sendfile): the readable form was kept beside the log as it was
+    # written (logs.readable_map); only what it does not cover is rendered here, block by block.
+    sys.stdout.flush()
+    out = sys.stdout.fileno()
+    if args.raw:
+        copy_log(path, out)
+    else:
+        copy_readable(path, out)
+    return 0

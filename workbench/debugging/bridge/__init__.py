@@ -1,0 +1,1 @@
+"""ONNX Runtime's provider bridge: recognised in function names, and its static-build fix."""

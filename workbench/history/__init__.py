@@ -1,0 +1,2 @@
+"""The build history: its records, SQLite schema and connection, the store (`History`),
+and the state directory kept private to its user."""

@@ -1,0 +1,282 @@
+"""Reading a build back while it runs or after: its log as a person reads it, and one-line views.
+
+The log file holds the build's output byte for byte, Nix's `@nix {json}` lines included;
+`LogReader` turns it into readable lines (`name> text` for a Nix builder's line, like
+`nix build -L`) with a `ProgressTracker` of its own (`feed`, then `render_line`), reading only
+what was appended since the last call and holding back a partial last line until it is
+complete (or the build ended).
+
+Everything here that came from the build (log lines, file names, notes, derivation names) is
+returned with its control characters made visible (`progress.visible`): these strings go straight
+to terminals.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+
+from workbench.history.records import KILLED, LOST, STOPPED, SUCCEEDED, BuildRecord
+from workbench.history.store import History
+from workbench.host.units import byte_size as size  # re-exported: the views' one formatter
+from workbench.host.units import duration  # re-exported: the views' one formatter
+from workbench.progress import ProgressTracker
+from workbench.progress.live_view import EtaView, LiveView, ProgressView
+from workbench.progress.visible import visible
+from workbench.supervision.ending import adoption_text
+
+_CHUNK = 1 << 20
+
+
+class LogReader:
+    """Incremental, readable lines of a build log."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self.offset = 0
+        self._pending = b""
+        self._tracker = ProgressTracker()
+
+    def _readable(self, lines: list[str]) -> list[str]:
+        tracker = self._tracker
+        feed, render = tracker.feed, tracker.render_line
+        shown: list[str] = []
+        for line in lines:
+            # Fold first: a builder's line is named after its derivation, which the tracker
+            # learns from the events before it.
+            feed(line)
+            text = render(line)
+            if text is not None:
+                shown.append(text)
+        return shown
+
+    def read(self) -> list[str]:
+        """Complete lines appended since the last call, readable; [] when nothing new."""
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek(self.offset)
+                data = handle.read(4 * _CHUNK)  # bounded: a 2 GiB backlog is read in steps
+        except FileNotFoundError:
+            return []
+        if not data:
+            return []
+        self.offset += len(data)
+        data = self._pending + data
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            self._pending = data
+            return []
+        self._pending = data[cut + 1 :]
+        return self._readable(data[:cut].decode("utf-8", "replace").split("\n"))
+
+    def rest(self) -> list[str]:
+        """The last line when it has no newline (call once the build ended)."""
+        lines = self.read()
+        if self._pending:
+            lines += self._readable([self._pending.decode("utf-8", "replace")])
+            self._pending = b""
+        return lines
+
+    def skip_to_tail(self, count: int) -> list[str]:
+        """Read everything there is now; return only the last `count` readable lines."""
+        tail: deque[str] = deque(maxlen=count)
+        while True:
+            before = self.offset
+            tail.extend(self.read())
+            if self.offset == before:
+                return list(tail)
+
+
+def eta_text(eta: EtaView | None) -> str | None:
+    """ "ETA 1m05s (50s–1m30s)": the ETA with the range it is likely in ("first build" when
+    nothing earlier supports it); None when the supervisor has none."""
+    if eta is None:
+        return None
+    spread = ""
+    if eta.low_s is not None and eta.high_s is not None:
+        spread = f" ({duration(eta.low_s)}–{duration(eta.high_s)})"
+    first = ", first build: no history" if eta.first_build else ""
+    return f"ETA {duration(eta.remaining_s)}{spread}{first}"
+
+
+def progress_text(progress: ProgressView) -> str:
+    """Progress in words ("ninja 12/40 (30%)", "3/5 derivations, ..."); "" if the log says none."""
+    return visible(_progress_words(progress))
+
+
+def loss_text(record: BuildRecord) -> str:
+    """What of the build's output its log lacks (a full disk), in words; "" when nothing."""
+    from workbench.supervision.pipeline import describe_loss
+
+    lost = record.progress_view.output_lost
+    return describe_loss(dict(lost)) if lost else ""
+
+
+def _progress_words(progress: ProgressView) -> str:
+    parts: list[str] = []
+    if progress.nix and progress.planned:
+        failed = f", {progress.failed} failed" if progress.failed else ""
+        parts.append(f"{progress.done}/{progress.planned} derivations{failed}")
+        for derivation in progress.derivations[:2]:
+            step = derivation.step
+            inner = f" {step.tool} {step.done}/{step.total}" if step else ""
+            phase = f" {derivation.phase}" if derivation.phase else ""
+            parts.append(f"{derivation.name}{phase}{inner}")
+    elif progress.step is not None:
+        step = progress.step
+        parts.append(f"{step.tool} {step.done}/{step.total} ({100 * step.fraction:.0f}%)")
+    elif progress.nothing_to_do:
+        parts.append("ninja: no work to do")
+    return ", ".join(parts)
+
+
+def responding_text(record: BuildRecord, now: float | None = None) -> str:
+    """ "not responding: no report for 40s (its supervisor, pid 12, is stopped)" for a running
+    build whose supervisor has been silent for REPORT_STALE_S or more; "" otherwise."""
+    if record.responding(now):
+        return ""
+    silent = record.silent_s(now) or 0.0
+    why = ""
+    if record.supervisor_pid is not None:
+        import psutil
+
+        try:
+            state = psutil.Process(record.supervisor_pid).status()
+        except psutil.Error:
+            state = None
+        if state in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP):
+            why = f" (its supervisor, pid {record.supervisor_pid}, is stopped)"
+        elif state is not None:
+            why = f" (its supervisor, pid {record.supervisor_pid}, is busy or starved)"
+    return f"not responding: no report for {duration(silent)}{why}; figures as last reported"
+
+
+def running_text(live: LiveView, limit: int = 3) -> str:
+    """ "compiling a.cc, b.cc (+2)": what the sampler saw the build work on at its latest sample;
+    "" when it saw nothing."""
+    if not live.running:
+        return ""
+    names = [os.path.basename(edge.what) or edge.what for edge in live.running]
+    more = f" (+{len(names) - limit})" if len(names) > limit else ""
+    return "running: " + ", ".join(names[:limit]) + more
+
+
+def peak_text(live: LiveView) -> str:
+    """ "peak 1.08 GiB": the build's own peak RSS since it started; "" before any sample."""
+    return f"peak {size(live.peak.rss)}" if live.sampled and live.peak.rss else ""
+
+
+def contention_text(live: LiveView) -> str:
+    """ "others on host: 3.1 cores now, 2.4 mean; 10 other build processes" ; "" when none."""
+    other = live.other
+    if other is None:
+        return ""
+    parts = []
+    if other.samples:
+        parts.append(
+            f"other processes use {other.cpu_cores:.1f} of {live.cpus} cores "
+            f"(mean {other.mean_cpu_cores:.1f})"
+        )
+    if other.build_processes:
+        parts.append(f"{other.build_processes} other build processes on this host")
+    return "; ".join(parts)
+
+
+def status_line(record: BuildRecord, now: float | None = None) -> str:
+    """One line for a running build: progress, ETA, CPU, memory, what compiles; for one whose
+    supervisor does not respond, what it last reported, and never an ETA."""
+    now = time.time() if now is None else now
+    live = record.live_view
+    parts = [f"#{record.id} {record.name} {record.state} {duration(record.elapsed(now))}"]
+    progress = progress_text(record.progress_view)
+    if progress:
+        parts.append(progress)
+    silent = responding_text(record, now)
+    if silent:
+        parts.append(silent)
+        live = LiveView()  # neither an ETA nor CPU and memory figures that are no longer live
+    eta = eta_text(live.eta)
+    if eta is not None:
+        parts.append(eta)
+    if live.sampled:
+        parts.append(f"CPU {live.cpu_cores:.1f}/{live.cpus} cores")
+        parts.append(f"RSS {size(live.rss)} ({size(live.memory_available)} available)")
+        parts.append(peak_text(live))
+        parts.append(running_text(live))
+        contention = contention_text(live)
+        if contention:
+            parts.append(contention)
+    lost = loss_text(record)
+    if lost:
+        parts.append(lost)
+    adopted = adoption_text(record)
+    if adopted:
+        parts.append(adopted)
+    return visible(" · ".join(part for part in parts if part))
+
+
+def outcome_line(record: BuildRecord) -> str:
+    """How a build ended, in one line."""
+    head = f"build #{record.id} ({record.name}) {record.state}"
+    if record.state == SUCCEEDED:
+        lost = loss_text(record)
+        return visible(f"{head} in {duration(record.duration_s)}" + (f"; {lost}" if lost else ""))
+    detail = record.note or ""
+    if record.state in (STOPPED, KILLED, LOST):
+        return visible(f"{head} after {duration(record.elapsed())}: {detail}".rstrip(": "))
+    return visible(f"{head} after {duration(record.duration_s)}: {detail}".rstrip(": "))
+
+
+def exit_code(record: BuildRecord) -> int:
+    """What the CLI exits with after following a build: its exit status, 128+signal, or 1."""
+    if record.exit_status is not None:
+        return record.exit_status
+    if record.signal is not None:
+        return 128 + record.signal
+    return 0 if record.state == SUCCEEDED else 1
+
+
+@dataclass
+class Update:
+    """What changed since the last poll of a followed build."""
+
+    lines: list[str]
+    record: BuildRecord
+    done: bool
+
+
+class Follower:
+    """Follows one build: new readable log lines and its latest record, until it ended."""
+
+    def __init__(self, history: History, build_id: int) -> None:
+        self.history = history
+        self.build_id = build_id
+        self.record = history.get(build_id)
+        self.reader = LogReader(self.record.log_path)
+
+    def backlog(self, count: int = 20) -> list[str]:
+        """The last `count` lines written so far (read past everything before them)."""
+        return self.reader.skip_to_tail(count)
+
+    def poll(self) -> Update:
+        """New lines; `done` once the build ended and its log was read to the end."""
+        from workbench.supervision import liveness
+
+        record = self.history.get(self.build_id)
+        if record.active:
+            record = liveness.check(self.history, [record])[0]
+        self.record = record
+        if record.active:
+            return Update(self.reader.read(), record, False)
+        # Ended: everything the supervisor wrote is in the file now.
+        lines: list[str] = []
+        while True:
+            before = self.reader.offset
+            lines += self.reader.read()
+            if self.reader.offset == before:
+                break
+        lines += self.reader.rest()
+        return Update(lines, record, True)

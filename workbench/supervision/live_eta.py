@@ -1,0 +1,307 @@
+"""How long a running build still needs: learned from exact edges, else from earlier progress.
+
+Two ways, the better one that applies:
+
+- learned (`workbench.analysis.eta_model`): when the build runs ninja, earlier runs that built
+  the same tree and targets (`work_key`, whatever the builds were called or their -j) left
+  every edge's exact time. The running build's finished edges, weighted by those times, say how
+  far it is; the earlier runs say what was left from there, and this build's own pace against
+  theirs scales it (a loaded host, fewer jobs). Full and incremental builds are told apart by
+  the edges ninja says it will run and never stand in for each other. The references are read
+  once, when the work is known (at start, or when the sampler finds the build's ninja); each
+  tick then costs O(new edges + references).
+- by progress (the first ETA): earlier builds with the same ETA key (same name, command and
+  settings) recorded their progress fraction once a second. At fraction f now, an earlier build
+  still needed its duration minus the time it reached f; the median over the latest few is the
+  estimate. Without earlier builds, the time so far is extrapolated from the fraction.
+
+Every estimate carries a range (`low_s`-`high_s`): the spread of the earlier runs it rests on,
+widened more the less of the build is done.
+"""
+
+from __future__ import annotations
+
+import bisect
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from workbench.analysis import eta_model
+from workbench.history.records import EarlierRun
+from workbench.history.store import History
+from workbench.progress import Progress
+from workbench.progress.live_view import EtaView, ProgressView
+
+# Extrapolating from the first per cent of a build is noise: configure steps, then fast files.
+_MIN_FRACTION = 0.05
+_MIN_ELAPSED_S = 10.0
+# Earlier runs of the same work read at start: enough that full builds survive a streak of
+# incremental ones, few enough that reading their edges stays well under a second.
+REFERENCE_RUNS = 20
+
+
+def did_work(run: EarlierRun) -> bool:
+    """Whether an earlier run built something (EarlierRun.did_work; history's earlier_runs
+    already passes no-ops over)."""
+    return run.did_work()
+
+
+@dataclass(frozen=True)
+class Eta:
+    """Seconds left, the range they are likely in, and what the figure rests on."""
+
+    remaining_s: float
+    basis: str
+    low_s: float | None = None
+    high_s: float | None = None
+    first_build: bool = False
+    """Nothing earlier to learn from: this build's own pace so far, extrapolated."""
+
+    def view(self) -> EtaView:
+        """The live view's ETA (`progress.live_view.EtaView`)."""
+        return EtaView(
+            round(self.remaining_s, 1),
+            None if self.low_s is None else round(self.low_s, 1),
+            None if self.high_s is None else round(self.high_s, 1),
+            self.basis,
+            self.first_build,
+        )
+
+
+def progress_fraction(progress: Progress) -> float | None:
+    """How much of the build is done, 0.0-1.0, when the log says; None when it does not."""
+    if progress.nix and progress.planned > 0:
+        inner = sum(d.step.fraction for d in progress.derivations if d.step is not None)
+        return min(1.0, (progress.done + inner) / progress.planned)
+    if progress.step is not None and progress.step.total > 0:
+        return progress.step.fraction
+    return None
+
+
+def _time_at(curve: Sequence[tuple[float, float]], fraction: float) -> float | None:
+    """When an earlier build reached `fraction` (linear between samples), None if never."""
+    fractions = [f for _, f in curve]
+    index = bisect.bisect_left(fractions, fraction)
+    if index >= len(curve):
+        return None
+    t1, f1 = curve[index]
+    if index == 0 or f1 <= fraction:
+        return t1
+    t0, f0 = curve[index - 1]
+    return t0 + (t1 - t0) * (fraction - f0) / (f1 - f0) if f1 > f0 else t1
+
+
+def estimate(elapsed_s: float, fraction: float | None, earlier: Sequence[EarlierRun]) -> Eta | None:
+    """The ETA by progress (the first method), or None when nothing supports one (no-op runs do
+    not count)."""
+    earlier = [run for run in earlier if did_work(run)]
+    share = fraction or 0.0
+    if earlier:
+        left: list[float] = []
+        for run in earlier:
+            reached = None
+            if fraction is not None and run.curve:
+                reached = _time_at(run.curve, fraction)
+            left.append(max(0.0, run.duration_s - (reached if reached is not None else elapsed_s)))
+        ids = ", ".join(f"#{run.build_id}" for run in earlier)
+        how = "at this progress" if fraction is not None else "by elapsed time"
+        width = eta_model.band(share)
+        return Eta(
+            statistics.median(left),
+            f"earlier builds {ids} ({how})",
+            min(left) * (1.0 - width),
+            max(left) * (1.0 + width),
+        )
+    if fraction is not None and fraction >= _MIN_FRACTION and elapsed_s >= _MIN_ELAPSED_S:
+        remaining = elapsed_s * (1.0 - fraction) / fraction
+        width = 2 * eta_model.band(share)
+        return Eta(
+            remaining,
+            "extrapolated from progress so far",
+            remaining * max(0.0, 1.0 - width),
+            remaining * (1.0 + width),
+            first_build=True,
+        )
+    return None
+
+
+# -- learned from exact edges ----------------------------------------------------------------
+
+
+def references(
+    history: History, work_key: str, before_id: int, limit: int = REFERENCE_RUNS
+) -> list[eta_model.ReferenceRun]:
+    """The latest successful runs of the same work that ran edges, newest first."""
+    found: list[eta_model.ReferenceRun] = []
+    for build_id in history.runs_of_work(work_key, before_id, limit):
+        record = history.get(build_id)
+        if record.started is None or record.duration_s is None:
+            continue
+        reference = eta_model.reference_run(
+            build_id,
+            record.started,
+            record.duration_s,
+            ((edge.outputs[0], edge.started, edge.ended) for edge in history.edges(build_id)),
+        )
+        if reference is not None:
+            found.append(reference)
+    return found
+
+
+def work_key_of(recorder: Any) -> str | None:
+    """What an `EdgeRecorder`'s build builds: its command's tree and targets, else those of the
+    first ninja the sampler found (`python -m ... build` that execs ninja, a build script)."""
+    from workbench.analysis.recorder import NinjaCommand, work_key
+
+    if recorder is None:
+        return None
+    if recorder.work_key is not None:
+        return recorder.work_key
+    for followed in recorder.followed.values():
+        return work_key(NinjaCommand(followed.directory, followed.targets))
+    return None
+
+
+def planned_of(recorder: Any) -> dict[str, int] | None:
+    """Edges per kind in the ninja graph of an `EdgeRecorder`'s build, once it read one."""
+    if recorder is None:
+        return None
+    for followed in recorder.followed.values():
+        graph = followed.graph
+        if graph is not None:
+            seen: set[int] = set()
+            edges = []
+            for edge in graph.producer.values():
+                if id(edge) not in seen:
+                    seen.add(id(edge))
+                    edges.append((edge.outputs[0], edge.rule))
+            return eta_model.planned_kinds(edges)
+    return None
+
+
+def ninja_counts(progress: Progress) -> tuple[int, int] | None:
+    """(edges done, edges ninja will run) of a plain ninja build; None otherwise (a Nix build's
+    counts are one derivation's)."""
+    step = progress.step
+    if progress.nix or step is None or step.tool != "ninja" or step.total <= 0:
+        return None
+    return step.done, step.total
+
+
+@dataclass
+class LiveEta:
+    """A running build's ETA, once a second: learned when its work has earlier runs with edges,
+    by progress otherwise. Nothing here reads the history but `learn` (once per work)."""
+
+    history: History | None
+    build_id: int
+    earlier: list[EarlierRun] = field(default_factory=list)
+    work_key: str | None = None
+    pace: eta_model.EdgePace | None = None
+    planned: dict[str, int] | None = None
+    """Edges per kind the build's ninja graph holds (a first build runs them all)."""
+
+    def learn(self, work_key: str | None) -> None:
+        """Read the earlier runs of `work_key` (once; a later call with the same key is free)."""
+        if work_key is None or work_key == self.work_key:
+            return
+        self.work_key = work_key
+        found = references(self.history, work_key, self.build_id) if self.history else []
+        self.pace = eta_model.EdgePace(found)
+
+    def add_edges(self, edges: Iterable[Any], offset_s: float = 0.0) -> None:
+        """Edges the build finished (`analysis.edges.Edge`s from the recorder's poll, timed from
+        the recorder's origin, `offset_s` after the build's start)."""
+        if self.pace is not None:
+            self.pace.add((edge.output, edge.duration_s, edge.end_s + offset_s) for edge in edges)
+
+    def estimate(self, elapsed_s: float, progress: Progress) -> Eta | None:
+        """The ETA now."""
+        return self.estimate_at(elapsed_s, progress_fraction(progress), ninja_counts(progress))
+
+    def estimate_at(
+        self, elapsed_s: float, fraction: float | None, counts: tuple[int, int] | None
+    ) -> Eta | None:
+        """The ETA from plain values: the progress fraction and ninja's (done, total)."""
+        if self.pace is not None and self.pace.references:
+            if counts is None:
+                return None  # full or incremental is not known until ninja says its total
+            learned = self.pace.estimate(elapsed_s, counts[1], counts[0])
+            if learned is None:
+                return None  # earlier runs exist, none of this kind: not by name either
+            return Eta(learned.remaining_s, learned.basis, learned.low_s, learned.high_s)
+        by_progress = estimate(elapsed_s, fraction, self.earlier)
+        first = not [run for run in self.earlier if did_work(run)]
+        if first and self.pace is not None and counts is not None:
+            # A first run of this work: only its own edges so far, each kind at its own pace.
+            learned = eta_model.extrapolate_by_kind(
+                elapsed_s, counts[1], self.pace.finished, self.planned, self.pace.last_end_s
+            )
+            if learned is None and by_progress is None:
+                learned = eta_model.extrapolate(elapsed_s, counts[1], counts[0])
+            if learned is not None:
+                return Eta(
+                    learned.remaining_s,
+                    learned.basis,
+                    learned.low_s,
+                    learned.high_s,
+                    first_build=True,
+                )
+        return by_progress
+
+
+@dataclass
+class Replay:
+    """A finished build's progress played again: what each ETA would have said at any moment
+    of it, from what the history held before it (for tests and benchmarks/eta_accuracy.py)."""
+
+    build_id: int
+    duration_s: float
+    edges: list[tuple[float, str, float]]
+    """(end, output, seconds) of every edge, seconds from the build's start, by end."""
+    edge_total: int | None
+    fractions: list[tuple[float, float]]
+    """(seconds from start, progress fraction) of each 1 Hz sample."""
+    live: LiveEta
+
+    @classmethod
+    def of(cls, history: History, build_id: int) -> Replay:
+        """Load build `build_id` and the earlier runs each method would have read."""
+        record = history.get(build_id)
+        if record.started is None or record.duration_s is None:
+            raise ValueError(f"build #{build_id} has not finished")
+        start = record.started
+        edges = sorted(
+            (edge.ended - start, edge.outputs[0], edge.ended - edge.started)
+            for edge in history.edges(build_id)
+        )
+        step = ProgressView.from_json(record.progress).step
+        total = step.total if step is not None and step.tool == "ninja" else None
+        fractions = [
+            (sample.t - start, sample.fraction)
+            for sample in history.samples(build_id)
+            if sample.fraction is not None
+        ]
+        live = LiveEta(history, build_id, history.earlier_runs(record.eta_key, build_id))
+        live.learn(history.edge_build_info(build_id)[1])
+        # What the build's ninja graph would have said: its own edges, by kind.
+        live.planned = eta_model.planned_kinds((output, None) for _, output, _ in edges)
+        return cls(build_id, record.duration_s, edges, total, fractions, live)
+
+    def by_progress(self, elapsed_s: float) -> Eta | None:
+        """The first method's ETA (earlier builds with the same ETA key) at `elapsed_s`."""
+        return estimate(elapsed_s, self._fraction_at(elapsed_s), self.live.earlier)
+
+    def learned(self, elapsed_s: float) -> Eta | None:
+        """What the supervisor's ETA now says at `elapsed_s`."""
+        done = [(output, seconds, end) for end, output, seconds in self.edges if end <= elapsed_s]
+        if self.live.pace is not None:
+            self.live.pace = eta_model.EdgePace(self.live.pace.references)
+            self.live.pace.add(done)
+        counts = None if self.edge_total is None else (len(done), self.edge_total)
+        return self.live.estimate_at(elapsed_s, self._fraction_at(elapsed_s), counts)
+
+    def _fraction_at(self, elapsed_s: float) -> float | None:
+        index = bisect.bisect_right(self.fractions, (elapsed_s, 2.0))
+        return self.fractions[index - 1][1] if index else None

@@ -1,0 +1,749 @@
+"""The build screen: one build live (or as it ended): progress, graphs, processes, the log.
+
+A worker thread with its own `History` polls the build's row about once a second (the
+supervisor rewrites progress and the live view as often) and posts what it found; the screen
+only draws. Opening a build that already ran backfills the graphs from its stored samples once.
+Stopping takes the same path as `workbench stop` (`supervision.control.stop`), in a worker;
+leaving the screen (or quitting) never stops the build.
+
+A build is flagged as stalled as `workbench.supervision.stall.StallWatch` decides (plain values,
+tested without a screen); its words with no Textual in them are in `workbench.reading.build_text`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import Header, Input, ProgressBar, Static
+
+from workbench.errors import WorkbenchError
+from workbench.history.records import BuildRecord, Sampled
+from workbench.history.store import History
+from workbench.progress.visible import visible
+from workbench.reading.build_text import head_lines, memory, percent, progress_line, sizes_text
+from workbench.reading.follow import contention_text, outcome_line
+from workbench.supervision.stall import (
+    POLL_INTERVAL_S,
+    ProcessRow,
+    Stall,
+    StallWatch,
+    last_progress_change,
+    read_states,
+    slowest_earlier_job,
+    stall_threshold,
+)
+from workbench.tui.commands import ScreenCommands
+from workbench.tui.screens.build.build_modals import ConfirmStop, NoticesScreen
+from workbench.tui.screens.build.build_tree import TreeReader
+from workbench.tui.widgets.key_footer import KeyFooter
+from workbench.tui.widgets.log_view import LogView
+from workbench.tui.widgets.parallelism_graph import ParallelismGraph
+from workbench.tui.widgets.process_table import ProcessTable
+from workbench.tui.widgets.still_progress import StillProgressBar
+from workbench.tui.widgets.time_graph import TimeGraph
+
+STOP_GRACE_S = 10.0  # what `workbench stop` waits before KILL by default
+FINISHED_JOBS_SHOWN = 1000
+GRAPH_SECONDS = 4096  # what a TimeGraph's ring holds: one sample a second
+
+# -- what the poller hands the screen -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Poll:
+    """One look at the build: its row, its processes (or finished jobs), a stall if any."""
+
+    record: BuildRecord
+    processes: tuple[ProcessRow, ...]
+    finished: bool
+    stall: Stall | None = None
+    artefacts: dict[str, Any] | None = None  # what a finished Nix/Flox build produced
+    peak_rss: int | None = None  # a finished build's measured peak (history's figure)
+    parallelism: Parallelism | None = None  # a finished build's exact edges running per second
+
+
+@dataclass(frozen=True)
+class Parallelism:
+    """Exact edges running in each second of a build, the first second ending at `first_t`."""
+
+    values: tuple[float, ...]
+    first_t: float
+
+
+def exact_parallelism(
+    spans: Sequence[tuple[float, float]],
+    started: float | None,
+    ended: float | None,
+    seconds: int,
+) -> Parallelism | None:
+    """Edges (epoch start, end) running per second over the build's last `seconds` seconds,
+    the intervals ending at its end like the CPU samples beside them; None without edges."""
+    from workbench.analysis.schedule import running_per_interval
+
+    if not spans:
+        return None
+    end = max([span_end for _, span_end in spans] + ([ended] if ended else []))
+    start = min([span_start for span_start, _ in spans] + ([started] if started else []))
+    count = min(seconds, max(1, math.ceil(end - start)))
+    values = running_per_interval(spans, end - count, 1.0, count)
+    return Parallelism(tuple(values), end - count + 1.0)
+
+
+def sampled_jobs(compile_jobs: int | None, link_jobs: int | None) -> float:
+    """The build's jobs running at a sample (compile jobs count CUDA ones already)."""
+    return float((compile_jobs or 0) + (link_jobs or 0))
+
+
+# -- screens ---------------------------------------------------------------------------------------
+
+
+def notice_line(notices: Sequence[str]) -> Text:
+    """The launch's notices as one line: the first summary, the key for the rest first so that
+    a narrow terminal cuts the summary, not the key."""
+    summaries = [line for line in notices if not line.startswith(" ")]
+    if not summaries:
+        return Text("")
+    more = f" (+{len(summaries) - 1})" if len(summaries) > 1 else ""
+    return Text.assemble(("w", "bold"), f": details{more} · ", summaries[0])
+
+
+class BuildScreen(Screen[None]):
+    """Progress, CPU and memory graphs, the processes and the log of one build."""
+
+    CSS_PATH = "../../styles/build.tcss"
+    COMMANDS = {ScreenCommands}
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    # At 80 columns these give way before the build's own keys and History: the matrix is for
+    # fleets, a click on a process column's header sorts too, and the notices' key is named on
+    # the header's own line where there are any ("w: details"); `?` lists all three.
+    FOOTER_GIVES_WAY_FIRST = ("matrix", "next_sort", "notices")
+    BINDINGS = [
+        Binding(
+            "x",
+            "stop_build",
+            "Stop",
+            id="build.stop",
+            tooltip="Stop the build and every process of it (asks first), as `workbench stop`",
+        ),
+        Binding(
+            "d",
+            "debug",
+            "Debug",
+            id="build.debug",
+            tooltip="Capture the highlighted (or stalled) process's stacks and diagnose a hang",
+        ),
+        Binding(
+            "a",
+            "all_processes",
+            "All",
+            id="build.all-processes",
+            tooltip="Every process of the build (a test binary, a script), not only compilers, "
+            "linkers and builders; d debugs any of them",
+        ),
+        Binding(
+            "escape,l",
+            "leave",
+            "Leave",
+            id="build.leave",
+            tooltip="Back to the previous screen; the build keeps running",
+        ),
+        Binding(
+            "p",
+            "switch_pane",
+            "Log",
+            id="build.pane",
+            tooltip="Switch between the process table and the log (move focus when both show)",
+        ),
+        Binding(
+            "slash",
+            "search",
+            "Search",
+            id="build.search",
+            tooltip="Search the log; n and N go to the next and previous match",
+        ),
+        Binding("n", "next_match", "Next", id="build.next", show=False),
+        Binding("N", "previous_match", "Previous", id="build.previous", show=False),
+        Binding(
+            "e",
+            "first_error",
+            "Error",
+            id="build.first-error",
+            tooltip="Jump to the build's first error (the one history shows), else to the first "
+            "line that reads like an error",
+        ),
+        Binding(
+            "w",
+            "notices",
+            "Notices",
+            id="build.notices",
+            tooltip="What the launch said about this host: other builds running, memory",
+        ),
+        Binding(
+            "k",
+            "smoke",
+            "Smoke",
+            id="build.smoke",
+            tooltip="Run the built variant's smoke check (import onnxruntime, a tiny model on "
+            "every provider), as `workbench smoke NAME`",
+        ),
+    ]
+
+    class Loaded(Message):
+        """The build's row and its stored samples, read once when the screen opens."""
+
+        def __init__(self, record: BuildRecord, samples: list[Sampled], threshold_s: float) -> None:
+            super().__init__()
+            self.record = record
+            self.samples = samples
+            self.threshold_s = threshold_s
+
+    class Polled(Message):
+        """One poll's result."""
+
+        def __init__(self, poll: Poll) -> None:
+            super().__init__()
+            self.poll = poll
+
+    class Failed(Message):
+        """The build cannot be shown (no such build, an unreadable history)."""
+
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    class SmokeDone(Message):
+        """The smoke run of the built variant ended: its one-line verdict."""
+
+        def __init__(self, text: str, ok: bool) -> None:
+            super().__init__()
+            self.text = text
+            self.ok = ok
+
+    class Stopped(Message):
+        """The stop asked for ended: what to tell the user."""
+
+        def __init__(self, text: str, ok: bool) -> None:
+            super().__init__()
+            self.text = text
+            self.ok = ok
+
+    def __init__(self, state_directory: Path, build_id: int, notices: tuple[str, ...] = ()) -> None:
+        super().__init__()
+        self.state_directory = Path(state_directory)
+        self.build_id = build_id
+        self.notices = notices
+        self.show_all = False  # every process of the build, not only the build tools
+        self.process_tree = TreeReader()
+        self.record: BuildRecord | None = None
+        self.stall: Stall | None = None
+        self.stopping = False
+        self.pane = "processes"  # which pane a short terminal shows
+        self.artefacts: dict[str, Any] | None = None
+        self.smoking = False
+        self.polls = 0
+        self.watch: StallWatch | None = None
+        self._polling = False
+        self._timer: Timer | None = None
+        self._host_shown = False
+        self.peak_rss: int | None = None  # an ended build's measured peak, once polled
+
+    # -- layout -------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Vertical(id="build-head"):
+            yield Static(f"#{self.build_id} …", id="build-title")
+            yield Static("", id="build-detail")
+        with Horizontal(id="build-progress-row"):
+            yield StillProgressBar(total=None, show_eta=False, id="build-bar")
+            yield Static("", id="build-progress-text")
+        yield Static(notice_line(self.notices), id="build-notice")
+        yield Static("", id="build-smoke", classes="-empty")
+        yield Static("", id="build-stall")
+        with Horizontal(id="build-graphs"):
+            yield TimeGraph("CPU", percent, 100.0, scale_label="of all cores", id="build-cpu")
+            # Its scale (RSS plus what is still available) comes with the first sample.
+            yield TimeGraph(
+                "Memory",
+                memory,
+                0.0,
+                limit_fraction=0.9,
+                autoscale=True,
+                peak_columns=True,
+                id="build-memory",
+            )
+            yield ParallelismGraph(id="build-edges")
+        with Vertical(id="build-panes"):
+            yield ProcessTable(id="build-processes")
+            yield LogView(id="build-log")
+        yield Input(placeholder="search the log (Enter finds, Esc closes)", id="build-search")
+        yield KeyFooter()
+
+    def on_mount(self) -> None:
+        self.sub_title = f"build #{self.build_id}"
+        self.query_one("#build-processes").border_title = "Processes"
+        self.query_one("#build-log").border_title = "Log"
+        cpu_tip = "CPU the build's processes use, as a share of all cores, once a second"
+        self.query_one("#build-cpu").tooltip = cpu_tip
+        self.query_one("#build-memory").tooltip = (
+            "Total RSS of the build's processes over the whole build, scaled to its own sampled "
+            "peak (the peak history and report show); 'of' is that plus the memory still "
+            "available (host or cgroup); near that it turns to warning colour"
+        )
+        self.query_one("#build-edges").tooltip = (
+            "Edges (compile and link commands) running at each second; the dotted line is the "
+            "job limit (-j): columns below it are job slots left idle. Live it counts the "
+            "build's compile and link jobs once a second (sampled); once a ninja build ends, "
+            "its exact edges from .ninja_log"
+        )
+        self.query_one("#build-notice").set_class(not self.notices, "-empty")
+        self.add_class("-processes-pane")
+        self.query_one("#build-processes", ProcessTable).focus()
+        self.load_build()
+
+    # -- polling (worker threads) ----------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="build-load")
+    def load_build(self) -> None:
+        """Read the build's row, its stored samples and what earlier builds took, once."""
+        try:
+            with History(self.state_directory) as history:
+                record = history.get(self.build_id)
+                samples = history.samples(self.build_id)
+                slowest = slowest_earlier_job(history, record)
+        except WorkbenchError as exc:
+            self.post_message(self.Failed(str(exc)))
+            return
+        self.post_message(self.Loaded(record, samples, stall_threshold(slowest)))
+
+    def _tick(self) -> None:
+        if self._polling or self.record is None:
+            return
+        self._polling = True
+        self.poll_build()
+
+    @work(thread=True, exclusive=True, group="build-poll")
+    def poll_build(self) -> None:
+        """One look at the build (a History of this thread's own); posts a `Polled`."""
+        from workbench.supervision import liveness
+
+        try:
+            with History(self.state_directory) as history:
+                record = liveness.check(history, [history.get(self.build_id)])[0]
+                if not record.active:
+                    jobs = history.jobs(self.build_id)[:FINISHED_JOBS_SHOWN]
+                    rows = tuple(ProcessRow.from_job(job) for job in jobs)
+                    produced = history.artefacts(self.build_id)
+                    measured = history.measured(self.build_id, slowest=0)
+                    spans = [(edge.started, edge.ended) for edge in history.edges(self.build_id)]
+                    exact = exact_parallelism(spans, record.started, record.ended, GRAPH_SECONDS)
+                    peak = measured.peak_rss if measured is not None else None
+                    self.post_message(
+                        self.Polled(
+                            Poll(
+                                record,
+                                rows,
+                                True,
+                                artefacts=produced,
+                                parallelism=exact,
+                                peak_rss=peak,
+                            )
+                        )
+                    )
+                    return
+        except WorkbenchError as exc:
+            self.post_message(self.Failed(str(exc)))
+            return
+        if self.show_all:
+            # Adopted: the build is its keeper's child, not the new supervisor's.
+            root = record.build_pid if record.adopted else None
+            rows = self.process_tree.rows(record.supervisor_pid, root_pid=root)
+            self.post_message(self.Polled(Poll(record, rows, False)))
+            return
+        jobs = record.live_view.jobs
+        states = read_states(job.pid for job in jobs if job.pid is not None)
+        rows = tuple(ProcessRow.from_view(job, states.get(job.pid or 0)) for job in jobs)
+        self.post_message(self.Polled(Poll(record, rows, False)))
+
+    # -- drawing (event loop) -------------------------------------------------------------------
+
+    def on_build_screen_loaded(self, message: Loaded) -> None:
+        record = message.record
+        self.record = record
+        self.watch = StallWatch(
+            message.threshold_s, last_progress_change(message.samples) if record.active else None
+        )
+        self.query_one(LogView).open(Path(record.log_path))
+        self.query_one(ProcessTable).base = record.cwd
+        cpu = self.query_one("#build-cpu", TimeGraph)
+        rss = self.query_one("#build-memory", TimeGraph)
+        edges = self.query_one(ParallelismGraph)
+        edges.jobs = record.jobs
+        # The whole build: the graphs fold it into their columns (O(1) per sample).
+        for sample in message.samples:
+            cpu.add(sample.cpu_percent, t=sample.t)
+            rss.add(sample.rss, float(sample.rss + sample.memory_available), t=sample.t)
+            edges.show_sampled(sampled_jobs(sample.compile_jobs, sample.link_jobs), sample.t)
+        for graph in (cpu, rss, edges):
+            graph.live = record.active
+        self._show_record(record)
+        self._tick()
+        self._timer = self.set_interval(POLL_INTERVAL_S, self._tick)
+
+    def on_build_screen_polled(self, message: Polled) -> None:
+        poll = message.poll
+        self._polling = False
+        self.polls += 1
+        self.record = poll.record
+        if poll.artefacts is not None:
+            self.artefacts = poll.artefacts
+        if poll.peak_rss is not None:
+            self.peak_rss = poll.peak_rss
+        self._show_record(poll.record)
+        live = poll.record.live_view
+        if poll.record.active and live.t is not None:
+            self.query_one("#build-cpu", TimeGraph).add(live.cpu_percent, t=live.t)
+            self.query_one("#build-memory", TimeGraph).add(
+                float(live.rss), live.memory_scale, t=live.t
+            )
+            self.query_one(ParallelismGraph).show_sampled(
+                sampled_jobs(live.compile_jobs, live.link_jobs), live.t
+            )
+        if poll.parallelism is not None:
+            self.query_one(ParallelismGraph).show_exact(
+                poll.parallelism.values, poll.parallelism.first_t
+            )
+        stall = None
+        if poll.record.active and self.watch is not None:
+            stall = self.watch.observe(time.time(), poll.record.progress_view.key(), poll.processes)
+        table = self.query_one(ProcessTable)
+        if poll.finished and table.sort_key == "cpu":
+            table.sort_key, table.descending = "time", True
+        table.show(poll.processes, flagged=stall.pid if stall else None)
+        what = (
+            "Sampled jobs of this build, slowest first"
+            if poll.finished
+            else "All processes (a: build tools only)"
+            if self.show_all
+            else "Build tools (a: every process)"
+        )
+        table.border_title = f"{what} · {len(poll.processes)} · sorted by {table.sort_label}"
+        self._show_stall(stall)
+        if poll.finished:
+            for graph in self.query(TimeGraph):
+                graph.live = False
+            if not poll.processes and self.pane == "processes":
+                self.action_switch_pane()  # no job to list: the log says more
+            if self._timer is not None:
+                self._timer.stop()
+            self.refresh_bindings()
+
+    def on_build_screen_failed(self, message: Failed) -> None:
+        self._polling = False
+        self.query_one("#build-title", Static).update(Text(f"#{self.build_id}: {message.text}"))
+
+    def _show_record(self, record: BuildRecord) -> None:
+        # Build output (notes, names, the last line, step descriptions) as data: Text, never
+        # markup (a "[@click=app.quit]" in a log line must not become an action), and no
+        # control character left to act.
+        title, detail = head_lines(record)
+        progress = record.progress_view
+        self.query_one(LogView).recorded_error = progress.first_error
+        produced = sizes_text(self.artefacts)
+        if produced:
+            detail = f"{detail} · {produced}" if detail else produced
+        self.query_one("#build-title", Static).update(Text(visible(title)))
+        self.query_one("#build-detail", Static).update(Text(visible(detail)))
+        text = progress_line(record, basis=self.has_class("-wide"), peak_rss=self.peak_rss)
+        self.query_one("#build-progress-text", Static).update(Text(visible(text)))
+        fraction = progress.fraction
+        bar = self.query_one("#build-bar", ProgressBar)
+        if fraction is not None:
+            bar.update(total=1000, progress=round(1000 * fraction))
+        elif not record.active:
+            # An ended build with no progress lines: a full bar for success, an empty one else.
+            bar.update(total=1000, progress=1000 if record.state == "succeeded" else 0)
+        if not self.notices:
+            # A build started from the CLI has no launch notices: its supervisor's view of the
+            # other builds on this host takes their place (the same line attach prints).
+            host = contention_text(record.live_view) if record.active else ""
+            notice = self.query_one("#build-notice", Static)
+            notice.update(notice_line([host]) if host else Text(""))
+            notice.set_class(not host, "-empty")
+            if bool(host) != self._host_shown:
+                self._host_shown = bool(host)
+                self.refresh_bindings()  # w: the other builds, now there are some
+        for state in ("running", "succeeded", "failed", "stopped"):
+            self.set_class(record.state == state, f"-{state}")
+        self.sub_title = f"build #{record.id} · {record.state}"
+
+    def _show_stall(self, stall: Stall | None) -> None:
+        self.stall = stall
+        banner = self.query_one("#build-stall", Static)
+        banner.set_class(stall is not None, "-shown")
+        if stall is None:
+            return
+        if self._can_debug():
+            hint = f"Press d to capture its stacks (process {stall.pid} is marked ⚠ below)."
+        else:
+            hint = f"See its stacks: `workbench bt {stall.pid}`."
+        banner.update(Text(visible(stall.describe(hint))))
+
+    def on_log_view_status(self, message: LogView.Status) -> None:
+        # It quotes what was searched for: a border title is markup, so it goes as Text.
+        self.query_one(LogView).border_title = Text(f"Log · {message.text}")
+
+    def on_data_table_header_selected(self) -> None:
+        table = self.query_one(ProcessTable)
+        title = str(table.border_title or "Processes").split(" · sorted by")[0]
+        table.border_title = f"{title} · sorted by {table.sort_label}"
+
+    # -- actions --------------------------------------------------------------------------------
+
+    def _can_debug(self) -> bool:
+        return hasattr(self.app, "open_debug")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # False hides a key that cannot apply here; None shows it disabled for now.
+        if action == "stop_build":
+            if self.record is not None and not self.record.active:
+                return False
+            return None if self.stopping else True
+        if action == "all_processes":
+            return self.record is None or self.record.active
+        if action == "notices":
+            return bool(self.notices or self._host_lines())
+        if action == "smoke":
+            if not self._can_smoke():
+                return False
+            return None if self.smoking else True
+        if action == "debug":
+            if not self._can_debug() or (self.record is not None and not self.record.active):
+                return False
+            return True if self._debug_pid() is not None else None
+        return True
+
+    def _can_smoke(self) -> bool:
+        record = self.record
+        return (
+            record is not None
+            and record.state == "succeeded"
+            and record.variant is not None
+            and record.backend in ("nix", "flox")
+        )
+
+    def action_smoke(self) -> None:
+        if not self._can_smoke() or self.smoking:
+            return
+        self.smoking = True
+        self._show_smoke("smoke: running… (import onnxruntime, the tiny model on each provider)")
+        self.refresh_bindings()
+        self.run_smoke()
+
+    @work(thread=True, exclusive=True, group="build-smoke")
+    def run_smoke(self) -> None:
+        """`workbench smoke NAME` for the variant this build made, in a worker thread."""
+        from workbench.artefacts.smoke_target import require_providers, resolve
+        from workbench.debugging.smoke import smoke_python
+
+        record = self.record
+        assert record is not None and record.variant is not None
+        try:
+            with History(self.state_directory) as history:
+                target = resolve(record.variant, Path(record.cwd), history)
+            result = smoke_python(target.python)
+        except (WorkbenchError, OSError) as exc:
+            self.post_message(self.SmokeDone(f"smoke: could not run: {exc}", False))
+            return
+        cuda = "-cuda" in record.variant
+        why = require_providers(result.check, cuda) if result.status == "passed" else None
+        status = "failed" if why else result.status
+        text = f"smoke {status.upper()}: {why or result.message} · {target.said}"
+        self.post_message(self.SmokeDone(text, status == "passed"))
+
+    def on_build_screen_smoke_done(self, message: SmokeDone) -> None:
+        self.smoking = False
+        self._show_smoke(message.text, ok=message.ok)
+        self.notify(message.text, severity="information" if message.ok else "error", markup=False)
+        self.refresh_bindings()
+
+    def _show_smoke(self, text: str, ok: bool | None = None) -> None:
+        line = self.query_one("#build-smoke", Static)
+        line.update(Text(visible(text)))
+        line.set_class(False, "-empty")
+        line.set_class(ok is True, "-passed")
+        line.set_class(ok is False, "-failed")
+
+    def action_all_processes(self) -> None:
+        """Switch between the build tools (the supervisor's view) and every process."""
+        self.show_all = not self.show_all
+        self.notify(
+            "Every process of the build" if self.show_all else "Compilers, linkers and builders"
+        )
+        self._tick()
+
+    def action_notices(self) -> None:
+        """Every line the launch said about the host (or, for a build started elsewhere, what
+        its supervisor measured of the rest of the host), in a dialog."""
+        self.app.push_screen(NoticesScreen(self.notices or tuple(self._host_lines())))
+
+    def _host_lines(self) -> list[str]:
+        """What the supervisor's census and contention say of the other builds on this host."""
+        if self.record is None:
+            return []
+        live = self.record.live_view
+        lines = [contention_text(live)]
+        if live.other is not None and live.other.summary:
+            lines.append(live.other.summary)
+        return [visible(line) for line in lines if line]
+
+    def action_leave(self) -> None:
+        search = self.query_one("#build-search", Input)
+        if search.has_class("-shown"):
+            self._close_search()
+            return
+        # The build belongs to its supervisor: leaving only stops watching it.
+        if len(self.app.screen_stack) > 1:
+            self.app.pop_screen()
+
+    def action_switch_pane(self) -> None:
+        table, log = self.query_one(ProcessTable), self.query_one(LogView)
+        self.pane = "log" if self.pane == "processes" else "processes"
+        self.set_class(self.pane == "log", "-log-pane")
+        self.set_class(self.pane == "processes", "-processes-pane")
+        (log if self.pane == "log" else table).focus()
+
+    def _show_log(self) -> LogView:
+        if self.pane != "log":
+            self.action_switch_pane()
+        return self.query_one(LogView)
+
+    def action_search(self) -> None:
+        self._show_log()
+        search = self.query_one("#build-search", Input)
+        search.add_class("-shown")
+        search.focus()
+
+    def _close_search(self) -> None:
+        self.query_one("#build-search", Input).remove_class("-shown")
+        self.query_one(LogView).focus()
+
+    @on(Input.Submitted, "#build-search")
+    def _search_submitted(self, event: Input.Submitted) -> None:
+        text = event.value.strip()
+        self._close_search()
+        if text:
+            self.query_one(LogView).search(text)
+
+    def action_next_match(self) -> None:
+        log = self._show_log()
+        if log.search_text:
+            log.search(log.search_text)
+        else:
+            self.action_search()
+
+    def action_previous_match(self) -> None:
+        log = self._show_log()
+        if log.search_text:
+            log.search(log.search_text, backwards=True)
+
+    def action_first_error(self) -> None:
+        self._show_log().focus()
+        self.query_one(LogView).first_error()
+
+    def _debug_pid(self) -> int | None:
+        pid = self.query_one(ProcessTable).selected_pid()
+        if pid is None and self.stall is not None:
+            pid = self.stall.pid
+        return pid
+
+    def action_debug(self) -> None:
+        pid = self._debug_pid()
+        if pid is None or not self._can_debug():
+            self.notify("No running process selected to debug", severity="warning")
+            return
+        self.app.open_debug(pid)  # type: ignore[attr-defined]
+
+    def action_stop_build(self) -> None:
+        record = self.record
+        if record is None or not record.active or self.stopping:
+            return
+        question = (
+            f"Stop build #{record.id} ({visible(record.name)})?\n\n"
+            f"TERM to its process group and every process of its tree, KILL after "
+            f"{STOP_GRACE_S:g} s: the same as `workbench stop {record.id}`."
+        )
+        self.app.push_screen(ConfirmStop(question), self._confirmed)
+
+    def _confirmed(self, yes: bool | None) -> None:
+        if not yes:
+            return
+        self.stopping = True
+        self.refresh_bindings()
+        self.notify(f"Stopping build #{self.build_id}…")
+        self.stop_build()
+
+    @work(thread=True, exclusive=True, group="build-stop")
+    def stop_build(self) -> None:
+        """`workbench stop ID`'s path: liveness check, then `control.stop`, off the event loop."""
+        from workbench.supervision import control, liveness
+
+        try:
+            with History(self.state_directory) as history:
+                record = liveness.check(history, [history.get(self.build_id)])[0]
+                record, survivors = control.stop(history, record, STOP_GRACE_S)
+        except WorkbenchError as exc:
+            self.post_message(self.Stopped(str(exc), False))
+            return
+        if survivors:
+            listing = ", ".join(f"{m.name} ({m.pid})" for m in survivors[:10])
+            self.post_message(
+                self.Stopped(f"{outcome_line(record)}; still running: {listing}", False)
+            )
+        else:
+            self.post_message(
+                self.Stopped(f"{outcome_line(record)}; no process of it is left", True)
+            )
+
+    def on_build_screen_stopped(self, message: Stopped) -> None:
+        self.stopping = False
+        self.notify(
+            visible(message.text),
+            severity="information" if message.ok else "error",
+            timeout=10,
+            markup=False,  # the stop's outcome carries the build's note: data, not markup
+        )
+        self.refresh_bindings()
+
+    def palette_commands(self) -> list[tuple[str, str, Callable[[], object]]]:
+        """(title, help, callback) for the command palette."""
+        commands: list[tuple[str, str, Callable[[], object]]] = [
+            ("Build: leave (keeps running)", "back to the previous screen", self.action_leave),
+            ("Build: search the log", "find text in the log", self.action_search),
+            ("Build: first error", "jump to the first error line", self.action_first_error),
+            ("Build: processes or log", "switch the pane", self.action_switch_pane),
+        ]
+        if self.record is not None and self.record.active:
+            commands.insert(
+                0, ("Build: stop", "stop the build (asks first)", self.action_stop_build)
+            )
+        pid = self._debug_pid()
+        if pid is not None and self._can_debug():
+            commands.append(
+                (f"Build: debug process {pid}", "capture its stacks", self.action_debug)
+            )
+        return commands

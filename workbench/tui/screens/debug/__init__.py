@@ -1,0 +1,1 @@
+"""The debug screen: a capture of a stuck process, its diagnosis, stacks and source."""

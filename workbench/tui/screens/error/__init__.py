@@ -1,0 +1,1 @@
+"""The error screen: a user error told in full."""

@@ -1,0 +1,1 @@
+"""The history screen and the report and compare screens it opens."""

@@ -1,0 +1,1 @@
+"""The matrix screen: a whole matrix build, one row per variant."""

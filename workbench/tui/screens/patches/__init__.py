@@ -1,0 +1,1 @@
+"""The patches screen: the patch series of a checkout."""
