@@ -128,9 +128,16 @@ def touch(path: Path) -> None:
 
 
 def record_runs(
-    state: Path, directory: Path, units: int, hogs: int, quota: float, depth: int = 6
+    state: Path,
+    directory: Path,
+    units: int,
+    hogs: int,
+    quota: float,
+    depth: int = 6,
+    quick: bool = False,
 ) -> list[dict[str, Any]]:
-    """Build the plan; returns what each run was (in history order)."""
+    """Build the plan; returns what each run was (in history order). `quick`: four runs, one of
+    each kind (full, slowed, incremental, unnamed), instead of nine."""
     heavy = tuple(range(0, units, 5))
     sample_project.write_project(directory / "src", units=units, heavy=heavy, depth=depth)
     subprocess.run(
@@ -164,6 +171,12 @@ def record_runs(
         build(state, directory, jobs, "sample-project")
         plan.append({"kind": "incremental", "jobs": jobs, "slowed": None, "named": True})
 
+    if quick:
+        full(2)
+        full(2, slowed=True)
+        incremental(2, "heavy_0.cc")
+        full(2, name=None)
+        return plan
     full(2)
     full(2)
     full(1)
@@ -440,11 +453,11 @@ def main() -> None:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="smaller: 11 light units, no hogs (checks the script; still 9 builds)",
+        help="smaller: 3 light units, no hogs, 4 builds (one of each kind; checks the script)",
     )
     args = parser.parse_args()
     if args.quick:
-        args.units, args.hogs = 11, 0
+        args.units, args.hogs = 3, 0
     missing = sample_project.missing_tools() + [t for t in ("taskset",) if not shutil.which(t)]
     if missing:
         raise SystemExit(f"eta_accuracy: missing {', '.join(missing)}")
@@ -456,7 +469,13 @@ def main() -> None:
             plan = json.loads((work / "plan.json").read_text())
         else:
             plan = record_runs(
-                state, work / "sample", args.units, args.hogs, args.quota, 1 if args.quick else 6
+                state,
+                work / "sample",
+                args.units,
+                args.hogs,
+                args.quota,
+                1 if args.quick else 6,
+                quick=args.quick,
             )
             (work / "plan.json").write_text(json.dumps(plan))
         recorded_s = time.monotonic() - began

@@ -546,17 +546,19 @@ def cuda_builds(
     return builds
 
 
-def cxx_builds(state: Path, work: Path, jobs_list: list[int], units: int) -> dict[str, Any]:
+def cxx_builds(
+    state: Path, work: Path, jobs_list: list[int], units: int, depth: int = CXX_DEPTH
+) -> dict[str, Any]:
     """The C++ fixture with every job count, rebuilt from clean each time."""
     source, output = work / "cxx-src", work / "cxx-build"
     heavy = tuple(range(0, units, 2))
-    sample_project.write_project(source, units=units, heavy=heavy, depth=CXX_DEPTH)
+    sample_project.write_project(source, units=units, heavy=heavy, depth=depth)
     configure = sample_project.configure_argv(source, output)
     configured = run(configure, timeout=300)
     builds: dict[str, Any] = {
         "units": units,
         "heavy_units": len(heavy),
-        "depth": CXX_DEPTH,
+        "depth": depth,
         "configure_command": shlex.join(configure),
         "configure_returncode": configured.get("returncode"),
         "runs": [],
@@ -703,13 +705,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cuda-units", type=int, default=cuda_sample_project.DEFAULT_UNITS)
     parser.add_argument("--cuda-depth", type=int, default=cuda_sample_project.DEFAULT_DEPTH)
     parser.add_argument("--cxx-units", type=int, default=CXX_UNITS)
+    parser.add_argument("--cxx-depth", type=int, default=CXX_DEPTH, help="heavy units' chain")
     parser.add_argument("--skip", nargs="*", default=[], help="steps: smoke gdb cuda cxx")
     parser.add_argument(
-        "--quick", action="store_true", help="tiny projects (to check the script itself)"
+        "--quick",
+        action="store_true",
+        help="tiny projects (to check the script itself): 3 CUDA units at depth 4, 2 C++ units "
+        "at depth 1",
     )
     args = parser.parse_args(argv)
     if args.quick:
-        args.cuda_units, args.cuda_depth, args.cxx_units = 3, 4, 12
+        args.cuda_units, args.cuda_depth, args.cxx_units, args.cxx_depth = 3, 4, 2, 1
     name = args.name or platform.node() or "host"
     out_dir: Path = args.out_dir
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -749,7 +755,7 @@ def main(argv: list[str] | None = None) -> int:
         if "cxx" not in args.skip:
             print("C++ fixture ...", file=sys.stderr, flush=True)
             jobs_list = [int(text) for text in args.jobs.split(",") if text]
-            results["cxx"] = cxx_builds(state, work, jobs_list, args.cxx_units)
+            results["cxx"] = cxx_builds(state, work, jobs_list, args.cxx_units, args.cxx_depth)
         results["recommendations"] = recommendations(
             state, (results.document.get("doctor") or {}).get("json")
         )

@@ -80,6 +80,8 @@ def writer(state: Path, build_id: int, rate: int, seconds: float) -> None:
     from workbench.history.store import History
 
     me = psutil.Process()
+    stopped: list[int] = []  # SIGTERM (--quick, once measured): end the loop, finish the build
+    signal.signal(signal.SIGTERM, lambda number, _frame: stopped.append(number))
     with History(state) as history:
         history.set_supervisor(build_id, me.pid, me.create_time())
         history.mark_running(build_id, me.pid, os.getpgid(0), time.time())
@@ -98,7 +100,7 @@ def writer(state: Path, build_id: int, rate: int, seconds: float) -> None:
                 + b'-onnxruntime-1.23.2.drv","",1,1],"id":107563160961028,"level":3,'
                 b'"text":"building onnxruntime","type":105}\n'
             )
-            while (now := time.monotonic()) - started < seconds:
+            while not stopped and (now := time.monotonic()) - started < seconds:
                 due = int((now - started) * rate)
                 while written < due:
                     log.write(_lines(batch, written))
@@ -150,7 +152,8 @@ def _rss() -> int:
     return psutil.Process().memory_info().rss
 
 
-async def log_growth(rate: int, seconds: float) -> dict[str, Any]:
+async def log_growth(rate: int, seconds: float, stop_writer: bool = False) -> dict[str, Any]:
+    """`stop_writer`: end the writer (SIGTERM) once measured, rather than 6 s past it."""
     from recorded_host import recorded_doctor
 
     from workbench.history.records import NewBuild
@@ -243,6 +246,8 @@ async def log_growth(rate: int, seconds: float) -> dict[str, Any]:
             rss_end = _rss()
             lines_end = log.line_count
             polls = screen.polls
+        if stop_writer:
+            child.send_signal(signal.SIGTERM)  # ours; it ends its loop and finishes the build
         out, _ = child.communicate(timeout=30)
     finally:
         shutil.rmtree(state, ignore_errors=True)
@@ -287,7 +292,12 @@ async def log_growth(rate: int, seconds: float) -> dict[str, Any]:
 # -- 2. cost against history length ----------------------------------------------------------------
 
 
-async def costs() -> dict[str, Any]:
+async def costs(
+    lengths: tuple[int, int] = (100, 100_000),
+    adds: int = 20_000,
+    frames: int = 300,
+    updates: int = 200,
+) -> dict[str, Any]:
     from textual.app import App, ComposeResult
 
     from workbench.history.records import BuildRecord
@@ -308,18 +318,16 @@ async def costs() -> dict[str, Any]:
         await pilot.pause()
         for _ in range(100):  # warm up: the first frames pay for caches and styles
             graph.render()
-        for length in (100, 100_000):
+        for length in lengths:
             graph.clear()  # the ring and the whole-build history both hold `length` samples
             for n in range(length):
                 graph.add(float(n % 100))
-            adds = 20_000
             started = time.perf_counter()
             for n in range(adds):
                 graph.add(float(n % 100))
             result["graph_add_us"][str(length)] = round(
                 1e6 * (time.perf_counter() - started) / adds, 2
             )
-            frames = 300
             started = time.perf_counter()
             for _ in range(frames):
                 graph.render()
@@ -352,12 +360,11 @@ async def costs() -> dict[str, Any]:
             ]
             rows = tuple(ProcessRow.from_view(ProcessView.from_json(job)) for job in jobs)
             base = _record(BuildRecord)
-            for length in (100, 100_000):
+            for length in lengths:
                 for graph in screen.query(TimeGraph):
                     graph.clear()
                     for n in range(length):
                         graph.add(float(n % 90))
-                updates = 200
                 started = time.perf_counter()
                 for n in range(updates):
                     live = {"t": 1000.0 + length + n, "cpu_percent": 50.0, "rss": 2**30}
@@ -371,11 +378,12 @@ async def costs() -> dict[str, Any]:
                 assert memory(2**30) == "1.0Gi"
     finally:
         shutil.rmtree(state, ignore_errors=True)
+    short, long = (f"{length:,}" for length in lengths)
     result["method"] = (
-        "graph: 20,000 add() calls and 300 render() calls with the ring holding 100 or 100,000 "
-        "samples; screen update: the build screen's once-a-second handler (both graphs, a 24-row "
-        "process table, the stall check) and the frame after it, with the graphs holding 100 or "
-        "100,000 samples"
+        f"graph: {adds:,} add() calls and {frames:,} render() calls with the ring holding {short} "
+        f"or {long} samples; screen update: {updates:,} calls of the build screen's "
+        "once-a-second handler (both graphs, a 24-row process table, the stall check) and the "
+        f"frame after it, with the graphs holding {short} or {long} samples"
     )
     return result
 
@@ -495,7 +503,9 @@ def main() -> None:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="seconds, not minutes: 1 s at 2,000 lines/s, one first screen (checks the script)",
+        help="seconds, not minutes: 1 s at 2,000 lines/s (the writer stopped once measured); "
+        "graphs of 100 and 1,000 samples, a tenth of the calls (screen updates: a twentieth); "
+        "one first screen (checks the script)",
     )
     args = parser.parse_args()
     if args.quick:
@@ -504,8 +514,12 @@ def main() -> None:
         writer(Path(args.writer[0]), int(args.writer[1]), args.rate, args.seconds)
         return
     result: dict[str, Any] = {"benchmark": "tui_log_growth", "size": list(SIZE)}
-    result["log_growth"] = asyncio.run(log_growth(args.rate, args.seconds))
-    result["cost_vs_history"] = asyncio.run(costs())
+    if args.quick:
+        result["log_growth"] = asyncio.run(log_growth(args.rate, args.seconds, stop_writer=True))
+        result["cost_vs_history"] = asyncio.run(costs((100, 1000), 2000, 30, 10))
+    else:
+        result["log_growth"] = asyncio.run(log_growth(args.rate, args.seconds))
+        result["cost_vs_history"] = asyncio.run(costs())
     if not args.no_pty:
         result["first_screen"] = first_screen(args.pty_runs)
     print(json.dumps(result, indent=2))

@@ -177,12 +177,15 @@ def unit_seconds(work: Path, depth: int) -> float:
     return time.monotonic() - began
 
 
-def quiet_project(work: Path, jobs: int, seconds: float) -> Path:
-    """A project whose -jJOBS build prints ~3 lines/s for at least `seconds`; its build dir."""
+def quiet_project(work: Path, jobs: int, seconds: float, calibrate: bool = True) -> Path:
+    """A project whose -jJOBS build prints ~3 lines/s for at least `seconds`; its build dir.
+    `calibrate=False`: units of depth 1, timed once (more lines/s; --quick)."""
     # One ninja line per unit: units finishing at 3 a second over `jobs` slots.
     wanted = jobs / LINES_PER_SECOND_QUIET
-    depth, took = 6, unit_seconds(work, 6)
-    for _ in range(3):  # compile time grows about linearly with the template chain's depth
+    depth = 6 if calibrate else 1
+    took = unit_seconds(work, depth)
+    # Compile time grows about linearly with the template chain's depth.
+    for _ in range(3 if calibrate else 0):
         depth = max(6, min(400, round(depth * wanted / max(took, 0.05))))
         took = unit_seconds(work, depth)
         if 0.7 * wanted <= took <= 1.4 * wanted:
@@ -237,8 +240,9 @@ def measure_quiet(
     seconds: float,
     keep: Path | None,
     presses: int,
+    calibrate: bool = True,
 ) -> dict[str, Any]:
-    build = quiet_project(work, jobs, warmup + seconds + presses * 0.6 + 15)
+    build = quiet_project(work, jobs, warmup + seconds + presses * 0.6 + 15, calibrate)
     start_build(state, env, "quiet", ["ninja", "-C", str(build), f"-j{jobs}"])
     name, argv = baseline_argv()
     tui = Terminal(workbench_argv(state), env, work)
@@ -392,13 +396,16 @@ def main() -> None:
         help="run this tree's workbench instead (e.g. `git archive` of the commit before a change)",
     )
     parser.add_argument(
-        "--quick", action="store_true", help="seconds, not minutes: 3 s windows, 5 presses"
+        "--quick",
+        action="store_true",
+        help="seconds, not minutes: 1 s windows after 0.5 s, 3 presses, the quiet build's units "
+        "timed once (not calibrated to 3 lines/s)",
     )
     args = parser.parse_args()
     global CHECKOUT
     CHECKOUT = args.checkout.resolve() if args.checkout else None
     if args.quick:
-        args.seconds, args.warmup, args.presses, args.jobs = 3.0, 2.0, 5, min(args.jobs, 2)
+        args.seconds, args.warmup, args.presses, args.jobs = 1.0, 0.5, 3, min(args.jobs, 2)
     missing = sample_project.missing_tools()
     if missing:
         raise SystemExit(f"tui_terminal_cost: missing {', '.join(missing)}")
@@ -427,6 +434,7 @@ def main() -> None:
             args.seconds,
             args.keep,
             args.presses,
+            calibrate=not args.quick,
         )
         result["follow"] = measure_follow(
             work, work / "state-follow", env, args.rate, args.warmup, args.seconds, args.keep
