@@ -54,6 +54,7 @@ SLOW_FILES = {
     "debugging/capture/test_debug_library_symbols.py": _GDB,
     "debugging/test_debug_screen.py": _GDB,
     "debugging/test_debug_smoke.py": _GDB,
+    "debugging/diagnosis/test_debug_progress.py": _GDB + " (compiled first)",
     "debugging/diagnosis/test_debug_spin_verdict.py": _GDB,
     "debugging/capture/test_debug_symbols.py": _GDB,
     "debugging/capture/test_debug_threads_and_states.py": _GDB,
@@ -68,9 +69,13 @@ SLOW_FILES = {
     "supervision/test_live_eta_learning.py": (
         "real ninja builds through the supervisor, edges sleeping"
     ),
+    "supervision/test_not_responding.py": "a real supervisor stopped and continued, by the CLI",
     "supervision/test_trees_and_leftovers.py": "real builds whose supervisors are killed",
     "tui/screens/debug/test_debug_layout.py": (
         "draws the debug screen at two sizes for every recorded capture"
+    ),
+    "tui/screens/variants/test_launch_from_variants.py": (
+        "the sample project built for real from the variants screen"
     ),
     "tui/test_snapshot_markers.py": "collects the whole suite again, as the minimum-versions run",
 }

@@ -2,17 +2,29 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 
+# A dry run asks Nix whether the variant evaluates at the pin, which fetches nixpkgs: on a host
+# without the network, Nix's five download attempts backing off took 9 s to say "not known",
+# which one attempt says at once. For tests that check what a dry run prints, not Nix's verdict.
+ONE_NIX_DOWNLOAD_ATTEMPT = {
+    "NIX_CONFIG": (os.environ.get("NIX_CONFIG", "") + "\ndownload-attempts = 1").lstrip()
+}
+
 
 def run_workbench(
-    *args: str, state: Path | None = None, config: Path | None = None
+    *args: str,
+    state: Path | None = None,
+    config: Path | None = None,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """The real CLI with these words (and `--state-dir`, `--config` when given), captured."""
+    """The real CLI with these words (and `--state-dir`, `--config` when given; `env` added to
+    this process's environment), captured."""
     options = [
         *(["--state-dir", str(state)] if state else []),
         *(["--config", str(config)] if config else []),
@@ -22,6 +34,7 @@ def run_workbench(
         capture_output=True,
         text=True,
         cwd=REPO,
+        env={**os.environ, **env} if env else None,
         timeout=60,
         check=False,
     )

@@ -382,6 +382,7 @@ def test_stop_kills_what_ignores_term_and_what_escaped_the_group(
     assert not named("sleep")
 
 
+@pytest.mark.slow  # the real CLI in a pty, its supervisor and build, then `attach`: 5 s
 def test_ctrl_c_detaches_and_attach_follows_to_the_end(bench: Bench, tmp_path: Path) -> None:
     # The build holds after step 10 until the test lets it go: on a loaded machine the CLI may
     # take seconds to show the first lines and to act on Ctrl-C, and a build that ran on by
