@@ -19,6 +19,13 @@ from supervision.supervised import Bench
 from workbench.configs.matrix import Matrix, load_matrix
 
 REPO = Path(__file__).resolve().parent.parent
+
+# The tests fetch nothing with Nix (local flakes, empty substituters) but where a command asks
+# Nix about the pin (a dry run's evaluation, the pin's availability), which fetches nixpkgs: on
+# a host without the network, Nix's five download attempts backing off took 9 s of each such
+# command to say "not known", which one attempt says at once. Every test's Nix inherits this
+# (a test that sets its own NIX_CONFIG fetches nothing).
+os.environ["NIX_CONFIG"] = (os.environ.get("NIX_CONFIG", "") + "\ndownload-attempts = 1").lstrip()
 STANDIN_NVIDIA_SMI = REPO / "tests" / "standins" / "standin-nvidia-smi"
 NVIDIA_SMI_FIXTURES = REPO / "tests" / "standins" / "nvidia-smi-fixtures"
 

@@ -9,13 +9,6 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 
-# A dry run asks Nix whether the variant evaluates at the pin, which fetches nixpkgs: on a host
-# without the network, Nix's five download attempts backing off took 9 s to say "not known",
-# which one attempt says at once. For tests that check what a dry run prints, not Nix's verdict.
-ONE_NIX_DOWNLOAD_ATTEMPT = {
-    "NIX_CONFIG": (os.environ.get("NIX_CONFIG", "") + "\ndownload-attempts = 1").lstrip()
-}
-
 
 def run_workbench(
     *args: str,

@@ -111,10 +111,6 @@ def test_an_installed_workbench_works_outside_any_checkout(
         PIPX_BIN_DIR=str(home / "bin"),
         PIP_CACHE_DIR=os.environ.get("PIP_CACHE_DIR", str(Path.home() / ".cache" / "pip")),
         PATH=f"{home / 'bin'}:{os.environ['PATH']}",
-        # The dry run asks Nix whether the variant evaluates at the pin, which fetches nixpkgs:
-        # on a host without the network Nix's five download attempts, backing off, took 9 s of
-        # each test to say "not known", which one attempt says too (nothing here reads it).
-        NIX_CONFIG=(os.environ.get("NIX_CONFIG", "") + "\ndownload-attempts = 1").lstrip(),
         **GIT_IDENTITY,
     )
     workbench = install(path, dist, home, env)

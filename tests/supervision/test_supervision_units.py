@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from supervised import REPO, Bench
-from workbench_cli import ONE_NIX_DOWNLOAD_ATTEMPT, run_workbench
+from workbench_cli import run_workbench
 
 from workbench.configs.matrix import Matrix
 from workbench.configs.settings import load_settings
@@ -118,7 +118,7 @@ def test_checkout_is_the_nearest_git_root(tmp_path: Path) -> None:
 
 
 def _cli(*args: str, state: Path) -> subprocess.CompletedProcess[str]:
-    return run_workbench(*args, state=state, env=ONE_NIX_DOWNLOAD_ATTEMPT)
+    return run_workbench(*args, state=state)
 
 
 def test_dry_run_prints_the_exact_command_and_starts_nothing(tmp_path: Path) -> None:
