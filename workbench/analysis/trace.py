@@ -10,11 +10,8 @@ document linked from https://perfetto.dev/docs/getting-started/other-formats.
 
 from __future__ import annotations
 
-import contextlib
 import heapq
 import json
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +19,7 @@ from typing import Any
 
 from workbench.analysis import schedule
 from workbench.analysis.edges import Edge
+from workbench.atomic_file import replace_file
 from workbench.errors import WorkbenchError
 
 _PID = 1
@@ -154,20 +152,9 @@ def chrome_trace(
 
 def write_trace(path: Path, document: dict[str, Any]) -> None:
     """Write the trace atomically (a temporary file renamed over), private to its owner."""
-    directory = path.parent if str(path.parent) else Path(".")
+    # sort_keys: as every JSON the CLI writes
+    data = json.dumps(document, sort_keys=True).encode("utf-8")
     try:
-        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
+        replace_file(path, data, mode=0o600)
     except OSError as exc:
-        raise WorkbenchError(
-            f"{directory}: cannot write the trace there ({exc.strerror})"
-        ) from None
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            json.dump(document, stream, sort_keys=True)  # as every JSON the CLI writes
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
         raise WorkbenchError(f"{path}: cannot write the trace ({exc.strerror})") from None

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import re
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from workbench.atomic_file import replace_file
 from workbench.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -188,7 +189,8 @@ def _line_endings_of(path: Path, text: str) -> str:
 def write_atomically(path: Path, text: str) -> None:
     """Replace `path` with `text` so that readers see the old file or the new one, never half.
 
-    Temp file in the same directory, fsync, rename over, fsync the directory. A symbolic link
+    `workbench.atomic_file.replace_file`: temp file beside it, fsync, rename over, fsync the
+    directory. A symbolic link
     is followed: its target is what changes (the link stays a link). The file's mode, owner
     (where this user may set it) and line endings are kept; a read-only file is refused, not
     replaced. An unwritable directory or a full disk is a ConfigError that says what to do.
@@ -209,38 +211,20 @@ def write_atomically(path: Path, text: str) -> None:
             f"(chmod u+w {path}) to change it, or edit a copy (--config DIR)"
         )
     text = _line_endings_of(path, text)
+    owner = None if info is None else (info.st_uid, info.st_gid)
     try:
-        handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+        replace_file(path, text.encode("utf-8"), mode=mode, owner=owner)
     except OSError as exc:
-        raise ConfigError(
-            f"{directory}: cannot write there ({exc.strerror}); {path.name} is changed by "
-            f"writing a new copy beside it: make {directory} writable, or copy the configs "
-            "to a folder of yours and pass --config DIR"
-        ) from None
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as temp:
-            temp.write(text)
-            temp.flush()
-            os.fsync(temp.fileno())
-        os.chmod(temp_name, mode)
-        if info is not None and (info.st_uid, info.st_gid) != (os.geteuid(), os.getegid()):
-            with contextlib.suppress(PermissionError):
-                os.chown(temp_name, info.st_uid, info.st_gid)
-        os.replace(temp_name, path)
-    except BaseException as exc:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp_name)
-        if isinstance(exc, OSError):
+        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
             raise ConfigError(
-                f"{path}: cannot write it ({exc.strerror}); nothing was changed: free space "
-                f"on its disk or make {directory} writable, then try again"
+                f"{directory}: cannot write there ({exc.strerror}); {path.name} is changed by "
+                f"writing a new copy beside it: make {directory} writable, or copy the configs "
+                "to a folder of yours and pass --config DIR"
             ) from None
-        raise
-    directory_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(directory_fd)
-    finally:
-        os.close(directory_fd)
+        raise ConfigError(
+            f"{path}: cannot write it ({exc.strerror}); nothing was changed: free space "
+            f"on its disk or make {directory} writable, then try again"
+        ) from None
 
 
 @contextlib.contextmanager

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbench.configs.toml_files import write_atomically
+from workbench.atomic_file import replace_file
 from workbench.errors import PatchError, WorkbenchError
 from workbench.patches.series import Series, SeriesPatch
 
@@ -149,15 +149,7 @@ def save_state(paths: WorkspacePaths, data: dict[str, Any], durable: bool = True
     document = {**data, "schema": SCHEMA, "updated": time.time()}
     paths.root.mkdir(parents=True, exist_ok=True)
     text = json.dumps(document, indent=2, sort_keys=True) + "\n"
-    if durable:
-        write_atomically(paths.state_file, text)
-        return
-    temporary = paths.state_file.with_name(f".{paths.state_file.name}.{os.getpid()}.tmp")
-    try:
-        temporary.write_text(text, encoding="utf-8")
-        os.replace(temporary, paths.state_file)
-    finally:
-        temporary.unlink(missing_ok=True)
+    replace_file(paths.state_file, text, mode=0o600, durable=durable)
 
 
 # -- git ---------------------------------------------------------------------------------------

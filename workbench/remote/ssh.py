@@ -15,9 +15,9 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from workbench.atomic_file import replace_file
 from workbench.history.private_state import (
     ensure_state_directory,
-    open_private,
     private_directory,
 )
 from workbench.remote.config import BuildHost
@@ -89,11 +89,7 @@ def _config_text(hosts: tuple[BuildHost, ...], known_hosts: Path) -> str:
 
 
 def _write_private(path: Path, text: str) -> None:
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = open_private(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(temp, path)
+    replace_file(path, text, mode=0o600)
 
 
 def prepare_ssh(hosts: tuple[BuildHost, ...], state_directory: Path) -> SshSetup:

@@ -19,10 +19,10 @@ original process becomes the keeper, the child goes on as the supervisor. The ke
   once the build ends (reaped here, or told before the loss);
 - exits with the supervisor's status once a supervisor has said "done".
 
-Everything here is the standard library: the keeper must stay small and must not fail. It says
-what it does in supervisor.log (its standard error), and writes `keeper.json` (its pid and start
-time) into the build's folder, so that `liveness` does not call a build lost while its keeper is
-adopting it.
+Everything here is the standard library (`workbench.atomic_file` is too): the keeper must
+stay small and must not fail. It says what it does in supervisor.log (its standard error), and
+writes `keeper.json` (its pid and start time) into the build's folder, so that `liveness`
+does not call a build lost while its keeper is adopting it.
 
 Messages (SOCK_SEQPACKET, one per send):
 supervisor -> keeper: b"pipe" (with the pipe's reading end), b"build PID", b"exit STATUS CPU_S",
@@ -40,6 +40,8 @@ import socket
 import sys
 import time
 from pathlib import Path
+
+from workbench.atomic_file import replace_file
 
 KEEPER_FILE = "keeper.json"
 # A supervisor that keeps dying (a bug that kills it on every start) is not restarted forever.
@@ -74,18 +76,10 @@ def _write_keeper_file(build_directory: Path) -> None:
     """keeper.json, written atomically (0600, never through a link planted in its place)."""
     record = {"pid": os.getpid(), "started": _create_time(os.getpid())}
     path = keeper_path(build_directory)
-    temporary = path.with_name(f".{KEEPER_FILE}.{os.getpid()}")
     try:
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        try:
-            os.write(fd, json.dumps(record).encode())
-        finally:
-            os.close(fd)
-        os.replace(temporary, path)
+        replace_file(path, json.dumps(record).encode(), mode=0o600, durable=False)
     except OSError as error:  # a full disk: liveness then judges by the supervisor alone
         _say(f"cannot write {path} ({error.strerror or error})")
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
 
 
 class Link:

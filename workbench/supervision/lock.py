@@ -41,6 +41,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from workbench.atomic_file import replace_file
 from workbench.errors import WorkbenchError
 from workbench.history import private_state
 
@@ -215,16 +216,9 @@ def describe_host(trees: Iterable[str], **owner: Any) -> None:
     data = json.dumps(said, sort_keys=True).encode()
     for tree in trees:
         path = directory / f"{_host_digest(tree)}.{os.geteuid()}.holder"
-        temporary = directory / f".{path.name}.{os.getpid()}"
         with contextlib.suppress(OSError):
-            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-            fd = os.open(temporary, flags, 0o644)
-            try:
-                os.fchmod(fd, 0o644)  # readable by all: it names the holder to other users
-                os.write(fd, data)
-            finally:
-                os.close(fd)
-            os.replace(temporary, path)
+            # readable by all: it names the holder to other users
+            replace_file(path, data, mode=0o644, durable=False)
 
 
 def _open(state_directory: Path, tree: str) -> tuple[int, Path]:

@@ -24,6 +24,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from workbench.atomic_file import replace_file
 from workbench.history import private_state
 
 FILE = "outcome.json"
@@ -102,14 +103,7 @@ class OutcomeFile:
             with contextlib.suppress(OSError):
                 fallback.parent.mkdir(mode=0o700, exist_ok=True)
                 if _ours(fallback.parent):
-                    temporary = fallback.with_name(f".{fallback.name}.{os.getpid()}")
-                    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-                    fd = os.open(temporary, flags, 0o600)
-                    try:
-                        os.write(fd, data)
-                    finally:
-                        os.close(fd)
-                    os.replace(temporary, fallback)
+                    replace_file(fallback, data, mode=0o600, durable=False)
                     self.where = str(fallback)
                     return self.where
         return ""

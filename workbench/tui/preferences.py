@@ -5,12 +5,12 @@ lacks)."""
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
 from textual.app import App
 
+from workbench.atomic_file import replace_file
 from workbench.configs.user_settings import get_own, key_bindings, write_user_settings
 
 
@@ -40,7 +40,5 @@ def save_screenshot(
     screen = type(app.screen).__name__.removesuffix("Screen").lower() or "screen"
     name = filename or f"workbench-{screen}-{time.strftime('%Y%m%d-%H%M%S')}.svg"
     target = folder / name
-    temporary = target.with_name(f".{name}.tmp")
-    temporary.write_text(app.export_screenshot(), encoding="utf-8")
-    os.replace(temporary, target)
+    replace_file(target, app.export_screenshot(), mode=0o600)
     return target
