@@ -208,35 +208,18 @@ def run_build(args: argparse.Namespace) -> int:
         )
         raise LaunchError(f"{program}: command not found; {hint}")
     warnings = [choice.warning] if choice.warning else []
+    if args.backend == "nix":  # hosts.toml's push_to: its supervisor pushes it once it succeeded
+        from workbench.remote.config import with_push_request
+
+        plan = with_push_request(plan, directory)
     followed = launch_and_follow(args, history, plan, warnings)
-    if followed.finished and followed.code == 0 and args.backend == "nix":
-        push_after_build(args, history, followed.build_id, directory)
+    if followed.finished:
+        from workbench.cli.push_command import follow_push
+
+        follow_push(args, history, followed.build_id)
     if followed.finished and followed.code == 0 and target.flavour is not None:
         return _check_flavour_layout(Path(plan.cwd), target.flavour)
     return followed.code
-
-
-def push_after_build(
-    args: argparse.Namespace, history: Any, build_id: int, directory: Path
-) -> None:
-    """hosts.toml's push_to: a successful build's outputs pushed there (a failure is said,
-    and leaves the build's own outcome as it was)."""
-    from workbench.cli.push_command import push_build
-    from workbench.errors import WorkbenchError
-    from workbench.remote.config import load_hosts
-
-    hosts = load_hosts(directory)
-    if not hosts.push_to:
-        return
-    try:
-        code = push_build(
-            args, history, history.get(build_id), hosts.push_to, hosts.signing_key or None
-        )
-    except WorkbenchError as exc:
-        _say(f"warning: not pushed to {hosts.push_to} (push_to in {hosts.path}): {exc}")
-        return
-    if code != 0:
-        _say(f"warning: the push to {hosts.push_to} failed (exit {code}); the build succeeded")
 
 
 def _check_flavour_layout(checkout: Path, flavour: Any) -> int:

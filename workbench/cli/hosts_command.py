@@ -233,10 +233,15 @@ def run_matrix_build(args: argparse.Namespace) -> int:
         return 0
     if note:
         print(f"workbench: note: {note}", file=sys.stderr)
+    from workbench.cli.push_command import follow_push
+    from workbench.remote.config import with_push_request
+
+    plan = with_push_request(plan, directory)  # each target that built, pushed by its supervisor
     followed = launch_and_follow(args, history, plan, [choice.warning] if choice.warning else [])
     if not followed.finished:
         return followed.code
     print_target_rows(_state(args), followed.build_id, Path(plan.cwd))
+    follow_push(args, history, followed.build_id)
     return followed.code
 
 

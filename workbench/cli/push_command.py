@@ -46,17 +46,10 @@ def find_build(history: Any, which: str) -> Any:
 
 
 def outputs_of(history: Any, record: Any) -> tuple[str, ...]:
-    """The store paths a build produced: its recorded outputs, or a matrix build's targets."""
-    from workbench.artefacts.sizes import from_json
+    """The store paths a build produced (`supervision.pushing.outputs_of`)."""
+    from workbench.supervision.pushing import outputs_of as produced
 
-    found = from_json(history.artefacts(record.id))
-    paths = [output.path for output in found.outputs] if found else []
-    paths += [
-        target.out_path
-        for target in history.targets(record.id)
-        if target.out_path and target.outcome in ("built", "in store")
-    ]
-    return tuple(dict.fromkeys(paths))
+    return produced(history, record)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -88,48 +81,94 @@ def run(args: argparse.Namespace) -> int:
 
 
 def push_build(args: argparse.Namespace, history: Any, record: Any, store: str, key: Any) -> int:
-    """Plan, sign where needed, copy under a supervisor and record where each output went."""
+    """Plan, sign where needed and copy under a supervisor; the push build's supervisor records
+    where each output went (once, as it ends)."""
     from pathlib import Path
 
-    from workbench.artefacts.push import ALLOWED, plan_push, sign_locally, store_url_problem
+    from workbench.artefacts.push import ALLOWED, store_url_problem
     from workbench.cli.follow_loop import launch_and_follow
     from workbench.errors import ConfigError, WorkbenchError
     from workbench.history.records import SUCCEEDED
-    from workbench.planning.launch import plan_run
+    from workbench.supervision.pushing import push_plan
 
     problem = store_url_problem(store)
     if problem:
         raise ConfigError(f"--to {store!r}: refused ({problem}); allowed: {ALLOWED}")
     if record.state != SUCCEEDED:
         raise WorkbenchError(f"build #{record.id} is {record.state}: only a success is pushed")
-    outputs = outputs_of(history, record)
-    if not outputs:
-        raise WorkbenchError(
-            f"build #{record.id} recorded no store paths (not a Nix build, or its result link "
-            "was gone when it ended): nothing to push"
-        )
     if key and not Path(key).expanduser().is_file():
         raise ConfigError(f"signing key {key}: no such file; allowed: a secret key file "
                           "(nix-store --generate-binary-cache-key NAME SECRET PUBLIC)")  # fmt: skip
-    plan = plan_push(record.id, outputs, store, key)
-    failed = sign_locally(plan)
-    if failed:
-        raise WorkbenchError(f"signing build #{record.id}'s outputs failed: {failed}")
+    copy, plan = push_plan(history, record, store, key, Path(record.cwd))
+    _say_pushing(record.id, len(plan.outputs), store, plan.signing_key)
+    followed = launch_and_follow(args, history, copy, [])
+    if followed.finished and followed.code == 0:
+        _say_pushed(history, record.id, followed.build_id)
+    return followed.code
+
+
+def _say_pushing(build_id: int, count: int, store: str, signing_key: str | None) -> None:
     print(
-        f"workbench: pushing build #{record.id}'s {len(outputs)} output"
-        f"{'' if len(outputs) == 1 else 's'} and their closure to "
-        f"{store}" + (f", signed with {plan.signing_key}" if plan.signing_key else ", unsigned"),
+        f"workbench: pushing build #{build_id}'s {count} output"
+        f"{'' if count == 1 else 's'} and their closure to "
+        f"{store}" + (f", signed with {signing_key}" if signing_key else ", unsigned"),
         file=sys.stderr,
     )
-    copy = plan_run(list(plan.argv), f"push-{record.id}", Path(record.cwd))
-    followed = launch_and_follow(args, history, copy, [])
-    if not followed.finished:
-        return followed.code
-    if followed.code == 0:
-        history.record_pushes(record.id, outputs, store, followed.build_id, plan.signing_key)
-        for output in outputs:
-            print(f"workbench: pushed {output} to {store}", file=sys.stderr)
-    return followed.code
+
+
+def _say_pushed(history: Any, build_id: int, push_build: int) -> None:
+    from workbench.progress.visible import visible
+
+    for push in history.pushes(build_id):
+        if push.push_build == push_build:
+            print(visible(f"workbench: pushed {push.output} to {push.store}"), file=sys.stderr)
+
+
+PUSH_START_WAIT_S = 420.0  # signing (at most 300 s) and the push supervisor's start
+
+
+def follow_push(args: argparse.Namespace, history: Any, build_id: int) -> None:
+    """After a followed build ended: the push its supervisor claimed (hosts.toml's push_to),
+    followed to its end like a build; a failure is said and leaves the build's outcome as it
+    was. Nothing when the build asked for no push or ended without one."""
+    import time
+
+    from workbench.cli.build_common import command, say
+    from workbench.cli.follow_loop import follow_to_end
+    from workbench.progress.visible import visible
+    from workbench.supervision.pushing import DONE_BY, wants_push
+
+    record = history.get(build_id)
+    if not wants_push(record, record.state):
+        return
+    deadline = time.monotonic() + PUSH_START_WAIT_S
+    claim = history.push_request(build_id)
+    while claim is None or (claim[1] is None and claim[2] is None):
+        if time.monotonic() > deadline:
+            where = "claimed" if claim else "never claimed"
+            say(f"warning: the push of build #{build_id} was {where} but never started within "
+                f"{PUSH_START_WAIT_S:.0f} s; see its supervisor.log")  # fmt: skip
+            return
+        time.sleep(0.1)
+        claim = history.push_request(build_id)
+    store, push_build, note = claim
+    if push_build is None:
+        say(
+            f"warning: not pushed to {visible(store)} (push_to in hosts.toml): "
+            f"{visible(note or 'no reason')}"
+        )
+        return
+    done_by = history.get(push_build).settings.get(DONE_BY, {})
+    _say_pushing(build_id, len(done_by.get("outputs", [])), store, done_by.get("signed_by"))
+    say(f"push #{push_build}: following; Ctrl-C leaves it running (`{command(args)} attach "
+        f"{push_build}` comes back)")  # fmt: skip
+    code, finished = follow_to_end(args, history, push_build, backlog=True)
+    if not finished:
+        return
+    if code == 0:
+        _say_pushed(history, build_id, push_build)
+    else:
+        say(f"warning: the push to {visible(store)} failed (exit {code}); the build succeeded")
 
 
 def _list(history: Any, record: Any, as_json: bool) -> int:

@@ -680,6 +680,47 @@ class History:
             )
         ]
 
+    # A push hosts.toml's push_to asks for after a build: claimed once (by the build's
+    # supervisor, before the build's end is recorded), then the push build that does it (or why
+    # none could start), so that nothing pushes a build twice and a follower finds the push.
+    _PUSH_REQUESTS = (
+        "CREATE TABLE IF NOT EXISTS push_requests (build_id INTEGER PRIMARY KEY REFERENCES "
+        "builds(id) ON DELETE CASCADE, store TEXT NOT NULL, requested REAL NOT NULL, "
+        "push_build INTEGER, note TEXT)"
+    )
+
+    def claim_push(self, build_id: int, store: str, now: float | None = None) -> bool:
+        """Claim the push after build `build_id`: True for the one caller that claimed it."""
+        when = time.time() if now is None else now
+        with self._write() as db:
+            db.execute(self._PUSH_REQUESTS)
+            done = db.execute(
+                "INSERT OR IGNORE INTO push_requests VALUES (?, ?, ?, NULL, NULL)",
+                (build_id, store, when),
+            )
+            return done.rowcount == 1
+
+    def push_started(self, build_id: int, push_build: int | None, note: str | None) -> None:
+        """The claimed push's build (or, when none started, why not)."""
+        with self._write() as db:
+            db.execute(self._PUSH_REQUESTS)
+            db.execute(
+                "UPDATE push_requests SET push_build = ?, note = ? WHERE build_id = ?",
+                (push_build, note, build_id),
+            )
+
+    def push_request(self, build_id: int) -> tuple[str, int | None, str | None] | None:
+        """(store, push build, note) of the push claimed after build `build_id`, else None."""
+        exists = self._db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'push_requests'"
+        ).fetchone()
+        if not exists:
+            return None
+        row = self._db.execute(
+            "SELECT store, push_build, note FROM push_requests WHERE build_id = ?", (build_id,)
+        ).fetchone()
+        return None if row is None else (str(row[0]), row[1], row[2])
+
     # -- what earlier builds tell ------------------------------------------------------------
 
     def last_derivation_times(self, names: Iterable[str]) -> dict[str, tuple[float, int]]:

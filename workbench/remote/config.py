@@ -333,3 +333,18 @@ def _line_of_top_key(text: str, key: str) -> int | str:
         if re.match(rf"^{re.escape(key)}\s*=", stripped):
             return number
     return "?"
+
+
+def with_push_request(plan: Any, config_directory: Path) -> Any:
+    """`plan` (a NewBuild) asking its supervisor to push its outputs where this directory's
+    hosts.toml push_to says (`supervision.pushing`); unchanged when it names none. The ETA key
+    stays the build's own."""
+    from dataclasses import replace
+
+    from workbench.supervision.pushing import REQUEST, request
+
+    hosts = load_hosts(config_directory)
+    if not hosts.push_to:
+        return plan
+    asked = request(hosts.push_to, hosts.signing_key or None)
+    return replace(plan, settings={**plan.settings, REQUEST: asked})

@@ -226,6 +226,7 @@ class Supervisor:
         self.cgroup_oom: Any = None
         # The keeper (keeper.py): this process's parent, which keeps the build when it dies.
         self.keeper: Link | None = None
+        self.push_claimed = False  # this supervisor claimed the push hosts.toml asks for
         # The build's root: our child, or (adopted) the keeper's, which tells us its end.
         self.root_pid: int | None = None
         self.adopted_from: dict[str, Any] | None = None
@@ -431,6 +432,10 @@ class Supervisor:
         os.close(log_fd)
         if self.keeper is not None:
             self.keeper.done()
+        if self.push_claimed:
+            from workbench.supervision.pushing import start_push
+
+            self._guarded("starting the push", lambda: start_push(self.history, record, self.say))
         return 0
 
     def _start_following(
@@ -928,6 +933,7 @@ class Supervisor:
         )
         if state == SUCCEEDED and self.record.backend in ("nix", "flox"):
             self._guarded("recording what the build produced", self._record_artefacts)
+        self._guarded("recording the push", lambda: self._before_end_pushes(state))
         fraction = live_eta.progress_fraction(progress)
         final = {
             "state": state,
@@ -952,6 +958,17 @@ class Supervisor:
             discard(self.history.state_directory, self.record.id)
         self.outcome.close()
         self.say(f"build #{self.record.id}: {state} ({note or 'no note'})")
+
+    def _before_end_pushes(self, state: str) -> None:
+        """Before the end is recorded: a push build's pushes; a build's push claimed (started
+        once the end is recorded, `pushing` says why in that order)."""
+        from workbench.supervision import pushing
+
+        if state == SUCCEEDED:
+            pushing.record_done(self.history, self.record)
+        asked = pushing.requested(self.record)
+        if asked is not None and pushing.wants_push(self.record, state):
+            self.push_claimed = self.history.claim_push(self.record.id, asked[0])
 
     def _adoption_note(self) -> str | None:
         """What the note says of lost supervisors: the gaps nobody observed."""

@@ -39,6 +39,7 @@ def ask_and_build(screen: Screen, config_directory: Path, names: list[str]) -> N
     state = app.state_directory  # type: ignore[attr-defined]
     try:
         planned = preview_targets(config_directory, state, names)
+        planned = with_push_to(planned, config_directory)
     except WorkbenchError as exc:
         app.call_from_thread(screen.notify, str(exc), severity="error", timeout=12)
         return
@@ -58,6 +59,22 @@ def ask_and_build(screen: Screen, config_directory: Path, names: list[str]) -> N
         app.push_screen(ConfirmBuild(planned), answered)
 
     app.call_from_thread(ask)
+
+
+def with_push_to(planned: BuildPreview, config_directory: Path) -> BuildPreview:
+    """The previewed plan asking its supervisor to push it where hosts.toml's push_to says
+    (the same request `workbench build` makes), and the preview saying so."""
+    from dataclasses import replace
+
+    from workbench.remote.config import with_push_request
+    from workbench.supervision.pushing import requested_in
+
+    plan = with_push_request(planned.plan, config_directory)
+    asked = requested_in(plan.settings)
+    if asked is None:
+        return planned
+    line = f"then pushed to {asked[0]} (push_to in hosts.toml)"
+    return replace(planned, plan=plan, release_notes=(*planned.release_notes, line))
 
 
 def start_planned(screen: Screen, planned: BuildPreview) -> None:
