@@ -36,13 +36,13 @@ CHECKOUT_FILES = (
 
 def repo_root() -> Path:
     """The checkout this package lives in (its configs/, patches/ and flake.nix)."""
-    return Path(__file__).resolve().parent.parent
+    return Path(__file__).resolve().parents[2]  # workbench/configs/paths.py
 
 
 def packaged_data() -> Path:
     """The installed package's copy of the checkout's files (workbench/_data/ in the wheel); for
     a package run from its checkout (an editable install), the checkout itself."""
-    installed = Path(__file__).resolve().parent / "_data"
+    installed = Path(__file__).resolve().parents[1] / "_data"
     if (installed / "configs" / "matrix.toml").is_file():
         return installed
     return repo_root()
@@ -56,7 +56,7 @@ def packaged_configs() -> Path:
 def is_packaged_defaults(config_directory: Path) -> bool:
     """Whether `config_directory` is the installed package's own read-only copy (not a
     checkout's: no flake the user may edit, nothing of theirs to write)."""
-    installed = Path(__file__).resolve().parent / "_data" / "configs"
+    installed = Path(__file__).resolve().parents[1] / "_data" / "configs"
     try:
         return config_directory.resolve() == installed.resolve()
     except OSError:
