@@ -5,11 +5,18 @@ The result of either backend is result-NAME in the checkout (`flox build NAME` l
 bin/python; a Nix build of a variant is its Python package, so the flake's `NAME.environment`
 (the variant's Python with it installed) is built beside it as result-NAME-env. A CUDA variant
 whose CUDA provider is missing or fails has failed its smoke, whatever the CPU run did.
+
+The release is checked twice: `onnxruntime.__version__` (what Python sees) and the C API's
+`OrtGetApiBase()->GetVersionString()` of the libonnxruntime.so the build made (what a C, C++ or
+Rust consumer sees), found in the output or, for a store path, in its closure (a variant's
+Python package refers to its C++ package).
 """
 
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +27,7 @@ from workbench.errors import WorkbenchError
 
 NIX_FLAGS = ["--extra-experimental-features", "nix-command flakes"]
 CUDA_PROVIDER = "CUDAExecutionProvider"
+C_LIBRARY = re.compile(r"libonnxruntime\.so(\.[0-9]+)*")
 
 
 @dataclass(frozen=True)
@@ -28,6 +36,44 @@ class SmokeTarget:
 
     python: Path
     said: str
+    libraries: tuple[Path, ...] = ()  # the C API libraries of the build (c_api_libraries)
+
+
+def c_api_libraries(output: str | os.PathLike[str], nix_store: str = "nix-store") -> list[Path]:
+    """The libonnxruntime.so of a build's output: in its lib/, else (a store path) in the lib/
+    of whatever its closure holds. One per directory: the unversioned name where it is there."""
+
+    def in_lib(root: Path) -> Path | None:
+        lib = root / "lib"
+        try:
+            names = sorted(
+                entry.name for entry in os.scandir(lib) if C_LIBRARY.fullmatch(entry.name)
+            )
+        except OSError:
+            return None
+        return lib / names[0] if names else None
+
+    own = in_lib(Path(output))
+    if own is not None:
+        return [own]
+    real = os.path.realpath(output)
+    program = shutil.which(nix_store)
+    if program is None or not real.startswith("/nix/store/"):
+        return []
+    try:
+        done = subprocess.run(
+            [program, "--query", "--requisites", real],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    if done.returncode != 0:
+        return []
+    found = (in_lib(Path(line)) for line in done.stdout.splitlines() if line.strip())
+    return [library for library in found if library is not None]
 
 
 def _which_build(output: str, history: Any) -> str:
@@ -62,8 +108,9 @@ def resolve(name: str, checkout: Path, history: Any = None, nix: str = "nix") ->
     output = os.path.realpath(link)
     which = _which_build(output, history)
     direct = link / "bin" / "python"
+    libraries = tuple(c_api_libraries(output, nix_store=_nix_store(nix)))
     if direct.exists():
-        return SmokeTarget(direct, f"smoking {link.name} -> {output}, {which}")
+        return SmokeTarget(direct, f"smoking {link.name} -> {output}, {which}", libraries)
     environment = checkout / f"{link.name}-env"
     done = subprocess.run(
         [
@@ -91,7 +138,17 @@ def resolve(name: str, checkout: Path, history: Any = None, nix: str = "nix") ->
     return SmokeTarget(
         python,
         f"smoking {link.name} -> {output}, {which}, in its environment {environment.name}",
+        libraries,
     )
+
+
+def _nix_store(nix: str) -> str:
+    """nix-store beside the `nix` given (a path), else the one on PATH."""
+    if os.sep in nix:
+        beside = Path(nix).with_name("nix-store")
+        if beside.exists():
+            return str(beside)
+    return "nix-store"
 
 
 def require_providers(check: dict[str, Any] | None, cuda: bool) -> str | None:
@@ -115,14 +172,30 @@ def require_providers(check: dict[str, Any] | None, cuda: bool) -> str | None:
 
 def require_release(check: dict[str, Any] | None, version: str) -> str | None:
     """Why a smoke check fails for reporting another ONNX Runtime release than `version` (the
-    release it was built as: `onnxruntime.__version__`), or None when it reports that one."""
+    release it was built as), through `onnxruntime.__version__` or the C API's version string
+    of any library the check asked (`c_api`), or None when all report that one."""
     if not check:
         return None
     reported = check.get("onnxruntime")
-    if reported == version:
-        return None
-    return (
-        f"built as ONNX Runtime {version}, but onnxruntime.__version__ says {reported or 'nothing'}"
-        f" ({check.get('onnxruntime_file') or 'no module file'}): the build did not take the "
-        f"release's source, or another onnxruntime shadows it on this Python's path"
-    )
+    if reported != version:
+        return (
+            f"built as ONNX Runtime {version}, but onnxruntime.__version__ says "
+            f"{reported or 'nothing'} ({check.get('onnxruntime_file') or 'no module file'}): the "
+            f"build did not take the release's source, or another onnxruntime shadows it on this "
+            f"Python's path"
+        )
+    for entry in check.get("c_api") or []:
+        library = entry.get("library")
+        if entry.get("error"):
+            return (
+                f"built as ONNX Runtime {version}, but its C API library {library} could not be "
+                f"asked for its version: {entry['error']}"
+            )
+        if entry.get("version") != version:
+            return (
+                f"built as ONNX Runtime {version}, but the C API of {library} "
+                f"(OrtGetApiBase()->GetVersionString()) says {entry.get('version') or 'nothing'}: "
+                f"a C, C++ or Rust consumer linking it gets another release than Python's "
+                f"onnxruntime {reported}"
+            )
+    return None

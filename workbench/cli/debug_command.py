@@ -75,6 +75,14 @@ def register(subcommands: Any) -> None:
         help="the ONNX Runtime release it was built as (a VARIANT's: default settings.toml's "
         "ort_version); the check fails when the library reports another version",
     )
+    smoke.add_argument(
+        "--library",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a libonnxruntime.so whose C API version string must be the --ort release too "
+        "(with --python; a VARIANT's own is found in its output)",
+    )
     smoke.add_argument("target", nargs=argparse.REMAINDER, help="VARIANT, or -- CMD [ARGS...]")
     smoke.set_defaults(handler=run_smoke)
 
@@ -321,20 +329,28 @@ def run_smoke(args: argparse.Namespace) -> int:
     if target and target[0] == "--":
         if args.python:
             raise WorkbenchError("give either --python PATH or -- CMD, not both")
+        if args.library:
+            raise WorkbenchError("--library goes with --python PATH or a VARIANT, not -- CMD")
         result = smoke.smoke_command(
             _command(target, "workbench smoke"), library_path=args.ld_library_path, **common
         )
     elif args.python:
         if target:
             raise WorkbenchError(f"unexpected {' '.join(target)!r} after --python PATH")
-        result = smoke.smoke_python(args.python, **common)
+        result = smoke.smoke_python(args.python, libraries=args.library, **common)
         if args.ort:
             _require_release(result, args.ort)
     elif len(target) == 1:
         resolved, cuda, release = _built_variant(args, target[0])
         if not args.json:
             print(resolved.said)
-        result = smoke.smoke_python(resolved.python, **common)
+        libraries = [*resolved.libraries, *args.library]
+        result = smoke.smoke_python(resolved.python, libraries=libraries, **common)
+        if not libraries:
+            result.notes.append(
+                "no libonnxruntime.so in the output or its closure: the C API's version string "
+                "was not checked"
+            )
         _require_providers(result, cuda)
         _require_release(result, release)
     else:

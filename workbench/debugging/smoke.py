@@ -18,7 +18,7 @@ diagnosed while it is still running, and only then is its process group ended.
      "builtin" | "ONNX_TEST_MODEL" | null, "message": "...", "output_tail": "...",
      "check": null | {"python", "onnxruntime", "available_providers": [...], "runs": [
          {"provider", "ok", "session_providers", "output", "expected", "error", "seconds"}],
-         "ok"},
+         "c_api": [{"library", "version" | "error"}] (when libraries were given), "ok"},
      "capture": null | <workbench-bt/1 document without "schema">}
 """
 
@@ -108,12 +108,16 @@ def smoke_python(
     interval: float = 0.2,
     gdb: str | None = None,
     progress: Progress | None = None,
+    libraries: Sequence[str | os.PathLike[str]] = (),
 ) -> SmokeResult:
-    """Run the probe in `python`; a hang is captured and diagnosed before it is ended."""
+    """Run the probe in `python`; a hang is captured and diagnosed before it is ended.
+    Each of `libraries` (a built libonnxruntime.so) is asked for its C API's version string."""
     python = str(python)
     with tempfile.TemporaryDirectory(prefix="workbench-smoke-") as temp:
         model, source, extra = _model(Path(temp))
         argv = [python, str(PROBE), model, "builtin" if source == "builtin" else "user", *extra]
+        for library in libraries:
+            argv += ["--c-api", str(library)]
         result = _run(
             "python",
             python,
@@ -319,6 +323,9 @@ def render_text(result: SmokeResult) -> str:
         for run in check.get("runs", []):
             verdict = "ok" if run.get("ok") else f"FAILED: {run.get('error', 'wrong output')}"
             lines.append(f"    {run['provider']}: {verdict} ({run.get('seconds', 0):.3f} s)")
+    for entry in check.get("c_api") or []:
+        said = entry.get("version") or f"not read: {entry.get('error')}"
+        lines.append(f"  C API (OrtGetApiBase()->GetVersionString()) of {entry['library']}: {said}")
     for note in result.notes:
         lines.append(f"  note: {note}")
     if result.capture_document:

@@ -1,20 +1,91 @@
 """The smoke check that runs INSIDE the Python under test (so it imports nothing of ours).
 
-    python smoke_probe.py MODEL_PATH (builtin|user) [--build-model]
+    python smoke_probe.py MODEL_PATH (builtin|user) [--build-model] [--c-api LIBRARY]...
+    python smoke_probe.py --c-api-version LIBRARY
 
 Imports onnxruntime, reports its version and providers, and runs the model on each available
-provider. "builtin" is the workbench's MatMul model (A[2x3] @ B[3x2]), whose output is
+provider. Each --c-api LIBRARY (a built libonnxruntime.so) is asked for the version a C, C++ or
+Rust consumer sees: `OrtGetApiBase()->GetVersionString()` (ONNX Runtime's onnxruntime_c_api.h:
+`struct OrtApiBase { GetApi; GetVersionString; }`, unversioned and frozen, so the same for every
+release). That runs in a child of this Python (`--c-api-version`), so a second copy of ONNX
+Runtime never shares a process with the module, and a library that crashes on load says so.
+"builtin" is the workbench's MatMul model (A[2x3] @ B[3x2]), whose output is
 checked; a user's model (ONNX_TEST_MODEL) gets generated inputs and a finite-output check.
 --build-model makes the builtin model here with `onnx` first (when the workbench's own
 Python has no `onnx`). The last stdout line is `WORKBENCH-SMOKE {json}`.
 """
 
 import json
+import subprocess
 import sys
 import time
 import traceback
 
 MARKER = "WORKBENCH-SMOKE "
+C_API_MARKER = "WORKBENCH-C-API "
+
+
+def c_api_version(library):
+    """The version string ONNX Runtime's C API reports, in this process:
+    {"library", "version"} or {"library", "error"}."""
+    import ctypes
+
+    entry = {"library": library}
+    try:
+        loaded = ctypes.CDLL(library)
+    except OSError as exc:
+        entry["error"] = f"cannot load it: {exc}"
+        return entry
+    try:
+        get_api_base = loaded.OrtGetApiBase
+    except AttributeError:
+        entry["error"] = "it exports no OrtGetApiBase (not ONNX Runtime's C API library)"
+        return entry
+
+    class OrtApiBase(ctypes.Structure):  # two function pointers, in this order
+        _fields_ = [
+            ("GetApi", ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_uint32)),
+            ("GetVersionString", ctypes.CFUNCTYPE(ctypes.c_char_p)),
+        ]
+
+    get_api_base.restype = ctypes.POINTER(OrtApiBase)
+    get_api_base.argtypes = []
+    base = get_api_base()
+    if not base:
+        entry["error"] = "OrtGetApiBase() returned NULL"
+        return entry
+    version = base.contents.GetVersionString()
+    if version is None:
+        entry["error"] = "GetVersionString() returned NULL"
+        return entry
+    entry["version"] = version.decode("utf-8", "replace")
+    return entry
+
+
+def c_api_versions(libraries, timeout=60):
+    """c_api_version of each library, each in its own child of this Python."""
+    found = []
+    for library in libraries:
+        try:
+            done = subprocess.run(
+                [sys.executable, __file__, "--c-api-version", library],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            found.append({"library": library, "error": f"no answer within {timeout} s"})
+            continue
+        lines = [line for line in done.stdout.splitlines() if line.startswith(C_API_MARKER)]
+        if lines:
+            found.append(json.loads(lines[-1][len(C_API_MARKER) :]))
+        else:
+            said = (done.stderr.strip().splitlines() or ["nothing"])[-1]
+            found.append(
+                {"library": library, "error": f"the check ended with {done.returncode}: {said}"}
+            )
+    return found
 
 
 def build_model(path):
@@ -61,8 +132,10 @@ def _feeds(session, builtin, np):
     return feeds, None
 
 
-def run(model, builtin):
+def run(model, builtin, libraries=()):
     result = {"python": sys.version.split()[0], "executable": sys.executable, "model": model}
+    if libraries:
+        result["c_api"] = c_api_versions(libraries)
     try:
         import onnxruntime as ort
     except Exception as exc:
@@ -112,14 +185,18 @@ def run(model, builtin):
 
 
 def main(argv):
+    if argv[1:2] == ["--c-api-version"]:
+        print(C_API_MARKER + json.dumps(c_api_version(argv[2])), flush=True)
+        return 0
     model, kind = argv[1], argv[2]
+    libraries = [argv[i + 1] for i, word in enumerate(argv[:-1]) if word == "--c-api"]
     if "--build-model" in argv:
         try:
             build_model(model)
         except Exception as exc:
             print(MARKER + json.dumps({"error": f"cannot build the test model: {exc!r}"}))
             return 1
-    result = run(model, kind == "builtin")
+    result = run(model, kind == "builtin", libraries)
     print(MARKER + json.dumps(result), flush=True)
     return 0 if result.get("ok") else 1
 
