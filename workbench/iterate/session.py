@@ -373,6 +373,8 @@ def plan(prepared: Prepared, jobs: int, jobs_source: str) -> NewBuild:
         # come from earlier builds of the same kind.
         "build": "incremental" if (build / ".ninja_log").is_file() else "full",
     }
+    if prepared.target.ort_version:  # the history's ORT column, as for `workbench build`
+        recorded["ort_version"] = prepared.target.ort_version
     variant = prepared.target.variant
     return NewBuild(
         name=name,
@@ -384,7 +386,13 @@ def plan(prepared: Prepared, jobs: int, jobs_source: str) -> NewBuild:
         eta_key=eta_key(
             "run",
             name,
-            {k: v for k, v in recorded.items() if k not in ("jobs", "argv", "steps", "patches")},
+            # The release is in the name already where it is not the pin's: the keys of
+            # earlier builds stay what they were.
+            {
+                k: v
+                for k, v in recorded.items()
+                if k not in ("jobs", "argv", "steps", "patches", "ort_version")
+            },
         ),
         nix=not prepared.fast,
         variant=variant.name if variant is not None else None,

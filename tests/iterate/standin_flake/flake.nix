@@ -10,7 +10,17 @@
       settings = builtins.fromTOML (builtins.readFile ./configs/settings.toml);
       series = builtins.fromTOML (builtins.readFile ./patches/series.toml);
       forCpu = p: p.enabled && builtins.elem "cpu" p.flavours;
-      seriesPatches = map (p: ./patches + "/${p.file}") (builtins.filter forCpu series.patches);
+      # nix/series.nix: an entry with `releases` applies only at those releases.
+      atRelease = version: p: !(p ? releases) || builtins.elem version p.releases;
+      seriesAt =
+        version:
+        map (p: ./patches + "/${p.file}") (
+          builtins.filter (p: forCpu p && atRelease version p) series.patches
+        );
+      seriesPatches = seriesAt "1.23.2";
+      # configs/releases.toml, as nix/releases.nix reads it.
+      releases = builtins.fromTOML (builtins.readFile ./configs/releases.toml);
+      releaseOf = version: builtins.head (builtins.filter (r: r.version == version) releases.releases);
       levels = builtins.filter (f: builtins.match "-O.*" f != null) settings.optimization_flags;
 
       # Host tools stand in for nixpkgs' coreutils, bash, g++, cmake and ninja (no sandbox).
@@ -71,10 +81,40 @@
         ] ++ (if levels != [ ] then [ "-DCMAKE_CXX_FLAGS_RELEASE=-DNDEBUG" ] else [ ]);
         CXXFLAGS = builtins.concatStringsSep " " settings.optimization_flags;
       };
+
+      # Another release of the package, as nix/ort-release.nix layers it (onnxruntime-cpu-ort1_24_2
+      # in the real flake): its own version and name; nixpkgs' own patches (for 1.23.2) dropped and
+      # only the series entries for this release; each bundled dependency given to CMake as
+      # FETCHCONTENT_SOURCE_DIR_<NAME> (a stand-in directory per dependency: ORT's sources cannot
+      # be fetched here), and the release's flags. `src` stays the fixture source (the real layer
+      # fetches the release's tag).
+      atReleaseOf =
+        version:
+        let
+          release = releaseOf version;
+          deps = builtins.filter (d: !d.cuda_only) release.deps;
+          depSource = d: plain "standin-${d.repo}-${d.tag or d.rev}" ''
+            mkdir -p $out
+            echo '${d.owner}/${d.repo} ${d.tag or d.rev}' > $out/STANDIN
+          '';
+        in
+        derivation (
+          package.drvAttrs
+          // {
+            name = "onnxruntime-standin-${version}";
+            patches = seriesAt version;
+            cmakeFlags =
+              package.drvAttrs.cmakeFlags
+              ++ [ "-DSTANDIN_ORT_RELEASE:STRING=${version}" ]
+              ++ map (d: "-DFETCHCONTENT_SOURCE_DIR_${d.fetchcontent}:PATH=${depSource d}") deps
+              ++ map (flag: "-D${flag}") release.cmake_flags;
+          }
+        );
     in
     {
       packages.${system} = {
         onnxruntime-cpu = package;
+        onnxruntime-cpu-ort1_24_2 = atReleaseOf "1.24.2";
         standin-dep = dep;
       };
     };
