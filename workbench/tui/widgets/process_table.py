@@ -141,8 +141,16 @@ class ProcessTable(SteadyTable):
                 ]
             filled.append((key, cells))
         if filled == self._filled:
-            return  # nothing changed: a finished build's table is not rebuilt every poll
-        self._filled = filled
+            return  # nothing changed: nothing is redrawn, nothing written to the terminal
+        before, self._filled = self._filled, filled
+        if before is not None and [key for key, _ in before] == [key for key, _ in filled]:
+            # The same processes in the same order (a live build's usual second): only the
+            # cells whose text changed are set; the rows stay, and with them the cursor.
+            for (key, old_cells), (_, cells) in zip(before, filled, strict=True):
+                for (_, column), old, new in zip(COLUMNS, old_cells, cells, strict=True):
+                    if old != new:
+                        self.update_cell(key, column, new, update_width=True)
+            return
         selected = self.selected_key()
         self.clear()
         for key, cells in filled:

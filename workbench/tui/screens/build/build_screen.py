@@ -32,6 +32,7 @@ from textual.widgets import Header, Input, ProgressBar, Static
 from workbench.errors import WorkbenchError
 from workbench.history.records import BuildRecord, Sampled
 from workbench.history.store import History
+from workbench.progress.live_view import LiveView
 from workbench.progress.visible import visible
 from workbench.reading.build_text import head_lines, memory, percent, progress_line, sizes_text
 from workbench.reading.follow import contention_text, outcome_line
@@ -73,6 +74,7 @@ class Poll:
     artefacts: dict[str, Any] | None = None  # what a finished Nix/Flox build produced
     peak_rss: int | None = None  # a finished build's measured peak (history's figure)
     parallelism: Parallelism | None = None  # a finished build's exact edges running per second
+    head: HeadView | None = None  # the record's lines, formatted in the worker
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,54 @@ def exact_parallelism(
     count = min(seconds, max(1, math.ceil(end - start)))
     values = running_per_interval(spans, end - count, 1.0, count)
     return Parallelism(tuple(values), end - count + 1.0)
+
+
+@dataclass(frozen=True)
+class HeadView:
+    """What the head of the screen shows of one look at the build, made in the poll's worker
+    (the row's JSON parsed into its typed views, every line formatted) so that the event loop
+    only compares and draws."""
+
+    state: str
+    active: bool
+    title: Text
+    detail: Text
+    progress_wide: Text  # with what the ETA rests on
+    progress_narrow: Text
+    fraction: float | None
+    first_error: str | None
+    progress_key: tuple[Any, ...]  # what the stall watch compares between looks
+    live: LiveView
+    host: str  # what the supervisor says of the other builds on this host; "" when none
+
+    @classmethod
+    def of(
+        cls,
+        record: BuildRecord,
+        artefacts: dict[str, Any] | None = None,
+        peak_rss: int | None = None,
+    ) -> HeadView:
+        """Format the record's head lines; build output as data (Text, never markup, no
+        control character left to act)."""
+        title, detail = head_lines(record)
+        produced = sizes_text(artefacts)
+        if produced:
+            detail = f"{detail} · {produced}" if detail else produced
+        progress = record.progress_view
+        live = record.live_view
+        return cls(
+            state=record.state,
+            active=record.active,
+            title=Text(visible(title)),
+            detail=Text(visible(detail)),
+            progress_wide=Text(visible(progress_line(record, basis=True, peak_rss=peak_rss))),
+            progress_narrow=Text(visible(progress_line(record, basis=False, peak_rss=peak_rss))),
+            fraction=progress.fraction,
+            first_error=progress.first_error,
+            progress_key=progress.key(),
+            live=live,
+            host=contention_text(live) if record.active else "",
+        )
 
 
 def sampled_jobs(compile_jobs: int | None, link_jobs: int | None) -> float:
@@ -205,11 +255,18 @@ class BuildScreen(Screen[None]):
     class Loaded(Message):
         """The build's row and its stored samples, read once when the screen opens."""
 
-        def __init__(self, record: BuildRecord, samples: list[Sampled], threshold_s: float) -> None:
+        def __init__(
+            self,
+            record: BuildRecord,
+            samples: list[Sampled],
+            threshold_s: float,
+            head: HeadView | None = None,
+        ) -> None:
             super().__init__()
             self.record = record
             self.samples = samples
             self.threshold_s = threshold_s
+            self.head = head if head is not None else HeadView.of(record)
 
     class Polled(Message):
         """One poll's result."""
@@ -259,6 +316,8 @@ class BuildScreen(Screen[None]):
         self._polling = False
         self._timer: Timer | None = None
         self._host_shown = False
+        self._shown: dict[str, Text] = {}  # what each line of the head shows now
+        self._shown_title = ""  # the process table's border title, as last set
         self.peak_rss: int | None = None  # an ended build's measured peak, once polled
 
     # -- layout -------------------------------------------------------------------------------
@@ -328,7 +387,9 @@ class BuildScreen(Screen[None]):
         except WorkbenchError as exc:
             self.post_message(self.Failed(str(exc)))
             return
-        self.post_message(self.Loaded(record, samples, stall_threshold(slowest)))
+        self.post_message(
+            self.Loaded(record, samples, stall_threshold(slowest), HeadView.of(record))
+        )
 
     def _tick(self) -> None:
         if self._polling or self.record is None:
@@ -361,6 +422,7 @@ class BuildScreen(Screen[None]):
                                 artefacts=produced,
                                 parallelism=exact,
                                 peak_rss=peak,
+                                head=HeadView.of(record, produced, peak),
                             )
                         )
                     )
@@ -372,12 +434,13 @@ class BuildScreen(Screen[None]):
             # Adopted: the build is its keeper's child, not the new supervisor's.
             root = record.build_pid if record.adopted else None
             rows = self.process_tree.rows(record.supervisor_pid, root_pid=root)
-            self.post_message(self.Polled(Poll(record, rows, False)))
+            self.post_message(self.Polled(Poll(record, rows, False, head=HeadView.of(record))))
             return
-        jobs = record.live_view.jobs
+        head = HeadView.of(record)
+        jobs = head.live.jobs
         states = read_states(job.pid for job in jobs if job.pid is not None)
         rows = tuple(ProcessRow.from_view(job, states.get(job.pid or 0)) for job in jobs)
-        self.post_message(self.Polled(Poll(record, rows, False)))
+        self.post_message(self.Polled(Poll(record, rows, False, head=head)))
 
     # -- drawing (event loop) -------------------------------------------------------------------
 
@@ -400,7 +463,7 @@ class BuildScreen(Screen[None]):
             edges.show_sampled(sampled_jobs(sample.compile_jobs, sample.link_jobs), sample.t)
         for graph in (cpu, rss, edges):
             graph.live = record.active
-        self._show_record(record)
+        self._show_head(message.head)
         self._tick()
         self._timer = self.set_interval(POLL_INTERVAL_S, self._tick)
 
@@ -413,9 +476,10 @@ class BuildScreen(Screen[None]):
             self.artefacts = poll.artefacts
         if poll.peak_rss is not None:
             self.peak_rss = poll.peak_rss
-        self._show_record(poll.record)
-        live = poll.record.live_view
-        if poll.record.active and live.t is not None:
+        head = poll.head if poll.head is not None else HeadView.of(poll.record)
+        self._show_head(head)
+        live = head.live
+        if head.active and live.t is not None:
             self.query_one("#build-cpu", TimeGraph).add(live.cpu_percent, t=live.t)
             self.query_one("#build-memory", TimeGraph).add(
                 float(live.rss), live.memory_scale, t=live.t
@@ -428,8 +492,8 @@ class BuildScreen(Screen[None]):
                 poll.parallelism.values, poll.parallelism.first_t
             )
         stall = None
-        if poll.record.active and self.watch is not None:
-            stall = self.watch.observe(time.time(), poll.record.progress_view.key(), poll.processes)
+        if head.active and self.watch is not None:
+            stall = self.watch.observe(time.time(), head.progress_key, poll.processes)
         table = self.query_one(ProcessTable)
         if poll.finished and table.sort_key == "cpu":
             table.sort_key, table.descending = "time", True
@@ -441,7 +505,8 @@ class BuildScreen(Screen[None]):
             if self.show_all
             else "Build tools (a: every process)"
         )
-        table.border_title = f"{what} · {len(poll.processes)} · sorted by {table.sort_label}"
+        title = f"{what} · {len(poll.processes)} · sorted by {table.sort_label}"
+        self._set_border_title(table, title)
         self._show_stall(stall)
         if poll.finished:
             for graph in self.query(TimeGraph):
@@ -456,40 +521,55 @@ class BuildScreen(Screen[None]):
         self._polling = False
         self.query_one("#build-title", Static).update(Text(f"#{self.build_id}: {message.text}"))
 
-    def _show_record(self, record: BuildRecord) -> None:
-        # Build output (notes, names, the last line, step descriptions) as data: Text, never
-        # markup (a "[@click=app.quit]" in a log line must not become an action), and no
-        # control character left to act.
-        title, detail = head_lines(record)
-        progress = record.progress_view
-        self.query_one(LogView).recorded_error = progress.first_error
-        produced = sizes_text(self.artefacts)
-        if produced:
-            detail = f"{detail} · {produced}" if detail else produced
-        self.query_one("#build-title", Static).update(Text(visible(title)))
-        self.query_one("#build-detail", Static).update(Text(visible(detail)))
-        text = progress_line(record, basis=self.has_class("-wide"), peak_rss=self.peak_rss)
-        self.query_one("#build-progress-text", Static).update(Text(visible(text)))
-        fraction = progress.fraction
+    def _show_head(self, head: HeadView) -> None:
+        # Formatted in the worker; here each line is drawn only where its text changed, and
+        # without a layout of the screen where its height cannot have changed.
+        self.query_one(LogView).recorded_error = head.first_error
+        self._set_text("#build-title", head.title)
+        self._set_text("#build-detail", head.detail)
+        wide = self.has_class("-wide")
+        self._set_text("#build-progress-text", head.progress_wide if wide else head.progress_narrow)
         bar = self.query_one("#build-bar", ProgressBar)
-        if fraction is not None:
-            bar.update(total=1000, progress=round(1000 * fraction))
-        elif not record.active:
+        if head.fraction is not None:
+            bar.update(total=1000, progress=round(1000 * head.fraction))
+        elif not head.active:
             # An ended build with no progress lines: a full bar for success, an empty one else.
-            bar.update(total=1000, progress=1000 if record.state == "succeeded" else 0)
+            bar.update(total=1000, progress=1000 if head.state == "succeeded" else 0)
         if not self.notices:
             # A build started from the CLI has no launch notices: its supervisor's view of the
             # other builds on this host takes their place (the same line attach prints).
-            host = contention_text(record.live_view) if record.active else ""
-            notice = self.query_one("#build-notice", Static)
-            notice.update(notice_line([host]) if host else Text(""))
-            notice.set_class(not host, "-empty")
+            host = head.host
+            self._set_text("#build-notice", notice_line([host]) if host else Text(""))
+            self.query_one("#build-notice", Static).set_class(not host, "-empty")
             if bool(host) != self._host_shown:
                 self._host_shown = bool(host)
                 self.refresh_bindings()  # w: the other builds, now there are some
         for state in ("running", "succeeded", "failed", "stopped"):
-            self.set_class(record.state == state, f"-{state}")
-        self.sub_title = f"build #{record.id} · {record.state}"
+            self.set_class(head.state == state, f"-{state}")
+        sub_title = f"build #{self.build_id} · {head.state}"
+        if self.sub_title != sub_title:
+            self.sub_title = sub_title
+
+    def _set_text(self, selector: str, text: Text) -> None:
+        """Show `text` in a Static only if it differs from what it shows; lay the screen out
+        again only where the line's height may change (it wraps, or did, at this width)."""
+        before = self._shown.get(selector)
+        if before is not None and before == text:
+            return
+        self._shown[selector] = text
+        static = self.query_one(selector, Static)
+        width = static.content_region.width
+        one_line = before is not None and width > 0 and "\n" not in text.plain
+        if one_line and static.styles.text_wrap != "nowrap":
+            one_line = before.cell_len <= width and text.cell_len <= width
+        static.update(text, layout=not one_line)
+
+    def _set_border_title(self, widget: ProcessTable, title: str) -> None:
+        """A border title set repaints its whole widget, the same title too: set it only when
+        it changes."""
+        if self._shown_title != title:
+            self._shown_title = title
+            widget.border_title = title
 
     def _show_stall(self, stall: Stall | None) -> None:
         self.stall = stall
@@ -510,7 +590,7 @@ class BuildScreen(Screen[None]):
     def on_data_table_header_selected(self) -> None:
         table = self.query_one(ProcessTable)
         title = str(table.border_title or "Processes").split(" · sorted by")[0]
-        table.border_title = f"{title} · sorted by {table.sort_label}"
+        self._set_border_title(table, f"{title} · sorted by {table.sort_label}")
 
     # -- actions --------------------------------------------------------------------------------
 
