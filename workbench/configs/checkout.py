@@ -61,7 +61,7 @@ def write_checkout(target: Path) -> Written:
             shutil.copytree(path, target / name, ignore=_ignored)
         else:
             shutil.copy2(path, target / name)
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]  # workbench/configs/checkout.py
     shutil.copytree(package, target / "workbench", ignore=_ignored)
     (target / ".gitignore").write_text(_GITIGNORE)
     for path in target.rglob("*"):  # copies of a read-only installation stay editable
