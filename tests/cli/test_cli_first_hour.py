@@ -101,7 +101,12 @@ def test_config_set_takes_a_value_that_starts_with_a_dash(bench: Bench, config_c
 def test_a_config_directory_the_nix_build_does_not_read_is_warned_about(
     bench: Bench, config_copy: Path, tmp_path: Path
 ) -> None:
-    from workbench.planning.build_preview import preview_targets
+    from workbench.history.store import History
+    from workbench.planning.plan import prepare_build
+
+    def preview_lines(config: Path) -> list[str]:
+        with History(tmp_path / "preview") as history:
+            return prepare_build(config, history, ["cpu"]).lines()
 
     outside = bench.run("--config", str(config_copy), "build", "cpu", "--dry-run", cwd=tmp_path)
     said = [line for line in outside.stderr.splitlines() if str(config_copy) in line]
@@ -121,13 +126,13 @@ def test_a_config_directory_the_nix_build_does_not_read_is_warned_about(
     # The TUI's `b` shows the same line before it asks.
     warnings = [
         line
-        for line in preview_targets(config_copy, tmp_path / "preview", ["cpu"], False).lines()
+        for line in preview_lines(config_copy)
         if "the Nix build evaluates" in line
     ]
     assert warnings == [said[0].removeprefix("workbench: ")]
     assert not any(
         "the Nix build evaluates" in line
-        for line in preview_targets(REPO / "configs", tmp_path / "preview", ["cpu"], False).lines()
+        for line in preview_lines(REPO / "configs")
     )
 
 

@@ -1,4 +1,4 @@
-"""The TUI's build preview (`b`, planning/build_preview.py) says before a build starts, as
+"""The TUI's build preview (`b`, planning/plan.py) says before a build starts, as
 `workbench build` does, that an ISA variant's unit tests and Python import check are skipped:
 its ISA code may not run on the machine that builds it."""
 
@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workbench.planning.build_preview import preview_targets
+from workbench.history.store import History
+from workbench.planning.plan import prepare_build
 
 REPO = Path(__file__).resolve().parents[2]
 AVX512 = "onnxruntime-python313-cuda12_9-sm90-avx512"
@@ -14,7 +15,8 @@ VNNI = "onnxruntime-python313-cuda12_9-sm90-avx512vnni"
 
 
 def _notes(tmp_path: Path, names: list[str]) -> list[str]:
-    preview = preview_targets(REPO / "configs", tmp_path / "state", names, ask_nix=False)
+    with History(tmp_path / "state") as history:
+        preview = prepare_build(REPO / "configs", history, names)
     return [line for line in preview.lines() if line.startswith("note: ")]
 
 

@@ -71,10 +71,12 @@ def test_the_dry_run_and_the_preview_show_what_nix_builds_and_fetches(
     fetched = re.search(rf"#   fetch {DEP}: 293.\d KiB from (\S+)", dry.stderr)
     assert fetched and fetched.group(1) == cache, dry.stderr
     # The TUI's preview asks the same plan and shows the same lines.
-    from workbench.planning.build_preview import preview_targets
+    from workbench.history.store import History
+    from workbench.planning.plan import prepare_build
 
     monkeypatch.setenv("NIX_CONFIG", with_substituter(cache))
-    preview = preview_targets(flake / "configs", bench.state, ["cpu"])
+    with History(bench.state) as history:
+        preview = prepare_build(flake / "configs", history, ["cpu"], ask_nix=True)
     assert preview.nix_plan is not None
     assert [f"# {line}" for line in preview.plan_lines()] == [
         line

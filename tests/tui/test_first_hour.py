@@ -466,9 +466,9 @@ async def test_b_shows_the_exact_command_jobs_and_memory_and_starts_only_that(
         planned = dialog.preview
         command = text_of(dialog.query_one("#confirm-build-command", Static))
         details = text_of(dialog.query_one("#confirm-build-details", Static))
-        assert command == display(planned.plan.argv)  # whole and shell-quoted
-        assert "'nix-command flakes'" in command and f"--cores {planned.choice.jobs}" in command
-        assert f"{planned.choice.jobs} jobs" in details and "GiB available" in details
+        assert command == display(planned.build.argv)  # whole and shell-quoted
+        assert "'nix-command flakes'" in command and f"--cores {planned.jobs.jobs}" in command
+        assert f"{planned.jobs.jobs} jobs" in details and "GiB available" in details
         # Nix's own plan, asked before the question (here nixpkgs cannot be fetched: said so).
         plan = text_of(dialog.query_one("#confirm-build-plan", Static))
         assert plan.startswith("Nix's plan: ") and plan == "\n".join(planned.plan_lines())
@@ -489,7 +489,7 @@ async def test_b_shows_the_exact_command_jobs_and_memory_and_starts_only_that(
         )
     with History(bench.state) as history:
         (record,) = history.builds()
-    assert record.argv == planned.plan.argv  # what was shown is what ran
+    assert record.argv == planned.build.argv  # what was shown is what ran
 
 
 @pytest.mark.slow

@@ -3,6 +3,7 @@ it costs to draw (imports, the TUI's fast path through the command line)."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -171,7 +172,7 @@ async def test_settings_refuses_invalid_values_and_saves_keeping_comments(
         await pilot.pause()
         assert not error.display
         advice = str(screen.query_one("#advice", Static).render())
-        assert "Peak estimate: 12 jobs" in advice
+        assert re.search(r"Memory at peak for \S+: 12 jobs ", advice), advice
         await pilot.press("ctrl+s")
         await pilot.pause()
     after = path.read_text()

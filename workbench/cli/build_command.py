@@ -20,8 +20,7 @@ from workbench.cli.build_common import history as _history
 from workbench.cli.build_common import launch_options as _launch_options
 from workbench.cli.build_common import positive as _positive
 from workbench.cli.build_common import say as _say
-from workbench.cli.build_common import say_nix_plan
-from workbench.cli.build_common import say_unread_configs as _say_unread_configs
+from workbench.cli.build_common import say_nix_plan, say_planned_jobs
 from workbench.cli.follow_loop import launch_and_follow
 
 
@@ -86,20 +85,10 @@ def add_ort_option(parser: argparse.ArgumentParser) -> None:
 
 def run_build(args: argparse.Namespace) -> int:
     """`workbench build`."""
-    import shutil
-
     from workbench.cli.common import load_config
     from workbench.configs.settings import load_settings
-    from workbench.planning.availability import build_time_checks_note
-    from workbench.planning.launch import (
-        LaunchError,
-        default_flake_directory,
-        display,
-        plan_build,
-        resolve_target,
-        target_problems,
-    )
-    from workbench.planning.tuning import choose_jobs_for
+    from workbench.planning.launch import LaunchError, display, resolve_target
+    from workbench.planning.plan import prepare_build
 
     if len(args.variant) > 1 or args.match:  # several targets: one build over the hosts
         from workbench.cli.hosts_command import run_matrix_build
@@ -108,9 +97,9 @@ def run_build(args: argparse.Namespace) -> int:
     args.variant = args.variant[0] if args.variant else None
     directory, matrix = load_config(args)
     settings = load_settings(directory, matrix)
-    target = resolve_target(
-        args.variant or settings.linkage, matrix, args.ort or settings.ort_version
-    )
+    name = args.variant or settings.linkage
+    ort = args.ort or settings.ort_version
+    target = resolve_target(name, matrix, ort)
     if target.flavour is not None and target.flavour.cuda and not settings.cuda_architectures:
         from workbench.host.hardware import detect_gpus
         from workbench.host.linking import fill_cuda_architectures
@@ -130,21 +119,28 @@ def run_build(args: argparse.Namespace) -> int:
             )
             if said:
                 _say(f"note: {said}")
-    problems = target_problems(target)
+    history = _history(args)
+    planned = prepare_build(
+        directory,
+        history,
+        [name],
+        jobs=args.jobs,
+        max_jobs=args.max_jobs,
+        backend=args.backend,
+        flake=Path(args.directory).expanduser() if args.directory else None,
+        ort=ort,
+        forced=args.force,
+        settings=settings,
+    )
+    problems = planned.problems
     if problems and not args.force:
         raise LaunchError("; ".join(problems) + " (--force builds it anyway)")
-    flake = Path(args.directory).expanduser() if args.directory else None
-    flake = flake or default_flake_directory(directory)
-    _say_unread_configs(directory, flake)
-    history = _history(args)
-    # A Nix build: its builders may run in a nix-daemon's cgroup, whose limit is what binds.
-    choice = choose_jobs_for(history, settings, target.name, target.cuda, args.jobs, nix=True)
-    job_memory = choice.job_memory
-    max_jobs = args.max_jobs or settings.max_jobs
-    plan = plan_build(
-        target, args.backend, flake, settings, choice.jobs, max_jobs, choice.source, args.force
-    )
-    note = build_time_checks_note(target.variant)
+    if planned.unread_configs:
+        _say(f"warning: {planned.unread_configs}")
+    choice = planned.jobs
+    plan = planned.build
+    flake = Path(plan.cwd)
+    note = planned.checks_note
     release = matrix.release(target.ort_version or None)
     release_line = f"ONNX Runtime {release.version}: " + (
         "nixpkgs' own, no override" if release.nixpkgs_own else f"{release.tag} ({release.why})"
@@ -153,8 +149,6 @@ def run_build(args: argparse.Namespace) -> int:
 
     left_out = release_notes(target, directory)
     if args.dry_run:
-        from workbench.host.units import gib_size
-
         print(display(plan.argv))
         print(f"# in {plan.cwd}", file=sys.stderr)
         print(f"# {release_line}", file=sys.stderr)
@@ -168,13 +162,7 @@ def run_build(args: argparse.Namespace) -> int:
                 print(f"#   flags: {' '.join(release.cmake_flags)}", file=sys.stderr)
         for line in left_out:
             print(f"# warning: {line}", file=sys.stderr)
-        print(
-            f"# {choice.jobs} jobs from {choice.source}; {gib_size(job_memory.gb)} per job "
-            f"({job_memory.source})",
-            file=sys.stderr,
-        )
-        for reason in choice.reasons:
-            print(f"#   {reason}", file=sys.stderr)
+        say_planned_jobs(choice)
         if args.backend == "flox":
             print(
                 "# flox build takes no job count: they reach the Nix it runs as NIX_CONFIG "
@@ -199,20 +187,19 @@ def run_build(args: argparse.Namespace) -> int:
         _say(f"warning: {line}")
     for problem in problems:
         _say(f"warning: {problem} (starting anyway: --force)")
-    program = plan.argv[2] if plan.argv[0] == "env" else plan.argv[0]  # flox's NIX_CONFIG
-    if shutil.which(program) is None:
+    program = planned.missing_tool
+    if program is not None:
         hint = (
             "install Nix (Debian: apt install nix-bin) or use --backend flox"
             if args.backend == "nix"
             else "install Flox (https://flox.dev) or use --backend nix"
         )
         raise LaunchError(f"{program}: command not found; {hint}")
-    warnings = [choice.warning] if choice.warning else []
     if args.backend == "nix":  # hosts.toml's push_to: its supervisor pushes it once it succeeded
         from workbench.remote.config import with_push_request
 
         plan = with_push_request(plan, directory)
-    followed = launch_and_follow(args, history, plan, warnings)
+    followed = launch_and_follow(args, history, plan, list(planned.warnings))
     if followed.finished:
         from workbench.cli.push_command import follow_push
 

@@ -103,6 +103,23 @@ def say_unread_configs(directory: Path, flake: Path) -> None:
         say(f"warning: {unread}")
 
 
+def say_planned_jobs(choice: Any) -> None:
+    """A dry run's jobs as `# ` lines on stderr: how many and from where, the per-job figure
+    and its basis, the recommendation's reasons and the memory estimate (`tuning.JobsChoice`:
+    `build` and the matrix build print the same lines for the same plan)."""
+    from workbench.host.units import gib_size
+
+    memory = choice.job_memory
+    print(
+        f"# {choice.jobs} jobs from {choice.source}; {gib_size(memory.gb)} per job "
+        f"({memory.source})",
+        file=sys.stderr,
+    )
+    for reason in choice.reasons:
+        print(f"#   {reason}", file=sys.stderr)
+    print(f"# memory at peak: {choice.memory.line()}", file=sys.stderr)
+
+
 def say_nix_plan(history: Any, cwd: Path, argv: Sequence[str]) -> None:
     """Nix's plan as `# ` lines on stderr (a dry run's notes)."""
     from workbench.planning.timed_nix_plan import nix_plan_for

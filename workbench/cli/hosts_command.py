@@ -226,8 +226,13 @@ def run_matrix_build(args: argparse.Namespace) -> int:
 
     say_nix_plan(history, Path(plan.cwd), plan.argv)
     if args.dry_run:
+        from workbench.cli.build_common import say_planned_jobs
+
         print(display(plan.argv))
         print(f"# in {plan.cwd}", file=sys.stderr)
+        say_planned_jobs(choice)
+        if choice.warning:
+            print(f"workbench: warning: {choice.warning}", file=sys.stderr)
         if note:
             print(f"# {note}", file=sys.stderr)
         return 0

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.history.records import NewBuild
 from workbench.iterate import dev_env, phases
@@ -42,6 +42,9 @@ from workbench.iterate.workspace import (
     wanted_patches,
     workspace_paths,
 )
+
+if TYPE_CHECKING:
+    from workbench.planning.tuning import JobsChoice
 
 Say = Callable[[str], None]
 TOOLS = {"git": "git", "bash": "bash", "nix": "nix-bin"}
@@ -301,31 +304,22 @@ def _short_drv(path: str | None) -> str:
     return Path(path).name[:12] if path else "none"
 
 
-@dataclass(frozen=True)
-class JobsChoice:
-    """The jobs of an iterate build, where they came from, and any warning about them."""
-
-    jobs: int
-    source: str
-    warning: str | None = None
+def history_name(prepared: Prepared) -> str:
+    """What the history calls iterate builds of this target ("iterate cpu")."""
+    return f"iterate {prepared.target.name}"
 
 
 def choose_jobs(history: Any, prepared: Prepared, explicit: int | None = None) -> JobsChoice:
-    """`--jobs`, else settings.toml's ninja_jobs, else ("auto") the measured recommendation
-    for earlier iterate builds of this target."""
-    if explicit:
-        return JobsChoice(explicit, "--jobs")
-    settings = prepared.settings
-    if settings.ninja_jobs != "auto":
-        from workbench.configs.settings import origin
-
-        return JobsChoice(int(settings.ninja_jobs), f"{origin('ninja_jobs')} (ninja_jobs)")
+    """The jobs of this cycle from the one planner (`tuning.choose_jobs_for`) every build
+    takes its jobs from: `--jobs`, else settings.toml's ninja_jobs, else ("auto") the
+    recommendation from what earlier iterate builds of this target measured; with the memory
+    estimate and its warning whichever way the number came. The build tool runs here, not in
+    a nix-daemon's builder."""
     from workbench.planning.tuning import choose_jobs_for
 
-    choice = choose_jobs_for(
-        history, settings, f"iterate {prepared.target.name}", prepared.target.cuda, None
+    return choose_jobs_for(
+        history, prepared.settings, history_name(prepared), prepared.target.cuda, explicit
     )
-    return JobsChoice(choice.jobs, choice.source, choice.warning)
 
 
 def plan(prepared: Prepared, jobs: int, jobs_source: str) -> NewBuild:
@@ -358,7 +352,7 @@ def plan(prepared: Prepared, jobs: int, jobs_source: str) -> NewBuild:
         if prepared.fingerprint:
             argv += ["--fingerprint", prepared.fingerprint]
         cwd = root
-    name = f"iterate {prepared.target.name}"
+    name = history_name(prepared)
     recorded = {
         "argv": list(argv),
         "cwd": str(cwd),

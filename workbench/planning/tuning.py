@@ -1,4 +1,6 @@
-"""How many jobs a build gets, from settings, the host and what earlier builds measured.
+"""How many jobs a build gets, from settings, the host and what earlier builds measured, and
+the one estimate of the memory they take at peak (`MemoryEstimate`): every screen and command
+that shows a peak figure for a planned build shows this one (`planning.plan` builds the rest).
 
 The foundation's recommendation (`parallelism.recommend`) divides the memory available by the
 peak memory of one compile job. Until this host has built a variant that figure is a default
@@ -15,19 +17,78 @@ from dataclasses import dataclass
 
 from workbench.configs.settings import BuildSettings
 from workbench.history.store import History
-from workbench.host.parallelism import GIB, MEMORY_HEADROOM, JobMemory, recommend
+from workbench.host.parallelism import (
+    GIB,
+    MEMORY_HEADROOM,
+    JobMemory,
+    estimated_peak_gb,
+    recommend,
+)
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """The memory a build may take at peak: jobs × nvcc threads × one job's peak, beside the
+    memory available, with where the per-job figure comes from (its basis)."""
+
+    jobs: int
+    nvcc_threads: int
+    """1 for a build that compiles no CUDA."""
+    per_job: JobMemory
+    available_bytes: int
+
+    @property
+    def peak_gib(self) -> float:
+        return estimated_peak_gb(self.jobs, self.nvcc_threads, self.per_job.gb)
+
+    @property
+    def available_gib(self) -> float:
+        return self.available_bytes / GIB
+
+    @property
+    def exceeds(self) -> bool:
+        """Whether the peak is more than the memory available."""
+        return self.peak_gib > self.available_gib
+
+    def figure(self) -> str:
+        """ "8 jobs × 0.30 GiB = 2.4 GiB"; nvcc threads are a factor only where there are
+        some: "2 jobs × 2 nvcc threads × 5.00 GiB = 20.0 GiB"."""
+        unit = "nvcc thread" if self.nvcc_threads == 1 else "nvcc threads"
+        threads = f" × {self.nvcc_threads} {unit}" if self.nvcc_threads > 1 else ""
+        jobs = "job" if self.jobs == 1 else "jobs"
+        return f"{self.jobs} {jobs}{threads} × {self.per_job.gb:.2f} GiB = {self.peak_gib:.1f} GiB"
+
+    def line(self) -> str:
+        """The figure beside the memory available, and its basis."""
+        return f"{self.figure()} of {self.available_gib:.1f} GiB available ({self.per_job.source})"
+
+    @property
+    def warning(self) -> str | None:
+        """memory_warning's line when the peak is more than the memory available."""
+        return memory_warning(self.jobs, self.nvcc_threads, self.per_job, self.available_bytes)
 
 
 @dataclass(frozen=True)
 class JobsChoice:
-    """The jobs a build runs with, where the number comes from, and any memory warning."""
+    """The jobs a build runs with, where the number comes from, and the memory they take."""
 
     jobs: int
     source: str
     """"--jobs", "settings.toml (ninja_jobs)", or "auto (...)"."""
     reasons: tuple[str, ...]
-    job_memory: JobMemory
-    warning: str | None
+    memory: MemoryEstimate
+
+    @property
+    def job_memory(self) -> JobMemory:
+        return self.memory.per_job
+
+    @property
+    def nvcc_threads(self) -> int:
+        return self.memory.nvcc_threads
+
+    @property
+    def warning(self) -> str | None:
+        return self.memory.warning
 
 
 def default_job_memory(settings: BuildSettings, cuda: bool) -> JobMemory:
@@ -61,7 +122,7 @@ def memory_warning(
     jobs: int, nvcc_threads: int, job_memory: JobMemory, available_bytes: int
 ) -> str | None:
     """A warning with the numbers when jobs x per-job peak exceeds the memory available."""
-    peak_gb = jobs * max(1, nvcc_threads) * job_memory.gb
+    peak_gb = estimated_peak_gb(jobs, nvcc_threads, job_memory.gb)
     available_gb = available_bytes / GIB
     if peak_gb <= available_gb:
         return None
@@ -101,8 +162,14 @@ def choose_jobs(
         jobs = advice.jobs
         source = f"auto (limited by {advice.limited_by})"
         reasons = advice.reasons
-    warning = memory_warning(jobs, threads, job_memory, available_bytes)
-    return JobsChoice(jobs, source, tuple(reasons), job_memory, warning)
+    memory = MemoryEstimate(jobs, max(1, threads), job_memory, available_bytes)
+    return JobsChoice(jobs, source, tuple(reasons), memory)
+
+
+def job_memory_for(measured: JobMemory | None, settings: BuildSettings, cuda: bool) -> JobMemory:
+    """The per-job figure a plan uses: measured in earlier builds of the target when there are
+    some, else the settings' default."""
+    return measured or default_job_memory(settings, cuda)
 
 
 def choose_jobs_for(
@@ -119,6 +186,6 @@ def choose_jobs_for(
     from workbench.analysis.oom import nix_daemon_pid
     from workbench.host.hardware import detect_memory, usable_cores
 
-    job_memory = measured_job_memory(history, name, cuda) or default_job_memory(settings, cuda)
+    job_memory = job_memory_for(measured_job_memory(history, name, cuda), settings, cuda)
     memory = detect_memory(nix_daemon_pid(os.environ) if nix else None)
     return choose_jobs(settings, explicit, job_memory, usable_cores(), memory.available, cuda)

@@ -331,7 +331,18 @@ class WorkbenchApp(App[None]):
         from workbench.tui.screens.settings.settings_screen import SettingsScreen
 
         if not isinstance(self.screen, SettingsScreen):
-            self._opening(lambda: SettingsScreen(self.matrix, self.config_directory, self.report))
+            # The estimate is for the variant `b` would build from here: the highlighted one.
+            screen = self.screen
+            target = screen._highlighted() if isinstance(screen, VariantsScreen) else None
+            self._opening(
+                lambda: SettingsScreen(
+                    self.matrix,
+                    self.config_directory,
+                    self.report,
+                    state_directory=self.state_directory,
+                    target=target,
+                )
+            )
 
 
 def make_app(

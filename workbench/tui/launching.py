@@ -12,7 +12,7 @@ from workbench.errors import WorkbenchError
 if TYPE_CHECKING:
     from textual.screen import Screen
 
-    from workbench.planning.build_preview import BuildPreview
+    from workbench.planning.plan import BuildPlan
     from workbench.supervision.control import Started
 
 
@@ -33,12 +33,14 @@ def hand_over(screen: Screen, start: Callable[[], Started]) -> None:
 def ask_and_build(screen: Screen, config_directory: Path, names: list[str]) -> None:
     """In a worker: plan the Nix build of `names`, show the plan on the event loop and, if the
     user agrees, start exactly that plan (in another worker of `screen`)."""
-    from workbench.planning.build_preview import preview_targets
+    from workbench.history.store import History
+    from workbench.planning.plan import prepare_build
 
     app = screen.app
     state = app.state_directory  # type: ignore[attr-defined]
     try:
-        planned = preview_targets(config_directory, state, names)
+        with History(state) as history:
+            planned = prepare_build(config_directory, history, names, ask_nix=True)
         planned = with_push_to(planned, config_directory)
     except WorkbenchError as exc:
         app.call_from_thread(screen.notify, str(exc), severity="error", timeout=12)
@@ -61,7 +63,7 @@ def ask_and_build(screen: Screen, config_directory: Path, names: list[str]) -> N
     app.call_from_thread(ask)
 
 
-def with_push_to(planned: BuildPreview, config_directory: Path) -> BuildPreview:
+def with_push_to(planned: BuildPlan, config_directory: Path) -> BuildPlan:
     """The previewed plan asking its supervisor to push it where hosts.toml's push_to says
     (the same request `workbench build` makes), and the preview saying so."""
     from dataclasses import replace
@@ -69,24 +71,23 @@ def with_push_to(planned: BuildPreview, config_directory: Path) -> BuildPreview:
     from workbench.remote.config import with_push_request
     from workbench.supervision.pushing import requested_in
 
-    plan = with_push_request(planned.plan, config_directory)
-    asked = requested_in(plan.settings)
+    build = with_push_request(planned.build, config_directory)
+    asked = requested_in(build.settings)
     if asked is None:
         return planned
     line = f"then pushed to {asked[0]} (push_to in hosts.toml)"
-    return replace(planned, plan=plan, release_notes=(*planned.release_notes, line))
+    return replace(planned, build=build, release_notes=(*planned.release_notes, line))
 
 
-def start_planned(screen: Screen, planned: BuildPreview) -> None:
+def start_planned(screen: Screen, planned: BuildPlan) -> None:
     """In a worker: hand exactly the previewed plan to a supervisor, then show the build."""
     from workbench.history.store import History
     from workbench.supervision import control
 
     state = screen.app.state_directory  # type: ignore[attr-defined]
-    warnings = [planned.choice.warning] if planned.choice.warning else []
 
     def start() -> Started:
         with History(state) as history:
-            return control.start(state, history, planned.plan, False, warnings)
+            return control.start(state, history, planned.build, False, list(planned.warnings))
 
     hand_over(screen, start)

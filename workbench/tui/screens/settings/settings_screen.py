@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -23,11 +24,14 @@ from workbench.configs.settings import (
     load_settings,
     set_settings,
 )
-from workbench.errors import ConfigError
-from workbench.host.parallelism import GIB, estimated_peak_gb
+from workbench.errors import ConfigError, WorkbenchError
+from workbench.host.parallelism import JobMemory
 from workbench.reading.doctor import DoctorReport
 from workbench.tui.widgets.check_list import CheckList
 from workbench.tui.widgets.key_footer import KeyFooter
+
+if TYPE_CHECKING:
+    from workbench.planning.tuning import JobsChoice
 
 TEXT_KEYS = ("ninja_jobs", "nvcc_threads", "max_jobs", "cuda_architectures", "optimization_flags")
 SWITCH_KEYS = ("ccache", "nvcc_host_isa_flags")
@@ -131,11 +135,22 @@ class SettingsScreen(Screen[None]):
     ]
     AUTO_FOCUS = "#field-ninja_jobs"
 
-    def __init__(self, matrix: Matrix, config_directory: Path, report: DoctorReport | None) -> None:
+    def __init__(
+        self,
+        matrix: Matrix,
+        config_directory: Path,
+        report: DoctorReport | None,
+        state_directory: Path | None = None,
+        target: str | None = None,
+    ) -> None:
         super().__init__()
         self.matrix = matrix
         self.config_directory = config_directory
         self.report = report
+        self.state_directory = state_directory
+        self.target = target
+        """The variant (or flavour) the estimate is for; None: the linkage flavour as edited."""
+        self._measured: dict[tuple[str, bool], JobMemory | None] = {}
         self.saved: BuildSettings = load_settings(config_directory, matrix)
         self.values: dict[str, Any] = {key: getattr(self.saved, key) for key in SPECS}
         self.errors: dict[str, str] = {}
@@ -310,58 +325,85 @@ class SettingsScreen(Screen[None]):
             if value != getattr(self.saved, key) and key not in self.errors
         }
 
+    def estimate_target(self) -> tuple[str, bool]:
+        """The name the estimate is for and whether it compiles CUDA: the variant the screen
+        was opened on (the one `b` would build), else the linkage flavour as edited."""
+        from workbench.planning.launch import resolve_target
+
+        if self.target is not None:
+            try:
+                target = resolve_target(self.target, self.matrix, self.values["ort_version"])
+            except WorkbenchError:
+                pass  # a row the pin cannot build: the linkage's figure instead
+            else:
+                return target.name, target.cuda
+        linkage = self.values["linkage"]
+        return linkage, self.matrix.flavour(linkage).cuda
+
+    def measured(self, name: str, cuda: bool) -> JobMemory | None:
+        """The per-job peak earlier builds of `name` measured (looked up once per name)."""
+        key = (name, cuda)
+        if key not in self._measured:
+            from workbench.history.store import History, database_path
+            from workbench.planning.tuning import measured_job_memory
+
+            found = None
+            state = self.state_directory
+            if state is not None and database_path(state).exists():
+                with History(state) as history:
+                    found = measured_job_memory(history, name, cuda)
+            self._measured[key] = found
+        return self._measured[key]
+
+    def estimate(self) -> JobsChoice | None:
+        """The jobs and memory estimate of a build of the estimate's target with the settings
+        as edited, from the planner every build takes them from (`tuning.choose_jobs`, with
+        the measured per-job figure where there is one, as `b` and `workbench build` do); None
+        before the host is detected."""
+        if self.report is None:
+            return None
+        from workbench.planning.tuning import choose_jobs, job_memory_for
+
+        name, cuda = self.estimate_target()
+        edited = replace(self.saved, **self.values)
+        hardware = self.report.hardware
+        per_job = job_memory_for(self.measured(name, cuda), edited, cuda)
+        return choose_jobs(
+            edited, None, per_job, hardware.cpu.cores, hardware.memory.available, cuda
+        )
+
     def update_advice(self) -> None:
-        cuda = self.matrix.flavour(self.values["linkage"]).cuda
-        per_job = self.values["cuda_job_memory_gb" if cuda else "cxx_job_memory_gb"]
-        lines = []
+        lines: list[Text] = []
         advice = self.report.parallelism if self.report else None
-        jobs = self.values["ninja_jobs"]
-        threads = self.values["nvcc_threads"] if cuda else 1
-        if jobs == "auto":
-            jobs = self._auto_jobs(int(threads), float(per_job), cuda)
-        peak = estimated_peak_gb(int(jobs), int(threads), float(per_job))
         if advice:
             lines.append(
-                f"Recommended: {advice.jobs} jobs × {advice.nvcc_threads} nvcc "
-                f"{'thread' if advice.nvcc_threads == 1 else 'threads'} ({advice.limited_by})"
+                Text(
+                    f"Recommended: {advice.jobs} jobs × {advice.nvcc_threads} nvcc "
+                    f"{'thread' if advice.nvcc_threads == 1 else 'threads'} ({advice.limited_by})"
+                )
             )
-        unit = "thread" if threads == 1 else "threads"
-        line = f"Peak estimate: {jobs} jobs × {threads} {unit} × {per_job:g} GiB = {peak:.1f} GiB"
-        if self.report:
-            available = self.report.hardware.memory.available / GIB
-            line += f" of {available:.1f} GiB available"
-            if peak > available:
-                line += "  [b]exceeds memory: expect an OOM kill (exit 137)[/b]"
-        lines.append(line)
+        choice = self.estimate()
+        name, _ = self.estimate_target()
+        exceeds = choice is not None and choice.memory.exceeds
+        if choice is None:
+            lines.append(Text(f"Memory at peak for {name}: not known until the host is detected"))
+        else:
+            # Text, never markup: the basis can quote a file name a build wrote.
+            line = Text(f"Memory at peak for {name}: {choice.memory.line()}")
+            if exceeds:
+                line.append("  exceeds memory: expect an OOM kill (exit 137)", style="bold")
+            lines.append(line)
         if self.errors:
-            lines.append(f"[b]{len(self.errors)} invalid value(s): fix them to save[/b]")
+            lines.append(Text(f"{len(self.errors)} invalid value(s): fix them to save", "bold"))
         elif self.changes():
             from workbench.configs.settings import per_user
 
             tracked = [key for key in self.changes() if not per_user(key)]
             note = f" ({', '.join(tracked)}: changes what Nix builds)" if tracked else ""
-            lines.append("Unsaved: " + ", ".join(self.changes()) + " — ctrl+s saves" + note)
+            lines.append(Text("Unsaved: " + ", ".join(self.changes()) + " — ctrl+s saves" + note))
         advice_widget = self.query_one("#advice", Static)
-        advice_widget.update("\n".join(lines))
-        advice_widget.set_class(bool(self.errors) or peak > self._available(), "warning")
-
-    def _auto_jobs(self, threads: int, per_job: float, cuda: bool) -> int:
-        """What "auto" comes to for these threads and per-job figure (as `build` sizes it)."""
-        if self.report is None:
-            return 1
-        from workbench.host.parallelism import JobMemory, recommend
-
-        hardware = self.report.hardware
-        architectures = len(self.values["cuda_architectures"]) or 1
-        advice = recommend(
-            hardware.cpu.cores,
-            hardware.memory.available,
-            JobMemory(per_job, "settings"),
-            cuda,
-            architectures,
-            nvcc_threads=threads,
-        )
-        return advice.jobs
+        advice_widget.update(Text("\n").join(lines))
+        advice_widget.set_class(bool(self.errors) or exceeds, "warning")
 
     def unsaved(self) -> list[str]:
         """The fields with unsaved (or invalid) edits."""
@@ -392,9 +434,6 @@ class SettingsScreen(Screen[None]):
         widget = event.widget
         row = widget.parent if widget.parent is not None and widget.parent is not form else widget
         form.scroll_to_center(row, animate=False)
-
-    def _available(self) -> float:
-        return self.report.hardware.memory.available / GIB if self.report else float("inf")
 
     def action_save(self) -> bool:
         """Write the changes; whether there is nothing left unsaved."""

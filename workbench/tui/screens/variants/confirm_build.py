@@ -1,5 +1,5 @@
 """`b`: before a build that may take hours starts, the exact command, its jobs and memory
-estimate, and a question. What is shown is the plan that starts (`BuildPreview.plan`)."""
+estimate, and a question. What is shown is the plan that starts (`BuildPlan.build`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from workbench.planning.build_preview import BuildPreview
+from workbench.planning.plan import BuildPlan
 
 
 class ConfirmBuild(ModalScreen[bool]):
@@ -34,7 +34,7 @@ class ConfirmBuild(ModalScreen[bool]):
     #confirm-build-buttons Button { margin-right: 1; }
     """
 
-    def __init__(self, preview: BuildPreview) -> None:
+    def __init__(self, preview: BuildPlan) -> None:
         super().__init__()
         self.preview = preview
 
@@ -46,7 +46,7 @@ class ConfirmBuild(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         command, where, jobs, memory, *warnings = self.preview.lines()
         with Vertical(id="confirm-build-dialog") as dialog:
-            dialog.border_title = f"Build {self.preview.plan.name}?"
+            dialog.border_title = f"Build {self.preview.build.name}?"
             # Text, never markup: a command line can hold brackets.
             yield Static(Text(command), id="confirm-build-command")
             yield Static(Text("\n".join((where, jobs, memory))), id="confirm-build-details")

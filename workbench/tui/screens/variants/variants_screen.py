@@ -131,13 +131,9 @@ def settings_in_force(matrix: Matrix, settings: BuildSettings, report: DoctorRep
         cuda = primary.variant.toolkit is not None
     else:
         cuda = matrix.flavour(settings.linkage).cuda
-    threads = settings.nvcc_threads if cuda else 1
-    unit = "nvcc thread" if threads == 1 else "nvcc threads"
-    if settings.ninja_jobs != "auto":
-        from workbench.configs.settings import origin
-
-        return f"{settings.ninja_jobs} × {threads} {unit} ({origin('ninja_jobs')})"
     hardware = report.hardware
+    # The planner every build takes its jobs from: a count from settings.toml as it is, "auto"
+    # what it comes to on this host.
     choice = choose_jobs(
         settings,
         None,
@@ -146,6 +142,10 @@ def settings_in_force(matrix: Matrix, settings: BuildSettings, report: DoctorRep
         hardware.memory.available,
         cuda,
     )
+    threads = choice.nvcc_threads
+    unit = "nvcc thread" if threads == 1 else "nvcc threads"
+    if settings.ninja_jobs != "auto":
+        return f"{choice.jobs} × {threads} {unit} ({choice.source.removesuffix(' (ninja_jobs)')})"
     return f"auto = {choice.jobs} × {threads} {unit}"
 
 
