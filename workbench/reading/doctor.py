@@ -212,11 +212,9 @@ def build_report(
         selection = replace(selection, mixed=mixed)
     primary = selection.primary
     cuda = bool(primary and primary.variant.is_gpu)
-    job_memory = measured or (
-        JobMemory(settings.cuda_job_memory_gb, "default from settings.toml (cuda_job_memory_gb)")
-        if cuda
-        else JobMemory(settings.cxx_job_memory_gb, "default from settings.toml (cxx_job_memory_gb)")
-    )
+    from workbench.planning.tuning import job_memory_for
+
+    job_memory = job_memory_for(measured, settings, cuda)  # the planner's per-job figure
     architectures = len(settings.cuda_architectures) or 1
     parallelism = recommend(
         hardware.cpu.cores, hardware.memory.available, job_memory, cuda, architectures
