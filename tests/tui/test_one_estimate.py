@@ -15,7 +15,6 @@ import pytest
 from supervision.supervised import REPO, Bench
 from textual.widgets import Static
 from tui.driving import screen_still, wait_until
-from workbench_cli import ONE_NIX_DOWNLOAD_ATTEMPT
 
 from workbench.history.records import SUCCEEDED, JobRow, Measured, NewBuild
 from workbench.history.store import History
@@ -71,9 +70,9 @@ def estimate_in(text: str) -> tuple[str, str]:
     return found.group(1), found.group(2)
 
 
-@pytest.mark.slow  # `b` asks Nix for its plan (one download attempt, offline), the CLI too
+@pytest.mark.slow  # `b` asks Nix for its plan (offline: one download attempt), the CLI too
 async def test_settings_b_and_the_dry_run_show_one_estimate_for_the_same_variant(
-    tui, bench: Bench, config_copy: Path, monkeypatch: pytest.MonkeyPatch
+    tui, bench: Bench, config_copy: Path
 ) -> None:
     from workbench.tui.screens.settings.settings_screen import SettingsScreen
     from workbench.tui.screens.variants.confirm_build import ConfirmBuild
@@ -87,8 +86,6 @@ async def test_settings_b_and_the_dry_run_show_one_estimate_for_the_same_variant
     text = text.replace("nvcc_threads = 1", "nvcc_threads = 2")
     assert "ninja_jobs = 8" in text and "nvcc_threads = 2" in text
     settings.write_text(text)
-    monkeypatch.setenv("NIX_CONFIG", ONE_NIX_DOWNLOAD_ATTEMPT["NIX_CONFIG"])
-    bench.extra_env.update(ONE_NIX_DOWNLOAD_ATTEMPT)
     measured_build(bench.state, STAR, JOB_PEAK)
     app = tui()
     async with app.run_test(size=(160, 48)) as pilot:
