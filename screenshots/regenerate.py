@@ -21,7 +21,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
-from recorded_host import recorded_doctor  # noqa: E402
+from recorded_host import recorded_daemon, recorded_doctor  # noqa: E402
 from textual.pilot import Pilot  # noqa: E402
 
 from workbench.debugging.model import capture_from_json  # noqa: E402
@@ -104,7 +104,10 @@ async def settle(app: WorkbenchApp, pilot: Pilot) -> None:
 
 
 async def capture(name: str, size: tuple[int, int], state: Path) -> Path:
-    app = make_app(str(REPO / "configs"), str(state), doctor=recorded_doctor())
+    # The recorded host's user is served by a nix-daemon that does not trust them (the first
+    # screen's Nix line), as on a shared build host.
+    doctor = recorded_doctor(nix_store=recorded_daemon())
+    app = make_app(str(REPO / "configs"), str(state), doctor=doctor)
     async with app.run_test(size=size) as pilot:
         await settle(app, pilot)
         for key in SCREENS[name]:

@@ -7,6 +7,7 @@ from a recorded /proc/cpuinfo; tools and memory are fixed so screens look the sa
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from workbench.configs.matrix import Matrix
@@ -19,6 +20,7 @@ from workbench.host.hardware import (
     read_cpuinfo,
     supported_isas,
 )
+from workbench.host.nix_daemon import DEFAULT_SOCKET, DaemonReality, NixConf, StorePing
 from workbench.reading.doctor import DoctorReport, PtraceStatus, ToolStatus, build_report
 
 TESTS = Path(__file__).resolve().parent
@@ -35,10 +37,39 @@ TOOLS = (
 )
 
 
+def recorded_daemon(user: str = "alice") -> DaemonReality:
+    """The Nix store of a shared build host's multi-user install, as `check_daemon` reads it
+    for a user the root nix-daemon does not trust, with no builders of its own: the answer the
+    real daemon of tests/nix_daemon_testing.py gives its untrusted second user (Debian's Nix
+    2.8: trust learnt from the restricted setting it drops; tests/remote/test_daemon_reality.py),
+    at the default socket and /etc/nix."""
+    return DaemonReality(
+        user=user,
+        ping=StorePing(
+            True,
+            "daemon",
+            "2.8.0",
+            False,
+            "the daemon dropped a restricted setting (builders) from this user",
+        ),
+        socket=DEFAULT_SOCKET,
+        conf=NixConf("/etc/nix/nix.conf", True),
+        trusted_users=("root",),
+        trusted_by_conf=False,
+        builders=(),
+        builders_source="/etc/nix/machines (the default)",
+        substituters=("https://cache.nixos.org/",),
+        trusted_substituters=(),
+    )
+
+
 def recorded_doctor(
-    gpu_fixture: str = "h100-new-driver.toml", cpu_fixture: str = "sapphire-rapids.txt"
+    gpu_fixture: str = "h100-new-driver.toml",
+    cpu_fixture: str = "sapphire-rapids.txt",
+    nix_store: DaemonReality | None = None,
 ):
-    """A doctor function for `make_app(doctor=...)` that reports the recorded host."""
+    """A doctor function for `make_app(doctor=...)` that reports the recorded host (with
+    `nix_store`, the store that serves its user: `recorded_daemon`; else none said)."""
 
     def doctor(matrix: Matrix, settings: BuildSettings) -> DoctorReport:
         os.environ["STANDIN_NVIDIA_SMI_FIXTURE"] = str(
@@ -58,6 +89,7 @@ def recorded_doctor(
         )
         hardware = Hardware(gpus, cpu, MemoryInfo(256 * GIB, 240 * GIB, None))
         ptrace = PtraceStatus(True, 1, True, "gdb may attach to this user's processes")
-        return build_report(TOOLS, hardware, ptrace, matrix, settings)
+        report = build_report(TOOLS, hardware, ptrace, matrix, settings)
+        return replace(report, nix_store=nix_store)
 
     return doctor

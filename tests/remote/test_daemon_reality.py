@@ -115,6 +115,12 @@ def test_an_untrusted_user_is_told_the_daemon_ignores_builders_and_what_to_add(
     assert store["trusted_users"] == ["root"] and not store["trusted_by_conf"]
     assert store["trust_line"] == f"trusted-users = root {other_user.name}"
     assert any(line.startswith("--builders: ignored") for line in store["meaning"])
+    # The TUI's first screen shows this line (the recorded host's snapshot: recorded_daemon).
+    assert store["status_line"].startswith(
+        f"Nix  daemon: {other_user.name} NOT trusted → --builders ignored, all builds here "
+        "(the daemon has no builders) · `workbench doctor` says how to trust · socket "
+        f"{daemon.socket}"
+    ), store["status_line"]
     # The daemon's log agrees: it served this user, untrusted (root would read "(trusted)").
     assert f"user {other_user.name}" in daemon.log.read_text()
     assert f"user {other_user.name} (trusted)" not in daemon.log.read_text()
@@ -171,6 +177,9 @@ def test_a_trusted_user_is_told_the_daemon_takes_builders_but_reaches_them_as_ro
     assert store["trust_line"] is None
     assert f"user {other_user.name} (trusted)" in daemon.log.read_text()
     assert any("as root, with root's ~/.ssh" in line for line in store["meaning"])
+    assert store["status_line"].startswith(
+        f"Nix  daemon: {other_user.name} trusted → --builders used, reached by the daemon as root"
+    ), store["status_line"]
 
     hosts = _as_user(other_user, daemon, shared_tmp, "hosts", "--json")
     document = json.loads(hosts.stdout)

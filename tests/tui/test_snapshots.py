@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from patch_fixture import write_fixture_series, write_fixture_source
-from recorded_host import recorded_doctor
+from recorded_host import recorded_daemon, recorded_doctor
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Static
 from tui.driving import screen_still
@@ -53,8 +53,10 @@ def state(tmp_path: Path) -> Path:
     return directory
 
 
-def app_for(state: Path) -> WorkbenchApp:
-    return make_app(str(REPO / "configs"), str(state), doctor=recorded_doctor(), clock=frozen_clock)
+def app_for(state: Path, daemon: bool = False) -> WorkbenchApp:
+    """The app on the recorded host; `daemon`: its user served by an untrusting nix-daemon."""
+    doctor = recorded_doctor(nix_store=recorded_daemon() if daemon else None)
+    return make_app(str(REPO / "configs"), str(state), doctor=doctor, clock=frozen_clock)
 
 
 async def until(pilot: Pilot, what: str, predicate: Callable[[], object]) -> None:
@@ -143,7 +145,8 @@ async def build_shown(pilot: Pilot) -> None:
 
 @pytest.mark.parametrize("size", SIZES)
 def test_variants_screen(snap_compare, state: Path, size) -> None:
-    assert snap_compare(app_for(state), terminal_size=size, run_before=pressing())
+    """The first screen; its host's Nix is a multi-user install (the daemon's line shows)."""
+    assert snap_compare(app_for(state, daemon=True), terminal_size=size, run_before=pressing())
 
 
 async def steady_cursor(pilot: Pilot) -> None:

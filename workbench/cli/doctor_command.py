@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     document["linking"] = linking.to_json()
     from workbench.host.nix_daemon import check_daemon, reality_lines
 
-    daemon = check_daemon()
+    daemon = report.nix_store or check_daemon()
     document["nix_store"] = daemon.to_json()
     if document["mixed_gpus"] is not None and linking.flavour.cuda:
         # The text says it too: the linking flavour builds the same cuda_architectures.

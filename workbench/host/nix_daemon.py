@@ -275,6 +275,32 @@ class DaemonReality:
             )
         return lines
 
+    def status_line(self) -> str | None:
+        """One line for the TUI's first screen: the daemon that serves this user, whether it
+        trusts them and what that means for builders; None where no daemon serves (single-user
+        Nix, or no Nix: the store is this user's own and there is nothing to say)."""
+        if not self.via_daemon:
+            return None
+        version = f", Nix {self.ping.version}" if self.ping.version else ""
+        where = f"socket {self.socket}{version}"
+        if self.trusted is None:
+            return f"Nix  daemon: {self.user} trust unknown ({self.ping.evidence}) · {where}"
+        if self.trusted:
+            return (
+                f"Nix  daemon: {self.user} trusted → --builders used, reached by the daemon as "
+                f"root (root's ~/.ssh) · {where}"
+            )
+        count = len(self.builders)
+        builders = (
+            f"the daemon's {count} builder{'' if count == 1 else 's'} used ({self.builders_source})"
+            if count
+            else "all builds here (the daemon has no builders)"
+        )
+        return (
+            f"Nix  daemon: {self.user} NOT trusted → --builders ignored, {builders} · "
+            f"`workbench doctor` says how to trust · {where}"
+        )
+
     def trust_line(self) -> str:
         """The nix.conf line that would make this user trusted."""
         names = list(self.trusted_users or ("root",))
@@ -303,6 +329,7 @@ class DaemonReality:
             "trusted_substituters": list(self.trusted_substituters),
             "meaning": self.meaning(),
             "trust_line": self.trust_line() if self.via_daemon and not self.trusted else None,
+            "status_line": self.status_line(),  # the TUI's first screen shows this line
         }
 
 

@@ -9,13 +9,16 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.configs.matrix import Matrix
 from workbench.configs.settings import BuildSettings
 from workbench.host.hardware import Hardware, detect
 from workbench.host.parallelism import JobMemory, ParallelismAdvice, recommend
 from workbench.host.selection import Selection, select
+
+if TYPE_CHECKING:
+    from workbench.host.nix_daemon import DaemonReality
 
 # Tools the workbench drives, with the argv that prints each one's version. gdb may be cuda-gdb
 # on GPU hosts that ship no plain gdb: it debugs host programs too.
@@ -61,6 +64,9 @@ class DoctorReport:
     ptrace: PtraceStatus
     selection: Selection
     parallelism: ParallelismAdvice
+    nix_store: DaemonReality | None = None
+    """The store that serves this user and its daemon's trust (`host.nix_daemon`); None where
+    it was not asked (a recorded host without it)."""
 
 
 # A version number standing on its own: not part of a word or path ("python3.12", "gcc-12.2").
@@ -174,15 +180,20 @@ def diagnose(
     With a state directory that holds a build history, the per-job memory of the recommended
     variant's earlier builds replaces the settings' default figure.
     """
-    with ThreadPoolExecutor(max_workers=len(TOOLS) + 1) as pool:
+    from workbench.host.nix_daemon import check_daemon
+
+    with ThreadPoolExecutor(max_workers=len(TOOLS) + 2) as pool:
         hardware_future = pool.submit(detect, matrix, nvidia_smi)
+        daemon_future = pool.submit(check_daemon)
         tools = tuple(pool.map(tool_status, TOOLS))
         hardware = hardware_future.result()
+        nix_store = daemon_future.result()
     selection = select(hardware, matrix)
     measured = None
     if state_directory is not None and selection.primary is not None:
         measured = measured_memory(state_directory, selection.primary.variant)
-    return build_report(tools, hardware, ptrace_status(), matrix, settings, measured, selection)
+    report = build_report(tools, hardware, ptrace_status(), matrix, settings, measured, selection)
+    return replace(report, nix_store=nix_store)
 
 
 def measured_memory(state_directory: Path, variant: Any) -> JobMemory | None:

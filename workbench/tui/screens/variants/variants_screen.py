@@ -276,6 +276,7 @@ class VariantsScreen(Screen[None]):
         yield Header()
         with Vertical(id="host"):
             yield Static("Detecting GPUs, CPU and tools…", id="host-summary")
+            yield Static("", id="nix-store")  # shown only where a nix-daemon serves the user
             yield Static("", id="recommendation")
             yield Static(
                 "b build · space mark · p patches · t sample build · ? every key",
@@ -454,6 +455,13 @@ class VariantsScreen(Screen[None]):
             f"({advice.limited_by})",
         ]
         self.query_one("#host-summary", Static).update(Text("\n".join(lines)))
+        daemon = report.nix_store.status_line() if report.nix_store is not None else None
+        if daemon:
+            nix_store = self.query_one("#nix-store", Static)
+            nix_store.update(Text(daemon))
+            nix_store.display = True  # the table is a line shorter: its cursor kept in view
+            table = self.query_one("#variants", DataTable)
+            self.call_after_refresh(lambda: table.move_cursor(row=table.cursor_row))
         newcomer = self.query_one("#newcomer", Static)
         if "nix" in missing or not gpu.found:
             what = "No Nix here" if "nix" in missing else "No NVIDIA GPU here"
