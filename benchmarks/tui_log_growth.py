@@ -345,7 +345,7 @@ async def costs(
             screen = BuildScreen(state, 1)  # no such build: only the drawing is timed here
             await app2.push_screen(screen)
             await pilot.pause()
-            screen.watch = StallWatch(600.0)
+            screen.stall_watch = StallWatch(600.0)
             jobs = [
                 {
                     "pid": 10 + n,

@@ -30,6 +30,16 @@ async def test_the_theme_chosen_is_saved_and_used_next_time(
         assert again.theme == "nord"
 
 
+def test_a_theme_set_before_the_app_runs_is_not_saved(
+    config_copy: Path, tmp_path: Path, private_user_config: Path
+) -> None:
+    # A front end (a test, a screenshot) setting the theme before the run is not the user
+    # choosing one: App.is_mounted is a method, and `if self.is_mounted` saved this too.
+    app = make_app(str(config_copy), str(tmp_path / "state"), doctor=recorded_doctor())
+    app.theme = "nord"
+    assert get_own("theme") is None
+
+
 async def test_keys_remapped_in_the_user_file_are_the_apps(
     config_copy: Path, tmp_path: Path, private_user_config: Path
 ) -> None:

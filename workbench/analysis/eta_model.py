@@ -303,9 +303,9 @@ class EdgePace:
             trust = min(1.0, share / PACE_TRUSTED_AT)
             stretch = 1.0
             if reached > 0 and share > 0 and anchor > 0:
-                pace = anchor / reached
-                paces.append(pace)
-                stretch = 1.0 - trust + trust * pace
+                this_pace = anchor / reached
+                paces.append(this_pace)
+                stretch = 1.0 - trust + trust * this_pace
             # Whatever runs now, no further edge has finished: at least what the earlier run
             # did after its next edge is left. Without this floor the ETA would count down to
             # zero and stay there while a slow edge runs.

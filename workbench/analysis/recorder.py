@@ -110,7 +110,7 @@ def ninja_command(argv: Sequence[str], cwd: Path) -> NinjaCommand | None:
         if at + 1 >= len(rest):
             return None
         directory = cwd / rest[at + 1]
-        targets: list[str] = []
+        targets = []
         for index, arg in enumerate(rest):
             if arg in ("--target", "-t"):
                 targets += [t for t in rest[index + 1 :] if not t.startswith("-")][:1]

@@ -75,10 +75,10 @@ def critical_path(edges: Sequence[Edge], dependencies: Mapping[str, Sequence[str
         before[edge.output] = best_name
     end = max(longest, key=lambda name: longest[name])
     chain: list[Edge] = []
-    name: str | None = end
-    while name is not None:
-        chain.append(by_name[name])
-        name = before[name]
+    step: str | None = end
+    while step is not None:
+        chain.append(by_name[step])
+        step = before[step]
     chain.reverse()
     return CriticalPath(tuple(chain), longest[end])
 

@@ -13,17 +13,36 @@ _BARS = " ▁▂▃▄▅▆▇█"
 
 
 class StoredEdgeLike(Protocol):
-    """An edge as stored (history.EdgeRow): epoch times, dependencies, sampled peak."""
+    """An edge as stored (history.EdgeRow): epoch times, dependencies, sampled peak.
 
-    outputs: tuple[str, ...]
-    started: float
-    ended: float
-    session: int
-    command_hash: str
-    rule: str | None
-    deps: tuple[str, ...] | None
-    peak_rss: int | None
-    cpu_s: float | None
+    Read-only members (properties), so that a frozen dataclass such as EdgeRow matches."""
+
+    @property
+    def outputs(self) -> tuple[str, ...]: ...
+
+    @property
+    def started(self) -> float: ...
+
+    @property
+    def ended(self) -> float: ...
+
+    @property
+    def session(self) -> int: ...
+
+    @property
+    def command_hash(self) -> str: ...
+
+    @property
+    def rule(self) -> str | None: ...
+
+    @property
+    def deps(self) -> tuple[str, ...] | None: ...
+
+    @property
+    def peak_rss(self) -> int | None: ...
+
+    @property
+    def cpu_s(self) -> float | None: ...
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.cli.common import print_json
 from workbench.errors import WorkbenchError
+
+if TYPE_CHECKING:
+    from workbench.artefacts.smoke_target import SmokeTarget
 
 
 def register(subcommands: Any) -> None:
@@ -175,6 +178,7 @@ def _diagnose_and_patch(args: argparse.Namespace, captured: Any) -> Any:
             bridge, Path(args.source).expanduser(), patches_dir(config), args.patch_name
         )
         diagnosis.proposed_patch = proposed
+        assert proposed.path is not None  # write_patch says where it wrote
         _add_to_series(config, Path(proposed.path), bridge)
     return diagnosis
 
@@ -265,7 +269,7 @@ def run_debug_bt(args: argparse.Namespace) -> int:
         status = program.process.poll()
         diagnosis = _diagnose_and_patch(args, captured) if captured else None
         final = program.stop()
-        info = {
+        info: dict[str, Any] = {
             "argv": argv,
             "status": describe_status(status) if status is not None else "stopped by the workbench",
             "exit_status": final,
@@ -362,7 +366,7 @@ def run_smoke(args: argparse.Namespace) -> int:
     return {"passed": 0, "hung": 3}.get(result.status, 1)
 
 
-def _built_variant(args: argparse.Namespace, name: str) -> tuple[Any, bool]:
+def _built_variant(args: argparse.Namespace, name: str) -> tuple[SmokeTarget, bool, str]:
     """The interpreter of the variant built in the checkout (either backend), and whether it is
     a CUDA variant (which must run on the CUDA provider)."""
     from workbench.artefacts.smoke_target import resolve

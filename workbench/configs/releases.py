@@ -204,8 +204,8 @@ def load_releases(config_directory: Path, pin_version: str) -> Releases:
     """configs/releases.toml, checked; without the file, the pin's release alone."""
     path = config_directory / RELEASES_FILE
     if not path.is_file():
-        own = Release(pin_version, True, True, "nixpkgs' own, no override", "", "")
-        return Releases(pin_version, (own,))
+        pinned = Release(pin_version, True, True, "nixpkgs' own, no override", "", "")
+        return Releases(pin_version, (pinned,))
     data = load_toml(path)
     default = data.get("default")
     if default != pin_version:

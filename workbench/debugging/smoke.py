@@ -115,6 +115,7 @@ def smoke_python(
     python = str(python)
     with tempfile.TemporaryDirectory(prefix="workbench-smoke-") as temp:
         model, source, extra = _model(Path(temp))
+        assert model is not None  # None only with allow_missing
         argv = [python, str(PROBE), model, "builtin" if source == "builtin" else "user", *extra]
         for library in libraries:
             argv += ["--c-api", str(library)]

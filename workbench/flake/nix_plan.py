@@ -126,14 +126,14 @@ class NixPlan:
             lines.append(f"  build {item.name}: {last}")
         if len(self.to_build) > limit:
             lines.append(f"  ... and {len(self.to_build) - limit} more to build")
-        for item in self.to_fetch[:limit]:
+        for path in self.to_fetch[:limit]:
             size = (
-                scaled_byte_size(item.download_bytes)
-                if item.download_bytes is not None
+                scaled_byte_size(path.download_bytes)
+                if path.download_bytes is not None
                 else "size not known"
             )
-            source = item.substituter or "no configured substituter answered for it"
-            lines.append(f"  fetch {item.name}: {size} from {source}")
+            source = path.substituter or "no configured substituter answered for it"
+            lines.append(f"  fetch {path.name}: {size} from {source}")
         if len(self.to_fetch) > limit:
             lines.append(f"  ... and {len(self.to_fetch) - limit} more to fetch")
         return [visible(line) for line in lines]

@@ -14,6 +14,7 @@ from array import array
 from bisect import bisect_right
 from itertools import accumulate
 from pathlib import Path
+from typing import BinaryIO
 
 CHUNK_BYTES = 4 * 1024 * 1024
 
@@ -54,7 +55,7 @@ class LineIndex:
         self._starts = array("Q", [0])  # start of each complete line, plus the next one's
         self._size = 0
         self._map: mmap.mmap | None = None
-        self._file = None
+        self._file: BinaryIO | None = None
 
     def close(self) -> None:
         """Release the file and its mapping."""
@@ -190,8 +191,8 @@ class LineIndex:
         limit = self._size
         if stop_line is not None and stop_line < count:
             limit = self._bounds(max(0, stop_line))[0]
-        match = pattern.search(self._map, start, limit)
-        return None if match is None else self.line_at_offset(match.start())
+        hit = pattern.search(self._map, start, limit)
+        return None if hit is None else self.line_at_offset(hit.start())
 
     def first_error(self, start_line: int = 0) -> int | None:
         """The first line at or after `start_line` that reads like an error."""

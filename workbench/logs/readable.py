@@ -14,6 +14,7 @@ a byte search over what was appended: the only state the per-line view needs.
 from __future__ import annotations
 
 import json
+import mmap
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -44,7 +45,8 @@ WARNING = "warning"
 MAX_CHARACTERS = 4000
 
 _STORE_PATH = re.compile(r"/nix/store/[0-9a-z]{32}-([^\s'\"`]+)")
-_ACTIVITY_WORDS = {
+# Looked up with whatever the JSON holds (an int when Nix wrote what it should).
+_ACTIVITY_WORDS: dict[object, str] = {
     ACT_COPY_PATHS: "copying paths",
     ACT_BUILDS: "builds",
     ACT_BUILD: "build",
@@ -151,7 +153,7 @@ _START_BUILD = b'@nix {"action":"start","fields":["/nix/store/'
 class DerivationNames(dict[str, str]):
     """Activity id digits → derivation name, learnt from the log's Build activity starts."""
 
-    def scan(self, data: bytes | memoryview | Any, start: int = 0, end: int | None = None) -> int:
+    def scan(self, data: bytes | mmap.mmap, start: int = 0, end: int | None = None) -> int:
         """Learn the Build starts in `data[start:end]` (bytes or an mmap); how many were new.
 
         Give it whole lines (`LineIndex.complete_size` bounds them): a start event cut at `end`

@@ -30,6 +30,7 @@ import resource
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Literal
 
 from workbench.monitor import procfs
 from workbench.monitor.classification import ProcessKind, classify
@@ -464,7 +465,7 @@ class Sampler:
                     os.close(fd)
         return ticks
 
-    def _judge(self, pid: int, stat: procfs.Stat) -> str | bool | None:
+    def _judge(self, pid: int, stat: procfs.Stat) -> str | Literal[False] | None:
         """False: not the build's. Otherwise the derivation it works for (None if unknown)."""
         if pid == self.root_pid:
             return None

@@ -128,9 +128,9 @@ def import_patches(
         checks = tuple(check_series(trial, trial.applied_to(target), source) for target in targets)
     found: dict[str, tuple[str, str]] = {}
     for check in checks:
-        for patch in check.patches:
-            if patch.name in imported and found.get(patch.name, (APPLIES, ""))[0] == APPLIES:
-                found[patch.name] = (patch.status, patch.detail)
+        for checked in check.patches:
+            if checked.name in imported and found.get(checked.name, (APPLIES, ""))[0] == APPLIES:
+                found[checked.name] = (checked.status, checked.detail)
     results = []
     for entry, file, new in plan:
         status, detail = found.get(entry.name, ("not checked", "applies to none of the flavours"))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from workbench.configs.matrix import Flavour, Matrix, Toolkit
 from workbench.configs.variants import Variant, by_name, expand, format_name
@@ -168,7 +168,7 @@ def build_time_checks_notes(variants: Sequence[Variant | None]) -> str | None:
     )
 
 
-def pin_summary(matrix: Matrix, series: Series | None = None) -> dict[str, object]:
+def pin_summary(matrix: Matrix, series: Series | None = None) -> dict[str, Any]:
     """Every target's availability at the pin, for `doctor --json` (with `series`, the patch
     files it names are checked too)."""
     targets = [of_variant(v, matrix, series).to_json() for v in expand(matrix)]

@@ -281,6 +281,7 @@ def _named_trees(argv: Sequence[str]) -> list[str]:
 _INSTALLABLE = re.compile(r"^[^-\s][^\s#]*#([A-Za-z0-9_][A-Za-z0-9._+-]{0,199})$")
 NIX_TARGET_KEY = "the Nix target "
 # `nix build` options whose value (or second value) could look like an installable.
+_NIX_VALUED_OPTIONS: tuple[str, ...]
 _NIX_VALUED_OPTIONS = ("--builders", "--store", "--eval-store", "--out-link", "-o", "--expr")
 _NIX_VALUED_OPTIONS += ("--file", "-f", "--include", "-I", "--reference-lock-file")
 _NIX_TWO_VALUED_OPTIONS = ("--option", "--override-input", "--arg", "--argstr")

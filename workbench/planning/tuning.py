@@ -146,6 +146,7 @@ def choose_jobs(
 ) -> JobsChoice:
     """`--jobs`, else settings.toml's ninja_jobs, else ("auto") the recommendation."""
     threads = settings.nvcc_threads if cuda else 1
+    reasons: tuple[str, ...]
     if explicit is not None:
         jobs, source, reasons = explicit, "--jobs", ()
     elif settings.ninja_jobs != "auto":

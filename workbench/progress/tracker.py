@@ -22,8 +22,8 @@ import time
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
-from json.decoder import scanstring
-from typing import Any
+from json.decoder import scanstring  # type: ignore[attr-defined]  # the C scanner json uses, not in typeshed's stub
+from typing import Any, TypeGuard
 
 from workbench.progress import nix_log
 from workbench.progress.nix_log import (
@@ -573,7 +573,7 @@ def _step(step: _StepTuple | None) -> Step | None:
     return None if step is None else Step(*step)
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

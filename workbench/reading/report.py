@@ -163,6 +163,11 @@ def _release_change(a: str | None, b: str | None) -> str:
     return "same" if a == b else f"{a or '-'} → {b or '-'}"
 
 
+def _peak_job_rss(kind: str) -> Callable[[BuildFacts], int | None]:
+    """A build's peak RSS of one kind of job, None when not measured."""
+    return lambda b: b.measured.peak_job_rss.get(kind) if b.measured else None
+
+
 def _rows(builds: list[BuildFacts]) -> list[Row]:
     def spec(
         key: str,
@@ -259,7 +264,7 @@ def _rows(builds: list[BuildFacts]) -> list[Row]:
             spec(
                 f"peak_job_rss.{kind}",
                 f"Peak RSS per {_KIND_LABELS.get(kind, kind)}",
-                lambda b, kind=kind: b.measured.peak_job_rss.get(kind) if b.measured else None,
+                _peak_job_rss(kind),
                 _size,
                 _percent_change,
             )

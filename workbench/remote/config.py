@@ -277,9 +277,9 @@ def load_hosts(config_directory: Path) -> HostsConfig:
     seen: set[str] = set()
     for index, host in enumerate(hosts):
         if host.name in seen:
-            line = _line_in_table(text, index, "name")
+            at = _line_in_table(text, index, "name")
             raise ConfigError(
-                f"{path}:{line}: name = {host.name!r}: refused (used by an earlier host); "
+                f"{path}:{at}: name = {host.name!r}: refused (used by an earlier host); "
                 "allowed: a name no other host has"
             )
         seen.add(host.name)

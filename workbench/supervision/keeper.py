@@ -40,6 +40,7 @@ import socket
 import sys
 import time
 from pathlib import Path
+from typing import Literal
 
 from workbench.atomic_file import replace_file
 
@@ -116,7 +117,7 @@ class Link:
         """The build's end is recorded: the keeper leaves once this supervisor exits."""
         self._send(b"done")
 
-    def receive(self) -> tuple[int, float | None] | bool | None:
+    def receive(self) -> tuple[int, float | None] | Literal[False] | None:
         """What the keeper said: (wait status, CPU seconds) of the build's end; None for
         nothing usable; False once the keeper is gone."""
         try:

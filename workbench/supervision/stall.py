@@ -152,6 +152,7 @@ class StallWatch:
                 condition = "idle"
             else:
                 continue
+            assert row.pid is not None  # rows are the processes with a pid
             before = self.streaks.get(row.pid)
             since = before[1] if before and before[0] == condition else now
             streaks[row.pid] = (condition, since)

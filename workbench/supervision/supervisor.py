@@ -913,13 +913,12 @@ class Supervisor:
         derivations = [
             (d.drv_path, d.name, d.started, d.ended, d.failed) for d in self.tracker.finished()
         ]
-        recorded = self._guarded(
-            "recording measurements",
-            lambda: (
-                self.history.record_measurements(self.record.id, measured, jobs, derivations)
-                or True
-            ),
-        )
+
+        def record_measurements() -> bool:
+            self.history.record_measurements(self.record.id, measured, jobs, derivations)
+            return True
+
+        recorded = self._guarded("recording measurements", record_measurements)
         if not recorded:
             note = (note + "; " if note else "") + (
                 "measurements lost: they could not be written to the history"
@@ -935,7 +934,7 @@ class Supervisor:
             self._guarded("recording what the build produced", self._record_artefacts)
         self._guarded("recording the push", lambda: self._before_end_pushes(state))
         fraction = live_eta.progress_fraction(progress)
-        final = {
+        final: dict[str, Any] = {
             "state": state,
             "ended": ended,
             "duration_s": duration,
@@ -947,11 +946,12 @@ class Supervisor:
         }
         # First beside the log, where a full disk cannot refuse it (outcome.py); then the row.
         where = self.outcome.write(final)
-        done = self._retried(
-            "recording how the build ended",
-            lambda: self.history.finish(self.record.id, **final) or True,
-            kept=where,
-        )
+
+        def finish() -> bool:
+            self.history.finish(self.record.id, **final)
+            return True
+
+        done = self._retried("recording how the build ended", finish, kept=where)
         if done:
             from workbench.supervision.outcome import discard
 

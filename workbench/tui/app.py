@@ -322,7 +322,9 @@ class WorkbenchApp(App[None]):
 
     def watch_theme(self, theme: str) -> None:
         """A theme chosen (the palette's "Change theme") is the next run's too."""
-        if self.is_mounted:
+        # Only a theme chosen while the app runs: App.is_mounted is a method (of a widget), so
+        # `if self.is_mounted:` was always true and a theme set before the run was saved too.
+        if self.is_running:
             from workbench.tui.preferences import remember_theme
 
             remember_theme(theme)

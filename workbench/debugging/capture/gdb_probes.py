@@ -439,7 +439,8 @@ def probe_steps(
     # One thread per group of threads running the same code first: 64 threads in one loop
     # need one stepped, and a second loop elsewhere must not wait behind them.
     seen_groups: set[tuple[str, ...]] = set()
-    first, rest = [], []
+    first: list[int] = []
+    rest: list[int] = []
     sampled_place: dict[int, str] = {}  # thread -> where its group's counters were most
     for gdb_id, tid, top in candidates:
         if (groups or {}).get(tid) == SETTLED:

@@ -40,7 +40,7 @@ def with_libraries(
     executable: dict[str, Any] | None, libraries: list[SymbolStatus]
 ) -> dict[str, Any]:
     """The executable's symbols document with `libraries`: each checked library's own."""
-    document = dict(executable) if executable else {"path": None, "level": None}
+    document: dict[str, Any] = dict(executable) if executable else {"path": None, "level": None}
     document["missing"] = bool(executable and executable.get("missing"))
     document["libraries"] = [symbols_json(status) for status in libraries]
     return document

@@ -136,6 +136,9 @@ def capture(
     setup.append("-gdb-set print thread-events off")  # always one answer to wait for
     loading = session.send(setup)
     pcs: PcSamples | None = None
+    # The first look's (session is replaced only after it).
+    first_answered = partial(session.answered, loading)
+    first_wait = partial(session.wait_answered, loading)
     started = time.monotonic()
     finished = False
     try:
@@ -146,8 +149,8 @@ def capture(
                     tracker,
                     window,
                     options,
-                    partial(session.answered, loading),
-                    partial(session.wait_answered, loading),
+                    first_answered,
+                    first_wait,
                 )
             else:
                 alive = tracker.watch(window, options.poll_every)

@@ -31,7 +31,9 @@ def activity_findings(
     pcs: dict[int, PcEvidence] | None = None,
 ) -> list[Finding]:
     """Busy (stacks change), spinning (always running, same stack) or waiting threads."""
-    moving, spinning, blocked = [], [], []
+    moving: list[tuple[int, list[ThreadStack], set[tuple[str, ...]], ThreadActivity | None]] = []
+    spinning: list[tuple[int, list[ThreadStack], ThreadActivity | None]] = []
+    blocked: list[tuple[int, list[ThreadStack]]] = []
     pcs = pcs or {}
     for tid, history in histories.items():
         if tid in explained:
@@ -42,13 +44,13 @@ def activity_findings(
         )
         distinct = {tuple(thread.functions()) for thread in history}
         tops = {thread.functions()[0] if thread.frames else "??" for thread in history}
-        evidence = pcs.get(tid)
+        sampled = pcs.get(tid)
         if activity is not None and activity.wrote():
             # Its output advanced between the looks: progress, whatever its stacks show.
             moving.append((tid, history, distinct, activity))
-        elif evidence is not None and len(history) == 1:
+        elif sampled is not None and len(history) == 1:
             # One stack sample: the program counters say whether the thread moves.
-            if evidence.moving:
+            if sampled.moving:
                 moving.append((tid, history, distinct, activity))
             else:
                 spinning.append((tid, history, activity))
@@ -59,10 +61,10 @@ def activity_findings(
         elif not running:
             blocked.append((tid, history))
     findings = []
+    evidence: list[str] = []
     if moving:
-        evidence = []
         for tid, history, distinct, activity in moving[:8]:
-            tops = Counter(short(t.functions()[0]) for t in history if t.frames)
+            on_top = Counter(short(t.functions()[0]) for t in history if t.frames)
             pc = pcs.get(tid)
             if activity is not None and activity.wrote():
                 evidence.append(
@@ -83,7 +85,7 @@ def activity_findings(
             evidence.append(
                 f"{describe(history[-1])}: {len(distinct)} different stacks in "
                 f"{len(history)} samples; on top: "
-                + ", ".join(f"{name} ×{count}" for name, count in tops.most_common(4))
+                + ", ".join(f"{name} ×{count}" for name, count in on_top.most_common(4))
                 + (f" ({activity_text(activity)})" if activity else "")
             )
         findings.append(

@@ -312,7 +312,7 @@ class BuildScreen(Screen[None]):
         self.artefacts: dict[str, Any] | None = None
         self.smoking = False
         self.polls = 0
-        self.watch: StallWatch | None = None
+        self.stall_watch: StallWatch | None = None
         self._polling = False
         self._timer: Timer | None = None
         self._host_shown = False
@@ -437,9 +437,9 @@ class BuildScreen(Screen[None]):
             self.post_message(self.Polled(Poll(record, rows, False, head=HeadView.of(record))))
             return
         head = HeadView.of(record)
-        jobs = head.live.jobs
-        states = read_states(job.pid for job in jobs if job.pid is not None)
-        rows = tuple(ProcessRow.from_view(job, states.get(job.pid or 0)) for job in jobs)
+        live_jobs = head.live.jobs
+        states = read_states(job.pid for job in live_jobs if job.pid is not None)
+        rows = tuple(ProcessRow.from_view(job, states.get(job.pid or 0)) for job in live_jobs)
         self.post_message(self.Polled(Poll(record, rows, False, head=head)))
 
     # -- drawing (event loop) -------------------------------------------------------------------
@@ -447,7 +447,7 @@ class BuildScreen(Screen[None]):
     def on_build_screen_loaded(self, message: Loaded) -> None:
         record = message.record
         self.record = record
-        self.watch = StallWatch(
+        self.stall_watch = StallWatch(
             message.threshold_s, last_progress_change(message.samples) if record.active else None
         )
         self.query_one(LogView).open(Path(record.log_path))
@@ -492,8 +492,8 @@ class BuildScreen(Screen[None]):
                 poll.parallelism.values, poll.parallelism.first_t
             )
         stall = None
-        if head.active and self.watch is not None:
-            stall = self.watch.observe(time.time(), head.progress_key, poll.processes)
+        if head.active and self.stall_watch is not None:
+            stall = self.stall_watch.observe(time.time(), head.progress_key, poll.processes)
         table = self.query_one(ProcessTable)
         if poll.finished and table.sort_key == "cpu":
             table.sort_key, table.descending = "time", True
@@ -560,7 +560,7 @@ class BuildScreen(Screen[None]):
         static = self.query_one(selector, Static)
         width = static.content_region.width
         one_line = before is not None and width > 0 and "\n" not in text.plain
-        if one_line and static.styles.text_wrap != "nowrap":
+        if one_line and before is not None and static.styles.text_wrap != "nowrap":
             one_line = before.cell_len <= width and text.cell_len <= width
         static.update(text, layout=not one_line)
 

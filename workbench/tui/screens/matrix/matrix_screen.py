@@ -117,7 +117,7 @@ class MatrixScreen(Screen[None]):
 
     def __init__(self, state_directory: Path, build_id: int | None = None) -> None:
         super().__init__()
-        self.watch = MatrixWatch(Path(state_directory), build_id)
+        self.matrix_watch = MatrixWatch(Path(state_directory), build_id)
         self.view: MatrixView | None = None
         self.refreshes = 0
         self.narrow: bool | None = None
@@ -152,7 +152,7 @@ class MatrixScreen(Screen[None]):
     def reload(self) -> None:
         """Read the build again (off the event loop: the log, the history, Nix for sizes)."""
         try:
-            view = self.watch.view(now=clock.now(self.app))
+            view = self.matrix_watch.view(now=clock.now(self.app))
         except WorkbenchError as exc:
             self.app.call_from_thread(
                 self.notify, str(exc), severity="error", timeout=10, markup=False
@@ -163,7 +163,7 @@ class MatrixScreen(Screen[None]):
             self._sampling_asked = True
             config = getattr(self.app, "config_directory", None)
             if config is not None:
-                found = self.watch.start_sampling(Path(config))
+                found = self.matrix_watch.start_sampling(Path(config))
                 with self._sampling_lock:
                     if isinstance(found, str):
                         self.sampling_problem = found
@@ -177,7 +177,7 @@ class MatrixScreen(Screen[None]):
                 stopping, self.sampling = self.sampling, None
             if stopping is not None:
                 stopping.stop()
-        sampling, fleet = self.sampling, self.watch.fleet
+        sampling, fleet = self.sampling, self.matrix_watch.fleet
         if sampling is not None and fleet is not None:
             # Every derivation Nix started on a host reaches its sampler: the compile of a
             # variant runs in its C++ dependency, not in the target's own derivation.

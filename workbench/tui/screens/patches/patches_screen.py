@@ -224,7 +224,9 @@ class PatchesScreen(Screen[None]):
 
     # -- actions -----------------------------------------------------------------------------
 
-    def action_toggle(self) -> None:
+    # The screen's own `toggle` (its binding: a patch on or off) replaces DOMNode's generic
+    # action_toggle(attribute_name) on purpose: no binding of this screen names an attribute.
+    def action_toggle(self) -> None:  # type: ignore[override]
         patch = self._highlighted()
         if patch is None:
             return

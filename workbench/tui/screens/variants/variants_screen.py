@@ -337,7 +337,7 @@ class VariantsScreen(Screen[None]):
             rows.sort(key=lambda row: self._cell_map(row)[key])
         for row in rows:
             table.add_row(*self._cells(row), key=row.name)
-        if highlighted in table.rows:
+        if highlighted is not None and highlighted in table.rows:
             table.move_cursor(row=table.get_row_index(highlighted))
 
     def _cell_map(self, row: Row) -> dict[str, str]:
@@ -560,8 +560,8 @@ class VariantsScreen(Screen[None]):
 
     def action_build(self) -> None:
         names = [row.name for row in self.rows if row.name in self.marked]
-        if not names and self._highlighted():
-            names = [self._highlighted()]
+        if not names and (highlighted := self._highlighted()):
+            names = [highlighted]
         if names:
             self.preview(names)
 
