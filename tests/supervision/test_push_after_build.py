@@ -82,12 +82,17 @@ def test_a_detached_build_is_pushed_by_its_supervisor_once_whoever_reads_it(
     assert [p["push_build"] for p in shown["pushes"]] == [push_id]
 
 
-MATRIX_TARGETS = ["onnxruntime-python313-cpu-avx2", "onnxruntime-python313-cpu-avx512"]
-MATRIX_FAILING = "onnxruntime-python313-cpu-avx512bf16"
+# Variants no other test builds: a Nix target's lock is the host's, whichever state directory
+# builds it, so a test building the same attribute at the same time would refuse this one.
+MATRIX_TARGETS = [
+    "onnxruntime-python313-cuda12_9-sm86-avx2",
+    "onnxruntime-python313-cuda12_9-sm86-avx512vnni",
+]
+MATRIX_FAILING = "onnxruntime-python313-cuda12_9-sm80-avx512vnni"
 
 
 def _matrix_flake(directory: Path) -> Path:
-    """Stand-in packages named like three CPU variants of configs/matrix.toml; bf16 fails."""
+    """Stand-in packages named like three variants of configs/matrix.toml; the sm80 one fails."""
     stamp = uuid.uuid4().hex
     directory.mkdir()
     system = host_platform()
@@ -103,7 +108,7 @@ def _matrix_flake(directory: Path) -> Path:
   in {{
     packages.{system} = {{
 {ok}
-      {MATRIX_FAILING} = mk "bf16" "echo 'error: no such intrinsic' >&2; exit 1";
+      {MATRIX_FAILING} = mk "sm80" "echo 'error: no such intrinsic' >&2; exit 1";
     }};
   }};
 }}
