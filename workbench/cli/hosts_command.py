@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from workbench.configs.matrix import Matrix
+    from workbench.remote.matrix_build import Selection
 
 
 def register(subcommands: argparse._SubParsersAction) -> None:
@@ -146,7 +151,7 @@ def run_matrix_build(args: argparse.Namespace) -> int:
     )
     from workbench.planning.tuning import choose_jobs_for
     from workbench.remote.config import load_hosts
-    from workbench.remote.matrix_build import evaluate_targets, plan_matrix_build, select_targets
+    from workbench.remote.matrix_build import evaluate_targets, plan_matrix_build
     from workbench.remote.probe import probe_hosts
     from workbench.remote.ssh import prepare_ssh
 
@@ -155,8 +160,7 @@ def run_matrix_build(args: argparse.Namespace) -> int:
     directory, matrix = load_config(args)
     settings = load_settings(directory, matrix)
     config = load_hosts(directory)
-    ort = getattr(args, "ort", None) or settings.ort_version
-    selection = select_targets(list(args.variant), args.match, matrix, ort)
+    selection = matrix_selection(args, matrix, settings.ort_version)
     targets = selection.targets
     if selection.left_out:
         print(f"workbench: {selection.left_out_line()}", file=sys.stderr)
@@ -345,3 +349,23 @@ def _matrix_build(history, build_id: int | None):
         if matrix_of(record) is not None:
             return record
     raise WorkbenchError("no matrix build in the history yet (workbench build A B ... starts one)")
+
+
+def matrix_selection(args: argparse.Namespace, matrix: Matrix, ort_version: str) -> Selection:
+    """The targets of a matrix build: at --ort, else at `ort_version` (settings.toml's), except
+    that without --ort a name carrying its release is that release, so that one build takes
+    two releases of a variant side by side (`build NAME NAME-ort1_24_2`)."""
+    from workbench.remote.matrix_build import Selection, select_targets
+
+    explicit = getattr(args, "ort", None)
+    names = list(args.variant)
+    own = []
+    if explicit is None and matrix.releases is not None:
+        own = [name for name in names if matrix.releases.split_name(name)[1] is not None]
+    rest = [name for name in names if name not in own]
+    selection = select_targets(rest, args.match, matrix, explicit or ort_version)
+    if not own:
+        return selection
+    named = select_targets(own, None, matrix, None).targets
+    unique = list({t.attr: t for t in [*selection.targets, *named]}.values())
+    return Selection(unique, selection.left_out, selection.match)

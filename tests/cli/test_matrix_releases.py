@@ -1,0 +1,37 @@
+"""A matrix build's targets and their releases (`hosts_command.matrix_selection`): settings'
+ort_version or --ort for plain names, and without --ort a name that carries its release is
+that release, so one build takes two releases of a variant side by side (what the matrix
+screen's ORT column then shows, each target as `MatrixTarget.to_json` records it)."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from workbench.cli.hosts_command import matrix_selection
+from workbench.planning.launch import LaunchError
+
+CPU = "onnxruntime-python313-cpu-avx2"
+
+
+def selected(matrix, *names: str, ort: str | None = None, settings: str = "1.23.2") -> dict:
+    args = argparse.Namespace(variant=list(names), match=None, ort=ort)
+    return {t.name: t.ort_version for t in matrix_selection(args, matrix, settings).targets}
+
+
+def test_two_releases_of_a_variant_in_one_matrix_build(matrix) -> None:
+    both = selected(matrix, CPU, f"{CPU}-ort1_24_2")
+    assert both == {CPU: "1.23.2", f"{CPU}-ort1_24_2": "1.24.2"}
+    # settings.toml's release for the plain name; the named one keeps its own.
+    assert selected(matrix, CPU, f"{CPU}-ort1_22_2", settings="1.24.2") == {
+        f"{CPU}-ort1_24_2": "1.24.2",
+        f"{CPU}-ort1_22_2": "1.22.2",
+    }
+
+
+def test_ort_given_still_refuses_a_name_of_another_release(matrix) -> None:
+    assert selected(matrix, CPU, ort="1.24.2") == {f"{CPU}-ort1_24_2": "1.24.2"}
+    with pytest.raises(LaunchError) as refused:
+        selected(matrix, CPU, f"{CPU}-ort1_24_2", ort="1.23.2")
+    assert "is ONNX Runtime 1.24.2, but --ort says 1.23.2" in str(refused.value)
