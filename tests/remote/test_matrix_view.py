@@ -4,10 +4,11 @@ in pieces cut mid-line, as the supervisor appends it), and `attach`'s per-host l
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 from workbench.history.records import NewBuild
-from workbench.history.store import History
+from workbench.history.store import History, database_path
 from workbench.remote.fleet import Fleet
 from workbench.remote.matrix_view import (
     LogFleet,
@@ -115,3 +116,35 @@ def test_any_other_build_has_no_per_host_view(tmp_path: Path) -> None:
             )
         )
     assert PerHostLines.for_build(record) is None
+
+
+def test_each_target_s_release_is_in_the_view_running_and_ended(tmp_path: Path) -> None:
+    """The release each target was recorded with (`MatrixTarget.to_json`'s ort_version) is on
+    its row while the log is read and once the build's per-target rows are stored; a target
+    recorded without one (a build from before releases) says nothing of it."""
+    from tui.fixed_matrix import WAITING, write_matrix_build
+
+    from workbench.remote.matrix_view import MatrixWatch, view_lines
+
+    for running in (True, False):
+        state = tmp_path / ("running" if running else "ended")
+        build_id = write_matrix_build(state, running=running)
+        view = MatrixWatch(state, build_id).view(now=0.0)
+        assert view is not None and view.active is running
+        releases = {row.name: row.ort_version for row in view.rows}
+        assert releases.pop(WAITING) == "1.24.2"
+        assert set(releases.values()) == {"1.23.2"}, releases
+        assert f"  {'waiting' if running else 'not built':<9} {WAITING} (ONNX Runtime 1.24.2)" in (
+            view_lines(view)
+        )
+
+    state = tmp_path / "unrecorded"
+    build_id = write_matrix_build(state, running=True)
+    with History(state) as history:
+        settings = dict(history.get(build_id).settings)
+    for target in settings["matrix"]["targets"]:
+        del target["ort_version"]
+    with sqlite3.connect(database_path(state)) as db:
+        db.execute("UPDATE builds SET settings = ? WHERE id = ?", (json.dumps(settings), build_id))
+    view = MatrixWatch(state, build_id).view(now=0.0)
+    assert view is not None and {row.ort_version for row in view.rows} == {""}

@@ -6,8 +6,10 @@ build of tests/remote/test_matrix_build.py (real Nix sending four stand-in CPU v
 second store over real sshd, one host with a refused key). Written through the core's
 `History` API as the CLI records a matrix build (`hosts.matrix_build.plan_matrix_build`): the
 targets with their derivations, the hosts by store URI. Two targets are added to what the log
-built, as a real matrix has them: one waiting (a CUDA variant no host has started yet) and one
-in the store already (built by an earlier run, so not asked of Nix again).
+built, as a real matrix has them: one waiting (a CUDA variant no host has started yet, of ONNX
+Runtime 1.24.2 beside the others' 1.23.2: a name with -ort1_24_2 in `build A B ...`) and one in
+the store already (built by an earlier run, so not asked of Nix again). Each target records its
+release (`ort_version`), as `MatrixTarget.to_json` does.
 
 `running=True` writes the log only up to `MID_BUILD_LINES` (avx2 and avx512 built on the
 remote, bf16 failed there with its first error line, avx512vnni building here) and records
@@ -44,7 +46,8 @@ BUILT = {  # log's derivation name -> the variant it stands in for
     "avx512vnni": "onnxruntime-python313-cpu-avx512vnni",
     "bf16": "onnxruntime-python313-cpu-avx512bf16",
 }
-WAITING = "onnxruntime-python313-cuda12_9-sm90-avx512"
+WAITING = "onnxruntime-python313-cuda12_9-sm90-avx512-ort1_24_2"
+RELEASES = {WAITING: "1.24.2"}  # the others are the pin's own, 1.23.2
 IN_STORE = "onnxruntime-python313-cuda12_9-sm89-avx2"
 MIB = 1024**2
 # Sizes as `nix path-info -S` would give them for the outputs (the stand-ins are a few bytes).
@@ -76,6 +79,7 @@ def _targets() -> list[dict[str, object]]:
             "attr": variant,
             "drv": drvs[short],
             "out": drvs[short].removesuffix(".drv").replace("/nix/store/", "/nix/store/o"),
+            "ort_version": "1.23.2",
             "in_store": False,
         }
         for short, variant in BUILT.items()
@@ -87,6 +91,7 @@ def _targets() -> list[dict[str, object]]:
                 "attr": name,
                 "drv": f"/nix/store/{'w' if in_store else 'q'}{'0' * 31}-{name}.drv",
                 "out": f"/nix/store/{'w' if in_store else 'q'}{'1' * 31}-{name}",
+                "ort_version": RELEASES.get(name, "1.23.2"),
                 "in_store": in_store,
             }
         )

@@ -11,6 +11,7 @@ build's log and stay untrusted: the TUI puts them in `Text`, the CLI through `pr
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -60,6 +61,9 @@ class MatrixRow:
     nar_size: int | None
     closure_size: int | None
     first_error: str
+    # The ONNX Runtime release the target is ("1.24.2"), as the matrix build recorded it;
+    # "" for a build recorded before releases were (nothing is known of it).
+    ort_version: str = ""
 
 
 @dataclass(frozen=True)
@@ -246,6 +250,13 @@ class MatrixWatch:
                 rows = self._live_rows(record, matrix, now if now is not None else time.time())
             else:
                 rows = self._ended_rows(history, record)
+            releases = {
+                str(target.get("name")): str(target.get("ort_version") or "")
+                for target in matrix.get("targets", [])
+            }
+            rows = [
+                dataclasses.replace(row, ort_version=releases.get(row.name, "")) for row in rows
+            ]
         return MatrixView(
             build_id=record.id,
             build_name=record.name,
@@ -329,7 +340,8 @@ def view_lines(view: MatrixView) -> list[str]:
         where = f" on {row.host}" if row.host else ""
         retried = f" (after {', '.join(row.tried_on)})" if row.tried_on else ""
         error = f": {row.first_error}" if row.state == "failed" and row.first_error else ""
-        lines.append(f"  {row.state:<9} {row.name}{where}{retried}{error}")
+        release = f" (ONNX Runtime {row.ort_version})" if row.ort_version else ""
+        lines.append(f"  {row.state:<9} {row.name}{release}{where}{retried}{error}")
     return lines
 
 

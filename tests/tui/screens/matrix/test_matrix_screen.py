@@ -18,7 +18,7 @@ from recorded_host import recorded_doctor
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 from tui.fixed_history import frozen_clock, write_history
-from tui.fixed_matrix import FIRST_ERROR, LOG, MID_BUILD_LINES, write_matrix_build
+from tui.fixed_matrix import FIRST_ERROR, LOG, MID_BUILD_LINES, WAITING, write_matrix_build
 
 from workbench.history.records import FAILED
 from workbench.history.store import History, database_path
@@ -99,10 +99,12 @@ async def test_the_matrix_follows_the_log_to_the_build_s_end(tmp_path: Path) -> 
         rows = table_rows(screen)
         vnni, bf16 = "onnxruntime-python313-cpu-avx512vnni", "onnxruntime-python313-cpu-avx512bf16"
         # Nix's retry elsewhere: its build hook could not reach badkey just before.
-        assert rows[vnni][1:4] == ("building", "local (after badkey)", "21m")
-        assert rows[bf16][1:3] == ("failed", "remote") and rows[bf16][-1] == FIRST_ERROR
-        assert rows["onnxruntime-python313-cuda12_9-sm90-avx512"][1] == "waiting"
-        assert rows["onnxruntime-python313-cuda12_9-sm89-avx2"][1] == "in store"
+        assert rows[vnni][2:5] == ("building", "local (after badkey)", "21m")
+        assert rows[bf16][2:4] == ("failed", "remote") and rows[bf16][-1] == FIRST_ERROR
+        assert rows[WAITING][2] == "waiting"
+        assert rows["onnxruntime-python313-cuda12_9-sm89-avx2"][2] == "in store"
+        # Each target's ONNX Runtime release, two releases in one matrix build.
+        assert rows[WAITING][1] == "1.24.2" and rows[vnni][1] == rows[bf16][1] == "1.23.2"
         hosts = static_text(screen, "#matrix-hosts")
         assert "local          1 building: avx512vnni" in hosts
         assert "remote         idle" in hosts and "badkey         GONE: cannot build there" in hosts
@@ -120,8 +122,9 @@ async def test_the_matrix_follows_the_log_to_the_build_s_end(tmp_path: Path) -> 
         )
         await settled(pilot)
         rows = table_rows(screen)
-        assert rows[vnni][1:3] == ("done", "local (after badkey)")
-        assert rows["onnxruntime-python313-cuda12_9-sm90-avx512"][1] == "not built"
+        assert rows[vnni][2:4] == ("done", "local (after badkey)")
+        assert rows[WAITING][2] == "not built"
+        assert rows[WAITING][1] == "1.24.2"  # the ended build's rows keep it
         assert "local          idle" in static_text(screen, "#matrix-hosts")
         assert static_text(screen, "#matrix-summary").startswith(
             f"build #{build_id} (matrix-6): failed · 3 done · 1 in store · 1 failed · 1 not built"
@@ -190,3 +193,18 @@ async def test_m_over_the_history_opens_the_highlighted_matrix_build(tmp_path: P
         await pilot.press("enter")
         await wait_until(pilot, "the build", lambda: isinstance(app.screen, BuildScreen))
         assert app.screen.build_id == newer  # type: ignore[attr-defined]
+
+
+def test_at_80_columns_a_target_goes_without_the_release_its_ort_cell_says() -> None:
+    from workbench.remote.matrix_view import MatrixRow
+    from workbench.tui.screens.matrix.matrix_screen import detail_text, narrow_target
+
+    def row(name: str, ort: str) -> MatrixRow:
+        return MatrixRow(name, "waiting", "", (), None, None, None, "", ort_version=ort)
+
+    assert narrow_target(row(WAITING, "1.24.2")) == "py313-cuda12_9-sm90-avx512"
+    # A name without its release's suffix (the pin's own), or of a build from before releases.
+    assert narrow_target(row("onnxruntime-python313-cpu-avx2", "1.23.2")) == "py313-cpu-avx2"
+    assert narrow_target(row(WAITING, "")) == "py313-cuda12_9-sm90-avx512-ort1_24_2"
+    assert detail_text(row(WAITING, "1.24.2")) == f"{WAITING} (ONNX Runtime 1.24.2): waiting"
+    assert detail_text(row(WAITING, "")) == f"{WAITING}: waiting"

@@ -1,7 +1,8 @@
 """The matrix screen: the targets of a matrix build x state (done, building where, failed with
-its first error line, waiting), their sizes when done, what each build host builds now and,
-while the build runs, what each remote host compiles (its CPU and memory), sampled there by the
-workbench over one SSH connection a host (`hosts.remote_sampler`).
+its first error line, waiting), each target's ONNX Runtime release, their sizes when done,
+what each build host builds now and, while the build runs, what each remote host compiles (its
+CPU and memory), sampled there by the workbench over one SSH connection a host
+(`hosts.remote_sampler`).
 
 Everything comes from `hosts.matrix_view` (read in a worker, never on the event loop): a
 running build's internal-json log as it grows, an ended one's per-target history rows. Names,
@@ -21,6 +22,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Header, Static
 
+from workbench.configs.releases import suffix_of
 from workbench.errors import WorkbenchError
 from workbench.progress.visible import visible
 from workbench.reading.follow import size
@@ -36,6 +38,7 @@ REFRESH_S = 1.0
 # (label, key); below WIDE_COLUMNS cells the closure size gives way to the first error.
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("target", "target"),
+    ("ORT", "ort"),
     ("state", "state"),
     ("host", "host"),
     ("time", "time"),
@@ -43,7 +46,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("closure", "closure"),
     ("first error", "error"),
 )
-NARROW_KEYS = ("target", "state", "host", "time", "size", "error")
+NARROW_KEYS = ("target", "ort", "state", "host", "time", "size", "error")
 WIDE_COLUMNS = 120
 # The theme's own styles for a state (never a literal colour).
 STATE_STYLE = {"done": "bold", "failed": "bold reverse", "building": "italic"}
@@ -57,6 +60,14 @@ def row_cells(row_state: str, host: str, tried_on: tuple[str, ...]) -> tuple[Tex
     return Text(row_state, style=STATE_STYLE.get(row_state, "")), Text(visible(where))
 
 
+def narrow_target(row: MatrixRow) -> str:
+    """The target's name at 80 columns: short, and without the release suffix its ORT cell
+    says ("py313-cuda12_9-sm90-avx512" of 1.24.2, not "...-avx512-ort1_24_2")."""
+    name = short_target(row.name)
+    suffix = suffix_of(row.ort_version, "") if row.ort_version else ""
+    return name.removesuffix(suffix) if suffix and name != suffix else name
+
+
 def detail_text(row: MatrixRow | None) -> str:
     """One target in words: "NAME: failed on remote (after gone-host): error: ..."."""
     if row is None:
@@ -64,7 +75,8 @@ def detail_text(row: MatrixRow | None) -> str:
     where = f" on {row.host}" if row.host else ""
     after = f" (after {', '.join(row.tried_on)})" if row.tried_on else ""
     error = f": {row.first_error}" if row.first_error else ""
-    return f"{row.name}: {row.state}{where}{after}{error}"
+    release = f" (ONNX Runtime {row.ort_version})" if row.ort_version else ""
+    return f"{row.name}{release}: {row.state}{where}{after}{error}"
 
 
 def hosts_text(view: MatrixView | None, sampled: dict[str, str], problem: str = "") -> str:
@@ -221,7 +233,8 @@ class MatrixScreen(Screen[None]):
         for row in view.rows:
             state, host = row_cells(row.state, row.host, row.tried_on)
             every = {
-                "target": Text(visible(short_target(row.name) if self.narrow else row.name)),
+                "target": Text(visible(narrow_target(row) if self.narrow else row.name)),
+                "ort": Text(visible(row.ort_version or "-")),
                 "state": state,
                 "host": host,
                 "time": Text(took(row.seconds)),
