@@ -173,3 +173,64 @@ def test_smoke_python_with_a_library_checks_it_against_the_release(
     # Python's module is the first to disagree here; both are the library's release.
     assert "onnxruntime.__version__ says 1.22.2" in result["message"]
     assert result["check"]["c_api"] == [{"library": library, "version": "1.22.2"}]
+
+
+@pytest.mark.slow
+@pytest.mark.nix
+@pytest.mark.skipif(shutil.which("nix-build") is None, reason="needs Nix (Debian: nix-bin)")
+def test_a_store_outputs_library_is_found_through_its_closure(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
+    """As nixpkgs' python3Packages.onnxruntime refers to the onnxruntime it was built with: the
+    variant's output (bin/python here) has no lib/, its C++ package in its closure has. Real
+    Nix: the library's directory added to the store, the output a derivation referring to it."""
+    from nix_testing import nix_env
+
+    cpp = tmp_path / "cpp"
+    standin_library(cpp, "1.23.2")
+    env = nix_env(tmp_path)
+    added = subprocess.run(
+        ["nix-store", "--add", str(cpp)], env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    wrapper = (
+        f'#!/bin/sh\nPYTHONPATH="{STANDINS / "standin-onnxruntime-python"}" '
+        f'STANDIN_ORT_VERSION=1.24.2 exec "{sys.executable}" "$@"\n'
+    )
+    script = (
+        "mkdir -p $out/bin $out/nix-support && echo $cpp > $out/nix-support/cpp && "
+        "printf '%s' \"$wrapper\" > $out/bin/python && chmod +x $out/bin/python"
+    )
+    expression = f"""
+      derivation {{
+        name = "standin-{CPU}-ort1_24_2";
+        system = builtins.currentSystem;
+        builder = "/bin/sh";
+        PATH = "/usr/bin:/bin";
+        cpp = builtins.storePath "{added}";
+        wrapper = {json.dumps(wrapper)};
+        args = [ "-c" {json.dumps(script)} ];
+      }}
+    """
+    link = tmp_path / f"result-{CPU}-ort1_24_2"
+    built = subprocess.run(
+        ["nix-build", "--expr", expression, "-o", str(link)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert built.returncode == 0, built.stderr[-3000:]
+    assert not (link / "lib").exists()
+    library = Path(added) / "lib" / "libonnxruntime.so"
+    assert c_api_libraries(link) == [library]
+
+    model = tmp_path / "model.onnx"
+    model.write_bytes(b"the stand-in module runs no model")
+    monkeypatch.setenv("ONNX_TEST_MODEL", str(model))
+    monkeypatch.chdir(tmp_path)
+    state = ["--config", str(REPO / "configs"), "--state-dir", str(tmp_path / "state")]
+    assert main([*state, "smoke", "--json", CPU, "--ort", "1.24.2"]) == 1
+    result = json.loads(capsys.readouterr().out)
+    assert result["check"]["c_api"] == [{"library": str(library), "version": "1.23.2"}]
+    assert "(OrtGetApiBase()->GetVersionString()) says 1.23.2" in result["message"]
