@@ -8,6 +8,7 @@ summary can also be rebuilt later from stored samples by folding them in again.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from workbench.host.units import byte_size
 from workbench.monitor.sampler import ProcessSample, Sample
@@ -127,7 +128,7 @@ class PeakTracker:
             self._most_jobs, self._most_jobs_at = build.compile_jobs, build.t
 
         peak_process = self._peak_process
-        jobs: dict[int, list] = {}  # job pid -> [rss, top process, file, kind, {pid: CPU s}]
+        jobs: dict[int, list[Any]] = {}  # job pid -> [rss, top process, file, kind, {pid: CPU s}]
         for process in sample.processes:
             if process.rss > peak_process.get(process.tool, 0):
                 peak_process[process.tool] = process.rss

@@ -181,7 +181,9 @@ def architectures_listed(listing: str) -> set[str]:
     return {match.group(1) for match in _ARCH.finditer(listing)}
 
 
-def cuda_architectures_inside(output: Path, cuobjdump: str = "cuobjdump") -> tuple[set, set]:
+def cuda_architectures_inside(
+    output: Path, cuobjdump: str = "cuobjdump"
+) -> tuple[set[str], set[str]]:
     """(SASS, PTX) architectures in the output's ONNX Runtime libraries; empty sets without
     cuobjdump."""
     if shutil.which(cuobjdump) is None:

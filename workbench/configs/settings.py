@@ -157,7 +157,7 @@ def _check_linkage(value: Any, context: Context) -> str:
     names = [flavour.name for flavour in context.matrix.flavours]
     if value not in names:
         raise Refused("not a linkage flavour")
-    return value
+    return str(value)  # one of the names
 
 
 def _check_release(value: Any, context: Context) -> str:
@@ -315,7 +315,8 @@ def _toml_value(value: Any) -> str:
     """A value as TOML text for a message (tomlkit: only to show a refused value)."""
     import tomlkit
 
-    return tomlkit.item(value).as_string()
+    text: str = tomlkit.item(value).as_string()
+    return text
 
 
 def _where(path: Path, text: str, key: str) -> str:

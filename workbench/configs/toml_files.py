@@ -100,7 +100,8 @@ def load_toml(path: Path) -> dict[str, Any]:
     """Parse a TOML file into plain Python values (fast: stdlib tomllib)."""
     text = read_text(path)
     try:
-        return tomllib.loads(text)
+        document: dict[str, Any] = tomllib.loads(text)  # Any where tomli has no types (3.10)
+        return document
     except RecursionError:
         raise _too_deep(path, text) from None
     except tomllib.TOMLDecodeError as exc:

@@ -278,7 +278,8 @@ def _parse_probe(output: str, result: SmokeResult) -> dict[str, Any] | None:
     for line in reversed(output.splitlines()):
         if line.startswith(MARKER):
             try:
-                return json.loads(line[len(MARKER) :])
+                document: dict[str, Any] = json.loads(line[len(MARKER) :])  # the probe's
+                return document
             except json.JSONDecodeError:
                 break
     if result.status != "hung":

@@ -16,8 +16,9 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from unidiff import PatchedFile, PatchSet
+from unidiff import Hunk, PatchedFile, PatchSet
 from unidiff.errors import UnidiffParseError
 
 from workbench.errors import PatchError
@@ -79,7 +80,7 @@ class SeriesCheck:
     def ok(self) -> bool:
         return all(p.ok for p in self.patches)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "source": str(self.source),
             "ok": self.ok,
@@ -161,7 +162,7 @@ def _file_header(changed: PatchedFile) -> str:
     return f"--- {changed.source_file}\n+++ {changed.target_file}\n"
 
 
-def _why_context_changed(scratch: Path, path: str, hunk) -> str:
+def _why_context_changed(scratch: Path, path: str, hunk: Hunk) -> str:
     """The first line where the file differs from what the hunk expects, at the hunk's place."""
     expected = [line.value.rstrip("\n") for line in hunk if line.is_context or line.is_removed]
     actual = (scratch / path).read_text(errors="replace").splitlines()

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from workbench.artefacts.out_links import out_link_name
 from workbench.errors import WorkbenchError
 from workbench.history.records import NewBuild
-from workbench.planning.shell_command import display  # noqa: F401  (imported from here)
+from workbench.planning.shell_command import display as display  # re-exported: imported from here
 
 if TYPE_CHECKING:  # `workbench run` needs none of the matrix and settings machinery
     from workbench.configs.matrix import Flavour, Matrix
@@ -400,7 +400,7 @@ def build_settings_record(
     source: str,
     patches: list[str],
     ort_version: str = "",
-) -> dict:
+) -> dict[str, Any]:
     """The settings a `workbench build` ran with, as the history keeps them (with the ONNX
     Runtime release it built, when known)."""
     release = {"ort_version": ort_version} if ort_version else {}

@@ -21,12 +21,14 @@ from pathlib import Path
 
 from workbench.history.records import KILLED, LOST, STOPPED, SUCCEEDED, BuildRecord
 from workbench.history.store import History
-from workbench.host.units import byte_size as size  # re-exported: the views' one formatter
-from workbench.host.units import duration  # re-exported: the views' one formatter
+from workbench.host.units import byte_size
+from workbench.host.units import duration as duration  # re-exported: the views' one formatter
 from workbench.progress import ProgressTracker
 from workbench.progress.live_view import EtaView, LiveView, ProgressView
 from workbench.progress.visible import visible
-from workbench.supervision.ending import adoption_text
+from workbench.supervision.ending import adoption_text as adoption_text  # re-exported
+
+size = byte_size  # re-exported: the views' one formatter
 
 _CHUNK = 1 << 20
 

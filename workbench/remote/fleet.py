@@ -20,6 +20,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from workbench.progress.nix_log import (
     ACT_BUILD,
@@ -210,7 +211,7 @@ class TargetState:
     ended: float | None
 
 
-def target_states(fleet: Fleet, targets: list[dict]) -> list[TargetState]:
+def target_states(fleet: Fleet, targets: list[dict[str, Any]]) -> list[TargetState]:
     """Every target × state, from the fleet and the targets recorded at launch."""
     rows = []
     for target in targets:
@@ -243,7 +244,7 @@ def target_states(fleet: Fleet, targets: list[dict]) -> list[TargetState]:
     return rows
 
 
-def fleet_lines(fleet: Fleet, hosts: list[str], targets: list[dict]) -> list[str]:
+def fleet_lines(fleet: Fleet, hosts: list[str], targets: list[dict[str, Any]]) -> list[str]:
     """The per-host view and the matrix as plain text lines (for `attach` and the CLI)."""
     lines = []
     now = fleet.building_now()

@@ -223,7 +223,9 @@ def _refuse_lost_builds_of(history: History, trees: list[str]) -> None:
             )
 
 
-def stop(history: History, record: BuildRecord, grace_s: float) -> tuple[BuildRecord, list]:
+def stop(
+    history: History, record: BuildRecord, grace_s: float
+) -> tuple[BuildRecord, list[tree.Member]]:
     """End a build's whole process tree (TERM, then KILL after `grace_s`) and wait for it.
 
     Returns the final row and any process that survived. A build whose supervisor is gone has

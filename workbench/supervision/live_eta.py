@@ -25,13 +25,16 @@ import bisect
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.analysis import eta_model
 from workbench.history.records import EarlierRun
 from workbench.history.store import History
 from workbench.progress import Progress
 from workbench.progress.live_view import EtaView, ProgressView
+
+if TYPE_CHECKING:
+    from workbench.analysis.recorder import EdgeRecorder
 
 # Extrapolating from the first per cent of a build is noise: configure steps, then fast files.
 _MIN_FRACTION = 0.05
@@ -149,7 +152,7 @@ def references(
     return found
 
 
-def work_key_of(recorder: Any) -> str | None:
+def work_key_of(recorder: EdgeRecorder | None) -> str | None:
     """What an `EdgeRecorder`'s build builds: its command's tree and targets, else those of the
     first ninja the sampler found (`python -m ... build` that execs ninja, a build script)."""
     from workbench.analysis.recorder import NinjaCommand, work_key

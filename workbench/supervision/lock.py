@@ -149,7 +149,7 @@ def host_holder(tree: str) -> dict[str, Any]:
     for path in sorted(directory.glob(f"{_host_digest(tree)}.*.holder")):
         try:
             with open(path, "rb") as handle:
-                said = json.loads(handle.read(65536) or b"{}")
+                said: dict[str, Any] = json.loads(handle.read(65536) or b"{}")
             pid = int(said.get("pid") or 0)
         except (OSError, ValueError, TypeError, AttributeError):
             continue

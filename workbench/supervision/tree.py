@@ -246,5 +246,5 @@ def set_child_subreaper() -> bool:
         # CDLL(None): the symbols already loaded into Python, libc's prctl among them (no
         # find_library, which would run ldconfig in a subprocess).
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(pr_set_child_subreaper, 1, 0, 0, 0) == 0
+        return bool(libc.prctl(pr_set_child_subreaper, 1, 0, 0, 0) == 0)
     return False
