@@ -32,6 +32,7 @@ _root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (cgroups, nixbl
 # name -> (extra arguments, marks); {tmp} is the test's temporary directory.
 CASES: dict[str, tuple[list[str], list[pytest.MarkDecorator]]] = {
     "bt_end_to_end.py": ([], [pytest.mark.slow, _needs("gdb", "g++")]),
+    "build_screen_poll.py": ([], []),
     "eta_accuracy.py": (
         [],
         [pytest.mark.slow, pytest.mark.timeout(900), _needs("cmake", "ninja", "g++", "taskset")],
