@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from cache_flake import DEP, REPO, make_cache_flake, nix
 from nix_testing import NIX_CONFIG
-from supervised import Bench, build_id_from
+from supervised import TOKEN_ENV, Bench, build_id_from
 
 from workbench.history.records import FAILED, SUCCEEDED
 from workbench.planning.launch import host_platform
@@ -142,3 +142,41 @@ def test_a_matrix_build_pushes_each_target_that_built(bench: Bench, tmp_path: Pa
         assert f"workbench: pushed {outs[name]} to {cache}" in built.stderr
     assert not _narinfo(cache_dir, outs[MATRIX_FAILING]).exists()
     assert bench.record(claim[1]).state == SUCCEEDED
+
+
+def test_a_build_started_as_the_tui_starts_it_is_pushed(
+    bench: Bench, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The TUI's b: the plan it previews (asking for the push, and saying so) handed to a
+    supervisor as its worker does (control.start); nobody follows it, its supervisor pushes."""
+    from workbench.planning.plan import prepare_build
+    from workbench.supervision import control
+    from workbench.tui.launching import with_push_to
+
+    flake = make_cache_flake(tmp_path / "flake", host_platform())
+    configs = flake / "configs"
+    cache_dir = tmp_path / "cache"
+    cache = f"file://{cache_dir}"
+    _push_to(configs, cache)
+    # The supervisor inherits this process's environment: the tests' Nix, and the bench's token
+    # (its cleanup ends what carries it).
+    monkeypatch.setenv("NIX_CONFIG", NIX_CONFIG)
+    monkeypatch.setenv(TOKEN_ENV, bench.token)
+    with bench.history() as history:
+        planned = with_push_to(prepare_build(configs, history, ["cpu"]), configs)
+        assert f"then pushed to {cache} (push_to in hosts.toml)" in planned.lines()
+        started = control.start(bench.state, history, planned.build, False, [])
+    build_id = started.record.id
+    assert bench.wait_ended(build_id, timeout=300).state == SUCCEEDED
+
+    def push_started() -> int | None:
+        with bench.history() as history:
+            claim = history.push_request(build_id)
+        return None if claim is None else claim[1]
+
+    push_id = bench.wait_for(f"the push of build #{build_id} to start", push_started, 120)
+    assert bench.wait_ended(push_id, timeout=300).state == SUCCEEDED
+    with bench.history() as history:
+        (pushed,) = history.pushes(build_id)
+    assert pushed.store == cache and pushed.push_build == push_id
+    assert _narinfo(cache_dir, pushed.output).is_file()
