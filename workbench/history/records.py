@@ -8,18 +8,43 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
+from enum import Enum
 from typing import Any
 
 from workbench.progress.live_view import LiveView, ProgressView
 
-STARTING = "starting"
-RUNNING = "running"
-STOPPING = "stopping"
-SUCCEEDED = "succeeded"
-FAILED = "failed"
-KILLED = "killed"
-STOPPED = "stopped"
-LOST = "lost"
+
+class BuildState(str, Enum):
+    """A build's state. A `str` (the project supports 3.10, before enum.StrEnum), so that the
+    history's rows, --json and the outcome file hold its value ("running"), as they did before."""
+
+    STARTING = "starting"
+    RUNNING = "running"
+    STOPPING = "stopping"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    KILLED = "killed"
+    STOPPED = "stopped"
+    LOST = "lost"
+
+    # str() and format() give the value, as StrEnum's do: f"{record.state}" reads "running" on
+    # every Python (3.12 made format() of a mixed-in enum follow its str(), "BuildState.RUNNING").
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+
+# The states by their old names (34 modules and tests use them).
+STARTING = BuildState.STARTING
+RUNNING = BuildState.RUNNING
+STOPPING = BuildState.STOPPING
+SUCCEEDED = BuildState.SUCCEEDED
+FAILED = BuildState.FAILED
+KILLED = BuildState.KILLED
+STOPPED = BuildState.STOPPED
+LOST = BuildState.LOST
 ACTIVE_STATES = (STARTING, RUNNING, STOPPING)
 # A running build's supervisor reports at least once a second (a sample); after this long
 # without a report it is "not responding" (stopped, starved, or unable to write the history),
@@ -83,7 +108,7 @@ class BuildRecord:
     eta_key: str
     nix: bool
     forced: bool
-    state: str
+    state: BuildState
     host: str | None
     user: str | None
     created: float

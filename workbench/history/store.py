@@ -32,6 +32,7 @@ from workbench.history.records import (
     STARTING,
     SUCCEEDED,
     BuildRecord,
+    BuildState,
     BuildTarget,
     EarlierRun,
     EdgeRow,
@@ -126,7 +127,7 @@ def _record(row: Sequence[Any]) -> BuildRecord:
         eta_key=eta_key,
         nix=bool(nix),
         forced=bool(forced),
-        state=state,
+        state=BuildState(state),
         host=host,
         user=user,
         created=created,
@@ -411,7 +412,7 @@ class History:
         progress: dict[str, Any],
         live: dict[str, Any] | None = None,
         sample: Sampled | None = None,
-        state: str | None = None,
+        state: BuildState | None = None,
     ) -> None:
         """The supervisor's periodic write: progress, live view, one sample, in one transaction."""
         now = time.time()
@@ -461,7 +462,7 @@ class History:
     def finish(
         self,
         build_id: int,
-        state: str,
+        state: BuildState,
         ended: float,
         duration_s: float | None,
         exit_status: int | None,
@@ -475,9 +476,8 @@ class History:
 
         `only_active`: unless the row says it ended already (a reader recording the outcome a
         supervisor kept beside the log, outcome.py)."""
-        unless = (
-            f" AND state IN ({', '.join(repr(s) for s in ACTIVE_STATES)})" if only_active else ""
-        )
+        active = ", ".join(repr(s.value) for s in ACTIVE_STATES)  # 'starting', ...
+        unless = f" AND state IN ({active})" if only_active else ""
         with self._write() as db:
             db.execute(
                 "UPDATE builds SET state = ?, ended = ?, duration_s = ?, exit_status = ?, "
