@@ -180,3 +180,64 @@ def test_a_build_started_as_the_tui_starts_it_is_pushed(
         (pushed,) = history.pushes(build_id)
     assert pushed.store == cache and pushed.push_build == push_id
     assert _narinfo(cache_dir, pushed.output).is_file()
+
+
+TWO_FLAVOURS = """{{
+  outputs = {{ self }}: let
+    mk = name: derivation {{
+      inherit name; system = "{system}"; builder = "/bin/sh";
+      args = [ "-c" "echo {nonce} > $out" ];
+    }};
+  in {{
+    packages.{system}.onnxruntime-cpu = mk "standin-push-cpu";
+    packages.{system}.onnxruntime-cuda-dyn = mk "standin-push-cuda-dyn";
+  }};
+}}
+"""
+
+
+def test_the_tuis_build_of_marked_rows_pushes_each_target(
+    bench: Bench, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Marked rows are one `nix build` of several installables with no result link each: its
+    supervisor asks Nix where each output is, and pushes them all."""
+    from workbench.planning.plan import prepare_build
+    from workbench.supervision import control
+    from workbench.tui.launching import with_push_to
+
+    flake = tmp_path / "flake"
+    flake.mkdir()
+    system = host_platform()
+    (flake / "flake.nix").write_text(TWO_FLAVOURS.format(system=system, nonce=uuid.uuid4().hex))
+    shutil.copytree(REPO / "configs", flake / "configs")
+    configs = flake / "configs"
+    cache_dir = tmp_path / "cache"
+    cache = f"file://{cache_dir}"
+    _push_to(configs, cache)
+    monkeypatch.setenv("NIX_CONFIG", NIX_CONFIG)
+    monkeypatch.setenv(TOKEN_ENV, bench.token)
+    with bench.history() as history:
+        planned = with_push_to(prepare_build(configs, history, ["cpu", "cuda-dyn"]), configs)
+        assert " " in (planned.build.target or "")  # several targets, one build
+        # force: a Nix target's lock is the host's, and other tests build onnxruntime-cpu too.
+        started = control.start(bench.state, history, planned.build, True, [])
+    build_id = started.record.id
+    assert bench.wait_ended(build_id, timeout=300).state == SUCCEEDED
+
+    def push_started() -> int | None:
+        with bench.history() as history:
+            claim = history.push_request(build_id)
+        assert claim is None or claim[2] is None, claim  # no "not pushed: why"
+        return None if claim is None else claim[1]
+
+    push_id = bench.wait_for(f"the push of build #{build_id} to start", push_started, 120)
+    assert bench.wait_ended(push_id, timeout=300).state == SUCCEEDED
+    outs = [
+        nix("eval", "--raw", f".#{attr}.outPath", cwd=flake)
+        for attr in ("onnxruntime-cpu", "onnxruntime-cuda-dyn")
+    ]
+    with bench.history() as history:
+        pushed = sorted(p.output for p in history.pushes(build_id))
+    assert pushed == sorted(outs)
+    for out in outs:
+        assert _narinfo(cache_dir, out).is_file(), out

@@ -21,6 +21,7 @@ from workbench.errors import WorkbenchError
 from workbench.history.records import FAILED, SUCCEEDED, BuildRecord
 from workbench.history.store import History, build_directory
 
+PATH_INFO_TIMEOUT_S = 600.0  # an evaluation of the flake, as the build's own
 REQUEST = "push_to"  # the settings key of a push request: {"store": URL, "signing_key": FILE}
 DONE_BY = "push_of"  # the settings key of a push build: {"build": ID, "outputs": [...], ...}
 
@@ -80,6 +81,10 @@ def outputs_of(history: History, record: BuildRecord) -> tuple[str, ...]:
 
     found = from_json(history.artefacts(record.id))
     paths = [output.path for output in found.outputs] if found else []
+    if not paths and record.target and " " in record.target:
+        # Several targets in one `nix build` (the TUI's marked rows): no result link names
+        # each, so Nix says where each installable's output is.
+        paths += _installable_outputs(record)
     rows = history.targets(record.id)
     if rows:
         paths += [
@@ -90,6 +95,25 @@ def outputs_of(history: History, record: BuildRecord) -> tuple[str, ...]:
         targets = matrix.get("targets", []) if isinstance(matrix, dict) else []
         paths += _valid([str(t["out"]) for t in targets if isinstance(t, dict) and t.get("out")])
     return tuple(dict.fromkeys(paths))
+
+
+def _installable_outputs(record: BuildRecord) -> list[str]:
+    """The outputs of the build's `.#ATTR` installables, valid in this store (`nix path-info`
+    in its flake's directory); none when Nix cannot say."""
+    from workbench.host.bounded_command import run_bounded
+    from workbench.planning.launch import NIX_FEATURES
+
+    installables = [arg for arg in record.argv if arg.startswith(".#")]
+    if not installables:
+        return []
+    argv = ["nix", "--extra-experimental-features", NIX_FEATURES, "path-info", *installables]
+    try:
+        done = run_bounded(argv, PATH_INFO_TIMEOUT_S, cwd=Path(record.cwd))
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    if done.returncode != 0:
+        return []
+    return [line for line in done.stdout.split() if line.startswith("/")]
 
 
 def push_plan(
