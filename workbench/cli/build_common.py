@@ -8,10 +8,14 @@ import argparse
 import shlex
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+    from workbench.history.records import BuildRecord
+    from workbench.history.store import History
+    from workbench.planning.tuning import JobsChoice
 
 
 def positive(text: str) -> int:
@@ -65,13 +69,15 @@ def command(args: argparse.Namespace) -> str:
     return "workbench"
 
 
-def history(args: argparse.Namespace) -> Any:
+def history(args: argparse.Namespace) -> History:
     from workbench.history.store import History
 
     return History(state(args))
 
 
-def one_running(history: Any, build_id: int | None, verb: str, args: argparse.Namespace) -> Any:
+def one_running(
+    history: History, build_id: int | None, verb: str, args: argparse.Namespace
+) -> BuildRecord:
     """The build to act on: the one named, else the only running one."""
     from workbench.errors import WorkbenchError
     from workbench.supervision import liveness
@@ -103,7 +109,7 @@ def say_unread_configs(directory: Path, flake: Path) -> None:
         say(f"warning: {unread}")
 
 
-def say_planned_jobs(choice: Any) -> None:
+def say_planned_jobs(choice: JobsChoice) -> None:
     """A dry run's jobs as `# ` lines on stderr: how many and from where, the per-job figure
     and its basis, the recommendation's reasons and the memory estimate (`tuning.JobsChoice`:
     `build` and the matrix build print the same lines for the same plan)."""
@@ -120,7 +126,7 @@ def say_planned_jobs(choice: Any) -> None:
     print(f"# memory at peak: {choice.memory.line()}", file=sys.stderr)
 
 
-def say_nix_plan(history: Any, cwd: Path, argv: Sequence[str]) -> None:
+def say_nix_plan(history: History, cwd: Path, argv: Sequence[str]) -> None:
     """Nix's plan as `# ` lines on stderr (a dry run's notes)."""
     from workbench.planning.timed_nix_plan import nix_plan_for
 

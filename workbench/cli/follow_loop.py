@@ -15,11 +15,20 @@ import select
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from workbench.cli.build_common import command as _command
 from workbench.cli.build_common import say as _say
 from workbench.cli.build_common import state as _state
+
+if TYPE_CHECKING:  # only the types: following imports its rooms when it runs
+    import subprocess
+
+    from workbench.history.records import NewBuild
+    from workbench.history.store import History
+    from workbench.supervision.prestart import PrestartedSupervisor
+
+    Supervisor = subprocess.Popen[bytes] | PrestartedSupervisor
 
 BACKLOG_LINES = 20
 STATUS_EVERY_S = 10.0  # how often a status line is printed when stderr is not a terminal
@@ -56,8 +65,8 @@ class Followed:
 
 def launch_and_follow(
     args: argparse.Namespace,
-    history: Any,
-    plan: Any,
+    history: History,
+    plan: NewBuild,
     warnings: list[str],
     out: TextIO | None = None,
     idle_s: float = 0.5,
@@ -96,9 +105,9 @@ def launch_and_follow(
 
 def follow(
     args: argparse.Namespace,
-    history: Any,
+    history: History,
     build_id: int,
-    supervisor: Any = None,
+    supervisor: Supervisor | None = None,
     backlog: bool = True,
 ) -> int:
     """Print the build's log and a status line until it ends; Ctrl-C detaches."""
@@ -107,9 +116,9 @@ def follow(
 
 def follow_to_end(
     args: argparse.Namespace,
-    history: Any,
+    history: History,
     build_id: int,
-    supervisor: Any = None,
+    supervisor: Supervisor | None = None,
     backlog: bool = True,
     out: TextIO | None = None,
     idle_s: float = 0.5,
@@ -208,7 +217,7 @@ def follow_to_end(
             per_host.close()
 
 
-def _exit_watch(supervisor: Any) -> int | None:
+def _exit_watch(supervisor: Supervisor | None) -> int | None:
     """A descriptor that becomes readable when the supervisor (a Popen we started) exits, so
     that following wakes as the build ends rather than at the next poll; None without one."""
     if supervisor is None or supervisor.poll() is not None:

@@ -11,12 +11,16 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from workbench.cli.build_common import history as _history
 from workbench.cli.build_common import one_running as _one_running
 from workbench.cli.build_common import say as _say
 from workbench.cli.follow_loop import follow as _follow
+
+if TYPE_CHECKING:
+    from workbench.history.records import BuildRecord
+    from workbench.history.store import History
 
 
 def register(subcommands: argparse._SubParsersAction) -> None:
@@ -32,7 +36,7 @@ def register(subcommands: argparse._SubParsersAction) -> None:
     logs.set_defaults(handler=run_logs)
 
 
-def _build_for_logs(history: Any, args: argparse.Namespace) -> Any:
+def _build_for_logs(history: History, args: argparse.Namespace) -> BuildRecord:
     """The build named, else the one running (as attach and stop choose), else the latest."""
     from workbench.errors import WorkbenchError
 
@@ -47,7 +51,7 @@ def _build_for_logs(history: Any, args: argparse.Namespace) -> Any:
         return latest[0]
 
 
-def _log_without_row(history: Any, build_id: int) -> Path | None:
+def _log_without_row(history: History, build_id: int) -> Path | None:
     """builds/ID/build.log of a build the history has no row for (a damaged history moved
     aside keeps its builds' folders: they are the record of what ran); None when there is none."""
     from workbench.history.store import build_directory

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from workbench.history.records import BuildRecord
+    from workbench.history.store import History
 
 
 def register(subcommands: argparse._SubParsersAction) -> None:
@@ -30,7 +34,7 @@ def register(subcommands: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run)
 
 
-def find_build(history: Any, which: str) -> Any:
+def find_build(history: History, which: str) -> BuildRecord:
     """The build `which` names: an id, else the latest successful build of that name."""
     from workbench.errors import WorkbenchError
     from workbench.history.records import SUCCEEDED
@@ -45,7 +49,7 @@ def find_build(history: Any, which: str) -> Any:
     )
 
 
-def outputs_of(history: Any, record: Any) -> tuple[str, ...]:
+def outputs_of(history: History, record: BuildRecord) -> tuple[str, ...]:
     """The store paths a build produced (`supervision.pushing.outputs_of`)."""
     from workbench.supervision.pushing import outputs_of as produced
 
@@ -80,7 +84,9 @@ def run(args: argparse.Namespace) -> int:
     return push_build(args, history, record, store, key)
 
 
-def push_build(args: argparse.Namespace, history: Any, record: Any, store: str, key: Any) -> int:
+def push_build(
+    args: argparse.Namespace, history: History, record: BuildRecord, store: str, key: str | None
+) -> int:
     """Plan, sign where needed and copy under a supervisor; the push build's supervisor records
     where each output went (once, as it ends)."""
     from pathlib import Path
@@ -116,7 +122,7 @@ def _say_pushing(build_id: int, count: int, store: str, signing_key: str | None)
     )
 
 
-def _say_pushed(history: Any, build_id: int, push_build: int) -> None:
+def _say_pushed(history: History, build_id: int, push_build: int) -> None:
     from workbench.progress.visible import visible
 
     for push in history.pushes(build_id):
@@ -127,7 +133,7 @@ def _say_pushed(history: Any, build_id: int, push_build: int) -> None:
 PUSH_START_WAIT_S = 420.0  # signing (at most 300 s) and the push supervisor's start
 
 
-def follow_push(args: argparse.Namespace, history: Any, build_id: int) -> None:
+def follow_push(args: argparse.Namespace, history: History, build_id: int) -> None:
     """After a followed build ended: the push its supervisor claimed (hosts.toml's push_to),
     followed to its end like a build; a failure is said and leaves the build's outcome as it
     was. Nothing when the build asked for no push or ended without one."""
@@ -171,7 +177,7 @@ def follow_push(args: argparse.Namespace, history: Any, build_id: int) -> None:
         say(f"warning: the push to {visible(store)} failed (exit {code}); the build succeeded")
 
 
-def _list(history: Any, record: Any, as_json: bool) -> int:
+def _list(history: History, record: BuildRecord, as_json: bool) -> int:
     from workbench.cli.common import print_json
     from workbench.progress.visible import visible
 

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from workbench.cli.build_common import history as _history
 from workbench.cli.build_common import launch_options as _launch_options
 from workbench.cli.follow_loop import launch_and_follow
+
+if TYPE_CHECKING:
+    from workbench.history.records import NewBuild
+    from workbench.history.store import History
 
 
 def register(subcommands: argparse._SubParsersAction) -> None:
@@ -34,5 +38,7 @@ def run_run(args: argparse.Namespace) -> int:
     return _launch(args, _history(args), plan, [])
 
 
-def _launch(args: argparse.Namespace, history: Any, plan: Any, warnings: list[str]) -> int:
+def _launch(
+    args: argparse.Namespace, history: History, plan: NewBuild, warnings: list[str]
+) -> int:
     return launch_and_follow(args, history, plan, warnings).code
