@@ -11,16 +11,18 @@ import os
 import re
 import subprocess
 import sys
+import uuid
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from nix_testing import NIX_CONFIG, flake_on_the_standin, needs_nix
 
 from workbench.configs.matrix import Matrix
 from workbench.configs.settings import load_settings
 from workbench.history.store import History
 from workbench.iterate import session
-from workbench.planning.launch import resolve_target
+from workbench.planning.launch import display, resolve_target
 from workbench.planning.plan import prepare_build
 from workbench.planning.tuning import choose_jobs_for
 
@@ -28,6 +30,20 @@ REPO = Path(__file__).resolve().parents[2]
 ESTIMATE = re.compile(
     r"# memory at peak: (\d+ jobs? .*= [\d.]+ GiB) of [\d.]+ GiB available \((.+)\)"
 )
+
+
+def workbench_in(repo: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The real CLI in `repo` (a flake on the stand-in nixpkgs) with the test's state."""
+    env = {**os.environ, "NIX_CONFIG": NIX_CONFIG, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    return subprocess.run(
+        [sys.executable, "-m", "workbench", *args, "--state-dir", str(tmp_path / "state")],
+        capture_output=True,
+        text=True,
+        cwd=repo,
+        env=env,
+        timeout=240,
+        check=False,
+    )
 
 
 def _prepared(matrix: Matrix, settings, name: str) -> session.Prepared:
@@ -98,18 +114,9 @@ def test_build_plan_and_its_dry_run_show_one_estimate(tmp_path: Path, matrix: Ma
 @needs_nix[0]
 def test_a_matrix_dry_run_says_the_jobs_and_estimate_of_the_one_plan(tmp_path: Path) -> None:
     repo = flake_on_the_standin(tmp_path, with_static_patches=False)
-    env = {**os.environ, "NIX_CONFIG": NIX_CONFIG, "XDG_CACHE_HOME": str(tmp_path / "cache")}
 
     def workbench(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "workbench", *args, "--state-dir", str(tmp_path / "state")],
-            capture_output=True,
-            text=True,
-            cwd=repo,
-            env=env,
-            timeout=240,
-            check=False,
-        )
+        return workbench_in(repo, tmp_path, *args)
 
     many = workbench("build", "--match", "sm90 avx512", "--jobs", "5", "--dry-run")
     assert many.returncode == 0, many.stderr
@@ -127,3 +134,53 @@ def test_a_matrix_dry_run_says_the_jobs_and_estimate_of_the_one_plan(tmp_path: P
     assert jobs_lines(many.stderr) == jobs_lines(one.stderr)
     # 5 CUDA jobs of settings.toml's default figure (nvcc_threads = 1).
     assert jobs_lines(one.stderr)[1] == "5 jobs × 5.00 GiB = 25.0 GiB"
+
+
+@needs_nix[0]
+@pytest.mark.slow  # Nix evaluates two targets of the stand-in nixpkgs, then the TUI asks again
+async def test_b_on_several_marked_rows_plans_the_matrix_build_that_build_a_b_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The TUI's `b` on several rows ran one plain `nix build .#A .#B`: no hosts, no evaluation,
+    # targets in the store built again. It now plans what `workbench build A B` runs.
+    from recorded_host import recorded_doctor
+    from tui.driving import screen_still, wait_until
+
+    from workbench.remote.matrix_build import prepare_matrix_build
+    from workbench.tui.app import make_app
+    from workbench.tui.screens.variants.confirm_build import ConfirmBuild
+
+    repo = flake_on_the_standin(tmp_path, with_static_patches=False)
+    # A flag of this run's own changes every output path: none of them is in the store.
+    settings = repo / "configs" / "settings.toml"
+    unique = f'"-DWORKBENCH_TEST_ONE_PLAN_{uuid.uuid4().hex}"'
+    text = settings.read_text()
+    assert "optimization_flags = []" in text
+    settings.write_text(text.replace("optimization_flags = []", f"optimization_flags = [{unique}]"))
+    monkeypatch.setenv("NIX_CONFIG", NIX_CONFIG)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    names = ["onnxruntime-python313-cuda12_9-sm90-avx512", "cpu"]
+    state = tmp_path / "state"
+    with History(state) as history:
+        planned = prepare_matrix_build(repo / "configs", state, history, names)
+    assert planned.plan is not None
+    cli = workbench_in(repo, tmp_path, "build", *names, "--dry-run")
+    assert cli.returncode == 0, cli.stderr
+    assert cli.stdout.strip() == display(planned.plan.build.argv)
+    app = make_app(str(repo / "configs"), str(state), doctor=recorded_doctor())
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_until(pilot, "the recorded host", lambda: app.report is not None, 30)
+        await screen_still(pilot)
+        for name in names:
+            app.screen._move_to(name)
+            await pilot.pause()
+            assert app.screen._highlighted() == name
+            await pilot.press("space")
+        await pilot.press("b")
+        await wait_until(pilot, "the preview", lambda: isinstance(app.screen, ConfirmBuild), 120)
+        shown = app.screen.preview
+        await pilot.press("n")
+        await pilot.pause()
+    assert shown.build.argv == planned.plan.build.argv
+    assert "--keep-going" in shown.build.argv
+    assert shown.memory.figure() == planned.plan.memory.figure()

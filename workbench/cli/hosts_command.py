@@ -132,86 +132,41 @@ def print_daemon_view(daemon, rows, file=None) -> None:
 
 def run_matrix_build(args: argparse.Namespace) -> int:
     """`workbench build A B C` / `--match WORDS`: one supervised nix build over the hosts."""
-    import dataclasses
     import sys
     from pathlib import Path
 
     from workbench.cli.build_common import history as _history
-    from workbench.cli.build_common import say_unread_configs as _say_unread_configs
+    from workbench.cli.build_common import say_nix_plan, say_planned_jobs
     from workbench.cli.build_common import state as _state
     from workbench.cli.common import load_config
     from workbench.cli.follow_loop import launch_and_follow
-    from workbench.configs.settings import load_settings
-    from workbench.planning.availability import build_time_checks_notes
-    from workbench.planning.launch import (
-        LaunchError,
-        build_settings_record,
-        default_flake_directory,
-        display,
-    )
-    from workbench.planning.tuning import choose_jobs_for
-    from workbench.remote.config import load_hosts
-    from workbench.remote.matrix_build import evaluate_targets, plan_matrix_build
-    from workbench.remote.probe import probe_hosts
-    from workbench.remote.ssh import prepare_ssh
+    from workbench.planning.launch import LaunchError, display
+    from workbench.remote.matrix_build import prepare_matrix_build
 
     if args.backend != "nix":
         raise LaunchError("a matrix build runs on Nix's remote builders: --backend nix only")
-    directory, matrix = load_config(args)
-    settings = load_settings(directory, matrix)
-    config = load_hosts(directory)
-    selection = matrix_selection(args, matrix, settings.ort_version)
-    targets = selection.targets
-    if selection.left_out:
-        print(f"workbench: {selection.left_out_line()}", file=sys.stderr)
-    flake = Path(args.directory).expanduser() if args.directory else None
-    flake = flake or default_flake_directory(directory)
-    _say_unread_configs(directory, flake)
-    ssh = prepare_ssh(config.hosts, _state(args)) if config.hosts else None
-    if ssh is not None and config.enabled_hosts:
-        # A host that cannot build is said in one line before the build, and left out.
-        ready = set()
-        for status in probe_hosts(ssh, config.enabled_hosts):
-            if status.ready:
-                ready.add(status.name)
-            else:
-                print(f"workbench: host {status.name}: {status.problem}; left out", file=sys.stderr)
-        config = dataclasses.replace(
-            config,
-            hosts=tuple(h for h in config.hosts if h.name in ready or not h.enabled),
-        )
-        if not config.local_builds and not config.enabled_hosts:
-            raise LaunchError(
-                "no build host can build and local_builds = false: nothing would build "
-                f"(fix the hosts above, or set local_builds = true in {config.path})"
-            )
-    if config.enabled_hosts:
-        # Through a nix-daemon, --builders may be dropped or unreachable for root: said before
-        # the build, with the lines to add, instead of a silent all-local build.
-        from workbench.host.nix_daemon import check_daemon
-        from workbench.remote.daemon_builders import hosts_under_daemon
-
-        daemon = check_daemon()
-        rows = hosts_under_daemon(daemon, config)
-        if any(row.daemon_builds_there is not True for row in rows):
-            print(
-                "workbench: warning: the nix-daemon builds this, not `nix build`:", file=sys.stderr
-            )
-            print_daemon_view(daemon, rows, file=sys.stderr)
-    evaluated = evaluate_targets(flake, targets)
-    for target in evaluated:
-        if target.in_store:
-            print(
-                f"workbench: {target.target.name}: in the store already ({target.out}); "
-                "not built again",
-                file=sys.stderr,
-            )
+    directory, _matrix = load_config(args)
     history = _history(args)
-    cuda = any(t.cuda for t in targets)
-    choice = choose_jobs_for(history, settings, targets[0].name, cuda, args.jobs, nix=True)
-    max_jobs = args.max_jobs or settings.max_jobs
-    record = build_settings_record(settings, choice.jobs, max_jobs, choice.source, [])
-    if all(t.in_store for t in evaluated):
+    planned = prepare_matrix_build(
+        directory,
+        _state(args),
+        history,
+        list(args.variant),
+        args.match,
+        jobs=args.jobs,
+        max_jobs=args.max_jobs,
+        flake=Path(args.directory).expanduser() if args.directory else None,
+        ort=getattr(args, "ort", None),
+        forced=args.force,
+    )
+    for line in planned.said:
+        print(f"workbench: {line}", file=sys.stderr)
+    if planned.daemon is not None:
+        print("workbench: warning: the nix-daemon builds this, not `nix build`:", file=sys.stderr)
+        print_daemon_view(planned.daemon, planned.daemon_rows, file=sys.stderr)
+    flake = planned.flake
+    if planned.plan is None:
+        evaluated = planned.evaluated
         print(f"all {len(evaluated)} targets are in the store already: nothing to build")
         from workbench.artefacts.out_links import link_results
 
@@ -221,17 +176,14 @@ def run_matrix_build(args: argparse.Namespace) -> int:
         for problem in problems:
             print(f"workbench: could not link a result: {problem}", file=sys.stderr)
         return 0
-    plan = plan_matrix_build(
-        evaluated, config, ssh, flake, record, choice.jobs, max_jobs, args.force
-    )
-    note = build_time_checks_notes([t.target.variant for t in evaluated if not t.in_store])
+    if planned.plan.unread_configs:
+        print(f"workbench: warning: {planned.plan.unread_configs}", file=sys.stderr)
+    plan = planned.plan.build
+    choice = planned.plan.jobs
+    note = planned.plan.checks_note
     # Nix's own plan before the matrix starts: what it builds (last times) and fetches.
-    from workbench.cli.build_common import say_nix_plan
-
     say_nix_plan(history, Path(plan.cwd), plan.argv)
     if args.dry_run:
-        from workbench.cli.build_common import say_planned_jobs
-
         print(display(plan.argv))
         print(f"# in {plan.cwd}", file=sys.stderr)
         say_planned_jobs(choice)
@@ -246,7 +198,7 @@ def run_matrix_build(args: argparse.Namespace) -> int:
     from workbench.remote.config import with_push_request
 
     plan = with_push_request(plan, directory)  # each target that built, pushed by its supervisor
-    followed = launch_and_follow(args, history, plan, [choice.warning] if choice.warning else [])
+    followed = launch_and_follow(args, history, plan, list(planned.plan.warnings))
     if not followed.finished:
         return followed.code
     print_target_rows(_state(args), followed.build_id, Path(plan.cwd))
@@ -352,20 +304,8 @@ def _matrix_build(history, build_id: int | None):
 
 
 def matrix_selection(args: argparse.Namespace, matrix: Matrix, ort_version: str) -> Selection:
-    """The targets of a matrix build: at --ort, else at `ort_version` (settings.toml's), except
-    that without --ort a name carrying its release is that release, so that one build takes
-    two releases of a variant side by side (`build NAME NAME-ort1_24_2`)."""
-    from workbench.remote.matrix_build import Selection, select_targets
+    """The targets of a matrix build (`matrix_build.select_build_targets`) for these options."""
+    from workbench.remote.matrix_build import select_build_targets
 
     explicit = getattr(args, "ort", None)
-    names = list(args.variant)
-    own = []
-    if explicit is None and matrix.releases is not None:
-        own = [name for name in names if matrix.releases.split_name(name)[1] is not None]
-    rest = [name for name in names if name not in own]
-    selection = select_targets(rest, args.match, matrix, explicit or ort_version)
-    if not own:
-        return selection
-    named = select_targets(own, None, matrix, None).targets
-    unique = list({t.attr: t for t in [*selection.targets, *named]}.values())
-    return Selection(unique, selection.left_out, selection.match)
+    return select_build_targets(list(args.variant), args.match, matrix, explicit, ort_version)

@@ -50,6 +50,9 @@ class BuildPlan:
     """Nix's own plan (`nix build --dry-run`): derivations to build, paths to fetch."""
     release_notes: tuple[str, ...] = ()
     """For a release other than the pin's: which, its pins, and each patch it goes without."""
+    notes: tuple[str, ...] = ()
+    """What a matrix build says before it starts: targets and hosts left out, targets in the
+    store already, the nix-daemon's view of the hosts."""
 
     @property
     def memory(self) -> MemoryEstimate:
@@ -81,6 +84,7 @@ class BuildPlan:
             self.memory_line(),
         ]
         lines += list(self.release_notes)
+        lines += list(self.notes)
         if self.unread_configs:
             lines.append(f"warning: {self.unread_configs}")
         if self.jobs.warning:

@@ -28,7 +28,9 @@ from workbench.remote.ssh import SshSetup
 
 if TYPE_CHECKING:
     from workbench.configs.matrix import Matrix
+    from workbench.history.store import History
     from workbench.planning.availability import Availability
+    from workbench.planning.plan import BuildPlan
 
 EVALUATE_TIMEOUT_S = 600
 
@@ -108,6 +110,25 @@ def select_targets(
     targets = [resolve_target(name, matrix, ort) for name in dict.fromkeys(chosen)]
     unique = list({t.attr: t for t in targets}.values())
     return Selection(unique, left_out, match)
+
+
+def select_build_targets(
+    names: list[str], match: str | None, matrix: Matrix, explicit: str | None, ort_version: str
+) -> Selection:
+    """The targets of a matrix build: at `explicit` (--ort), else at `ort_version`
+    (settings.toml's), except that without --ort a name carrying its release is that release,
+    so that one build takes two releases of a variant side by side (`build NAME
+    NAME-ort1_24_2`)."""
+    own = []
+    if explicit is None and matrix.releases is not None:
+        own = [name for name in names if matrix.releases.split_name(name)[1] is not None]
+    rest = [name for name in names if name not in own]
+    selection = select_targets(rest, match, matrix, explicit or ort_version)
+    if not own:
+        return selection
+    named = select_targets(own, None, matrix, None).targets
+    unique = list({t.attr: t for t in [*selection.targets, *named]}.values())
+    return Selection(unique, selection.left_out, selection.match)
 
 
 def builders_spec(config: HostsConfig) -> str:
@@ -240,3 +261,126 @@ def plan_matrix_build(
         jobs=cores,
         forced=forced,
     )
+
+
+@dataclass(frozen=True)
+class MatrixPlan:
+    """A matrix build planned, before it starts: the build (None when every target is in the
+    store already), its targets as Nix evaluated them, and what the daemon makes of the hosts."""
+
+    plan: BuildPlan | None
+    evaluated: tuple[MatrixTarget, ...]
+    flake: Path
+    said: tuple[str, ...]
+    """Lines said before the build: targets and hosts left out, targets in the store."""
+    daemon: Any = None
+    """The nix-daemon (host.nix_daemon.check_daemon) where it will not build on every host."""
+    daemon_rows: tuple[Any, ...] = ()
+    """Each host as that daemon treats it (remote.daemon_builders.hosts_under_daemon)."""
+
+
+def prepare_matrix_build(
+    config_directory: Path,
+    state_directory: Path,
+    history: History,
+    names: list[str],
+    match: str | None = None,
+    *,
+    jobs: int | None = None,
+    max_jobs: int | None = None,
+    flake: Path | None = None,
+    ort: str | None = None,
+    forced: bool = False,
+    ask_nix: bool = False,
+) -> MatrixPlan:
+    """The one `nix build --keep-going` of several targets over the hosts of hosts.toml, as
+    `workbench build A B` and the TUI's `b` on several marked rows start it: hosts that cannot
+    build left out, targets evaluated and those in the store not built again, and the jobs
+    and memory estimate from the planner every build takes them from."""
+    import dataclasses
+
+    from workbench.configs.matrix import load_matrix
+    from workbench.configs.settings import load_settings
+    from workbench.planning.availability import build_time_checks_notes
+    from workbench.planning.build_preview import config_not_read_warning
+    from workbench.planning.launch import build_settings_record, default_flake_directory
+    from workbench.planning.plan import BuildPlan
+    from workbench.planning.tuning import choose_jobs_for
+    from workbench.remote.config import load_hosts
+    from workbench.remote.probe import probe_hosts
+    from workbench.remote.ssh import prepare_ssh
+
+    matrix = load_matrix(config_directory)
+    settings = load_settings(config_directory, matrix)
+    config = load_hosts(config_directory)
+    selection = select_build_targets(names, match, matrix, ort, settings.ort_version)
+    targets = selection.targets
+    said: list[str] = []
+    left_out = selection.left_out_line()
+    if left_out:
+        said.append(left_out)
+    flake = flake or default_flake_directory(config_directory)
+    ssh = prepare_ssh(config.hosts, state_directory) if config.hosts else None
+    if ssh is not None and config.enabled_hosts:
+        # A host that cannot build is said in one line before the build, and left out.
+        ready = set()
+        for status in probe_hosts(ssh, config.enabled_hosts):
+            if status.ready:
+                ready.add(status.name)
+            else:
+                said.append(f"host {status.name}: {status.problem}; left out")
+        config = dataclasses.replace(
+            config,
+            hosts=tuple(h for h in config.hosts if h.name in ready or not h.enabled),
+        )
+        if not config.local_builds and not config.enabled_hosts:
+            hosts = "".join(f"{line}; " for line in said if line.startswith("host "))
+            raise LaunchError(
+                f"{hosts}no build host can build and local_builds = false: nothing would "
+                f"build (fix those hosts, or set local_builds = true in {config.path})"
+            )
+    daemon: Any = None
+    daemon_rows: tuple[Any, ...] = ()
+    if config.enabled_hosts:
+        # Through a nix-daemon, --builders may be dropped or unreachable for root: said before
+        # the build, with the lines to add, instead of a silent all-local build.
+        from workbench.host.nix_daemon import check_daemon
+        from workbench.remote.daemon_builders import hosts_under_daemon
+
+        checked = check_daemon()
+        rows = tuple(hosts_under_daemon(checked, config))
+        if any(row.daemon_builds_there is not True for row in rows):
+            daemon, daemon_rows = checked, rows
+    evaluated = evaluate_targets(flake, targets)
+    said += [
+        f"{t.target.name}: in the store already ({t.out}); not built again"
+        for t in evaluated
+        if t.in_store
+    ]
+    cuda = any(t.cuda for t in targets)
+    choice = choose_jobs_for(history, settings, targets[0].name, cuda, jobs, nix=True)
+    chosen_max = max_jobs or settings.max_jobs
+    if all(t.in_store for t in evaluated):
+        return MatrixPlan(None, tuple(evaluated), flake, tuple(said), daemon, daemon_rows)
+    record = build_settings_record(settings, choice.jobs, chosen_max, choice.source, [])
+    build = plan_matrix_build(
+        evaluated, config, ssh, flake, record, choice.jobs, chosen_max, forced
+    )
+    nix_plan = None
+    if ask_nix:
+        from workbench.planning.timed_nix_plan import nix_plan_for
+
+        nix_plan = nix_plan_for(history, Path(build.cwd), build.argv)
+    plan = BuildPlan(
+        build=build,
+        targets=tuple(targets),
+        jobs=choice,
+        max_jobs=chosen_max,
+        unread_configs=config_not_read_warning(config_directory, flake),
+        checks_note=build_time_checks_notes(
+            [t.target.variant for t in evaluated if not t.in_store]
+        ),
+        nix_plan=nix_plan,
+        notes=tuple(said),
+    )
+    return MatrixPlan(plan, tuple(evaluated), flake, tuple(said), daemon, daemon_rows)

@@ -12,6 +12,7 @@ from workbench.errors import WorkbenchError
 if TYPE_CHECKING:
     from textual.screen import Screen
 
+    from workbench.history.store import History
     from workbench.planning.plan import BuildPlan
     from workbench.supervision.control import Started
 
@@ -40,7 +41,14 @@ def ask_and_build(screen: Screen, config_directory: Path, names: list[str]) -> N
     state = app.state_directory  # type: ignore[attr-defined]
     try:
         with History(state) as history:
-            planned = prepare_build(config_directory, history, names, ask_nix=True)
+            if len(names) > 1:  # several: the matrix build `workbench build A B` starts
+                planned = plan_several(config_directory, state, history, names)
+            else:
+                planned = prepare_build(config_directory, history, names, ask_nix=True)
+        if planned is None:
+            said = f"all {len(names)} targets are in the store already: nothing to build"
+            app.call_from_thread(screen.notify, said, timeout=12)
+            return
         planned = with_push_to(planned, config_directory)
     except WorkbenchError as exc:
         app.call_from_thread(screen.notify, str(exc), severity="error", timeout=12)
@@ -61,6 +69,28 @@ def ask_and_build(screen: Screen, config_directory: Path, names: list[str]) -> N
         app.push_screen(ConfirmBuild(planned), answered)
 
     app.call_from_thread(ask)
+
+
+def plan_several(
+    config_directory: Path, state: Path, history: History, names: list[str]
+) -> BuildPlan | None:
+    """The matrix build of `names` over the hosts of hosts.toml, as `workbench build A B`
+    plans it (hosts that cannot build left out, targets in the store not built again); None
+    when every target is in the store already."""
+    from dataclasses import replace
+
+    from workbench.remote.matrix_build import prepare_matrix_build
+
+    matrix = prepare_matrix_build(config_directory, state, history, names, ask_nix=True)
+    if matrix.plan is None or matrix.daemon is None:
+        return matrix.plan
+    from workbench.remote.daemon_builders import local_only_warning
+
+    daemon = local_only_warning(list(matrix.daemon_rows)) or (
+        "the nix-daemon builds this, not `nix build`, and may not build on every host "
+        "(`workbench build NAMES --dry-run` shows how it treats each)"
+    )
+    return replace(matrix.plan, notes=(*matrix.plan.notes, f"warning: {daemon}"))
 
 
 def with_push_to(planned: BuildPlan, config_directory: Path) -> BuildPlan:
