@@ -12,7 +12,7 @@ import shlex
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import work
@@ -112,7 +112,7 @@ class WorkbenchApp(App[None]):
         # bytes are the cost of watching); None: every frame as Textual writes it.
         self.terminal_model: TerminalModel | None = TerminalModel() if enabled() else None
 
-    def _display(self, screen: Screen, renderable: object) -> None:
+    def _display(self, screen: Screen[Any], renderable: object) -> None:
         model = self.terminal_model
         if (
             model is not None
@@ -267,7 +267,7 @@ class WorkbenchApp(App[None]):
         if not isinstance(self.screen, HistoryScreen):
             self._opening(lambda: HistoryScreen(self.state_directory))
 
-    def _opening(self, make: Callable[[], Screen]) -> None:
+    def _opening(self, make: Callable[[], Screen[Any]]) -> None:
         """Push the screen `make` builds; a user error while building it is the error screen."""
         try:
             screen = make()

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from typing import Any
 
 from textual.widgets import DataTable
 
 
 def set_columns(
-    table: DataTable,
+    table: DataTable[Any],
     columns: Sequence[tuple[str, str]],
     narrow_keys: Collection[str],
     narrow: bool,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from workbench.errors import WorkbenchError
 
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from workbench.supervision.control import Started
 
 
-def hand_over(screen: Screen, start: Callable[[], Started]) -> None:
+def hand_over(screen: Screen[Any], start: Callable[[], Started]) -> None:
     """Call `start` (in a worker thread: it forks a supervisor), then, on the event loop, say
     why it could not start or its warnings, and open the build screen."""
     app = screen.app
@@ -31,7 +31,7 @@ def hand_over(screen: Screen, start: Callable[[], Started]) -> None:
     app.call_from_thread(app.open_build, started.record.id, notices)  # type: ignore[attr-defined]
 
 
-def ask_and_build(screen: Screen, config_directory: Path, names: list[str]) -> None:
+def ask_and_build(screen: Screen[Any], config_directory: Path, names: list[str]) -> None:
     """In a worker: plan the Nix build of `names`, show the plan on the event loop and, if the
     user agrees, start exactly that plan (in another worker of `screen`)."""
     from workbench.history.store import History
@@ -109,7 +109,7 @@ def with_push_to(planned: BuildPlan, config_directory: Path) -> BuildPlan:
     return replace(planned, build=build, release_notes=(*planned.release_notes, line))
 
 
-def start_planned(screen: Screen, planned: BuildPlan) -> None:
+def start_planned(screen: Screen[Any], planned: BuildPlan) -> None:
     """In a worker: hand exactly the previewed plan to a supervisor, then show the build."""
     from workbench.history.store import History
     from workbench.supervision import control

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from textual.app import App
 
@@ -14,7 +15,7 @@ from workbench.atomic_file import replace_file
 from workbench.configs.user_settings import get_own, key_bindings, write_user_settings
 
 
-def apply_saved(app: App, saved_theme: str | None = None) -> None:
+def apply_saved(app: App[Any], saved_theme: str | None = None) -> None:
     """The user's saved theme (when Textual knows it) and key bindings, onto `app`."""
     theme = saved_theme if saved_theme is not None else get_own("theme")
     if isinstance(theme, str) and theme in app.available_themes:
@@ -31,7 +32,7 @@ def remember_theme(theme: str) -> None:
 
 
 def save_screenshot(
-    app: App, state_directory: Path, filename: str | None = None, path: str | None = None
+    app: App[Any], state_directory: Path, filename: str | None = None, path: str | None = None
 ) -> Path:
     """Write an SVG of the screen: to `path` (or the state directory's screenshots/), named
     `filename` or workbench-SCREEN-YYYYmmdd-HHMMSS.svg. Returns where it went."""

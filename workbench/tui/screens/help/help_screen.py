@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from rich.table import Table
 from rich.text import Text
@@ -25,7 +26,7 @@ class KeyHelp:
     enabled: bool
 
 
-def key_help_bindings(screen: Screen) -> list[tuple[str, str, str, str, DOMNode]]:
+def key_help_bindings(screen: Screen[Any]) -> list[tuple[str, str, str, str, DOMNode]]:
     """(keys shown, name, what it does, action, node) of each action `screen` answers to now by
     a key: its own first, then the app's; keys of one action together ("escape l")."""
     app = screen.app
@@ -74,7 +75,7 @@ def key_help_bindings(screen: Screen) -> list[tuple[str, str, str, str, DOMNode]
     return rows
 
 
-def key_help(screen: Screen) -> list[KeyHelp]:
+def key_help(screen: Screen[Any]) -> list[KeyHelp]:
     """The keys `screen` answers to now, with what each does, and the palette's."""
     enabled = {
         (found.binding.action, id(found.node)): found.enabled
@@ -101,7 +102,7 @@ class HelpScreen(ModalScreen[None]):
         Binding("escape,q,question_mark,f1", "dismiss", "Close", id="help.close"),
     ]
 
-    def __init__(self, below: Screen) -> None:
+    def __init__(self, below: Screen[Any]) -> None:
         super().__init__()
         name = below.sub_title or type(below).__name__.removesuffix("Screen").lower()
         self.title_text = f"Keys: {name}"

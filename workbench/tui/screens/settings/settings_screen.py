@@ -289,7 +289,7 @@ class SettingsScreen(Screen[None]):
                         else:
                             picker.deselect(sm.cmake_arch)
 
-    def on_selection_list_selected_changed(self, event: SelectionList.SelectedChanged) -> None:
+    def on_selection_list_selected_changed(self, event: SelectionList.SelectedChanged[str]) -> None:
         if event.selection_list.id == "pick-sms":
             chosen = [
                 sm.cmake_arch
