@@ -138,7 +138,7 @@ async def test_an_unchanged_process_table_is_not_redrawn_and_a_changed_one_only_
         original_refresh, original_clear, original_update = (
             table.refresh,
             table.clear,
-            table.update_cell,
+            table._set_cell,
         )
         monkeypatch.setattr(
             table, "refresh", lambda *a, **k: (refreshed.append(a), original_refresh(*a, **k))[1]
@@ -147,11 +147,11 @@ async def test_an_unchanged_process_table_is_not_redrawn_and_a_changed_one_only_
             table, "clear", lambda *a, **k: (cleared.append(a), original_clear(*a, **k))[1]
         )
 
-        def update(row: str, column: str, value: object, **kwargs: object) -> None:
+        def update(row: str, column: str, value: object) -> bool:
             updated.append((row, column))
-            original_update(row, column, value, **kwargs)
+            return original_update(row, column, value)
 
-        monkeypatch.setattr(table, "update_cell", update)
+        monkeypatch.setattr(table, "_set_cell", update)
         table.show(_rows(10.0))
         await pilot.pause()
         assert (refreshed, cleared, updated) == ([], [], [])
