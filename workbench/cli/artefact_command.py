@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 
-def register(subcommands: argparse._SubParsersAction) -> None:
+def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     env = subcommands.add_parser(
         "env",
         help="the environment a Rust/C++ consumer sets for a built flavour",

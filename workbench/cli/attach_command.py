@@ -13,7 +13,7 @@ from workbench.cli.follow_loop import BACKLOG_LINES
 from workbench.cli.follow_loop import follow_to_end as _follow_to_end
 
 
-def register(subcommands: argparse._SubParsersAction) -> None:
+def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `workbench attach` to the parser."""
     attach = subcommands.add_parser(
         "attach", help="follow a running build live (Ctrl-C leaves it running)"

@@ -24,7 +24,7 @@ from workbench.cli.build_common import say_nix_plan, say_planned_jobs
 from workbench.cli.follow_loop import launch_and_follow
 
 
-def register(subcommands: argparse._SubParsersAction) -> None:
+def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `workbench build` to the parser."""
     build = subcommands.add_parser(
         "build",

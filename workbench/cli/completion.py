@@ -16,7 +16,7 @@ from typing import Any
 SHELLS = ("bash", "zsh", "fish")
 
 
-def register(subcommands: argparse._SubParsersAction) -> None:
+def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subcommands.add_parser(
         "completion",
         help="print the shell completion script for bash, zsh or fish",

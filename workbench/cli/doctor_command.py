@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from workbench.host.selection import MixedGpus
 
 
-def register(subcommands: argparse._SubParsersAction) -> None:
+def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subcommands.add_parser(
         "doctor",
         help="check tools, GPUs, CPU, memory and ptrace; recommend a variant",
@@ -151,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
     for offer in toolkit_offers(matrix):
         mark = "[green]✓[/]" if offer.offered else "[red]✗[/]"
         console.print(f"  {mark} toolkit {escape(offer.line())}", soft_wrap=True)
-    reasons: dict[str, list[dict]] = {}
+    reasons: dict[str, list[dict[str, Any]]] = {}
     for target in targets:
         if not target["evaluates"]:
             reasons.setdefault(target["reason"], []).append(target)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 
-def register(subcommands: argparse._SubParsersAction) -> None:
+def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subcommands.add_parser(
         "flox",
         help="the Flox environment (.flox/) generated from configs/",

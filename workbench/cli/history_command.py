@@ -8,7 +8,7 @@ from workbench.cli.build_common import history as _history
 from workbench.cli.build_common import positive as _positive
 
 
-def register(subcommands: argparse._SubParsersAction) -> None:
+def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `workbench history` to the parser."""
     history = subcommands.add_parser("history", help="finished builds with their measurements")
     history.add_argument("--json", action="store_true", help="machine-readable output")

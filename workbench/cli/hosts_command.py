@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from workbench.configs.matrix import Matrix
+    from workbench.history.records import BuildRecord
+    from workbench.history.store import History
+    from workbench.host.nix_daemon import DaemonReality
+    from workbench.remote.daemon_builders import HostUnderDaemon
     from workbench.remote.matrix_build import Selection
 
 
-def register(subcommands: argparse._SubParsersAction) -> None:
+def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subcommands.add_parser(
         "hosts",
         help="build hosts (configs/hosts.toml): reachability, Nix, cores, memory, load",
@@ -105,7 +111,9 @@ def run(args: argparse.Namespace) -> int:
     return 1 if failing else 0
 
 
-def print_daemon_view(daemon, rows, file=None) -> None:
+def print_daemon_view(
+    daemon: DaemonReality, rows: Sequence[HostUnderDaemon], file: TextIO | None = None
+) -> None:
     """This user's store and daemon, then each host as the daemon treats it, with the lines to
     add where it will not build there."""
     from workbench.host.nix_daemon import reality_lines
@@ -290,7 +298,7 @@ def run_watch(args: argparse.Namespace) -> int:
     return 0
 
 
-def _matrix_build(history, build_id: int | None):
+def _matrix_build(history: History, build_id: int | None) -> BuildRecord:
     """The build named, else the latest matrix build."""
     from workbench.errors import WorkbenchError
     from workbench.remote.target_history import matrix_of

@@ -45,7 +45,7 @@ def _timeout(text: str) -> float:
     return value
 
 
-def register(subcommands: argparse._SubParsersAction) -> None:
+def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `iterate` to the parser."""
     iterate = subcommands.add_parser(
         "iterate",

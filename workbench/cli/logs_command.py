@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from workbench.history.store import History
 
 
-def register(subcommands: argparse._SubParsersAction) -> None:
+def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `workbench logs` to the parser."""
     logs = subcommands.add_parser("logs", help="a build's log")
     logs.add_argument(

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from workbench.configs.matrix import Matrix
 
 
-def register(subcommands: argparse._SubParsersAction) -> None:
+def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subcommands.add_parser(
         "patches",
         help="the patch series (patches/series.toml): list, toggle, check, make new ones",
@@ -119,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
     return handler(args, config, matrix)
 
 
-def _list(args: argparse.Namespace, config: Path, matrix) -> int:
+def _list(args: argparse.Namespace, config: Path, matrix: Matrix) -> int:
     from workbench.cli.common import print_json
     from workbench.patches.series import load_series, target_name
 
@@ -171,7 +175,7 @@ def _list(args: argparse.Namespace, config: Path, matrix) -> int:
     return 0
 
 
-def _show(args: argparse.Namespace, config: Path, matrix) -> int:
+def _show(args: argparse.Namespace, config: Path, matrix: Matrix) -> int:
     from workbench.errors import PatchError
     from workbench.patches.series import load_series
 
@@ -183,7 +187,7 @@ def _show(args: argparse.Namespace, config: Path, matrix) -> int:
     return 0
 
 
-def _toggle(args: argparse.Namespace, config: Path, matrix) -> int:
+def _toggle(args: argparse.Namespace, config: Path, matrix: Matrix) -> int:
     from workbench.patches.series import set_enabled
 
     enabled = args.patches_action == "enable"
@@ -192,7 +196,7 @@ def _toggle(args: argparse.Namespace, config: Path, matrix) -> int:
     return 0
 
 
-def _check(args: argparse.Namespace, config: Path, matrix) -> int:
+def _check(args: argparse.Namespace, config: Path, matrix: Matrix) -> int:
     from workbench.cli.common import print_json
     from workbench.patches.checking import check_series, render_check
     from workbench.patches.series import load_series, target_name
@@ -228,7 +232,7 @@ def _check(args: argparse.Namespace, config: Path, matrix) -> int:
     return 0 if result.ok else 1
 
 
-def _release_of_source(matrix, version: str, source: Path) -> str:
+def _release_of_source(matrix: Matrix, version: str, source: Path) -> str:
     """`version`, an offered release, checked against the ORT tree's VERSION_NUMBER."""
     from workbench.configs.releases import UnknownReleaseError
     from workbench.errors import WorkbenchError
@@ -252,7 +256,7 @@ def _release_of_source(matrix, version: str, source: Path) -> str:
     return release.version
 
 
-def _new(args: argparse.Namespace, config: Path, matrix) -> int:
+def _new(args: argparse.Namespace, config: Path, matrix: Matrix) -> int:
     from workbench.patches.creating import new_patch
     from workbench.patches.series import load_series
 
@@ -276,7 +280,7 @@ def _new(args: argparse.Namespace, config: Path, matrix) -> int:
     return 0
 
 
-def _import(args: argparse.Namespace, config: Path, matrix) -> int:
+def _import(args: argparse.Namespace, config: Path, matrix: Matrix) -> int:
     from workbench.cli.common import print_json
     from workbench.patches.importing import import_patches
     from workbench.progress.visible import visible

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from workbench.history.store import History
 
 
-def register(subcommands: argparse._SubParsersAction) -> None:
+def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subcommands.add_parser(
         "push",
         help="copy a build's outputs and closure to a binary cache or store (nix copy)",

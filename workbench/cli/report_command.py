@@ -9,7 +9,7 @@ from workbench.cli.build_common import command as _command
 from workbench.cli.build_common import history as _history
 
 
-def register(subcommands: argparse._SubParsersAction) -> None:
+def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `workbench report` to the parser."""
     report = subcommands.add_parser(
         "report",

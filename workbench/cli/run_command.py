@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from workbench.history.store import History
 
 
-def register(subcommands: argparse._SubParsersAction) -> None:
+def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `workbench run` to the parser."""
     run = subcommands.add_parser(
         "run",

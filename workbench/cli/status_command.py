@@ -9,7 +9,7 @@ from workbench.cli.build_common import history as _history
 from workbench.cli.build_common import positive as _positive
 
 
-def register(subcommands: argparse._SubParsersAction) -> None:
+def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `workbench status` to the parser."""
     status = subcommands.add_parser("status", help="running and recent builds")
     status.add_argument("--json", action="store_true", help="machine-readable output")

@@ -20,7 +20,7 @@ def _seconds(text: str) -> float:
     return value
 
 
-def register(subcommands: argparse._SubParsersAction) -> None:
+def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `workbench stop` to the parser."""
     stop = subcommands.add_parser(
         "stop",

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 
-def register(subcommands: argparse._SubParsersAction) -> None:
+def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `trace` to the parser."""
     trace = subcommands.add_parser(
         "trace",

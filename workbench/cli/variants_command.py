@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 
-def register(subcommands: argparse._SubParsersAction) -> None:
+def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subcommands.add_parser(
         "variants",
         help="list the variant matrix and linkage flavours",

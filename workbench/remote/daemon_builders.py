@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import pwd
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -201,7 +202,7 @@ def hosts_under_daemon(
     return rows
 
 
-def local_only_warning(rows: list[HostUnderDaemon]) -> str | None:
+def local_only_warning(rows: Sequence[HostUnderDaemon]) -> str | None:
     """One line when the daemon would build nothing on the hosts: a silent all-local build."""
     if not rows or any(row.daemon_builds_there is not False for row in rows):
         return None
