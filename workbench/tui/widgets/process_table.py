@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from rich.cells import cell_len
@@ -78,6 +78,13 @@ def sort_value(row: ProcessRow, key: str) -> Any:
 def sorted_rows(rows: Iterable[ProcessRow], key: str, descending: bool) -> list[ProcessRow]:
     """The rows by one column; ties keep the order they came in."""
     return sorted(rows, key=lambda row: sort_value(row, key), reverse=descending)
+
+
+def _forget(cache: Any, drop: Callable[[tuple[Any, ...]], bool]) -> None:
+    """Discard the entries of one of DataTable's LRUCaches whose key `drop` says."""
+    known = cache.keys()  # an LRUCache is not iterable itself
+    for cached in [cached for cached in known if drop(cached)]:
+        cache.discard(cached)
 
 
 class ProcessTable(SteadyTable):
@@ -187,15 +194,11 @@ class ProcessTable(SteadyTable):
         """Forget what was drawn of these rows (their renderables, cells and lines) and draw
         again: the other rows' cells come from DataTable's caches as they are."""
         try:
-            for cache in (self._cell_render_cache, self._row_render_cache):
-                known = cache.keys()  # an LRUCache is not iterable itself
-                for cached in [cached for cached in known if cached[0] in rows]:
-                    cache.discard(cached)
+            # Cells and rows are keyed (row key, ...); row renderables (update count, index).
+            _forget(self._cell_render_cache, lambda cached: cached[0] in rows)
+            _forget(self._row_render_cache, lambda cached: cached[0] in rows)
             indices = {self._row_locations.get(row) for row in rows}
-            renderables = self._row_renderable_cache  # keyed (update count, row index)
-            known = renderables.keys()
-            for cached in [cached for cached in known if cached[1] in indices]:
-                renderables.discard(cached)
+            _forget(self._row_renderable_cache, lambda cached: cached[1] in indices)
             self._line_cache.clear()
         except AttributeError:  # not DataTable's insides as known: draw every cell again
             self._update_count += 1
