@@ -43,7 +43,7 @@ fi
 
 export PATH="$PWD/.venv/bin:$PATH"
 .venv/bin/ruff check workbench tests benchmarks screenshots
-# The type checker over the whole package (pyproject.toml's [tool.mypy]: strict on the core).
+# The type checker over the whole package (pyproject.toml's [tool.mypy]: strict flags).
 .venv/bin/python -m mypy
 # pytest exits 5 when it collects no test: with `set -e` that fails the run, as it should.
 exec .venv/bin/python -m pytest "$@"
