@@ -86,7 +86,9 @@ def test_a_variant_an_untrusted_user_built_through_the_daemon_is_smoked(
             cwd=flake, env=env,
         )  # fmt: skip
 
-    built = as_user("build", CPU, "-C", str(flake), "--jobs", "1")
+    # --force: a Nix target's lock is the host's, whichever user or state directory builds it,
+    # and other tests build this variant too.
+    built = as_user("build", CPU, "-C", str(flake), "--jobs", "1", "--force")
     assert f"build #1 ({CPU}) succeeded" in built.stderr, built.stderr[-3000:]
     assert f"user {other_user.name}" in daemon.log.read_text()
     assert f"user {other_user.name} (trusted)" not in daemon.log.read_text()
