@@ -196,14 +196,16 @@ TWO_FLAVOURS = """{{
 """
 
 
-def test_the_tuis_build_of_marked_rows_pushes_each_target(
-    bench: Bench, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("planner", ["tui-marked-rows", "one-nix-build"])
+def test_a_build_of_several_targets_pushes_each_target(
+    bench: Bench, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, planner: str
 ) -> None:
-    """Marked rows are one `nix build` of several installables with no result link each: its
-    supervisor asks Nix where each output is, and pushes them all."""
+    """The TUI's marked rows (a matrix build, as `workbench build A B`), and one `nix build`
+    of several installables with no result link each (its supervisor asks Nix where each
+    output is): either way every target's output is pushed."""
     from workbench.planning.plan import prepare_build
     from workbench.supervision import control
-    from workbench.tui.launching import with_push_to
+    from workbench.tui.launching import plan_several, with_push_to
 
     flake = tmp_path / "flake"
     flake.mkdir()
@@ -217,8 +219,14 @@ def test_the_tuis_build_of_marked_rows_pushes_each_target(
     monkeypatch.setenv("NIX_CONFIG", NIX_CONFIG)
     monkeypatch.setenv(TOKEN_ENV, bench.token)
     with bench.history() as history:
-        planned = with_push_to(prepare_build(configs, history, ["cpu", "cuda-dyn"]), configs)
-        assert " " in (planned.build.target or "")  # several targets, one build
+        names = ["cpu", "cuda-dyn"]
+        if planner == "tui-marked-rows":
+            several = plan_several(configs, bench.state, history, names)
+            assert several is not None and "matrix" in several.build.settings
+        else:
+            several = prepare_build(configs, history, names)
+            assert " " in (several.build.target or "")  # several installables, one build
+        planned = with_push_to(several, configs)
         # force: a Nix target's lock is the host's, and other tests build onnxruntime-cpu too.
         started = control.start(bench.state, history, planned.build, True, [])
     build_id = started.record.id
