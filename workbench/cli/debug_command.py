@@ -20,10 +20,15 @@ from workbench.cli.common import print_json
 from workbench.errors import WorkbenchError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from workbench.artefacts.smoke_target import SmokeTarget
+    from workbench.debugging.capture.options import CaptureOptions, Progress
+    from workbench.debugging.model import BridgePair, Capture, Diagnosis
+    from workbench.debugging.smoke import SmokeResult
 
 
-def register(subcommands: Any) -> None:
+def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the bt, debug-bt and smoke parsers."""
     bt = subcommands.add_parser(
         "bt",
@@ -135,7 +140,7 @@ def _capture_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--patch-name", metavar="NAME", help="file name for the written patch")
 
 
-def _options(args: argparse.Namespace) -> Any:
+def _options(args: argparse.Namespace) -> CaptureOptions:
     from pathlib import Path
 
     from workbench.debugging.capture.options import CaptureOptions
@@ -156,13 +161,13 @@ def _options(args: argparse.Namespace) -> Any:
     )
 
 
-def _progress(args: argparse.Namespace) -> Any:
+def _progress(args: argparse.Namespace) -> Progress | None:
     if args.json or not sys.stderr.isatty():
         return None
     return lambda message: print(f"  {message}", file=sys.stderr)
 
 
-def _diagnose_and_patch(args: argparse.Namespace, captured: Any) -> Any:
+def _diagnose_and_patch(args: argparse.Namespace, captured: Capture) -> Diagnosis:
     from workbench.debugging.diagnosis.verdict import diagnose
 
     diagnosis = diagnose(captured)
@@ -183,7 +188,7 @@ def _diagnose_and_patch(args: argparse.Namespace, captured: Any) -> Any:
     return diagnosis
 
 
-def _add_to_series(config: Any, file: Any, bridge: Any) -> None:
+def _add_to_series(config: Path, file: Path, bridge: BridgePair) -> None:
     """The written guard joins the series (for the static flavour, enabled) unless it is in."""
     from workbench.patches.series import NewPatch, add_patch, load_series
 
@@ -393,7 +398,7 @@ def _built_variant(args: argparse.Namespace, name: str) -> tuple[SmokeTarget, bo
     return resolve(variant.name, checkout), variant.is_gpu, variant.ort_version
 
 
-def _require_release(result: Any, version: str) -> None:
+def _require_release(result: SmokeResult, version: str) -> None:
     """A library that reports another ONNX Runtime release than it was built as has failed."""
     from workbench.artefacts.smoke_target import require_release
 
@@ -405,7 +410,7 @@ def _require_release(result: Any, version: str) -> None:
         result.message = why
 
 
-def _require_providers(result: Any, cuda: bool) -> None:
+def _require_providers(result: SmokeResult, cuda: bool) -> None:
     """A CUDA variant whose CUDA provider is missing or fails has failed, not passed."""
     from workbench.artefacts.smoke_target import require_providers
 
