@@ -3,13 +3,14 @@
 # Debian's nix-bin, gdb, ninja-build, g++, cmake and tmux, then this package with its test
 # extra in .venv. Extra arguments go to pytest (e.g. `scripts/test.sh -k settings`).
 # `scripts/test.sh --fast ...`: the fast lane, every test not marked `slow` (no real builds,
-# daemons or end-to-end runs); CI (.ci/run) runs the whole suite.
+# daemons or end-to-end runs) nor `snapshot` (each draws a whole screen at two sizes: a minute
+# of the lane on the 2-core machine); CI (.ci/run) runs the whole suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [ "${1:-}" = --fast ]; then
   shift
-  set -- -m "not slow" "$@"
+  set -- -m "not slow and not snapshot" "$@"
 fi
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }

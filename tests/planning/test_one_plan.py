@@ -87,6 +87,7 @@ def test_iterate_takes_its_jobs_and_memory_warning_from_the_one_planner(
         assert auto.source == choose_jobs_for(history, settings, "iterate cpu", False, None).source
 
 
+@pytest.mark.slow(reason="runs the real CLI's dry run, which asks Nix about the pin")
 def test_build_plan_and_its_dry_run_show_one_estimate(tmp_path: Path, matrix: Matrix) -> None:
     with History(tmp_path / "state") as history:
         planned = prepare_build(REPO / "configs", history, ["cpu"], jobs=3)
