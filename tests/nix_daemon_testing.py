@@ -12,10 +12,12 @@ import contextlib
 import os
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
+import pytest
 from nix_testing import ensure_build_users
 
 DAEMON_START_S = 30.0
@@ -87,3 +89,12 @@ def start_daemon(
             raise AssertionError(f"nix-daemon opened no socket within {DAEMON_START_S} s")
         time.sleep(0.05)
     return RunningDaemon(process, socket, conf, log)
+
+
+@pytest.fixture(name="daemon")
+def untrusting_daemon(shared_tmp: Path) -> Iterator[RunningDaemon]:
+    """`daemon`: a nix-daemon of the test's own that trusts root only, so the second user (tests/
+    second_user.py, whose `shared_tmp` it lives in) is served as an untrusted user."""
+    running = start_daemon(shared_tmp / "daemon", trusted_users="root")
+    yield running
+    running.stop()

@@ -8,8 +8,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from workbench.history.records import SUCCEEDED, BuildRecord, NewBuild
+from workbench.history.records import SUCCEEDED, BuildRecord, Measured, NewBuild
 from workbench.history.store import History
+from workbench.host.parallelism import GIB
 
 
 def ended_build(
@@ -54,3 +55,23 @@ def ended_build(
         record.id, state, ended, duration_s, exit_status, None, None, lines, progress or {}
     )
     return history.get(record.id)
+
+
+def job_peak_measured(build_id: int, job_peak: int) -> Measured:
+    """What build `build_id` measured, its largest compile job peaking at `job_peak` bytes
+    (two jobs at once, 100 s, 8 GiB of 16 left): what the tuning learns a job's memory from."""
+    return Measured(
+        build_id=build_id,
+        wall_s=100.0,
+        cpu_seconds=150.0,
+        cpu_utilisation=75.0,
+        cpus=2,
+        peak_rss=2 * job_peak,
+        min_memory_available=8 * GIB,
+        memory_total=16 * GIB,
+        most_jobs=2,
+        samples=100,
+        peak_job_rss={"compiler": job_peak},
+        peak_process_rss={"cc1plus": job_peak},
+        census=[],
+    )

@@ -14,11 +14,13 @@ import json
 import os
 import shutil
 import sysconfig
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from nix_daemon_testing import RunningDaemon, start_daemon
+from nix_daemon_testing import (
+    RunningDaemon,
+    untrusting_daemon,  # noqa: F401 - the fixture `daemon`
+)
 from second_user import OtherUser, other_user, shared_tmp  # noqa: F401 - the fixtures
 
 from workbench.planning.launch import host_platform
@@ -44,13 +46,6 @@ FLAKE = """{{
 }}
 """
 BUILD = 'mkdir -p $out/bin\nprintf "%s" "$wrapper" > $out/bin/python\nchmod +x $out/bin/python\n'
-
-
-@pytest.fixture
-def daemon(shared_tmp: Path) -> Iterator[RunningDaemon]:  # noqa: F811
-    running = start_daemon(shared_tmp / "daemon", trusted_users="root")
-    yield running
-    running.stop()
 
 
 def test_a_variant_an_untrusted_user_built_through_the_daemon_is_smoked(

@@ -1,23 +1,21 @@
-"""A matrix build's targets and their releases (`hosts_command.matrix_selection`): settings'
+"""A matrix build's targets and their releases (`matrix_build.select_build_targets`): settings'
 ort_version or --ort for plain names, and without --ort a name that carries its release is
 that release, so one build takes two releases of a variant side by side (what the matrix
 screen's ORT column then shows, each target as `MatrixTarget.to_json` records it)."""
 
 from __future__ import annotations
 
-import argparse
-
 import pytest
 
-from workbench.cli.hosts_command import matrix_selection
 from workbench.planning.launch import LaunchError
+from workbench.remote.matrix_build import select_build_targets
 
 CPU = "onnxruntime-python313-cpu-avx2"
 
 
 def selected(matrix, *names: str, ort: str | None = None, settings: str = "1.23.2") -> dict:
-    args = argparse.Namespace(variant=list(names), match=None, ort=ort)
-    return {t.name: t.ort_version for t in matrix_selection(args, matrix, settings).targets}
+    chosen = select_build_targets(list(names), None, matrix, ort, settings)
+    return {t.name: t.ort_version for t in chosen.targets}
 
 
 def test_two_releases_of_a_variant_in_one_matrix_build(matrix) -> None:

@@ -8,12 +8,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from iterate_loop import needs_tools
-from nix_daemon_testing import RunningDaemon, start_daemon
+from nix_daemon_testing import (
+    RunningDaemon,
+    untrusting_daemon,  # noqa: F401 - the fixture `daemon`
+)
 from second_user import OtherUser, other_user, shared_tmp  # noqa: F401 - the fixtures
 from standin_repo import write_standin_repo
 
@@ -24,13 +26,6 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("nix-daemon") is None, reason="needs Debian's nix-bin"),
     pytest.mark.skipif(os.geteuid() != 0, reason="a nix-daemon with build users needs root"),
 ]
-
-
-@pytest.fixture
-def daemon(shared_tmp: Path) -> Iterator[RunningDaemon]:  # noqa: F811
-    running = start_daemon(shared_tmp / "daemon", trusted_users="root")
-    yield running
-    running.stop()
 
 
 def test_an_untrusted_user_iterates_through_the_daemon(

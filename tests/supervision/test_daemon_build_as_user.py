@@ -21,7 +21,10 @@ from typing import Any
 import psutil
 import pytest
 from monitor.cxx_project import needs_cxx_tools, write_project
-from nix_daemon_testing import RunningDaemon, start_daemon
+from nix_daemon_testing import (
+    RunningDaemon,
+    untrusting_daemon,  # noqa: F401 - the fixture `daemon`
+)
 from second_user import OtherUser, other_user, shared_tmp  # noqa: F401 - the fixtures
 from supervised import REPO, build_id_from
 from test_supervision_nix import BUILDER, DERIVATION, FLAKE, _cpu_layout_lines, renew
@@ -84,13 +87,6 @@ def _other_shell() -> list[psutil.Process]:
         for process in psutil.process_iter(["cmdline"])
         if any(arg.endswith("-other.sh") for arg in (process.info["cmdline"] or [])[1:])
     ]
-
-
-@pytest.fixture
-def daemon(shared_tmp: Path) -> Iterator[RunningDaemon]:  # noqa: F811
-    running = start_daemon(shared_tmp / "daemon", trusted_users="root")
-    yield running
-    running.stop()
 
 
 @pytest.fixture

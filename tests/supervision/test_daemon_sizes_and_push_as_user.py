@@ -13,12 +13,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from cache_flake import DEP, DEP_BYTES, TOP, make_cache_flake
-from nix_daemon_testing import RunningDaemon, start_daemon
+from nix_daemon_testing import (
+    RunningDaemon,
+    untrusting_daemon,  # noqa: F401 - the fixture `daemon`
+)
 from second_user import OtherUser, other_user, shared_tmp  # noqa: F401 - the fixtures
 from supervised import build_id_from
 
@@ -30,13 +32,6 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("nix-daemon") is None, reason="needs Debian's nix-bin"),
     pytest.mark.skipif(os.geteuid() != 0, reason="a nix-daemon with build users needs root"),
 ]
-
-
-@pytest.fixture
-def daemon(shared_tmp: Path) -> Iterator[RunningDaemon]:  # noqa: F811
-    running = start_daemon(shared_tmp / "daemon", trusted_users="root")
-    yield running
-    running.stop()
 
 
 def test_an_untrusted_users_daemon_build_is_sized_and_pushed_with_its_closure(

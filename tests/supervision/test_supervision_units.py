@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from recorded_builds import job_peak_measured
 from supervised import REPO, Bench
 from workbench_cli import run_workbench
 
@@ -215,24 +216,6 @@ def _new(name: str = "fixture", **settings: object) -> NewBuild:
     )
 
 
-def _measured(build_id: int, job_peak: int) -> Measured:
-    return Measured(
-        build_id=build_id,
-        wall_s=100.0,
-        cpu_seconds=150.0,
-        cpu_utilisation=75.0,
-        cpus=2,
-        peak_rss=2 * job_peak,
-        min_memory_available=8 * GIB,
-        memory_total=16 * GIB,
-        most_jobs=2,
-        samples=100,
-        peak_job_rss={"compiler": job_peak},
-        peak_process_rss={"cc1plus": job_peak},
-        census=[],
-    )
-
-
 def test_history_is_wal_and_keeps_a_build_from_start_to_end(tmp_path: Path) -> None:
     with History(tmp_path) as history:
         record = history.create(_new())
@@ -269,7 +252,7 @@ def test_measured_job_memory_comes_from_the_latest_builds(tmp_path: Path) -> Non
             record = history.create(_new("cpu", nvcc_threads=1))
             history.record_measurements(
                 record.id,
-                _measured(record.id, peak),
+                job_peak_measured(record.id, peak),
                 [JobRow("conv.cc", "compiler", "g++", 30.0, peak, 0.0)],
             )
             history.finish(record.id, SUCCEEDED, time.time(), 100.0, 0, None, None, 1, {})
@@ -358,7 +341,7 @@ def test_report_compares_two_builds(tmp_path: Path) -> None:
                     "ort", "run", ("ninja", f"-j{jobs}"), "/s", "/s", {}, "k", False, jobs=jobs
                 )
             )
-            measured = _measured(record.id, peak)
+            measured = job_peak_measured(record.id, peak)
             measured = Measured(**{**measured.__dict__, "wall_s": wall, "most_jobs": jobs})
             history.record_measurements(
                 record.id, measured, [JobRow("conv.cc", "compiler", "g++", 30.0, peak, 0.0)]

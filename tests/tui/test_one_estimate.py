@@ -12,11 +12,12 @@ import time
 from pathlib import Path
 
 import pytest
+from recorded_builds import job_peak_measured
 from supervision.supervised import REPO, Bench
 from textual.widgets import Static
 from tui.driving import screen_still, wait_until
 
-from workbench.history.records import SUCCEEDED, JobRow, Measured, NewBuild
+from workbench.history.records import SUCCEEDED, JobRow, NewBuild
 from workbench.history.store import History
 from workbench.host.parallelism import GIB
 
@@ -42,21 +43,7 @@ def measured_build(state: Path, name: str, job_peak: int) -> None:
                 jobs=2,
             )
         )
-        measured = Measured(
-            build_id=record.id,
-            wall_s=100.0,
-            cpu_seconds=150.0,
-            cpu_utilisation=75.0,
-            cpus=2,
-            peak_rss=2 * job_peak,
-            min_memory_available=8 * GIB,
-            memory_total=16 * GIB,
-            most_jobs=2,
-            samples=100,
-            peak_job_rss={"compiler": job_peak},
-            peak_process_rss={"cc1plus": job_peak},
-            census=[],
-        )
+        measured = job_peak_measured(record.id, job_peak)
         rows = [JobRow("conv.cc", "compiler", "g++", 30.0, job_peak, 0.0)]
         history.record_measurements(record.id, measured, rows)
         history.finish(record.id, SUCCEEDED, time.time(), 100.0, 0, None, None, 1, {})

@@ -100,15 +100,6 @@ def one_running(
     return running[0]
 
 
-def say_unread_configs(directory: Path, flake: Path) -> None:
-    """Warn when the build will not read the chosen config directory (--config elsewhere)."""
-    from workbench.planning.build_preview import config_not_read_warning
-
-    unread = config_not_read_warning(directory, flake)
-    if unread:
-        say(f"warning: {unread}")
-
-
 def say_planned_jobs(choice: JobsChoice) -> None:
     """A dry run's jobs as `# ` lines on stderr: how many and from where, the per-job figure
     and its basis, the recommendation's reasons and the memory estimate (`tuning.JobsChoice`:

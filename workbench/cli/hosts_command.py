@@ -9,12 +9,10 @@ from typing import TYPE_CHECKING, TextIO
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from workbench.configs.matrix import Matrix
     from workbench.history.records import BuildRecord
     from workbench.history.store import History
     from workbench.host.nix_daemon import DaemonReality
     from workbench.remote.daemon_builders import HostUnderDaemon
-    from workbench.remote.matrix_build import Selection
 
 
 def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -309,11 +307,3 @@ def _matrix_build(history: History, build_id: int | None) -> BuildRecord:
         if matrix_of(record) is not None:
             return record
     raise WorkbenchError("no matrix build in the history yet (workbench build A B ... starts one)")
-
-
-def matrix_selection(args: argparse.Namespace, matrix: Matrix, ort_version: str) -> Selection:
-    """The targets of a matrix build (`matrix_build.select_build_targets`) for these options."""
-    from workbench.remote.matrix_build import select_build_targets
-
-    explicit = getattr(args, "ort", None)
-    return select_build_targets(list(args.variant), args.match, matrix, explicit, ort_version)
