@@ -15,11 +15,14 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.errors import WorkbenchError
-from workbench.history.records import FAILED, SUCCEEDED, BuildRecord
+from workbench.history.records import FAILED, SUCCEEDED, BuildRecord, NewBuild
 from workbench.history.store import History, build_directory
+
+if TYPE_CHECKING:
+    from workbench.artefacts.push import PushPlan
 
 PATH_INFO_TIMEOUT_S = 600.0  # an evaluation of the flake, as the build's own
 REQUEST = "push_to"  # the settings key of a push request: {"store": URL, "signing_key": FILE}
@@ -57,15 +60,10 @@ def _valid(paths: list[str]) -> list[str]:
     """Those of `paths` valid in this machine's store (none when Nix cannot be asked)."""
     if not paths:
         return []
+    from workbench.host.bounded_command import run_bounded
+
     try:
-        check = subprocess.run(
-            ["nix-store", "--check-validity", "--print-invalid", *paths],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
+        check = run_bounded(["nix-store", "--check-validity", "--print-invalid", *paths], 60)
     except (OSError, subprocess.TimeoutExpired):
         return []
     if check.returncode != 0:
@@ -118,7 +116,7 @@ def _installable_outputs(record: BuildRecord) -> list[str]:
 
 def push_plan(
     history: History, record: BuildRecord, store: str, signing_key: str | None, cwd: Path
-) -> Any:
+) -> tuple[NewBuild, PushPlan]:
     """The push build of `record`'s outputs (a NewBuild) and its PushPlan; WorkbenchError when
     there is nothing to push or the key is missing. Signs first where the store needs it."""
     from dataclasses import replace
