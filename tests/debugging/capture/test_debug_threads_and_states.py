@@ -144,10 +144,12 @@ def _started_under_a_reaping_shell(program: Path, *arguments: str) -> tuple[Pope
     """Start `program` as the child of a shell that waits for it (reaps it), not of pytest:
     once it exits its /proc entry is gone at once, where pytest's unreaped child stays a
     zombie. The shell, and the program's PID once it said "ready"."""
+    # Unbuffered: a buffered readline can take both lines ("pid N", "ready") off the pipe at
+    # once, and select() then waits 20 s on a pipe with nothing left in it.
     shell = subprocess.Popen(
         ["sh", "-c", '"$0" "$@" & echo "pid $!"; wait', str(program), *arguments],
         stdout=subprocess.PIPE,
-        text=True,
+        bufsize=0,
         start_new_session=True,
     )
     assert shell.stdout is not None
@@ -155,7 +157,7 @@ def _started_under_a_reaping_shell(program: Path, *arguments: str) -> tuple[Pope
     pid = None
     while pid is None or "ready" not in said:
         assert select.select([shell.stdout], [], [], 20)[0], f"{program} did not start"
-        line = shell.stdout.readline().strip()
+        line = shell.stdout.readline().decode().strip()
         assert line, f"{program} ended before it was ready"
         said.add(line)
         if line.startswith("pid "):
@@ -223,7 +225,8 @@ def test_a_program_exiting_between_samples_is_said_to_have_exited(
     def progress(message: str) -> None:
         if message.startswith("sample 2/") and not ended:
             os.kill(pid, signal.SIGKILL)
-            ended.append(wait_for_state(pid, {"Z", "X", None}))
+            # Under the shell it is a zombie until the shell's wait reaps it: wait for that.
+            ended.append(wait_for_state(pid, {"Z", "X", None} if shell is None else {None}))
 
     try:
         captured = capture(

@@ -43,6 +43,39 @@ def test_recorded_bridge_loop_at_o2() -> None:
     assert diagnosis.proposed_patch is not None
 
 
+def test_the_binarys_read_is_evidence_for_a_thread_that_never_saw_the_stub_call() -> None:
+    # CI, 8 threads on 2 cores: the first thread's counters caught the host method's jump
+    # but never Provider_GetHost, so it named the pair without having seen the stub call;
+    # the jump read from the binary (by another thread's counters) was left out of the
+    # verdict's evidence. The recorded capture, cut to that: one stack sample, no stepping,
+    # the binary read, and the first thread's Provider_GetHost hit turned into the jump.
+    document = json.loads((RECORDED / "bridge_o2_threads.json").read_text())
+    document["samples"] = document["samples"][:1]
+    for thread in document["samples"][0]["threads"]:
+        thread.pop("trail", None)
+    document["bridge_code"] = {
+        "onnxruntime::DataTypeImpl::GetType<float>": {
+            "host_method": "onnxruntime::ProviderHostImpl::DataTypeImpl__GetType_float",
+            "instruction": "jmp 0x556e20b38340 <onnxruntime::DataTypeImpl::GetType<float>>",
+        }
+    }
+    first = document["samples"][0]["threads"][1]
+    assert first["frames"][0]["function"] == "onnxruntime::DataTypeImpl::GetType<float>"
+    hits = document["pc_samples"][str(first["tid"])]
+    stub_sp = hits[0]["sp"]
+    for hit in hits:
+        if hit["function"] == "onnxruntime::Provider_GetHost":
+            hit["function"] = "onnxruntime::ProviderHostImpl::DataTypeImpl__GetType_float"
+            hit["sp"] = stub_sp
+    diagnosis = diagnose(capture_from_json(document))
+    assert diagnosis.primary.threads[0] == first["tid"]
+    assert diagnosis.primary.bridge is not None
+    assert any(
+        "is `jmp 0x556e20b38340" in line and "(read with gdb, not stepped)" in line
+        for line in diagnosis.primary.evidence
+    ), diagnosis.primary.evidence
+
+
 def test_recorded_bridge_recursion_at_o0() -> None:
     diagnosis = diagnose(recorded("bridge_o0"))
     assert diagnosis.kind == "call-cycle" and diagnosis.primary.pattern == "recursion"

@@ -355,6 +355,15 @@ def tail_call_loop(
             + f"; the stack pointer moved by {pc.spread} bytes at most"
         )
     if bridge:
+        # The binary's read confirms the pair whichever thread's counters caught the stub's
+        # call: a thread sampled in the host method's jump, never in Provider_GetHost, names
+        # the pair without having seen the stub call it.
+        read |= {
+            stub: entry
+            for stub, entry in (bridge_code or {}).items()
+            if short(entry["host_method"]) == bridge.host_method
+            and short(stub) == bridge.counterpart
+        }
         via = _host_access(seen | set(base_loop))
         summary = (
             _bridge_summary(bridge, via) + f" ({describe(last)}, a tail-call loop at 100% CPU)"
