@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from workbench.configs.matrix import Flavour
 
 
 def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -34,7 +37,7 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     layout.set_defaults(handler=run_layout)
 
 
-def _built(args: argparse.Namespace) -> tuple[Any, Path]:
+def _built(args: argparse.Namespace) -> tuple[Flavour, Path]:
     from workbench.artefacts.layout import find_flavour_result
     from workbench.cli.common import load_config
     from workbench.errors import WorkbenchError

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from workbench.cli.build_common import history as _history
 from workbench.cli.build_common import launch_options as _launch_options
@@ -22,6 +22,10 @@ from workbench.cli.build_common import positive as _positive
 from workbench.cli.build_common import say as _say
 from workbench.cli.build_common import say_nix_plan, say_planned_jobs
 from workbench.cli.follow_loop import launch_and_follow
+
+if TYPE_CHECKING:
+    from workbench.configs.matrix import Flavour
+    from workbench.planning.launch import Target
 
 
 def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -209,7 +213,7 @@ def run_build(args: argparse.Namespace) -> int:
     return followed.code
 
 
-def _check_flavour_layout(checkout: Path, flavour: Any) -> int:
+def _check_flavour_layout(checkout: Path, flavour: Flavour) -> int:
     """After a flavour builds: is every file its layout promises there? (exit 1 if not)."""
     from workbench.artefacts.layout import check_layout, find_flavour_result
     from workbench.progress.visible import visible
@@ -233,7 +237,7 @@ def _check_flavour_layout(checkout: Path, flavour: Any) -> int:
     return 0
 
 
-def _say_evaluation(flake: Path, target: Any) -> int:
+def _say_evaluation(flake: Path, target: Target) -> int:
     """A dry run asks Nix whether the target evaluates at the pin: 0 yes or unknown, 1 no."""
     from workbench.flake.evaluation import evaluate
     from workbench.planning.launch import host_platform

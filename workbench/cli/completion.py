@@ -11,7 +11,11 @@ command itself would use (--config, --state-dir, the environment, the current ch
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from workbench.configs.matrix import Matrix
 
 SHELLS = ("bash", "zsh", "fish")
 
@@ -36,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _config(parsed: Any) -> tuple[Any, Any]:
+def _config(parsed: argparse.Namespace) -> tuple[Path, Matrix]:
     from workbench.configs.matrix import load_matrix
     from workbench.configs.paths import config_dir
 
@@ -44,7 +48,7 @@ def _config(parsed: Any) -> tuple[Any, Any]:
     return directory, load_matrix(directory)
 
 
-def _targets(prefix: str, parsed_args: Any, **_: Any) -> list[str]:
+def _targets(prefix: str, parsed_args: argparse.Namespace, **_other: object) -> list[str]:
     from workbench.configs.variants import expand
 
     _, matrix = _config(parsed_args)
@@ -53,32 +57,32 @@ def _targets(prefix: str, parsed_args: Any, **_: Any) -> list[str]:
     return sorted({name for name in names if name.startswith(prefix)})
 
 
-def _flavours(prefix: str, parsed_args: Any, **_: Any) -> list[str]:
+def _flavours(prefix: str, parsed_args: argparse.Namespace, **_other: object) -> list[str]:
     _, matrix = _config(parsed_args)
     return [f.name for f in matrix.flavours if f.name.startswith(prefix)]
 
 
-def _releases(prefix: str, parsed_args: Any, **_: Any) -> list[str]:
+def _releases(prefix: str, parsed_args: argparse.Namespace, **_other: object) -> list[str]:
     _, matrix = _config(parsed_args)
     versions = matrix.releases.versions if matrix.releases else (matrix.ort_version,)
     return [v for v in versions if v.startswith(prefix)]
 
 
-def _setting_keys(prefix: str, **_: Any) -> list[str]:
+def _setting_keys(prefix: str, **_other: object) -> list[str]:
     from workbench.configs.settings import SPECS
     from workbench.configs.user_settings import OWN_KEYS
 
     return [key for key in (*SPECS, *OWN_KEYS) if key.startswith(prefix)]
 
 
-def _patches(prefix: str, parsed_args: Any, **_: Any) -> list[str]:
+def _patches(prefix: str, parsed_args: argparse.Namespace, **_other: object) -> list[str]:
     from workbench.patches.series import load_series
 
     directory, matrix = _config(parsed_args)
     return [p.name for p in load_series(directory, matrix).patches if p.name.startswith(prefix)]
 
 
-def _build_ids(prefix: str, parsed_args: Any, **_: Any) -> list[str]:
+def _build_ids(prefix: str, parsed_args: argparse.Namespace, **_other: object) -> list[str]:
     from workbench.configs.paths import state_dir
     from workbench.history.store import History, database_path
 

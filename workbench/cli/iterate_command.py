@@ -23,7 +23,7 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.cli.build_common import command as _command
 from workbench.cli.build_common import positive as _positive
@@ -33,6 +33,13 @@ from workbench.cli.build_common import state as _state
 SCHEMA = "workbench-iterate/2"
 CHECK_SCHEMA = "workbench-iterate-check/1"
 DEFAULT_SMOKE_TIMEOUT_S = 120.0
+
+if TYPE_CHECKING:
+    from workbench.debugging.smoke import SmokeResult
+    from workbench.history.records import BuildRecord
+    from workbench.iterate.ninja_output import NinjaRun
+    from workbench.iterate.session import Prepared
+    from workbench.iterate.workspace import WorkingCopy
 
 
 def _timeout(text: str) -> float:
@@ -85,8 +92,8 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 def _options(parser: argparse.ArgumentParser, tail: bool = False) -> None:
     """iterate's options; `tail` is the parser of what follows VARIANT (no defaults there)."""
-    default: Any = argparse.SUPPRESS if tail else None
-    flag: Any = argparse.SUPPRESS if tail else False
+    default: str | None = argparse.SUPPRESS if tail else None
+    flag: str | bool = argparse.SUPPRESS if tail else False
     parser.add_argument(
         "--source",
         metavar="DIR",
@@ -379,7 +386,7 @@ def run_iterate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _reread_patches(prepared: Any) -> None:
+def _reread_patches(prepared: Prepared) -> None:
     """The patch commits as they are after the build (the phases make a new workspace's)."""
     from workbench.iterate.workspace import Git, read_history
 
@@ -406,7 +413,7 @@ def built_libraries(build: Path) -> list[Path]:
     return sorted(found)
 
 
-def run_check(args: argparse.Namespace, prepared: Any) -> int:
+def run_check(args: argparse.Namespace, prepared: Prepared) -> int:
     """`workbench iterate TARGET --check`."""
     import tempfile
 
@@ -497,7 +504,7 @@ def render_check(document: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _say_patches(prepared: Any) -> None:
+def _say_patches(prepared: Prepared) -> None:
     applied = prepared.applied
     names = [patch.name for patch in prepared.patches]
     total = len(prepared.wanted)
@@ -519,13 +526,13 @@ def _say_patches(prepared: Any) -> None:
 
 
 def _document(
-    prepared: Any,
-    working_copy: Any,
+    prepared: Prepared,
+    working_copy: WorkingCopy | None,
     configured: bool,
     reasons: list[str],
-    record: Any,
-    ninja: Any,
-    smoke_result: Any,
+    record: BuildRecord,
+    ninja: NinjaRun,
+    smoke_result: SmokeResult | None,
     smoke_note: str,
 ) -> dict[str, Any]:
     """The cycle's summary as data; `working_copy` is None when the phases failed before
@@ -579,7 +586,7 @@ def _document(
     }
 
 
-def _summary(document: dict[str, Any], smoke_result: Any) -> str:
+def _summary(document: dict[str, Any], smoke_result: SmokeResult | None) -> str:
     from workbench.host.units import duration
     from workbench.progress.visible import visible
 

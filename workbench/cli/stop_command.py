@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
 from workbench.cli.build_common import history as _history
 from workbench.cli.build_common import one_running as _one_running
 from workbench.cli.build_common import say as _say
+
+if TYPE_CHECKING:
+    from workbench.supervision.tree import Member
 
 
 def _seconds(text: str) -> float:
@@ -73,7 +76,7 @@ def run_stop(args: argparse.Namespace) -> int:
     return _report_survivors(record.id, survivors)
 
 
-def _report_survivors(build_id: int, survivors: list[Any]) -> int:
+def _report_survivors(build_id: int, survivors: list[Member]) -> int:
     if survivors:
         listing = ", ".join(f"{m.name} ({m.pid})" for m in survivors[:10])
         _say(f"processes of build #{build_id} still run: {listing}")

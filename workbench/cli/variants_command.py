@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from workbench.configs.matrix import Matrix
+    from workbench.configs.releases import Release
+    from workbench.configs.variants import Variant
 
 
 def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -32,11 +37,17 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     parser.set_defaults(handler=run)
 
 
-def _release_rows(matrix: Any) -> list[dict[str, Any]]:
-    return [release.to_json() for release in matrix.releases.all]
+def _all_releases(matrix: Matrix) -> tuple[Release, ...]:
+    """configs/releases.toml's releases (load_matrix reads them; a Matrix made without them
+    has the pin's own release alone)."""
+    return matrix.releases.all if matrix.releases is not None else (matrix.release(),)
 
 
-def print_releases(matrix: Any, chosen: str) -> None:
+def _release_rows(matrix: Matrix) -> list[dict[str, Any]]:
+    return [release.to_json() for release in _all_releases(matrix)]
+
+
+def print_releases(matrix: Matrix, chosen: str) -> None:
     """The releases table: version, offered, source, pins and fixes, and why."""
     from rich.console import Console
     from rich.table import Table
@@ -48,7 +59,7 @@ def print_releases(matrix: Any, chosen: str) -> None:
     )
     for column in ("release", "offered", "source", "bundled (FETCHCONTENT_SOURCE_DIR_*)", "fixes"):
         table.add_column(column)
-    for release in matrix.releases.all:
+    for release in _all_releases(matrix):
         mark = " *" if release.version == chosen else ""
         source = "nixpkgs' own" if release.nixpkgs_own else f"{release.tag} ({release.flox_branch})"
         deps = ", ".join(f"{d.fetchcontent} {d.tag or (d.rev or '')[:8]}" for d in release.deps)
@@ -61,7 +72,7 @@ def print_releases(matrix: Any, chosen: str) -> None:
         )
     console.print(table)
     console.print("* the release builds are of (settings.toml ort_version, or --ort)")
-    for release in matrix.releases.all:
+    for release in _all_releases(matrix):
         limits = [release.why]
         if release.unsupported_sms:
             sms = ", ".join(release.unsupported_sms)
@@ -73,7 +84,7 @@ def print_releases(matrix: Any, chosen: str) -> None:
         console.print(f"{release.version}: " + "; ".join(limits))
 
 
-def variant_to_json(variant: Any, matrix: Any) -> dict[str, Any]:
+def variant_to_json(variant: Variant, matrix: Matrix) -> dict[str, Any]:
     """One variant in `variants --json` form."""
     from workbench.planning.availability import of_variant
 
@@ -186,13 +197,15 @@ def run(args: argparse.Namespace) -> int:
         mark = "[red]✗[/]" if v in gone else "[yellow]![/]" if v.caveat else ""
         table.add_row(v.name, v.toolkit.min_driver if v.toolkit else "-", mark)
     console.print(table)
-    reasons: dict[str, list[Any]] = {}
+    reasons: dict[str, list[Variant]] = {}
     for v in gone:
         reasons.setdefault(unavailable_reason(v, matrix) or "", []).append(v)
     for reason, these in reasons.items():
         first = these[0]
-        if first.toolkit is not None and not first.toolkit.at_pin:
-            instead = matrix.toolkit(first.toolkit.instead)
+        toolkit = first.toolkit
+        # load_matrix refuses a toolkit missing at the pin without an `instead`.
+        if toolkit is not None and not toolkit.at_pin and toolkit.instead is not None:
+            instead = matrix.toolkit(toolkit.instead)
             console.print(
                 f"✗ not offered by the flake ({len(these)}): {reason}; build the {instead.name} "
                 f"variant of the same SM and ISA instead (driver ≥ {instead.min_driver})"

@@ -44,6 +44,10 @@ from workbench.iterate.workspace import (
 )
 
 if TYPE_CHECKING:
+    from workbench.configs.matrix import Matrix
+    from workbench.configs.settings import BuildSettings
+    from workbench.history.store import History
+    from workbench.planning.launch import Target
     from workbench.planning.tuning import JobsChoice
 
 Say = Callable[[str], None]
@@ -54,14 +58,14 @@ TOOLS = {"git": "git", "bash": "bash", "nix": "nix-bin"}
 class Prepared:
     """The workspace, ready for its supervised build."""
 
-    target: Any
-    """The planning.launch.Target (variant or flavour)."""
+    target: Target
+    """The variant or flavour."""
     paths: WorkspacePaths
     state: dict[str, Any]
     applied: Applied
     patches: list[AppliedPatch]
     wanted: list[WantedPatch]
-    settings: Any
+    settings: BuildSettings
     config_directory: Path
     origin: dev_env.Origin
     """The derivation whose environment the workspace uses: a flake's package (a variant's
@@ -281,7 +285,7 @@ def flox_package_file(name: str) -> Path | None:
     return path.resolve()
 
 
-def _flox_origin(package_file: Path, matrix: Any) -> tuple[Any, dev_env.Origin]:
+def _flox_origin(package_file: Path, matrix: Matrix) -> tuple[Target, dev_env.Origin]:
     """The target a .flox/pkgs file builds (its name is a variant's or a flavour's, as
     `workbench flox sync` writes them) and the derivation iterate works in."""
     from workbench.errors import WorkbenchError
@@ -309,7 +313,7 @@ def history_name(prepared: Prepared) -> str:
     return f"iterate {prepared.target.name}"
 
 
-def choose_jobs(history: Any, prepared: Prepared, explicit: int | None = None) -> JobsChoice:
+def choose_jobs(history: History, prepared: Prepared, explicit: int | None = None) -> JobsChoice:
     """The jobs of this cycle from the one planner (`tuning.choose_jobs_for`) every build
     takes its jobs from: `--jobs`, else settings.toml's ninja_jobs, else ("auto") the
     recommendation from what earlier iterate builds of this target measured; with the memory

@@ -29,8 +29,10 @@ from workbench.remote.ssh import SshSetup
 if TYPE_CHECKING:
     from workbench.configs.matrix import Matrix
     from workbench.history.store import History
+    from workbench.host.nix_daemon import DaemonReality
     from workbench.planning.availability import Availability
     from workbench.planning.plan import BuildPlan
+    from workbench.remote.daemon_builders import HostUnderDaemon
 
 EVALUATE_TIMEOUT_S = 600
 
@@ -273,9 +275,9 @@ class MatrixPlan:
     flake: Path
     said: tuple[str, ...]
     """Lines said before the build: targets and hosts left out, targets in the store."""
-    daemon: Any = None
+    daemon: DaemonReality | None = None
     """The nix-daemon (host.nix_daemon.check_daemon) where it will not build on every host."""
-    daemon_rows: tuple[Any, ...] = ()
+    daemon_rows: tuple[HostUnderDaemon, ...] = ()
     """Each host as that daemon treats it (remote.daemon_builders.hosts_under_daemon)."""
 
 
@@ -339,8 +341,8 @@ def prepare_matrix_build(
                 f"{hosts}no build host can build and local_builds = false: nothing would "
                 f"build (fix those hosts, or set local_builds = true in {config.path})"
             )
-    daemon: Any = None
-    daemon_rows: tuple[Any, ...] = ()
+    daemon: DaemonReality | None = None
+    daemon_rows: tuple[HostUnderDaemon, ...] = ()
     if config.enabled_hosts:
         # Through a nix-daemon, --builders may be dropped or unreachable for root: said before
         # the build, with the lines to add, instead of a silent all-local build.
