@@ -57,3 +57,20 @@ def test_jobs_are_sized_for_the_nvcc_threads_the_settings_give() -> None:
     assert (cores.jobs, cores.limited_by) == (4, "cores")  # 4 jobs x 4 threads = 16 cores
     assert any("GiB" in reason for reason in sized.reasons)
     assert not any(" GB" in reason for reason in sized.reasons)
+
+
+def test_the_recommendation_words_its_peak_as_the_planner_does() -> None:
+    """One estimate, one wording: the recommendation's peak is the planner's `MemoryEstimate`
+    ("memory at peak: 2 jobs × 0.30 GiB = 0.6 GiB ..."), never a second "x ... thread(s)" form."""
+    from workbench.planning.tuning import MemoryEstimate
+
+    job = JobMemory(0.30, "default from settings.toml (cxx_job_memory_gb)")
+    advice = recommend(2, 4 * GIB, job, cuda=False)
+    planned = MemoryEstimate(advice.jobs, advice.nvcc_threads, job, 4 * GIB)
+    assert advice.memory == planned
+    assert planned.figure() == "2 jobs × 0.30 GiB = 0.6 GiB"
+    assert f"memory at peak: {planned.line()}; limited by cores" in advice.reasons
+    assert not any("thread(s)" in reason or " x " in reason for reason in advice.reasons)
+    cuda = recommend(64, 64 * GIB, JobMemory(5.0, "default"), cuda=True, nvcc_threads=2)
+    assert cuda.memory.figure() == "5 jobs × 2 nvcc threads × 5.00 GiB = 50.0 GiB"
+    assert cuda.peak_memory_gb == cuda.memory.peak_gib

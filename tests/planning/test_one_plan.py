@@ -80,7 +80,8 @@ def test_iterate_takes_its_jobs_and_memory_warning_from_the_one_planner(
                 == "4000 jobs × 0.30 GiB = 1200.0 GiB"
             )
             assert iterate.warning is not None and iterate.warning.startswith(
-                "4000 jobs x 0.30 GiB per job (default from settings.toml (cxx_job_memory_gb))"
+                "memory at peak: 4000 jobs × 0.30 GiB = 1200.0 GiB "
+                "(default from settings.toml (cxx_job_memory_gb))"
             )
         # And "auto" is the planner's recommendation for earlier iterate builds of the target.
         auto = session.choose_jobs(history, _prepared(matrix, settings, "cpu"))

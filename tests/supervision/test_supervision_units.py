@@ -154,7 +154,7 @@ def test_unknown_variant_gets_suggestions_and_exit_2(tmp_path: Path) -> None:
 def test_dry_run_warns_when_jobs_times_peak_exceed_memory(tmp_path: Path) -> None:
     result = _cli("build", "cpu", "--jobs", "4000000", "--dry-run", state=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert "4000000 jobs x 0.30 GiB per job (default from settings.toml" in result.stderr
+    assert "4000000 jobs × 0.30 GiB = 1200000.0 GiB (default from settings.toml" in result.stderr
     assert "more than the" in result.stderr and "OOM kill (exit 137)" in result.stderr
 
 
@@ -275,7 +275,7 @@ def test_auto_jobs_use_the_measured_memory(tmp_path: Path, matrix: Matrix) -> No
     explicit = choose_jobs(settings, 8, measured, cores=64, available_bytes=16 * GIB, cuda=False)
     assert explicit.jobs == 8 and explicit.warning is not None
     assert explicit.warning.startswith(
-        "8 jobs x 3.00 GiB per job (measured: build #4 of cpu) = 24.0 GiB at peak, more than the "
+        "memory at peak: 8 jobs × 3.00 GiB = 24.0 GiB (measured: build #4 of cpu), more than the "
         "16.0 GiB available now"
     )
     assert "at most 4 jobs fit (--jobs 4)" in explicit.warning
@@ -283,8 +283,7 @@ def test_auto_jobs_use_the_measured_memory(tmp_path: Path, matrix: Matrix) -> No
 
 def test_memory_warning_counts_nvcc_threads() -> None:
     warning = memory_warning(4, 2, JobMemory(5.0, "x"), 32 * GIB)
-    assert warning is not None and "4 jobs x 2 nvcc threads x 5.00 GiB" in warning
-    assert "40.0 GiB at peak" in warning
+    assert warning is not None and "4 jobs × 2 nvcc threads × 5.00 GiB = 40.0 GiB" in warning
     assert memory_warning(2, 1, JobMemory(5.0, "x"), 32 * GIB) is None
 
 

@@ -19,21 +19,88 @@ class JobMemory:
     source: str  # "default from settings.toml" or "measured: ..."
 
 
+def estimated_peak_gb(jobs: int, nvcc_threads: int, job_memory_gb: float) -> float:
+    """Peak memory when every job compiles a heavy file at once: jobs x threads x per-thread."""
+    return jobs * max(1, nvcc_threads) * job_memory_gb
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """The memory a build may take at peak: jobs × nvcc threads × one job's peak, beside the
+    memory available, with where the per-job figure comes from (its basis). The one estimate
+    and the one wording of it: the recommendation, the planner (`planning.tuning`), its
+    warning and every screen that shows a planned build's peak say it through this."""
+
+    jobs: int
+    nvcc_threads: int
+    """1 for a build that compiles no CUDA."""
+    per_job: JobMemory
+    available_bytes: int
+
+    @property
+    def peak_gib(self) -> float:
+        return estimated_peak_gb(self.jobs, self.nvcc_threads, self.per_job.gb)
+
+    @property
+    def available_gib(self) -> float:
+        return self.available_bytes / GIB
+
+    @property
+    def exceeds(self) -> bool:
+        """Whether the peak is more than the memory available."""
+        return self.peak_gib > self.available_gib
+
+    def figure(self) -> str:
+        """ "8 jobs × 0.30 GiB = 2.4 GiB"; nvcc threads are a factor only where there are
+        some: "2 jobs × 2 nvcc threads × 5.00 GiB = 20.0 GiB"."""
+        unit = "nvcc thread" if self.nvcc_threads == 1 else "nvcc threads"
+        threads = f" × {self.nvcc_threads} {unit}" if self.nvcc_threads > 1 else ""
+        jobs = "job" if self.jobs == 1 else "jobs"
+        return f"{self.jobs} {jobs}{threads} × {self.per_job.gb:.2f} GiB = {self.peak_gib:.1f} GiB"
+
+    def line(self) -> str:
+        """The figure beside the memory available, and its basis."""
+        return f"{self.figure()} of {self.available_gib:.1f} GiB available ({self.per_job.source})"
+
+    @property
+    def warning(self) -> str | None:
+        """memory_warning's line when the peak is more than the memory available."""
+        return memory_warning(self.jobs, self.nvcc_threads, self.per_job, self.available_bytes)
+
+
+def memory_warning(
+    jobs: int, nvcc_threads: int, job_memory: JobMemory, available_bytes: int
+) -> str | None:
+    """A warning with the numbers when jobs x per-job peak exceeds the memory available."""
+    estimate = MemoryEstimate(jobs, max(1, nvcc_threads), job_memory, available_bytes)
+    if not estimate.exceeds:
+        return None
+    fit = math.floor(
+        estimate.available_gib * MEMORY_HEADROOM / (estimate.nvcc_threads * job_memory.gb)
+    )
+    advice = f"at most {fit} jobs fit (--jobs {fit})" if fit >= 1 else "not even one job fits"
+    return (
+        f"memory at peak: {estimate.figure()} ({job_memory.source}), more than the "
+        f"{estimate.available_gib:.1f} GiB available now: expect swapping or an OOM kill "
+        f"(exit 137); {advice}"
+    )
+
+
 @dataclass(frozen=True)
 class ParallelismAdvice:
     """Recommended ninja jobs and nvcc threads, the peak they imply, and why."""
 
     jobs: int
     nvcc_threads: int
-    peak_memory_gb: float
+    memory: MemoryEstimate
+    """The peak the recommendation implies: the planner's estimate, in its words."""
     memory_budget_gb: float
     limited_by: str  # "cores", "memory", or "settings" when the jobs were given
     reasons: tuple[str, ...]
 
-
-def estimated_peak_gb(jobs: int, nvcc_threads: int, job_memory_gb: float) -> float:
-    """Peak memory when every job compiles a heavy file at once: jobs x threads x per-thread."""
-    return jobs * max(1, nvcc_threads) * job_memory_gb
+    @property
+    def peak_memory_gb(self) -> float:
+        return self.memory.peak_gib
 
 
 def recommend(
@@ -67,7 +134,6 @@ def recommend(
         f"{cores} cores usable",
         f"{budget_gb:.1f} GiB of memory to spend ({MEMORY_HEADROOM:.0%} of "
         f"{available_bytes / GIB:.1f} GiB available)",
-        f"{per_job:.2f} GiB per {'nvcc thread' if cuda else 'compile job'} ({job_memory.source})",
     ]
     if by_memory < 1:
         reasons.append(
@@ -93,15 +159,14 @@ def recommend(
             reasons.append("1 nvcc thread: no cores or memory to spare for more")
     else:
         nvcc_threads = 1
-    reasons.append(
-        f"{jobs} jobs x {nvcc_threads} nvcc thread(s) x {per_job:.2f} GiB = "
-        f"{estimated_peak_gb(jobs, nvcc_threads, per_job):.1f} GiB peak "
-        f"(limited by {limited_by})"
+    memory = MemoryEstimate(
+        jobs, nvcc_threads, JobMemory(per_job, job_memory.source), available_bytes
     )
+    reasons.append(f"memory at peak: {memory.line()}; limited by {limited_by}")
     return ParallelismAdvice(
         jobs=jobs,
         nvcc_threads=nvcc_threads,
-        peak_memory_gb=estimated_peak_gb(jobs, nvcc_threads, per_job),
+        memory=memory,
         memory_budget_gb=budget_gb,
         limited_by=limited_by,
         reasons=tuple(reasons),

@@ -1,5 +1,6 @@
 """How many jobs a build gets, from settings, the host and what earlier builds measured, and
-the one estimate of the memory they take at peak (`MemoryEstimate`): every screen and command
+the one estimate of the memory they take at peak (`MemoryEstimate`, from host/parallelism.py,
+whose recommendation words its peak through it too): every screen and command
 that shows a peak figure for a planned build shows this one (`planning.plan` builds the rest).
 
 The foundation's recommendation (`parallelism.recommend`) divides the memory available by the
@@ -10,7 +11,6 @@ builds of that variant (per nvcc thread for CUDA builds), and the reason says wh
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from dataclasses import dataclass
@@ -19,53 +19,11 @@ from workbench.configs.settings import BuildSettings
 from workbench.history.store import History
 from workbench.host.parallelism import (
     GIB,
-    MEMORY_HEADROOM,
     JobMemory,
-    estimated_peak_gb,
     recommend,
 )
-
-
-@dataclass(frozen=True)
-class MemoryEstimate:
-    """The memory a build may take at peak: jobs × nvcc threads × one job's peak, beside the
-    memory available, with where the per-job figure comes from (its basis)."""
-
-    jobs: int
-    nvcc_threads: int
-    """1 for a build that compiles no CUDA."""
-    per_job: JobMemory
-    available_bytes: int
-
-    @property
-    def peak_gib(self) -> float:
-        return estimated_peak_gb(self.jobs, self.nvcc_threads, self.per_job.gb)
-
-    @property
-    def available_gib(self) -> float:
-        return self.available_bytes / GIB
-
-    @property
-    def exceeds(self) -> bool:
-        """Whether the peak is more than the memory available."""
-        return self.peak_gib > self.available_gib
-
-    def figure(self) -> str:
-        """ "8 jobs × 0.30 GiB = 2.4 GiB"; nvcc threads are a factor only where there are
-        some: "2 jobs × 2 nvcc threads × 5.00 GiB = 20.0 GiB"."""
-        unit = "nvcc thread" if self.nvcc_threads == 1 else "nvcc threads"
-        threads = f" × {self.nvcc_threads} {unit}" if self.nvcc_threads > 1 else ""
-        jobs = "job" if self.jobs == 1 else "jobs"
-        return f"{self.jobs} {jobs}{threads} × {self.per_job.gb:.2f} GiB = {self.peak_gib:.1f} GiB"
-
-    def line(self) -> str:
-        """The figure beside the memory available, and its basis."""
-        return f"{self.figure()} of {self.available_gib:.1f} GiB available ({self.per_job.source})"
-
-    @property
-    def warning(self) -> str | None:
-        """memory_warning's line when the peak is more than the memory available."""
-        return memory_warning(self.jobs, self.nvcc_threads, self.per_job, self.available_bytes)
+from workbench.host.parallelism import MemoryEstimate as MemoryEstimate
+from workbench.host.parallelism import memory_warning as memory_warning
 
 
 @dataclass(frozen=True)
@@ -115,24 +73,6 @@ def measured_job_memory(history: History, name: str, cuda: bool) -> JobMemory | 
         per_job,
         f"measured: build #{top.build_id} of {name} on {when}, largest job {what} "
         f"({top.tool}) peaked at {top.peak_rss / GIB:.2f} GiB{per_thread}",
-    )
-
-
-def memory_warning(
-    jobs: int, nvcc_threads: int, job_memory: JobMemory, available_bytes: int
-) -> str | None:
-    """A warning with the numbers when jobs x per-job peak exceeds the memory available."""
-    peak_gb = estimated_peak_gb(jobs, nvcc_threads, job_memory.gb)
-    available_gb = available_bytes / GIB
-    if peak_gb <= available_gb:
-        return None
-    fit = math.floor(available_gb * MEMORY_HEADROOM / (max(1, nvcc_threads) * job_memory.gb))
-    threads = f" x {nvcc_threads} nvcc threads" if nvcc_threads > 1 else ""
-    advice = f"at most {fit} jobs fit (--jobs {fit})" if fit >= 1 else "not even one job fits"
-    return (
-        f"{jobs} jobs{threads} x {job_memory.gb:.2f} GiB per job ({job_memory.source}) = "
-        f"{peak_gb:.1f} GiB at peak, more than the {available_gb:.1f} GiB available now: expect "
-        f"swapping or an OOM kill (exit 137); {advice}"
     )
 
 
