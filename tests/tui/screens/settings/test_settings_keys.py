@@ -38,6 +38,11 @@ async def test_help_and_quit_keys_reach_the_app_from_a_number_field(
         assert jobs.value == before  # not typed into the field
         await pilot.press("escape")
         await wait_until(pilot, "the settings again", lambda: app.screen is screen, 10)
+        await pilot.press("f1")
+        await wait_until(pilot, "help from F1", lambda: isinstance(app.screen, HelpScreen), 10)
+        await pilot.press("escape")
+        await wait_until(pilot, "the settings again", lambda: app.screen is screen, 10)
+        assert jobs.has_focus and jobs.value == before
         # A free-text field takes them as text.
         flags = screen.query_one("#field-optimization_flags", Input)
         flags.focus()
@@ -115,3 +120,45 @@ async def test_the_first_screens_jobs_line_follows_a_save(config_copy: Path, tmp
             lambda: "Jobs 7 × 1 nvcc thread (your settings)" in str(summary.render()),
             20,
         )
+
+
+async def test_an_out_of_range_jobs_count_says_what_is_allowed(
+    config_copy: Path, tmp_path: Path
+) -> None:
+    """Typing 999999999999 into the jobs field: the field says what `config set ninja_jobs`
+    allows (the same check, the same words) and the estimate is not made from "999", the last
+    value that passed on the way."""
+    import subprocess
+    import sys
+
+    from cli_errors import one_error_line
+    from textual.widgets import Static
+
+    app = make_app(str(config_copy), str(tmp_path / "state"), doctor=recorded_doctor())
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await _settings(app, pilot)
+        jobs = screen.query_one("#field-ninja_jobs", Input)
+        jobs.value = ""
+        await pilot.press(*"999999999999")
+        await wait_until(pilot, "the field's error", lambda: "ninja_jobs" in screen.errors)
+        assert jobs.value == "999999999999"  # not cut to 999
+        shown = str(screen.query_one("#error-ninja_jobs", Static).render())
+        advice = str(screen.query_one("#advice", Static).render())
+        assert "999 jobs" not in advice and "not estimated while" in advice, advice
+        assert "allowed: a whole number from 1 to 4096" in advice
+        assert screen.changes().get("ninja_jobs") is None  # nothing of it would be saved
+    cli = subprocess.run(
+        [
+            *(sys.executable, "-m", "workbench", "--config", str(config_copy)),
+            "config",
+            "set",
+            "ninja_jobs",
+            "999999999999",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    said = one_error_line(cli)
+    assert cli.returncode == 2
+    assert shown in said, (shown, said)  # the CLI's refusal, word for word

@@ -40,6 +40,17 @@ SWITCH_KEYS = ("ccache", "nvcc_host_isa_flags")
 # "auto") they can never be part of a value, so they reach the app: help and quit.
 FREE_TEXT_KEYS = ("cuda_architectures", "optimization_flags")
 MEMORY_KEYS = ("cxx_job_memory_gb", "cuda_job_memory_gb")
+# The fields the jobs and memory estimate is made from: while one holds a refused value the
+# estimate is not made (never from the last value that passed, which a user never saw: typing
+# 999999999999 passed "999" on the way and the estimate said "999 jobs").
+ESTIMATE_KEYS = (
+    "ninja_jobs",
+    "nvcc_threads",
+    "cuda_architectures",
+    "linkage",
+    "ort_version",
+    *MEMORY_KEYS,
+)
 
 
 def on_off(value: bool) -> str:
@@ -359,8 +370,8 @@ class SettingsScreen(Screen[None]):
         """The jobs and memory estimate of a build of the estimate's target with the settings
         as edited, from the planner every build takes them from (`tuning.choose_jobs`, with
         the measured per-job figure where there is one, as `b` and `workbench build` do); None
-        before the host is detected."""
-        if self.report is None:
+        before the host is detected or while a field it is made from holds a refused value."""
+        if self.report is None or any(key in self.errors for key in ESTIMATE_KEYS):
             return None
         from workbench.planning.tuning import choose_jobs, job_memory_for
 
@@ -385,7 +396,16 @@ class SettingsScreen(Screen[None]):
         choice = self.estimate()
         name, _ = self.estimate_target()
         exceeds = choice is not None and choice.memory.exceeds
-        if choice is None:
+        refused = [key for key in ESTIMATE_KEYS if key in self.errors]
+        if refused:
+            # What is allowed, as `config set` says it (the same check), not a stale figure.
+            lines.append(
+                Text(
+                    f"Memory at peak for {name}: not estimated while "
+                    + "; ".join(self.errors[key] for key in refused)
+                )
+            )
+        elif choice is None:
             lines.append(Text(f"Memory at peak for {name}: not known until the host is detected"))
         else:
             # Text, never markup: the basis can quote a file name a build wrote.
