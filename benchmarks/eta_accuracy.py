@@ -399,12 +399,75 @@ def score_recordings(directory: Path) -> dict[str, Any]:
         for share in CHECKPOINTS
     }
     first = [p for p in everything if p.get("first_build")]
+    as_first = replayed_as_first_builds(directory)
     return {
         "all": coverage(everything),
         "by_checkpoint": by_share,
         "first_builds": coverage(first) if first else None,
+        "first_builds_by_project": {
+            name: coverage([p for p in project["runs"][0]["points"]])
+            for name, project in projects.items()
+        },
+        "every_run_as_a_first_build": as_first,
         "projects": projects,
         "table": "\n".join(rows),
+    }
+
+
+def replayed_as_first_builds(directory: Path) -> dict[str, Any]:
+    """Every recorded run played again alone, in a history of its own: what the first-build
+    ETA (no earlier run of the tree) would have said at each checkpoint. Three recorded first
+    builds are nine checkpoints; the clean rebuilds are first builds too once their history is
+    left out, which triples the checkpoints the first-build method is measured on.
+
+    Leave one project out: the first-build range is a fixed factor around the estimate
+    (eta_model.FIRST_LOW, FIRST_HIGH). Fitted on the other projects' runs (the smallest and
+    largest truth/estimate ratio among them), it is scored on the project left out: whether a
+    range chosen without seeing a tree holds that tree's truth, i.e. the shipped factors are not
+    merely fitted to these three trees."""
+    import eta_recordings
+
+    from workbench.analysis import eta_model
+
+    points: dict[str, list[dict[str, Any]]] = {}
+    for recording in eta_recordings.recordings(directory):
+        for run in recording["runs"]:
+            work = Path(tempfile.mkdtemp(prefix="eta-first-"))
+            try:
+                alone = {**recording, "runs": [run]}
+                with History(work) as history:
+                    for build_id, _ in eta_recordings.load(alone, work):
+                        for point in checkpoints(history, build_id):
+                            point["run"] = run["label"]
+                            points.setdefault(recording["project"], []).append(point)
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+    everything = [p for found in points.values() for p in found]
+    left_out: dict[str, Any] = {}
+    for name, found in points.items():
+        others = [
+            p["truth_s"] / p["eta_s"]
+            for other, theirs in points.items()
+            if other != name
+            for p in theirs
+            if p.get("eta_s")
+        ]
+        if not others:
+            continue
+        low, high = min(others), max(others)
+        held = [p for p in found if p.get("eta_s")]
+        inside = sum(1 for p in held if low * p["eta_s"] <= p["truth_s"] <= high * p["eta_s"])
+        left_out[name] = {
+            "range_fitted_on_the_others": [round(low, 3), round(high, 3)],
+            "checkpoints": len(found),
+            "coverage_with_that_range": round(inside / len(found), 3) if found else None,
+            "coverage_with_the_shipped_range": coverage(found)["coverage"],
+        }
+    return {
+        "shipped_range": [eta_model.FIRST_LOW, eta_model.FIRST_HIGH],
+        "all": coverage(everything),
+        "projects": {name: coverage(found) for name, found in points.items()},
+        "leave_one_project_out": left_out,
     }
 
 

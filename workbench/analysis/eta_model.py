@@ -27,6 +27,7 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from workbench.analysis.edges import COMPILE, CUDA, source_of
 from workbench.analysis.edges import kind_of as edge_kind
 
 FULL = "full"
@@ -359,18 +360,35 @@ def planned_kinds(outputs_and_rules: Iterable[tuple[str, str | None]]) -> dict[s
     return counts
 
 
+def same_source(output: str) -> str | None:
+    """What makes two compile edges of one tree cost alike: the same source file built into
+    another target (CMake builds a library's sources once for its static and once for its
+    shared form, a test tree compiles its test-main.cc and util.cc into every test): the
+    source's last two path parts (`CMakeFiles/t.dir/__/src/os.cc.o` and
+    `CMakeFiles/u.dir/src/os.cc.o` are both `src/os.cc`); None for what is no compile."""
+    if edge_kind(output) not in (COMPILE, CUDA):
+        return None
+    source = source_of(output)
+    if source is None:
+        return None
+    return "/".join(source.split("/")[-2:])
+
+
 def extrapolate_by_kind(
     elapsed_s: float,
     edge_total: int,
     finished: dict[str, float],
     planned: dict[str, int] | None,
     last_end_s: float | None = None,
+    planned_outputs: Sequence[str] | None = None,
 ) -> Estimate | None:
-    """A first build's ETA from its own finished edges: each kind of edge still to run (from
-    the build's ninja graph, `planned`: edges per kind, e.g. {"compile": 51, "link": 26}) at the
-    mean time this build's edges of that kind took, over the parallelism it kept so far (edge
-    time per wall second). Without `planned` every edge left counts at the mean of all.
-    None before enough of the build is done to say anything."""
+    """A first build's ETA from its own finished edges: each edge still to run at what this
+    build's edges like it took, over the parallelism it kept so far (edge time per wall second).
+    Like it: the same source compiled for another target (`same_source`, when the build's
+    ninja graph named the edges left: `planned_outputs`), else the mean of its kind (from the
+    graph, `planned`: edges per kind, e.g. {"compile": 51, "link": 26}). Without either every
+    edge left counts at the mean of all. None before enough of the build is done to say
+    anything."""
     done = len(finished)
     share = done / edge_total if edge_total > 0 else 0.0
     if share < MIN_EXTRAPOLATION_SHARE or elapsed_s < MIN_EXTRAPOLATION_S or share >= 1.0:
@@ -388,7 +406,22 @@ def extrapolate_by_kind(
     overall = busy / done
     left_s = 0.0
     left = max(0, edge_total - done)
-    if planned:
+    to_run = [output for output in planned_outputs or () if output not in finished]
+    if to_run:
+        by_source: dict[str, list[float]] = {}
+        for output, seconds in finished.items():
+            key = same_source(output)
+            if key is not None:
+                by_source.setdefault(key, []).append(seconds)
+        for output in to_run:
+            key = same_source(output)
+            alike = by_source.get(key) if key is not None else None
+            if not alike:
+                alike = by_kind.get(edge_kind(output))
+            left_s += statistics.fmean(alike) if alike else overall
+        # ninja runs what the graph holds less what is up to date: as many as it says are left.
+        left_s *= left / len(to_run)
+    elif planned:
         scale = edge_total / max(1, sum(planned.values()))
         counted = 0
         for kind, count in planned.items():
@@ -403,6 +436,8 @@ def extrapolate_by_kind(
     from_anchor = left_s / parallel
     remaining_s = max(0.1 * from_anchor, from_anchor - (elapsed_s - anchor))
     how = "extrapolated from this run's edges so far"
-    if planned:
+    if to_run:
+        how += ", by source and kind of edge"
+    elif planned:
         how += ", by kind of edge"
     return Estimate(remaining_s, remaining_s * FIRST_LOW, remaining_s * FIRST_HIGH, how)

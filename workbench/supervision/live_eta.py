@@ -166,8 +166,9 @@ def work_key_of(recorder: EdgeRecorder | None) -> str | None:
     return None
 
 
-def planned_of(recorder: Any) -> dict[str, int] | None:
-    """Edges per kind in the ninja graph of an `EdgeRecorder`'s build, once it read one."""
+def planned_edges_of(recorder: Any) -> list[tuple[str, str | None]] | None:
+    """(first output, rule) of every edge in the ninja graph of an `EdgeRecorder`'s build, once
+    it read one."""
     if recorder is None:
         return None
     for followed in recorder.followed.values():
@@ -179,8 +180,14 @@ def planned_of(recorder: Any) -> dict[str, int] | None:
                 if id(edge) not in seen:
                     seen.add(id(edge))
                     edges.append((edge.outputs[0], edge.rule))
-            return eta_model.planned_kinds(edges)
+            return edges
     return None
+
+
+def planned_of(recorder: Any) -> dict[str, int] | None:
+    """Edges per kind in the ninja graph of an `EdgeRecorder`'s build, once it read one."""
+    edges = planned_edges_of(recorder)
+    return None if edges is None else eta_model.planned_kinds(edges)
 
 
 def ninja_counts(progress: Progress) -> tuple[int, int] | None:
@@ -204,6 +211,15 @@ class LiveEta:
     pace: eta_model.EdgePace | None = None
     planned: dict[str, int] | None = None
     """Edges per kind the build's ninja graph holds (a first build runs them all)."""
+    planned_outputs: tuple[str, ...] | None = None
+    """Those edges by their first outputs (what a first build costs edge by edge)."""
+
+    def plan(self, edges: Sequence[tuple[str, str | None]] | None) -> None:
+        """The build's ninja graph's edges ((first output, rule), `planned_edges_of`)."""
+        if edges is None:
+            return
+        self.planned = eta_model.planned_kinds(edges)
+        self.planned_outputs = tuple(output for output, rule in edges if rule != "phony")
 
     def learn(self, work_key: str | None) -> None:
         """Read the earlier runs of `work_key` (once; a later call with the same key is free)."""
@@ -239,7 +255,12 @@ class LiveEta:
         if first and self.pace is not None and counts is not None:
             # A first run of this work: only its own edges so far, each kind at its own pace.
             learned = eta_model.extrapolate_by_kind(
-                elapsed_s, counts[1], self.pace.finished, self.planned, self.pace.last_end_s
+                elapsed_s,
+                counts[1],
+                self.pace.finished,
+                self.planned,
+                self.pace.last_end_s,
+                self.planned_outputs,
             )
             if learned is None and by_progress is None:
                 learned = eta_model.extrapolate(elapsed_s, counts[1], counts[0])
@@ -289,7 +310,7 @@ class Replay:
         live = LiveEta(history, build_id, history.earlier_runs(record.eta_key, build_id))
         live.learn(history.edge_build_info(build_id)[1])
         # What the build's ninja graph would have said: its own edges, by kind.
-        live.planned = eta_model.planned_kinds((output, None) for _, output, _ in edges)
+        live.plan([(output, None) for _, output, _ in edges])
         return cls(build_id, record.duration_s, edges, total, fractions, live)
 
     def by_progress(self, elapsed_s: float) -> Eta | None:

@@ -1014,7 +1014,7 @@ class Supervisor:
         origin = self.edge_recorder.origin()
         self.eta.add_edges(new, 0.0 if origin is None else origin - self.started_wall)
         if self.eta.planned is None:
-            self.eta.planned = live_eta.planned_of(self.edge_recorder)
+            self.eta.plan(live_eta.planned_edges_of(self.edge_recorder))
 
     def _retried(self, what: str, action: Callable[[], Any], kept: str = "") -> Any:
         """`action`, tried again while the database cannot be written (disk full, I/O error);
