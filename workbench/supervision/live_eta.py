@@ -17,6 +17,12 @@ Two ways, the better one that applies:
 
 Every estimate carries a range (`low_s`-`high_s`): the spread of the earlier runs it rests on,
 widened more the less of the build is done.
+
+Both ways measure a pace from the build so far, under the contention so far. When the other
+builds on the host (`LiveView.other`: their CPU, over the build's life and now) take more or
+fewer cores now than on average so far, the rest of the build goes slower or faster than its
+pace so far says: `HostShare` scales the estimate by the cores the build can get now against
+those it got on average, and the range spans both (the contention lasts, or it goes back).
 """
 
 from __future__ import annotations
@@ -42,6 +48,85 @@ _MIN_ELAPSED_S = 10.0
 # Earlier runs of the same work read at start: enough that full builds survive a streak of
 # incremental ones, few enough that reading their edges stays well under a second.
 REFERENCE_RUNS = 20
+
+
+# Contention now: other builds' CPU averaged over about this many seconds (one busy second is
+# noise, a build started beside this one is not).
+CONTENTION_RECENT_S = 30.0
+# Samples of contention before it counts: a mean over a few seconds is no "so far".
+CONTENTION_MIN_SAMPLES = 10
+# The rest of a build is never said to run more than this many times slower or faster than its
+# pace so far because of contention: the build's processes keep a scheduler's share whatever
+# the others take, and one census is no forecast.
+CONTENTION_MOST = 3.0
+# A change in contention smaller than this share of the estimate is left out of it (noise).
+CONTENTION_NOTED = 0.1
+
+
+@dataclass
+class HostShare:
+    """Other builds' CPU over the build's life against now, as a factor on the time left.
+
+    The cores the build can get are `min(demand, cpus - other)`: on a full host, what the
+    others took is exactly what the build did not get; below that the build is held back by
+    its own jobs (`demand`), not by them. The pace so far was kept at the mean contention; the
+    rest goes at the recent one."""
+
+    cpus: int = 0
+    demand: float = 0.0
+    mean_other: float = 0.0
+    recent_other: float | None = None
+    samples: int = 0
+    _last_t: float | None = None
+
+    def add(self, t: float, cpus: int, jobs: int | None, other: Any) -> None:
+        """One sample's `progress.live_view.Contention` (None: nothing measured) at epoch `t`."""
+        if other is None or cpus <= 0 or other.samples <= 0:
+            return
+        self.cpus = cpus
+        self.demand = float(min(cpus, jobs)) if jobs else float(cpus)
+        self.mean_other = other.mean_cpu_cores
+        self.samples = other.samples
+        now = other.cpu_cores
+        if self.recent_other is None or self._last_t is None:
+            self.recent_other = now
+        else:
+            weight = min(1.0, max(0.0, t - self._last_t) / CONTENTION_RECENT_S)
+            self.recent_other += weight * (now - self.recent_other)
+        self._last_t = t
+
+    def _cores(self, other: float) -> float:
+        return max(0.1, min(self.demand, self.cpus - other))
+
+    def factor(self) -> float | None:
+        """Time left at the recent contention over time left at the mean one; None while too
+        little is measured or the change is below notice."""
+        if self.samples < CONTENTION_MIN_SAMPLES or self.recent_other is None or not self.cpus:
+            return None
+        factor = self._cores(self.mean_other) / self._cores(self.recent_other)
+        factor = min(CONTENTION_MOST, max(1.0 / CONTENTION_MOST, factor))
+        return factor if abs(factor - 1.0) >= CONTENTION_NOTED else None
+
+    def words(self, factor: float) -> str:
+        return (
+            f"other builds now take {self.recent_other or 0.0:.1f} of {self.cpus} cores "
+            f"against {self.mean_other:.1f} on average so far: the rest ×{factor:.2f}"
+        )
+
+    def apply(self, eta: Eta) -> Eta:
+        """`eta` with the rest of the build at the recent contention; its range spans both."""
+        factor = self.factor()
+        if factor is None:
+            return eta
+        low = eta.low_s if eta.low_s is not None else eta.remaining_s
+        high = eta.high_s if eta.high_s is not None else eta.remaining_s
+        return Eta(
+            eta.remaining_s * factor,
+            f"{eta.basis}; {self.words(factor)}",
+            min(low, low * factor),
+            max(high, high * factor),
+            eta.first_build,
+        )
 
 
 def did_work(run: EarlierRun) -> bool:
@@ -213,6 +298,14 @@ class LiveEta:
     """Edges per kind the build's ninja graph holds (a first build runs them all)."""
     planned_outputs: tuple[str, ...] | None = None
     """Those edges by their first outputs (what a first build costs edge by edge)."""
+    host: HostShare = field(default_factory=HostShare)
+    """Other builds' CPU so far and now (`observe`)."""
+    jobs: int | None = None
+    """The jobs the build runs (its demand for cores), when known."""
+
+    def observe(self, t: float, cpus: int, other: Any) -> None:
+        """The host's contention at a sample (`LiveView`'s `cpus` and `other`)."""
+        self.host.add(t, cpus, self.jobs, other)
 
     def plan(self, edges: Sequence[tuple[str, str | None]] | None) -> None:
         """The build's ninja graph's edges ((first output, rule), `planned_edges_of`)."""
@@ -242,7 +335,14 @@ class LiveEta:
     def estimate_at(
         self, elapsed_s: float, fraction: float | None, counts: tuple[int, int] | None
     ) -> Eta | None:
-        """The ETA from plain values: the progress fraction and ninja's (done, total)."""
+        """The ETA from plain values: the progress fraction and ninja's (done, total), at the
+        host's contention now (`observe`)."""
+        eta = self._estimate_at(elapsed_s, fraction, counts)
+        return None if eta is None else self.host.apply(eta)
+
+    def _estimate_at(
+        self, elapsed_s: float, fraction: float | None, counts: tuple[int, int] | None
+    ) -> Eta | None:
         if self.pace is not None and self.pace.references:
             if counts is None:
                 return None  # full or incremental is not known until ninja says its total

@@ -452,7 +452,7 @@ class Supervisor:
         record = self.record
         self.tracker = ProgressTracker(ninja_status=os.environ.get("NINJA_STATUS") or None)
         self.peaks = PeakTracker()
-        self.eta = LiveEta(self.history, record.id)
+        self.eta = LiveEta(self.history, record.id, jobs=record.jobs)
         self.earlier = (
             self._guarded(
                 "reading earlier builds",
@@ -694,7 +694,10 @@ class Supervisor:
             "estimating the time left", lambda: self.eta.estimate(elapsed, progress)
         )
         eta = None if estimate is None else estimate.view()
-        return self.live_writer.view(sample, eta, self.census.users).to_json()
+        view = self.live_writer.view(sample, eta, self.census.users)
+        # Other builds' CPU, so far and now: an input of the next estimate.
+        self.eta.observe(sample.build.t, view.cpus, view.other)
+        return view.to_json()
 
     def _flush_progress(self) -> None:
         from workbench.supervision import live_eta

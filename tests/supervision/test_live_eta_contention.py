@@ -1,0 +1,67 @@
+"""Host contention is an input of the ETA: the pace so far was kept while other builds took
+what they took on average; when they take more (or less) now, the rest of the build goes
+slower (or faster), and the ETA says so."""
+
+from __future__ import annotations
+
+from workbench.progress.live_view import Contention
+from workbench.supervision.live_eta import CONTENTION_MIN_SAMPLES, LiveEta
+
+
+def _first_build(jobs: int | None = 2) -> LiveEta:
+    # 20 compiles of 60 s done in 600 s at -j2 on a quiet host; 20 more left: ~600 s.
+    live = LiveEta(None, 1, jobs=jobs)
+    live.learn("ninja:tree")
+    live.plan([(f"CMakeFiles/t.dir/t{n}.cc.o", "CXX_COMPILER__t_Release") for n in range(40)])
+    assert live.pace is not None
+    live.pace.add((f"CMakeFiles/t.dir/t{n}.cc.o", 60.0, 30.0 * (n + 1)) for n in range(20))
+    return live
+
+
+def _contention(now: float, mean: float, samples: int) -> Contention:
+    return Contention(now, mean, 3, "3 other build processes: 3 cc1plus", samples)
+
+
+def test_other_builds_taking_cores_now_stretch_the_rest() -> None:
+    quiet = _first_build()
+    before = quiet.estimate_at(600.0, 0.5, (20, 40))
+    assert before is not None and 500 < before.remaining_s < 700, before
+    busy = _first_build()
+    # 600 quiet seconds, then another build takes 1.5 of the 2 cores for the last 60 s: the
+    # mean over the build's life is 0.15 cores, the recent figure follows the 1.5.
+    for t in range(600):
+        busy.observe(1000.0 + t, 2, _contention(0.0, 0.0, t + 1))
+    for t in range(600, 660):
+        mean = 1.5 * (t - 599) / (t + 1)
+        busy.observe(1000.0 + t, 2, _contention(1.5, mean, t + 1))
+    after = busy.estimate_at(600.0, 0.5, (20, 40))
+    assert after is not None
+    # 2 cores against about 0.55 now: the rest at most 3x as long; the range spans both.
+    assert after.remaining_s > 2.0 * before.remaining_s, (before, after)
+    assert after.low_s is not None and after.high_s is not None
+    assert after.low_s <= before.low_s  # it may go back to the quiet pace
+    assert after.high_s >= after.remaining_s
+    assert "other builds now take" in after.basis and "of 2 cores" in after.basis
+    # ...and the other build ending makes it shorter again.
+    for t in range(660, 900):
+        busy.observe(1000.0 + t, 2, _contention(0.0, 0.3, t + 1))
+    eased = busy.estimate_at(600.0, 0.5, (20, 40))
+    assert eased is not None and eased.remaining_s < before.remaining_s
+
+
+def test_steady_or_unmeasured_contention_changes_nothing() -> None:
+    plain = _first_build().estimate_at(600.0, 0.5, (20, 40))
+    steady = _first_build()
+    for t in range(120):
+        steady.observe(1000.0 + t, 2, _contention(1.0, 1.0, t + 1))
+    said = steady.estimate_at(600.0, 0.5, (20, 40))
+    assert plain is not None and said == plain
+    few = _first_build()
+    for t in range(CONTENTION_MIN_SAMPLES - 1):
+        few.observe(1000.0 + t, 2, _contention(1.9, 0.0, t + 1))
+    assert few.estimate_at(600.0, 0.5, (20, 40)) == plain
+    # One job on an 8-core host: others taking 5 cores leave it its core (demand, not cpus).
+    one_job = _first_build(jobs=1)
+    for t in range(60):
+        one_job.observe(1000.0 + t, 8, _contention(5.0 if t > 30 else 0.0, 0.5, t + 1))
+    assert one_job.estimate_at(600.0, 0.5, (20, 40)) == plain
