@@ -33,7 +33,12 @@ tick (1k new edges, then the estimate) against the first method's estimate.
 25, 50 and 75% of its real duration, what the supervisor's ETA would have said from what the
 history held before it. Coverage = the share of checkpoints whose true time left lies inside the
 range shown (low-high); error = (estimate - truth) / truth. Printed per project and in all, and
-as a Markdown table ("table").
+as a Markdown table ("table"). First builds are reported apart ("first_builds", and per project
+"first_builds_by_project"), and every recorded run is also played alone, as a first build of its
+tree ("every_run_as_a_first_build": 24 checkpoints instead of 9), with a leave-one-project-out
+check of the first-build range. Baselines measured in the same run: the first method (by
+progress, "baseline_*") and, for first builds, the edge-count-by-kind estimate the first-build
+ETA was before it costed edges by source and running age ("by_kind_only_*").
 """
 
 from __future__ import annotations
@@ -324,6 +329,21 @@ def checkpoints(history: History, build_id: int) -> list[dict[str, Any]]:
             found.append({"at": share, "truth_s": round(truth, 1), "eta": None, **baseline})
             continue
         inside = said.low_s is not None and said.low_s <= truth <= (said.high_s or 0.0)
+        kind_only: dict[str, Any] = {}
+        pace = replay.live.pace
+        if said.first_build and pace is not None and replay.edge_total:
+            # The first-build method before it costed edges by source: each kind of edge left
+            # at its kind's mean (the same finished edges, the same moment).
+            from workbench.analysis import eta_model
+
+            by_kind = eta_model.extrapolate_by_kind(
+                at, replay.edge_total, pace.finished, replay.live.planned, pace.last_end_s
+            )
+            if by_kind is not None:
+                kind_only = {
+                    "by_kind_only_eta_s": round(by_kind.remaining_s, 1),
+                    "by_kind_only_error": round((by_kind.remaining_s - truth) / truth, 3),
+                }
         found.append(
             {
                 "at": share,
@@ -336,6 +356,7 @@ def checkpoints(history: History, build_id: int) -> list[dict[str, Any]]:
                 "first_build": said.first_build,
                 "basis": said.basis,
                 **baseline,
+                **kind_only,
             }
         )
     return found
@@ -347,7 +368,11 @@ def coverage(points: list[dict[str, Any]]) -> dict[str, Any]:
     errors = [abs(p["error"]) for p in given]
     before = [p for p in points if p.get("baseline_eta_s") is not None]
     before_errors = [abs(p["baseline_error"]) for p in before]
+    kind_only = [abs(p["by_kind_only_error"]) for p in points if "by_kind_only_error" in p]
     return {
+        "by_kind_only_median_abs_error": (
+            round(statistics.median(kind_only), 3) if kind_only else None
+        ),
         "baseline_coverage": (
             round(sum(1 for p in before if p["baseline_inside"]) / len(points), 3)
             if points

@@ -5,6 +5,7 @@ compiles came first, its quick links last."""
 
 from __future__ import annotations
 
+from workbench.analysis import eta_model
 from workbench.analysis.eta_model import (
     FIRST_HIGH,
     FIRST_LOW,
@@ -88,3 +89,60 @@ def test_a_first_build_costs_a_source_it_built_for_another_target_at_that_time()
         "CMakeFiles/fmt.dir/src/os.cc.o"
     )
     assert same_source("bin/format-test") is None  # a link is no source
+
+
+def test_an_edge_running_is_partly_done() -> None:
+    """zstd's shape: the static library compiles the sources the shared one already built.
+    zstd_lazy.c took 170 s for the shared library; its static copy has run 150 s when the ETA
+    is asked: 20 s of it are left, not 170 s again. The sampler names the running compiler's
+    source file; it stands for the first unfinished edge of that source."""
+    lazy = "lib/CMakeFiles/zstd_{}.dir/src/compress/zstd_lazy.c.o"
+    small = "lib/CMakeFiles/zstd_{}.dir/src/common/s{}.c.o"
+    finished = {lazy.format("shared"): 170.0}
+    finished.update({small.format("shared", n): 10.0 for n in range(17)})
+    outputs = [*finished, lazy.format("static")]
+    outputs += [small.format("static", n) for n in range(17)]
+    planned = {"compile": len(outputs)}
+    running = eta_model.match_running(
+        outputs, finished, [("/home/u/zstd/src/compress/zstd_lazy.c", "compiler", 150.0)]
+    )
+    assert running == {lazy.format("static"): 150.0}
+    # 340 s of edges and 150 s of the running one in 245 s: 2 at a time. Left: 20 s of
+    # zstd_lazy.c and 17 x 10 s: 190 s of edges, ~95 s.
+    said = extrapolate_by_kind(245.0, 36, finished, planned, 240.0, outputs, running)
+    blind = extrapolate_by_kind(245.0, 36, finished, planned, 240.0, outputs)
+    assert said is not None and blind is not None
+    assert 80 < said.remaining_s < 110, said
+    assert blind.remaining_s > 1.3 * said.remaining_s, blind
+    # A unit of unknown cost (10 s a compile so far) that has run 100 s is a long one: half its
+    # age again is left, not nothing. 200 s of edges and its 100 s in 300 s: one at a time.
+    unknown = {f"CMakeFiles/t.dir/t{n}.cc.o": 10.0 for n in range(20)}
+    heavy = "CMakeFiles/t.dir/heavy.cc.o"
+    plan = [*unknown, heavy]
+    long_run = extrapolate_by_kind(300.0, 21, unknown, {"compile": 21}, 200.0, plan, {heavy: 100.0})
+    assert long_run is not None and abs(long_run.remaining_s - 50.0) < 1.0, long_run
+
+
+def test_the_live_eta_reads_the_running_edges_from_the_sampled_view() -> None:
+    from workbench.progress.live_view import RunningEdge
+
+    live = LiveEta(None, 1)
+    live.learn("ninja:tree")
+    outputs = [f"CMakeFiles/t.dir/src/t{n}.cc.o" for n in range(40)]
+    live.plan([(output, "CXX_COMPILER__t_Release") for output in outputs])
+    assert live.pace is not None
+    live.pace.add((output, 60.0, 30.0 * (n + 1)) for n, output in enumerate(outputs[:20]))
+    before = live.estimate_at(630.0, 0.5, (20, 40))
+    live.observe(1000.0, 2, None, [RunningEdge("src/t20.cc", "cc1plus", "compiler", 29.0)])
+    assert live.running_now() == {outputs[20]: 29.0}
+    after = live.estimate_at(630.0, 0.5, (20, 40))
+    assert before is not None and after is not None
+    # One compile running for 29 s, one slot idle: the pace is the edge time done, the running
+    # one's included, per second (1229 s in 630 s), not the pace up to the latest end (2 at a
+    # time) with 30 s counted down at that pace.
+    expected = extrapolate_by_kind(
+        630.0, 40, live.pace.finished, live.planned, 600.0, outputs, {outputs[20]: 29.0}
+    )
+    assert expected is not None and after.remaining_s == expected.remaining_s
+    assert abs(after.remaining_s - (1200.0 - 29.0) * 630.0 / 1229.0) < 1.0
+    assert before.remaining_s == 570.0  # without the sample: 1200 s / 2 - 30 s

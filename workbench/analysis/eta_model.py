@@ -24,7 +24,7 @@ import bisect
 import math
 import statistics
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from workbench.analysis.edges import COMPILE, CUDA, source_of
@@ -374,6 +374,39 @@ def same_source(output: str) -> str | None:
     return "/".join(source.split("/")[-2:])
 
 
+def match_running(
+    planned_outputs: Sequence[str],
+    finished: Mapping[str, float],
+    running: Iterable[tuple[str, str, float]],
+) -> dict[str, float]:
+    """The planned edges the sampler sees running ((what, kind, seconds): a compiler's source
+    file, a linker's output, `progress.live_view.RunningEdge`), by output → seconds: a
+    compile by its source (`same_source`: the first unfinished edge of it, the copies of one
+    source cost alike), a link by its output's name."""
+    waiting: dict[str, list[str]] = {}
+    by_name: dict[str, str] = {}
+    for output in planned_outputs:
+        if output in finished:
+            continue
+        key = same_source(output)
+        if key is not None:
+            waiting.setdefault(key, []).append(output)
+        else:
+            by_name.setdefault(output.rsplit("/", 1)[-1], output)
+    found: dict[str, float] = {}
+    for what, kind, seconds in running:
+        parts = what.replace("\\", "/").split("/")
+        matched: str | None
+        if kind in (COMPILE, CUDA, "compiler"):
+            candidates = waiting.get("/".join(parts[-2:]), [])
+            matched = next((o for o in candidates if o not in found), None)
+        else:
+            matched = by_name.get(parts[-1])
+        if matched is not None:
+            found[matched] = max(found.get(matched, 0.0), seconds)
+    return found
+
+
 def extrapolate_by_kind(
     elapsed_s: float,
     edge_total: int,
@@ -381,6 +414,7 @@ def extrapolate_by_kind(
     planned: dict[str, int] | None,
     last_end_s: float | None = None,
     planned_outputs: Sequence[str] | None = None,
+    running: Mapping[str, float] | None = None,
 ) -> Estimate | None:
     """A first build's ETA from its own finished edges: each edge still to run at what this
     build's edges like it took, over the parallelism it kept so far (edge time per wall second).
@@ -388,7 +422,16 @@ def extrapolate_by_kind(
     ninja graph named the edges left: `planned_outputs`), else the mean of its kind (from the
     graph, `planned`: edges per kind, e.g. {"compile": 51, "link": 26}). Without either every
     edge left counts at the mean of all. None before enough of the build is done to say
-    anything."""
+    anything.
+
+    `running` (output → seconds it has run, `match_running`: what the sampler sees compiling
+    now): an edge running is partly done. Where its cost is known (its source built for another
+    target) what is left of it is that cost less its age; where it is not, an edge that ran a
+    while is likely a long one, and at least half its age again is left (what has run long
+    tends to run long: the rest of a heavy-tailed duration grows with its age). The
+    parallelism is then the edge time done, running edges' included, per second so far.
+    Without `running` (nothing sampled) the pace is kept to the latest edge's end and the time
+    since is counted down."""
     done = len(finished)
     share = done / edge_total if edge_total > 0 else 0.0
     if share < MIN_EXTRAPOLATION_SHARE or elapsed_s < MIN_EXTRAPOLATION_S or share >= 1.0:
@@ -407,6 +450,9 @@ def extrapolate_by_kind(
     left_s = 0.0
     left = max(0, edge_total - done)
     to_run = [output for output in planned_outputs or () if output not in finished]
+    ages = {
+        output: age for output, age in (running or {}).items() if output not in finished
+    }
     if to_run:
         by_source: dict[str, list[float]] = {}
         for output, seconds in finished.items():
@@ -416,9 +462,14 @@ def extrapolate_by_kind(
         for output in to_run:
             key = same_source(output)
             alike = by_source.get(key) if key is not None else None
+            known = bool(alike)
             if not alike:
                 alike = by_kind.get(edge_kind(output))
-            left_s += statistics.fmean(alike) if alike else overall
+            cost = statistics.fmean(alike) if alike else overall
+            age = ages.get(output)
+            if age is not None:
+                cost = max(cost - age, 0.0 if known else 0.5 * age)
+            left_s += cost
         # ninja runs what the graph holds less what is up to date: as many as it says are left.
         left_s *= left / len(to_run)
     elif planned:
@@ -433,8 +484,12 @@ def extrapolate_by_kind(
         left_s += max(0, left - counted) * overall
     else:
         left_s = left * overall
-    from_anchor = left_s / parallel
-    remaining_s = max(0.1 * from_anchor, from_anchor - (elapsed_s - anchor))
+    if to_run and running is not None:
+        parallel = max((busy + sum(ages.values())) / max(elapsed_s, 1e-3), 1e-3)
+        remaining_s = left_s / parallel
+    else:
+        from_anchor = left_s / parallel
+        remaining_s = max(0.1 * from_anchor, from_anchor - (elapsed_s - anchor))
     how = "extrapolated from this run's edges so far"
     if to_run:
         how += ", by source and kind of edge"

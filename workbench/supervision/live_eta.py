@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from workbench.analysis import eta_model
+from workbench.analysis.edges import kind_of as edge_kind
+from workbench.analysis.edges import source_of
 from workbench.history.records import EarlierRun
 from workbench.history.store import History
 from workbench.progress import Progress
@@ -303,9 +305,24 @@ class LiveEta:
     jobs: int | None = None
     """The jobs the build runs (its demand for cores), when known."""
 
-    def observe(self, t: float, cpus: int, other: Any) -> None:
-        """The host's contention at a sample (`LiveView`'s `cpus` and `other`)."""
+    running: tuple[tuple[str, str, float], ...] | None = None
+    """What the sampler saw running at the latest sample: (file or output, kind, seconds);
+    None before any sample."""
+
+    def observe(
+        self, t: float, cpus: int, other: Any, running: Iterable[Any] | None = None
+    ) -> None:
+        """A sample's `LiveView`: the host's contention (`cpus`, `other`) and the edges running
+        (`running`: `RunningEdge`s)."""
         self.host.add(t, cpus, self.jobs, other)
+        if running is not None:
+            self.running = tuple((edge.what, edge.kind, edge.running_s) for edge in running)
+
+    def running_now(self) -> dict[str, float] | None:
+        """The planned edges running now, by output → seconds (`eta_model.match_running`)."""
+        if self.running is None or self.pace is None or not self.planned_outputs:
+            return None
+        return eta_model.match_running(self.planned_outputs, self.pace.finished, self.running)
 
     def plan(self, edges: Sequence[tuple[str, str | None]] | None) -> None:
         """The build's ninja graph's edges ((first output, rule), `planned_edges_of`)."""
@@ -361,6 +378,7 @@ class LiveEta:
                 self.planned,
                 self.pace.last_end_s,
                 self.planned_outputs,
+                self.running_now(),
             )
             if learned is None and by_progress is None:
                 learned = eta_model.extrapolate(elapsed_s, counts[1], counts[0])
@@ -424,6 +442,13 @@ class Replay:
             self.live.pace = eta_model.EdgePace(self.live.pace.references)
             self.live.pace.add(done)
         counts = None if self.edge_total is None else (len(done), self.edge_total)
+        # What the sampler would have seen running: the edges started and not yet ended (their
+        # outputs, which the live ETA matches from the compilers' files).
+        self.live.running = tuple(
+            (source_of(output) or output, edge_kind(output), elapsed_s - (end - seconds))
+            for end, output, seconds in self.edges
+            if end - seconds <= elapsed_s < end
+        )
         return self.live.estimate_at(elapsed_s, self._fraction_at(elapsed_s), counts)
 
     def _fraction_at(self, elapsed_s: float) -> float | None:

@@ -695,8 +695,8 @@ class Supervisor:
         )
         eta = None if estimate is None else estimate.view()
         view = self.live_writer.view(sample, eta, self.census.users)
-        # Other builds' CPU, so far and now: an input of the next estimate.
-        self.eta.observe(sample.build.t, view.cpus, view.other)
+        # Other builds' CPU, so far and now, and the edges running: inputs of the next estimate.
+        self.eta.observe(sample.build.t, view.cpus, view.other, view.running)
         return view.to_json()
 
     def _flush_progress(self) -> None:
