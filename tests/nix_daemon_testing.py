@@ -54,10 +54,16 @@ class RunningDaemon:
 
 
 def start_daemon(
-    directory: Path, trusted_users: str = "root", extra_conf: str = "", **env: str
+    directory: Path,
+    trusted_users: str = "root",
+    extra_conf: str = "",
+    machines: str = "",
+    **env: str,
 ) -> RunningDaemon:
     """Start a nix-daemon whose nix.conf lives in `directory` (readable by every user, as
-    /etc/nix is); `env`: more of the daemon's environment (NIX_SSHOPTS, ...)."""
+    /etc/nix is); `machines`: its machines file (beside that nix.conf, where the daemon's
+    default `builders = @$NIX_CONF_DIR/machines` reads it, as /etc/nix/machines); `env`: more
+    of the daemon's environment (NIX_SSHOPTS, ...)."""
     ensure_build_users()
     conf = directory / "nix-conf"
     conf.mkdir(parents=True)
@@ -68,6 +74,9 @@ def start_daemon(
         f"trusted-users = {trusted_users}\n{extra_conf}"
     )
     (conf / "nix.conf").chmod(0o644)
+    if machines:
+        (conf / "machines").write_text(machines)
+        (conf / "machines").chmod(0o644)
     socket = directory / "daemon.socket"
     environment = {k: v for k, v in os.environ.items() if k not in ("NIX_CONFIG", "NIX_REMOTE")}
     environment.update({"NIX_CONF_DIR": str(conf), "NIX_DAEMON_SOCKET_PATH": str(socket), **env})

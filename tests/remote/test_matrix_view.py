@@ -148,3 +148,26 @@ def test_each_target_s_release_is_in_the_view_running_and_ended(tmp_path: Path) 
         db.execute("UPDATE builds SET settings = ? WHERE id = ?", (json.dumps(settings), build_id))
     view = MatrixWatch(state, build_id).view(now=0.0)
     assert view is not None and {row.ort_version for row in view.rows} == {""}
+
+
+def test_a_daemons_builder_is_the_builds_own_host_from_its_first_derivation_on() -> None:
+    """A matrix build a daemon sent to its own builders (builders_from "daemon"): the view
+    lists this machine only until the build's log says one of its derivations started on the
+    daemon's builder; from then on that builder is listed, also once it is idle again."""
+    from workbench.remote.matrix_view import host_list
+
+    matrix = {"hosts": {REMOTE: "remote"}, "local_builds": True, "builders_from": "daemon"}
+    listed = host_list(matrix)
+    assert listed == ["local"]
+    fleet = Fleet(host_names=dict(matrix["hosts"]), clock=lambda: None)
+    seen: list[list[str]] = []
+    for line in LOG.read_text().splitlines():
+        fleet.feed(line)
+        names = [host.name for host in hosts_now(fleet, listed)]
+        on_remote = [a for a in fleet.attempts if a.host == "remote"]
+        assert ("remote" in names) == bool(on_remote), (line, names)
+        if not seen or seen[-1] != names:
+            seen.append(names)
+    assert seen[0] == ["local"] and seen[-1][:2] == ["local", "remote"], seen
+    # Built from hosts.toml, the same host is listed from the start.
+    assert host_list({**matrix, "builders_from": "hosts.toml"}) == ["local", "remote"]

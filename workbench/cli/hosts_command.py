@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
                 "disabled": [host.name for host in config.hosts if not host.enabled],
                 "nix_store": daemon.to_json(),
                 "hosts_under_daemon": [row.to_json() for row in under_daemon],
-                "daemon_warning": local_only_warning(under_daemon),
+                "daemon_warning": local_only_warning(under_daemon, daemon),
             }
         )
     else:
@@ -131,7 +131,7 @@ def print_daemon_view(
             print(f"    {visible(fix.why)}: add to {visible(fix.where)}:", file=file)
             for line in fix.lines:
                 print(f"      {visible(line)}", file=file)
-    warning = local_only_warning(rows)
+    warning = local_only_warning(rows, daemon)
     if warning:
         print(f"  warning: {warning}", file=file)
 
@@ -258,8 +258,8 @@ def run_watch(args: argparse.Namespace) -> int:
     from workbench.errors import WorkbenchError
     from workbench.history.store import History
     from workbench.progress.visible import visible
-    from workbench.remote.fleet import LOCAL, Fleet, fleet_lines
-    from workbench.remote.matrix_view import LogFleet
+    from workbench.remote.fleet import Fleet, fleet_lines
+    from workbench.remote.matrix_view import LogFleet, host_list, hosts_seen
     from workbench.remote.target_history import matrix_of
     from workbench.supervision import liveness
 
@@ -270,7 +270,7 @@ def run_watch(args: argparse.Namespace) -> int:
     if not matrix:
         raise WorkbenchError(f"build #{record.id} is not a matrix build (workbench build A B ...)")
     host_names = matrix.get("hosts", {})
-    hosts = ([LOCAL] if matrix.get("local_builds", True) else []) + list(host_names.values())
+    hosts = host_list(matrix)
     # Read READ_CHUNK bytes at a time (a 2 GB log is never held whole), to the end each round.
     reader = LogFleet(Path(record.log_path), Fleet(host_names=host_names))
     while True:
@@ -283,7 +283,7 @@ def run_watch(args: argparse.Namespace) -> int:
             reader.catch_up()
             if reader.offset == read_before or reader.caught_up():
                 break
-        view = fleet_lines(reader.fleet, hosts, matrix.get("targets", []))
+        view = fleet_lines(reader.fleet, hosts_seen(reader.fleet, hosts), matrix.get("targets", []))
         print(f"build #{record.id} ({record.name}): {record.state}")
         for line in view:
             print(visible(line))

@@ -21,7 +21,7 @@ from typing import Any
 import psutil
 
 from workbench.host.bounded_command import run_bounded
-from workbench.host.nix_daemon import DEFAULT_SOCKET, DaemonReality
+from workbench.host.nix_daemon import DEFAULT_SOCKET, DaemonReality, Machine
 from workbench.remote.config import BuildHost, HostsConfig
 
 REACH_TIMEOUT_S = 20.0
@@ -202,11 +202,59 @@ def hosts_under_daemon(
     return rows
 
 
-def local_only_warning(rows: Sequence[HostUnderDaemon]) -> str | None:
-    """One line when the daemon would build nothing on the hosts: a silent all-local build."""
+def local_only_warning(
+    rows: Sequence[HostUnderDaemon], reality: DaemonReality | None = None
+) -> str | None:
+    """One line when the daemon would build nothing on the hosts: a silent all-local build,
+    or (an untrusted user, a daemon with builders of its own) a build on its builders only."""
     if not rows or any(row.daemon_builds_there is not False for row in rows):
         return None
+    if reality is not None and reality.trusted is False and reality.builders:
+        return (
+            f"the nix-daemon will build on none of the {len(rows)} hosts of hosts.toml: this "
+            f"matrix build goes to its own builders only ({reality.builders_source})"
+        )
     return (
         f"the nix-daemon will build on none of the {len(rows)} hosts of hosts.toml: "
         "this matrix build would build everything on this machine"
     )
+
+
+@dataclass(frozen=True)
+class BuildersInUse:
+    """The builders Nix will really use for a matrix build, and whether `--builders` is worth
+    passing: through a daemon that does not trust this user it is dropped, and the daemon's own
+    builders (its machines file or `builders`) are used instead."""
+
+    hosts: dict[str, str]  # store URI as Nix prints it -> the name the views show
+    from_daemon: bool  # the daemon's own builders, not hosts.toml's
+    note: str | None  # said before the build when they are the daemon's
+
+    @property
+    def pass_builders(self) -> bool:
+        return not self.from_daemon
+
+
+def daemon_builder_name(machine: Machine, config: HostsConfig) -> str:
+    """A daemon builder's name in the views: the hosts.toml host it is (by alias or address),
+    else its host as the machines line names it."""
+    for host in config.hosts:
+        if machine.host in (host.alias, host.address):
+            return host.name
+    return machine.host
+
+
+def builders_in_use(reality: DaemonReality, config: HostsConfig) -> BuildersInUse:
+    """hosts.toml's hosts, unless a daemon that does not trust this user builds with its own."""
+    if not (reality.via_daemon and reality.trusted is False):
+        return BuildersInUse({host.store_uri: host.name for host in config.enabled_hosts}, False,
+                             None)  # fmt: skip
+    hosts = {machine.uri: daemon_builder_name(machine, config) for machine in reality.builders}
+    if not hosts and not config.enabled_hosts:
+        return BuildersInUse({}, True, None)  # no builders wanted, none used: nothing to say
+    used = ", ".join(dict.fromkeys(hosts.values())) or "none, so everything builds on this machine"
+    note = (
+        f"--builders not passed: the nix-daemon does not trust {reality.user} and would drop it; "
+        f"it builds with its own builders ({reality.builders_source}): {used}"
+    )
+    return BuildersInUse(hosts, True, note)

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from workbench.host.nix_daemon import DaemonReality
     from workbench.planning.availability import Availability
     from workbench.planning.plan import BuildPlan
-    from workbench.remote.daemon_builders import HostUnderDaemon
+    from workbench.remote.daemon_builders import BuildersInUse, HostUnderDaemon
 
 EVALUATE_TIMEOUT_S = 600
 
@@ -234,20 +234,27 @@ def plan_matrix_build(
     cores: int,
     max_jobs: int,
     forced: bool = False,
+    in_use: BuildersInUse | None = None,
 ) -> NewBuild:
-    """The supervised build of the targets not in the store yet."""
+    """The supervised build of the targets not in the store yet (`in_use`: the builders Nix
+    will really use, where a daemon decides; hosts.toml's otherwise)."""
     pending = [t for t in targets if not t.in_store]
     if not pending:
         raise WorkbenchError("every target is in the store already: nothing to build")
     local_jobs = max_jobs if config.local_builds else 0
-    argv = matrix_argv(
-        [t.target.attr for t in pending], cores, local_jobs, builders_spec(config), ssh
-    )
+    hosts = {host.store_uri: host.name for host in config.enabled_hosts}
+    builders = builders_spec(config)
+    if in_use is not None and in_use.from_daemon:
+        # The daemon drops this user's --builders and uses its own: passing them would only
+        # make the command line say what does not happen.
+        hosts, builders, ssh = dict(in_use.hosts), "", None
+    argv = matrix_argv([t.target.attr for t in pending], cores, local_jobs, builders, ssh)
     recorded = dict(settings_record)
     recorded["matrix"] = {
         "targets": [t.to_json() for t in targets],
-        "hosts": {host.store_uri: host.name for host in config.enabled_hosts},
+        "hosts": hosts,
         "local_builds": config.local_builds,
+        "builders_from": "daemon" if in_use is not None and in_use.from_daemon else "hosts.toml",
     }
     name = check_name(f"matrix-{len(targets)}")
     resolved = flake.resolve()
@@ -343,13 +350,17 @@ def prepare_matrix_build(
             )
     daemon: DaemonReality | None = None
     daemon_rows: tuple[HostUnderDaemon, ...] = ()
-    if config.enabled_hosts:
-        # Through a nix-daemon, --builders may be dropped or unreachable for root: said before
-        # the build, with the lines to add, instead of a silent all-local build.
-        from workbench.host.nix_daemon import check_daemon
-        from workbench.remote.daemon_builders import hosts_under_daemon
+    # Through a nix-daemon, --builders may be dropped or unreachable for root: said before
+    # the build, with the lines to add, instead of a silent all-local build; a daemon that
+    # does not trust this user builds with its own builders, which the views then name.
+    from workbench.host.nix_daemon import check_daemon
+    from workbench.remote.daemon_builders import builders_in_use, hosts_under_daemon
 
-        checked = check_daemon()
+    checked = check_daemon()
+    in_use = builders_in_use(checked, config)
+    if in_use.note:
+        said.append(in_use.note)
+    if config.enabled_hosts:
         rows = tuple(hosts_under_daemon(checked, config))
         if any(row.daemon_builds_there is not True for row in rows):
             daemon, daemon_rows = checked, rows
@@ -366,7 +377,7 @@ def prepare_matrix_build(
         return MatrixPlan(None, tuple(evaluated), flake, tuple(said), daemon, daemon_rows)
     record = build_settings_record(settings, choice.jobs, chosen_max, choice.source, [])
     build = plan_matrix_build(
-        evaluated, config, ssh, flake, record, choice.jobs, chosen_max, forced
+        evaluated, config, ssh, flake, record, choice.jobs, chosen_max, forced, in_use
     )
     nix_plan = None
     if ask_nix:

@@ -121,16 +121,31 @@ class LogFleet:
 
 
 def host_list(matrix: dict[str, Any]) -> list[str]:
-    """The hosts of a matrix build in the order the view lists them: this machine first."""
-    names = list(matrix.get("hosts", {}).values())
-    return ([LOCAL] if matrix.get("local_builds", True) else []) + names
+    """The hosts of a matrix build in the order the view lists them: this machine first.
+
+    A nix-daemon's own builders (a daemon that does not trust the user builds with them) are
+    not listed up front: they are shared, and become this build's hosts in the view only once
+    the build's own log says they build one of its derivations (`hosts_seen`)."""
+    local = [LOCAL] if matrix.get("local_builds", True) else []
+    if matrix.get("builders_from") == "daemon":
+        return local
+    return local + list(matrix.get("hosts", {}).values())
+
+
+def hosts_seen(fleet: Fleet, hosts: list[str]) -> list[str]:
+    """`hosts`, then every host the build's log says built (or could not build) one of this
+    build's derivations: a host hosts.toml did not name, a daemon's builder."""
+    named = list(hosts)
+    named += [a.host for a in fleet.attempts if a.host not in named]
+    named += [host for host in fleet.gone if host not in named]
+    return list(dict.fromkeys(named))
 
 
 def hosts_now(fleet: Fleet, hosts: list[str]) -> tuple[HostNow, ...]:
-    """What each host builds now; a host Nix named that hosts.toml did not is listed too."""
+    """What each host builds now; a host Nix named that the list did not is listed too, from
+    the first of this build's derivations it builds on (`hosts_seen`)."""
     building = fleet.building_now()
-    named = list(hosts) + [host for host in building if host not in hosts]
-    named += [host for host in fleet.gone if host not in named]
+    named = hosts_seen(fleet, hosts)
     return tuple(
         HostNow(
             name=host,

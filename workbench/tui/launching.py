@@ -86,7 +86,7 @@ def plan_several(
         return matrix.plan
     from workbench.remote.daemon_builders import local_only_warning
 
-    daemon = local_only_warning(list(matrix.daemon_rows)) or (
+    daemon = local_only_warning(list(matrix.daemon_rows), matrix.daemon) or (
         "the nix-daemon builds this, not `nix build`, and may not build on every host "
         "(`workbench build NAMES --dry-run` shows how it treats each)"
     )
