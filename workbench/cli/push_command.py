@@ -80,6 +80,14 @@ def run(args: argparse.Namespace) -> int:
         raise WorkbenchError(
             f"push build #{record.id} where? give --to STORE, or set push_to in {hosts.path}"
         )
+    from workbench.errors import ConfigError
+    from workbench.remote.config import ALLOWED_HERE, push_to_where
+    from workbench.supervision.pushing import store_support_problem
+
+    unsupported = store_support_problem(store)
+    if unsupported:  # refused before anything starts
+        where = f"--to {store!r}" if args.to else push_to_where(store, hosts.path)
+        raise ConfigError(f"{where}: {unsupported}; allowed here: {ALLOWED_HERE}")
     key = args.signing_key or hosts.signing_key or None
     return push_build(args, history, record, store, key)
 
@@ -131,6 +139,14 @@ def _say_pushed(history: History, build_id: int, push_build: int) -> None:
 
 
 PUSH_START_WAIT_S = 420.0  # signing (at most 300 s) and the push supervisor's start
+TAKE_OVER_EVERY_S = 1.0  # how often a waiting follower looks whether the claimant is gone
+
+
+def _pending(note: str | None) -> bool:
+    """Whether a claim without a push build may still start one (no reason why not yet)."""
+    from workbench.supervision.pushing import TAKEN_OVER
+
+    return note is None or note.startswith(TAKEN_OVER)
 
 
 def follow_push(args: argparse.Namespace, history: History, build_id: int) -> None:
@@ -142,19 +158,24 @@ def follow_push(args: argparse.Namespace, history: History, build_id: int) -> No
     from workbench.cli.build_common import command, say
     from workbench.cli.follow_loop import follow_to_end
     from workbench.progress.visible import visible
-    from workbench.supervision.pushing import DONE_BY, wants_push
+    from workbench.supervision.pushing import DONE_BY, take_over_lost_claims, wants_push
 
     record = history.get(build_id)
     if not wants_push(record, record.state):
         return
     deadline = time.monotonic() + PUSH_START_WAIT_S
     claim = history.push_request(build_id)
-    while claim is None or (claim[1] is None and claim[2] is None):
+    looked = 0.0
+    while claim is None or (claim[1] is None and _pending(claim[2])):
         if time.monotonic() > deadline:
             where = "claimed" if claim else "never claimed"
             say(f"warning: the push of build #{build_id} was {where} but never started within "
                 f"{PUSH_START_WAIT_S:.0f} s; see its supervisor.log")  # fmt: skip
             return
+        if claim is not None and time.monotonic() - looked >= TAKE_OVER_EVERY_S:
+            # A supervisor killed between its claim and the push's start leaves it to us.
+            looked = time.monotonic()
+            take_over_lost_claims(history, say, only=build_id)
         time.sleep(0.1)
         claim = history.push_request(build_id)
     store, push_build, note = claim
@@ -178,14 +199,29 @@ def follow_push(args: argparse.Namespace, history: History, build_id: int) -> No
 
 
 def _list(history: History, record: BuildRecord, as_json: bool) -> int:
+    from workbench.cli.build_common import say
     from workbench.cli.common import print_json
     from workbench.progress.visible import visible
+    from workbench.supervision.pushing import take_over_lost_claims
 
+    take_over_lost_claims(history, say)
+    claim = history.push_request(record.id)
     pushes = history.pushes(record.id)
+    # hosts.toml's push_to after the build, not done (yet): running, or why not.
+    pending = None
+    if claim is not None and not pushes:
+        pending = {"store": claim[0], "push_build": claim[1], "note": claim[2]}
     if as_json:
-        print_json({"build": record.id, "pushes": [push.to_json() for push in pushes]})
+        document = {"build": record.id, "pushes": [push.to_json() for push in pushes]}
+        print_json({**document, "claimed_push": pending})
         return 0
-    if not pushes:
+    if pending is not None and pending["push_build"] is not None:
+        print(visible(f"build #{record.id}: being pushed to {pending['store']} by build "
+                      f"#{pending['push_build']}"))  # fmt: skip
+    elif pending is not None:
+        note = pending["note"] or "claimed by its supervisor, not started yet"
+        print(visible(f"build #{record.id}: push to {pending['store']}: {note}"))
+    elif not pushes:
         print(f"build #{record.id}: never pushed")
     for push in pushes:
         signed = f", signed with {push.signed_by}" if push.signed_by else ", unsigned"

@@ -19,6 +19,7 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 def run_status(args: argparse.Namespace) -> int:
     """`workbench status [--json]`."""
+    from workbench.cli.build_common import say
     from workbench.cli.common import print_json
     from workbench.progress.visible import visible
     from workbench.reading.follow import (
@@ -29,8 +30,12 @@ def run_status(args: argparse.Namespace) -> int:
         status_line,
     )
     from workbench.supervision import liveness
+    from workbench.supervision.pushing import take_over_lost_claims
 
     history = _history(args)
+    # A push claimed by a supervisor that died before starting it is started now (said on
+    # stderr), so that it is listed below as running.
+    take_over_lost_claims(history, say)
     active = liveness.check(history, history.active())
     recent = [r for r in history.builds(limit=args.limit) if r.id not in {a.id for a in active}]
     recent = liveness.check(history, recent)

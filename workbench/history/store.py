@@ -711,6 +711,34 @@ class History:
                 (push_build, note, build_id),
             )
 
+    def unstarted_push_claims(self) -> list[tuple[int, str, str | None]]:
+        """(build id, store, note) of each claimed push not started yet and with no reason why
+        not: a note is only a taker's mark there (`supervision.pushing.take_over_lost_claims`)."""
+        exists = self._db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'push_requests'"
+        ).fetchone()
+        if not exists:
+            return []
+        return [
+            (int(row[0]), str(row[1]), row[2])
+            for row in self._db.execute(
+                "SELECT build_id, store, note FROM push_requests WHERE push_build IS NULL "
+                "AND (note IS NULL OR note LIKE 'taken over by pid %') ORDER BY build_id"
+            )
+        ]
+
+    def take_push_claim(self, build_id: int, seen_note: str | None, note: str) -> bool:
+        """Take over an unstarted claimed push whose note is still `seen_note` (None: its
+        claimant's): True for the one caller that took it."""
+        with self._write() as db:
+            db.execute(self._PUSH_REQUESTS)
+            done = db.execute(
+                "UPDATE push_requests SET note = ? WHERE build_id = ? AND push_build IS NULL "
+                "AND note IS ?",
+                (note, build_id, seen_note),
+            )
+            return done.rowcount == 1
+
     def push_request(self, build_id: int) -> tuple[str, int | None, str | None] | None:
         """(store, push build, note) of the push claimed after build `build_id`, else None."""
         exists = self._db.execute(

@@ -341,10 +341,27 @@ def with_push_request(plan: Any, config_directory: Path) -> Any:
     stays the build's own."""
     from dataclasses import replace
 
-    from workbench.supervision.pushing import REQUEST, request
+    from workbench.supervision.pushing import REQUEST, request, store_support_problem
 
     hosts = load_hosts(config_directory)
     if not hosts.push_to:
         return plan
+    unsupported = store_support_problem(hosts.push_to)
+    if unsupported:  # refused before a build whose push could never start
+        raise ConfigError(f"{push_to_where(hosts.push_to, hosts.path)}: {unsupported}; "
+                          f"allowed here: {ALLOWED_HERE}")  # fmt: skip
     asked = request(hosts.push_to, hosts.signing_key or None)
     return replace(plan, settings={**plan.settings, REQUEST: asked})
+
+
+# Where a push can go with a Nix that lacks S3 support.
+ALLOWED_HERE = "file:///ABSOLUTE/PATH, ssh://[USER@]HOST or ssh-ng://[USER@]HOST (s3:// needs a "
+ALLOWED_HERE += "Nix built with S3 support)"
+
+
+def push_to_where(store: str, path: Path | None = None) -> str:
+    """hosts.toml's push_to as a refusal names it: FILE:LINE: push_to = "VALUE"."""
+    if path is None:
+        return f"push_to = {_shown(store)}"
+    text = read_text(path) if path.is_file() else ""
+    return f"{path}:{_line_of_top_key(text, 'push_to')}: push_to = {_shown(store)}"

@@ -12,6 +12,9 @@ the record is written once, by the one process that saw the copy succeed.
 
 from __future__ import annotations
 
+import functools
+import os
+import signal
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +30,19 @@ if TYPE_CHECKING:
 PATH_INFO_TIMEOUT_S = 600.0  # an evaluation of the flake, as the build's own
 REQUEST = "push_to"  # the settings key of a push request: {"store": URL, "signing_key": FILE}
 DONE_BY = "push_of"  # the settings key of a push build: {"build": ID, "outputs": [...], ...}
+S3_PROBE_TIMEOUT_S = 20.0
+# A bucket behind a port nothing listens on: a Nix built with S3 support (aws-sdk-cpp) fails to
+# reach it at once; one built without it (Debian's nix-bin 2.8) cannot open such a store at all
+# and says so before any network (Nix's src/libstore/store-api.cc, openStore: "don't know how
+# to open Nix store"; 2.20 and later add "with scheme 's3'").
+_S3_PROBE = "s3://workbench-s3-probe?endpoint=http://127.0.0.1:9&region=us-east-1"
+_NO_SUCH_STORE = "don't know how to open Nix store"
+# A claim taken over by a command that found its claimant gone: the note until the push starts.
+TAKEN_OVER = "taken over by pid "
+# Tests only: the supervisor stops itself (SIGSTOP) where a crash leaves a claim nobody starts
+# (the build's end recorded, the claimed push not started), so that a test kills it exactly
+# there instead of racing a window of milliseconds.
+STOP_BEFORE_PUSH_ENV = "WORKBENCH_TEST_STOP_BEFORE_PUSH"
 
 
 def request(store: str, signing_key: str | None) -> dict[str, Any]:
@@ -46,6 +62,32 @@ def requested_in(settings: dict[str, Any]) -> tuple[str, str | None] | None:
         return None
     key = asked.get("signing_key")
     return asked["store"], key if isinstance(key, str) and key else None
+
+
+@functools.cache
+def s3_support_problem() -> str | None:
+    """Why this machine's Nix cannot push to an s3:// store (None: it has S3 support, or it
+    could not be asked and the push itself will say)."""
+    from workbench.host.bounded_command import run_bounded
+
+    argv = ["nix", "--extra-experimental-features", "nix-command", "store", "ping", "--store"]
+    try:
+        done = run_bounded([*argv, _S3_PROBE], S3_PROBE_TIMEOUT_S)
+        version = run_bounded(["nix", "--version"], S3_PROBE_TIMEOUT_S).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    said = next((line for line in done.stderr.splitlines() if _NO_SUCH_STORE in line), None)
+    if said is None:
+        return None
+    return (
+        f"this Nix ({version or 'nix'}) was built without S3 support: it cannot open any s3:// "
+        f"store (`nix store ping --store s3://...` says: {said.removeprefix('error: ')})"
+    )
+
+
+def store_support_problem(store: str) -> str | None:
+    """Why this machine's Nix cannot copy to `store` at all (None: it can try)."""
+    return s3_support_problem() if store.startswith("s3://") else None
 
 
 def wants_push(record: BuildRecord, state: str) -> bool:
@@ -132,6 +174,9 @@ def push_plan(
         )
     if signing_key and not Path(signing_key).expanduser().is_file():
         raise WorkbenchError(f"signing key {signing_key}: no such file")
+    unsupported = store_support_problem(store)
+    if unsupported:
+        raise WorkbenchError(f"{store}: {unsupported}")
     plan = plan_push(record.id, outputs, store, signing_key)
     failed = sign_locally(plan)
     if failed:
@@ -150,11 +195,19 @@ def start_push(history: History, record: BuildRecord, say: Callable[[str], None]
     """After the build's end is recorded: the claimed push started as a build of its own (in
     the build's private folder, so that no tree lock of the build stands in its way); its id,
     or None when none could start (why is recorded in the claim and said)."""
-    from workbench.supervision import control
-
     asked = requested(record)
     if asked is None:
         return None
+    if os.environ.get(STOP_BEFORE_PUSH_ENV):
+        os.kill(os.getpid(), signal.SIGSTOP)
+    return _start_push(history, record, asked, say)
+
+
+def _start_push(
+    history: History, record: BuildRecord, asked: tuple[str, str | None], say: Callable[[str], None]
+) -> int | None:
+    from workbench.supervision import control
+
     store, key = asked
     state = history.state_directory
     try:
@@ -181,3 +234,77 @@ def record_done(history: History, record: BuildRecord) -> None:
         record.id,
         done_by.get("signed_by"),
     )
+
+
+def _claimant_alive(history: History, record: BuildRecord, note: str | None) -> bool:
+    """Whether whoever holds an unstarted claim may still start it: the build's supervisor
+    (no note; also while the build's end is not recorded yet), else the command that took it
+    over (its pid in the note)."""
+    import psutil
+
+    from workbench.supervision import liveness
+
+    if note is None:
+        if record.active:
+            record = liveness.check(history, [record])[0]
+        return record.active or liveness.supervisor_running(record)
+    try:
+        pid = int(note.removeprefix(TAKEN_OVER).split()[0])
+    except (ValueError, IndexError):
+        return False
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _push_build_of(history: History, build_id: int, store: str) -> int | None:
+    """A push build of `build_id` to `store` that started already (its starter died before
+    recording it in the claim)."""
+    for record in history.builds(limit=200):
+        done_by = (record.settings or {}).get(DONE_BY)
+        if isinstance(done_by, dict) and (done_by.get("build"), done_by.get("store")) == (
+            build_id,
+            store,
+        ):
+            return record.id
+    return None
+
+
+def take_over_lost_claims(
+    history: History, say: Callable[[str], None], only: int | None = None
+) -> list[int]:
+    """Claimed pushes whose claimant died before starting them (a supervisor killed between
+    its claim and the push's start): started by this command now, once whoever looks first;
+    a build whose end was never recorded is not pushed, and the claim says what to run.
+    The push builds started (`only`: that build's claim alone)."""
+    started: list[int] = []
+    for build_id, store, note in history.unstarted_push_claims():
+        if only is not None and build_id != only:
+            continue
+        record = history.get(build_id)
+        if _claimant_alive(history, record, note):
+            continue
+        if not history.take_push_claim(build_id, note, f"{TAKEN_OVER}{os.getpid()}"):
+            continue  # another command took it first
+        record = history.get(build_id)
+        already = _push_build_of(history, build_id, store)
+        if already is not None:
+            history.push_started(build_id, already, None)
+            continue
+        asked = requested(record)
+        if asked is None or not wants_push(record, record.state):
+            why = (
+                f"the supervisor of build #{build_id} died before it started the push, and the "
+                f"build is {record.state}: once `{record.name}` succeeds again, "
+                f"`workbench push {record.name} --to {store}`"
+            )
+            history.push_started(build_id, None, why)
+            say(f"build #{build_id}: not pushed to {store}: {why}")
+            continue
+        say(f"build #{build_id}: its supervisor died before starting the push to {store}; "
+            "starting it now")  # fmt: skip
+        push_id = _start_push(history, record, asked, say)
+        if push_id is not None:
+            started.append(push_id)
+    return started
