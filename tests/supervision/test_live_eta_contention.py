@@ -65,3 +65,52 @@ def test_steady_or_unmeasured_contention_changes_nothing() -> None:
     for t in range(60):
         one_job.observe(1000.0 + t, 8, _contention(5.0 if t > 30 else 0.0, 0.5, t + 1))
     assert one_job.estimate_at(600.0, 0.5, (20, 40)) == plain
+
+
+def test_the_contention_the_live_view_records_is_what_the_eta_reads() -> None:
+    """The supervisor's `LiveWriter` measures other builds' CPU (host busy ticks less the
+    build's own) for the report's advice and the build screen; each sample's view is handed
+    to the ETA (`LiveEta.observe`, as the supervisor's `_live` does). A host that fills up
+    halfway stretches the ETA by that figure."""
+    from workbench.monitor.sampler import BuildSample, Sample
+    from workbench.supervision.live_writer import LiveWriter
+
+    busy = {"busy": 0, "total": 0}
+    share = {"host": 1.0, "build": 2.0}  # the host's busy share (full); the build's cores
+
+    def ticks() -> tuple[int, int]:
+        return busy["busy"], busy["total"]
+
+    writer = LiveWriter(census=lambda own: (1, "1 other build process: 1 cc1plus"), ticks=ticks)
+    live = _first_build()
+    calm = _first_build()
+    calm.running = ()  # sampled, nothing running: as the views below say
+    quiet = calm.estimate_at(600.0, 0.5, (20, 40))
+    for second in range(1, 660):
+        if second == 600:  # another build starts: it takes 1.5 of the 2 cores
+            share["build"] = 0.5
+        busy["total"] += 200
+        busy["busy"] += int(200 * share["host"])
+        cores = share["build"]
+        build = BuildSample(
+            t=1000.0 + second,
+            interval=1.0,
+            processes=3,
+            cpus=2,
+            cpu_percent=50.0 * cores,
+            cpu_cores=cores,
+            cpu_seconds=float(second),
+            rss=1 << 30,
+            memory_available=4 << 30,
+            memory_total=8 << 30,
+            compile_jobs=2,
+            cuda_jobs=0,
+            link_jobs=0,
+        )
+        view = writer.view(Sample(build, ()), None, {})
+        live.observe(view.t or 0.0, view.cpus, view.other, view.running)
+    assert view.other is not None and view.other.cpu_cores == 1.5
+    loaded = live.estimate_at(600.0, 0.5, (20, 40))
+    assert quiet is not None and loaded is not None
+    assert loaded.remaining_s > 2.0 * quiet.remaining_s, (quiet, loaded)
+    assert "other builds now take" in loaded.basis
