@@ -1,6 +1,8 @@
 """What watching a build costs over SSH: terminal bytes, CPU and key latency, beside htop.
 
 Prints JSON. Run: python benchmarks/tui_terminal_cost.py [--seconds 20] [--jobs N] [--quick]
+[--versus DIR]  (DIR: another checkout, e.g. `git worktree add /tmp/base COMMIT`, measured first
+in the same run; both results and the after/before ratios are printed)
 
 Everything runs in real pseudo-terminals of the same size (160x48, TERM=xterm-256color), and
 what each program writes to its terminal is counted, as an SSH session would carry it.
@@ -396,6 +398,13 @@ def main() -> None:
         help="run this tree's workbench instead (e.g. `git archive` of the commit before a change)",
     )
     parser.add_argument(
+        "--versus",
+        type=Path,
+        metavar="DIR",
+        help="measure this tree's workbench too (e.g. a `git worktree add` of the commit before "
+        "a change), first, in the same run: both results and their ratios are printed",
+    )
+    parser.add_argument(
         "--quick",
         action="store_true",
         help="seconds, not minutes: 1 s windows after 0.5 s, 3 presses, the quiet build's units "
@@ -403,7 +412,6 @@ def main() -> None:
     )
     args = parser.parse_args()
     global CHECKOUT
-    CHECKOUT = args.checkout.resolve() if args.checkout else None
     if args.quick:
         args.seconds, args.warmup, args.presses, args.jobs = 1.0, 0.5, 3, min(args.jobs, 2)
     missing = sample_project.missing_tools()
@@ -411,6 +419,48 @@ def main() -> None:
         raise SystemExit(f"tui_terminal_cost: missing {', '.join(missing)}")
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
+    if args.versus is None:
+        CHECKOUT = args.checkout.resolve() if args.checkout else None
+        print(json.dumps(measure_all(args, args.keep), indent=2))
+        return
+    CHECKOUT = args.versus.resolve()
+    before = measure_all(args, args.keep / "before" if args.keep else None)
+    CHECKOUT = args.checkout.resolve() if args.checkout else None
+    after = measure_all(args, args.keep / "after" if args.keep else None)
+    print(json.dumps(versus(before, after), indent=2))
+
+
+def versus(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """Both runs and the after/before ratio of each figure (the host's noise cancels in part:
+    the runs are minutes apart on the same host)."""
+    figures = {
+        "quiet_bytes_per_s": ("quiet", "tui_bytes_per_s"),
+        "quiet_bytes_vs_baseline": ("quiet", "bytes_vs_baseline"),
+        "quiet_cpu_percent_of_a_core": ("quiet", "tui_cpu_percent_of_a_core"),
+        "follow_bytes_per_s": ("follow", "tui_bytes_per_s"),
+        "follow_cpu_percent_of_a_core": ("follow", "tui_cpu_percent_of_a_core"),
+    }
+    ratios: dict[str, Any] = {}
+    for name, (part, key) in figures.items():
+        old, new = before[part].get(key), after[part].get(key)
+        if old and new is not None:
+            ratios[name] = {"before": old, "after": new, "after_over_before": round(new / old, 3)}
+    for key in ("median_ms", "p95_ms"):
+        old = (before["quiet"].get("keys") or {}).get(key)
+        new = (after["quiet"].get("keys") or {}).get(key)
+        if old and new is not None:
+            ratios[f"key_{key}"] = {
+                "before": old,
+                "after": new,
+                "after_over_before": round(new / old, 3),
+            }
+    return {"benchmark": "tui_terminal_cost", "versus": ratios, "before": before, "after": after}
+
+
+def measure_all(args: argparse.Namespace, keep: Path | None) -> dict[str, Any]:
+    """The quiet build, its keys and the busy log, with the workbench CHECKOUT names."""
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="tui-terminal-cost-"))
     try:
         env = environment(work / "home")
@@ -432,12 +482,12 @@ def main() -> None:
             args.jobs,
             args.warmup,
             args.seconds,
-            args.keep,
+            keep,
             args.presses,
             calibrate=not args.quick,
         )
         result["follow"] = measure_follow(
-            work, work / "state-follow", env, args.rate, args.warmup, args.seconds, args.keep
+            work, work / "state-follow", env, args.rate, args.warmup, args.seconds, keep
         )
         quiet, follow = result["quiet"], result["follow"]
         result["targets"] = {
@@ -448,7 +498,7 @@ def main() -> None:
             <= TARGET_KEY_P95_MS,
         }
         result["host"]["load_average_after"] = os.getloadavg()
-        print(json.dumps(result, indent=2))
+        return result
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from itertools import islice
 
 from rich.text import Text
 
@@ -45,27 +44,32 @@ class ParallelismGraph(TimeGraph):
             return False  # exact values already cover the build
         return self.add(value, t=t)
 
-    def show_exact(self, values: Iterable[float], first_t: float) -> None:
-        """Replace the sampled values with exact ones: one a second, the first ending at
-        `first_t` (epoch seconds)."""
+    def show_exact(self, values: Iterable[float], first_t: float, interval_s: float = 1.0) -> None:
+        """Replace the sampled values with exact ones: one per `interval_s`, the first ending
+        at `first_t` (epoch seconds). The whole series goes into the graph's history (once,
+        O(1) per value), the latest into its ring."""
         self.samples.clear()
+        self.history.clear()
+        self.interval_s = interval_s
         self.last_t = None
         self.exact = True
         t = first_t
         for value in values:
             self.samples.append(value)
+            self.history.add(value)
             self.last_t = t
-            t += self.interval_s
+            t += interval_s
         self.refresh()
 
     def render(self) -> Text:
         width, height = self.size.width, self.size.height
         rows = max(1, height - 2)
         plot_width = max(1, width - AXIS_WIDTH)
-        shown = list(islice(reversed(self.samples), plot_width))
-        self.maximum = float(max(self.jobs or 0, math.ceil(max(shown, default=0.0)), 1))
+        # The scale holds the whole build's highest column: the limit, or more where more ran.
+        highest = self.history.highest() or 0.0
+        self.maximum = float(max(self.jobs or 0, math.ceil(highest), 1))
         drawn = super().render().split("\n", allow_blank=True)
-        lines = [self._heading(shown[0] if shown else None, width), *drawn[1:]]
+        lines = [self._heading(self.samples[-1] if self.samples else None, width), *drawn[1:]]
         if self.jobs:
             row = limit_row(self.jobs, self.maximum, rows)
             lines[1 + row] = self._with_limit(lines[1 + row], plot_width)

@@ -2,10 +2,17 @@
 
 Every sample goes into a `SeriesHistory`: buckets of 1, 2, 4, ... samples, at most `capacity`
 of them, two neighbours merged into one whenever the count reaches it (amortised O(1) per
-sample). A frame folds those buckets into as many columns as the plot has, so it shows the
-build from its first second to now, and its cost never grows with the build's length (memray's
-live graph keeps the same rule). The time axis says how far back each tick is. The latest
-samples are also kept at full resolution in a ring (`samples`).
+sample). A frame folds those buckets into the plot's columns, so it shows the build from its
+first second (the left edge, "0s" on the time axis) to now, and its cost never grows with the
+build's length (memray's live graph keeps the same rule). The time axis says how long after
+the first sample each tick is.
+
+Live, each column spans a power of two of samples, anchored at the first one: a new sample
+changes only the newest column, and the columns before it stay as they were (nothing on the
+terminal moves, so nothing is written again) until the series outgrows the plot; then each
+column takes twice as many samples and the plot is drawn anew, about half full. An ended
+series fills the plot's width. The latest samples are also kept at full resolution in a ring
+(`samples`).
 """
 
 from __future__ import annotations
@@ -87,33 +94,56 @@ class SeriesHistory:
     def clear(self) -> None:
         self.__init__(self.capacity)  # type: ignore[misc]
 
-    def columns(self, count: int, peak: bool) -> tuple[list[float], float]:
-        """At most `count` values covering the whole series, oldest first (each the highest
-        sample of its span with `peak`, else their mean), and the samples per column."""
+    def columns(self, count: int, peak: bool, stable: bool = False) -> tuple[list[float], float]:
+        """At most `count` values covering the whole series, oldest first, each the highest
+        sample of its span with `peak`, else their mean; and the samples per column (less
+        than one where an ended series shorter than the plot is drawn wider).
+
+        Columns are anchored at the first sample. `stable` (a live series): each column spans
+        a power of two of buckets, so adding a sample changes the newest column only, until
+        the series no longer fits and every span doubles. Else the spans fill `count`."""
         buckets = len(self.counts)
         if buckets == 0 or count <= 0:
             return [], float(self.width)
-        group = -(-buckets // count)  # ceiling
+        if stable or buckets <= count:
+            group = -(-buckets // count)  # ceiling
+            group = 1 << (group - 1).bit_length()  # the power of two at or above
+            bounds = [(start, start + group) for start in range(0, buckets, group)]
+            per_column = float(self.width * group)
+        else:  # every column, each of about buckets / count buckets
+            bounds = [(i * buckets // count, (i + 1) * buckets // count) for i in range(count)]
+            per_column = self.width * buckets / count
         values: list[float] = []
-        # Groups end at the newest bucket, so the right edge is always "now".
-        first = buckets - group * (-(-buckets // group))
-        for start in range(first, buckets, group):
-            low = max(0, start)
-            end = start + group
+        for start, end in bounds:
             if peak:
-                values.append(max(self.maxima[low:end]))
+                values.append(max(self.maxima[start:end]))
             else:
-                values.append(sum(self.sums[low:end]) / max(1, sum(self.counts[low:end])))
-        return values, float(self.width * group)
+                values.append(sum(self.sums[start:end]) / max(1, sum(self.counts[start:end])))
+        if not stable and len(values) * 2 <= count:
+            # An ended series shorter than the plot: each value as wide as fits.
+            repeat = count // len(values)
+            values = [value for value in values for _ in range(repeat)]
+            per_column /= repeat
+        return values, per_column
+
+    def highest(self) -> float | None:
+        """The highest sample of the whole series (None before the first)."""
+        return max(self.maxima) if self.maxima else None
 
 
 def time_label(seconds: float) -> str:
-    """ "-45s", "-3m", "-2h" for a point `seconds` in the past."""
+    """ "0s", "45s", "3m", "2m30", "1h05" for a point `seconds` after the first sample."""
+    seconds = round(seconds)
     if seconds < 120:
-        return f"-{seconds:.0f}s"
+        return f"{seconds}s"
     if seconds < 7200:
-        return f"-{seconds / 60:.0f}m"
-    return f"-{seconds / 3600:.0f}h"
+        minutes, rest = divmod(seconds, 60)
+        return f"{minutes}m{rest:02d}" if rest else f"{minutes}m"
+    hours, rest = divmod(seconds // 60, 60)
+    return f"{hours}h{rest:02d}"
+
+
+TICK_COLUMNS = 15  # a labelled tick on the time axis every this many columns
 
 
 class TimeGraph(Widget):
@@ -134,7 +164,7 @@ class TimeGraph(Widget):
     COMPONENT_CLASSES = {"graph--bar", "graph--limit", "graph--axis", "graph--title"}
 
     live: reactive[bool] = reactive(True)
-    """False for a finished series: "last" and "end" instead of "now"."""
+    """False for a finished series: "last" instead of "now", and its columns fill the plot."""
 
     def __init__(
         self,
@@ -229,7 +259,7 @@ class TimeGraph(Widget):
         axis = self.get_component_rich_style("graph--axis")
         limit = self.get_component_rich_style("graph--limit")
         title_style = self.get_component_rich_style("graph--title")
-        shown, per_column = self.history.columns(plot_width, self.peak_columns)
+        shown, per_column = self.history.columns(plot_width, self.peak_columns, stable=self.live)
         self._column_s = per_column * self.interval_s
         scale = self.maximum
         if self.autoscale and shown:
@@ -253,7 +283,7 @@ class TimeGraph(Widget):
                 runs[-1] = (runs[-1][0], position + 1, hot)
             else:
                 runs.append((position, position + 1, hot))
-        padding = plot_width - len(columns)
+        padding = plot_width - len(columns)  # the plot fills from the left (the build's start)
         for row in range(rows):
             if scale <= 0:
                 label = ""  # no scale yet (memory before its first sample): no numbers
@@ -266,24 +296,21 @@ class TimeGraph(Widget):
             else:
                 label = ""
             text.append(f"{label:>{AXIS_WIDTH - 1}.{AXIS_WIDTH - 1}}│", axis)
-            text.append(" " * padding)
             for first, last, hot in runs:
                 cells = "".join(column[row] for column in columns[first:last])
                 text.append(cells, limit if hot else bar)
+            text.append(" " * padding)
             text.append("\n")
         text.append(self._time_axis(plot_width), axis)
         return text
 
     def _time_axis(self, plot_width: int) -> str:
-        """Tick labels every ~15 columns, "now" at the right edge."""
+        """Tick labels every TICK_COLUMNS columns from the left edge (the first sample, "0s"),
+        each the time after the first sample at which its column begins."""
         axis = [" "] * (AXIS_WIDTH - 1) + ["└"] + ["─"] * plot_width
-        now = "now" if self.live else "end"
-        axis[-len(now) :] = list(now)
-        step = 15
-        for offset in range(step, plot_width - 6, step):
+        for offset in range(0, plot_width, TICK_COLUMNS):
             label = time_label(offset * self._column_s)
-            # The column of the sample `offset` intervals before the newest one, label centred.
-            start = AXIS_WIDTH + plot_width - 1 - offset - len(label) // 2
-            if start > AXIS_WIDTH:
+            start = AXIS_WIDTH + offset
+            if start + len(label) <= len(axis):
                 axis[start : start + len(label)] = list(label)
         return "".join(axis)

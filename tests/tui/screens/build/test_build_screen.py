@@ -415,7 +415,9 @@ async def test_time_graph_fills_gaps_and_draws_axes() -> None:
         await pilot.pause()
         text = str(graph.render())
         assert "now 70% of 100%" in text
-        assert "100%│" in text and "0%│" in text and "-15s" in text and text.endswith("now")
+        axis = text.splitlines()[-1]
+        # The time axis starts at the first sample, a tick every 15 columns of 1 s.
+        assert "100%│" in text and "0%│" in text and "└0s" in axis and "15s" in axis, axis
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)])
@@ -514,16 +516,84 @@ async def test_the_drawn_graph_reaches_back_to_the_builds_start() -> None:
     async with app.run_test(size=(67, 8)) as pilot:
         graph = app.query_one(TimeGraph)
         for second in range(3000):
-            graph.add(90.0 if second < 30 else 10.0, t=1000.0 + second)
+            graph.add(90.0 if second < 120 else 10.0, t=1000.0 + second)
         await pilot.pause()
         drawn = graph.render().plain.splitlines()
         axis = drawn[-1]
         import re
 
-        minutes = [int(m) for m in re.findall(r"-(\d+)m", axis)]
-        assert minutes and max(minutes) >= 30, axis  # 3000 s in 60 columns: ticks of ~13 min
+        assert axis[7:9] == "0s", axis  # the left edge is the first sample
+        minutes = [int(m) for m in re.findall(r"(\d+)m", axis)]
+        assert minutes and max(minutes) >= 30, axis  # 3000 s in 60 columns: ticks of ~16 min
         plot = [line[7:] for line in drawn[1:-1]]
-        # The first 30 s at 90% (as a mean over the first column's span) stand above the rest,
-        # at the left edge (after the padding of a plot whose columns do not divide the series
-        # exactly); the rest, at 10%, stays in the bottom row.
-        assert plot[1][:5].strip() and not plot[1][5:].strip(), plot
+        # The first two minutes at 90% stand above the rest at the left edge (the build's
+        # start); the rest, at 10%, stays in the bottom row.
+        assert plot[1][:1].strip() and not plot[1][2:].strip(), plot
+        assert plot[-1].rstrip().endswith("▆") or plot[-1].rstrip()[-1] in "▁▂▃▄▅▆▇█", plot
+
+
+def _plot_columns(graph: TimeGraph) -> list[str]:
+    """The drawn plot, column by column (top to bottom), without the value axis."""
+    rows = [line[7:] for line in graph.render().plain.splitlines()[1:-1]]
+    return ["".join(row[index] for row in rows) for index in range(len(rows[0]))]
+
+
+async def test_a_live_graph_redraws_only_its_newest_column_until_it_is_full() -> None:
+    """Issue 23: a new sample of a live graph changes the newest column only (nothing before
+    it moves, so the terminal gets a few cells a second, not the whole graph); once the build
+    outgrows the plot every column takes twice the span, the axis says so; an ended build's
+    graph fills its width."""
+    app = GraphApp()
+    async with app.run_test(size=(67, 8)) as pilot:
+        graph = app.query_one(TimeGraph)
+        changed_columns: list[int] = []
+        before = _plot_columns(graph)
+        for second in range(200):
+            graph.add(float(10 + (second * 37) % 90), t=1000.0 + second)
+            after = _plot_columns(graph)
+            changed = [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b]
+            if len(changed) > 1:
+                changed_columns.append(second)
+            before = after
+        await pilot.pause()
+        # 60 columns: the spans double at 61, 121 and 241 samples; only then does more than
+        # the newest column change.
+        assert changed_columns == [60, 120], changed_columns
+        axis = graph.render().plain.splitlines()[-1]
+        assert "└0s" in axis and "60s" in axis and "3m" in axis, axis  # 4 s a column
+        drawn = [column for column in _plot_columns(graph) if column.strip()]
+        assert len(drawn) == 50  # 200 samples, 4 a column: the plot is 5/6 full
+        graph.live = False
+        await pilot.pause()
+        assert len([column for column in _plot_columns(graph) if column.strip()]) == 60
+        assert "last" in graph.render().plain.splitlines()[0]
+
+
+async def test_the_exact_edges_graph_covers_a_build_longer_than_its_ring() -> None:
+    """An ended 3-hour build: its exact edges (one value a second) all go into the graph, the
+    spike of its first minutes shows at the left and the axis reaches hours."""
+    from workbench.tui.screens.build.build_screen import exact_parallelism
+
+    spans = [(1000.0 + i, 1002.0 + i) for i in range(0, 60)]  # two edges at once, a minute
+    spans += [(1060.0 + 30 * i, 1090.0 + 30 * i) for i in range(360)]  # then one, 3 hours
+    exact = exact_parallelism(spans, 1000.0, None)
+    assert exact is not None and exact.interval_s == 1.0 and len(exact.values) == 10860
+
+    class EdgesApp(App[None]):
+        def compose(self) -> ComposeResult:
+            yield ParallelismGraph(id="edges")
+
+    app = EdgesApp()
+    async with app.run_test(size=(67, 8)) as pilot:
+        graph = app.query_one(ParallelismGraph)
+        graph.jobs = 2
+        graph.live = False
+        graph.show_exact(exact.values, exact.first_t, exact.interval_s)
+        await pilot.pause()
+        drawn = graph.render().plain.splitlines()
+        assert graph.history.total == 10860 and graph.exact
+        assert "1 of -j2 · exact" in drawn[0]
+        assert "2h" in drawn[-1] and "└0s" in drawn[-1], drawn[-1]
+        # A day-long build keeps at most EXACT_VALUES values: wider intervals, said.
+        day = exact_parallelism([(0.0, 200_000.0)], 0.0, None, most=65536)
+        assert day is not None and day.interval_s == 4.0 and len(day.values) == 50000

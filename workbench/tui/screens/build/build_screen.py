@@ -58,7 +58,9 @@ from workbench.tui.widgets.time_graph import TimeGraph
 
 STOP_GRACE_S = 10.0  # what `workbench stop` waits before KILL by default
 FINISHED_JOBS_SHOWN = 1000
-GRAPH_SECONDS = 4096  # what a TimeGraph's ring holds: one sample a second
+# The exact edges graph of an ended build: one value a second up to this many, else one value
+# per as many seconds as keep the series this long (a day-long build: 2 s each).
+EXACT_VALUES = 65536
 
 # -- what the poller hands the screen -----------------------------------------------------------
 
@@ -79,29 +81,33 @@ class Poll:
 
 @dataclass(frozen=True)
 class Parallelism:
-    """Exact edges running in each second of a build, the first second ending at `first_t`."""
+    """Exact edges running in each interval of `interval_s` of a whole build, the first
+    interval ending at `first_t`."""
 
     values: tuple[float, ...]
     first_t: float
+    interval_s: float = 1.0
 
 
 def exact_parallelism(
     spans: Sequence[tuple[float, float]],
     started: float | None,
     ended: float | None,
-    seconds: int,
+    most: int = EXACT_VALUES,
 ) -> Parallelism | None:
-    """Edges (epoch start, end) running per second over the build's last `seconds` seconds,
-    the intervals ending at its end like the CPU samples beside them; None without edges."""
+    """Edges (epoch start, end) running in each second of the whole build (each of as many
+    seconds as keep it at `most` values), the intervals ending at its end like the CPU samples
+    beside them; None without edges."""
     from workbench.analysis.schedule import running_per_interval
 
     if not spans:
         return None
     end = max([span_end for _, span_end in spans] + ([ended] if ended else []))
     start = min([span_start for span_start, _ in spans] + ([started] if started else []))
-    count = min(seconds, max(1, math.ceil(end - start)))
-    values = running_per_interval(spans, end - count, 1.0, count)
-    return Parallelism(tuple(values), end - count + 1.0)
+    interval = float(max(1, math.ceil((end - start) / most)))
+    count = max(1, math.ceil((end - start) / interval))
+    values = running_per_interval(spans, end - count * interval, interval, count)
+    return Parallelism(tuple(values), end - (count - 1) * interval, interval)
 
 
 @dataclass(frozen=True)
@@ -411,7 +417,7 @@ class BuildScreen(Screen[None]):
                     produced = history.artefacts(self.build_id)
                     measured = history.measured(self.build_id, slowest=0)
                     spans = [(edge.started, edge.ended) for edge in history.edges(self.build_id)]
-                    exact = exact_parallelism(spans, record.started, record.ended, GRAPH_SECONDS)
+                    exact = exact_parallelism(spans, record.started, record.ended)
                     peak = measured.peak_rss if measured is not None else None
                     self.post_message(
                         self.Polled(
@@ -489,7 +495,7 @@ class BuildScreen(Screen[None]):
             )
         if poll.parallelism is not None:
             self.query_one(ParallelismGraph).show_exact(
-                poll.parallelism.values, poll.parallelism.first_t
+                poll.parallelism.values, poll.parallelism.first_t, poll.parallelism.interval_s
             )
         stall = None
         if head.active and self.stall_watch is not None:
