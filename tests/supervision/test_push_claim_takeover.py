@@ -131,3 +131,30 @@ def test_the_foreground_build_takes_over_instead_of_waiting(bench: Bench, tmp_pa
     assert "never started within" not in err
     _pushed_once(bench, build_id, cache, flake)
     assert "workbench: pushed /nix/store/" in err, err
+
+
+def test_a_lost_builds_claim_is_reported_with_what_to_run_and_taken_once(tmp_path: Path) -> None:
+    """A claim whose build never had its end recorded (the supervisor died before: the build is
+    lost) is not pushed; the claim says why and what to run, said once by the first command
+    that looks, never again by the next."""
+    from workbench.history.records import NewBuild
+    from workbench.history.store import History
+    from workbench.supervision.pushing import REQUEST, take_over_lost_claims
+
+    store = f"file://{tmp_path / 'cache'}"
+    with History(tmp_path / "state") as history:
+        record = history.create(
+            NewBuild(name="cpu", backend="nix", argv=("nix", "build"), cwd=str(tmp_path),
+                     checkout=str(tmp_path), settings={REQUEST: {"store": store}},
+                     eta_key="cpu", nix=True)
+        )  # fmt: skip
+        assert history.claim_push(record.id, store)
+        assert history.mark_lost(record.id, "its supervisor (pid 1) is gone")
+        said: list[str] = []
+        assert take_over_lost_claims(history, said.append) == []
+        assert take_over_lost_claims(history, said.append) == []  # taken once: nothing more
+        claim = history.push_request(record.id)
+    assert len(said) == 1, said
+    assert said[0].startswith(f"build #{record.id}: not pushed to {store}: the supervisor of ")
+    assert f"`workbench push cpu --to {store}`" in said[0]
+    assert claim is not None and claim[1] is None and "build is lost" in (claim[2] or "")

@@ -304,7 +304,12 @@ def take_over_lost_claims(
             continue
         say(f"build #{build_id}: its supervisor died before starting the push to {store}; "
             "starting it now")  # fmt: skip
-        push_id = _start_push(history, record, asked, say)
+        try:
+            push_id = _start_push(history, record, asked, say)
+        except OSError as error:  # no supervisor could be started (no memory, no processes)
+            history.push_started(build_id, None, f"could not start the push: {error}")
+            say(f"build #{build_id}: not pushed to {store}: could not start the push: {error}")
+            continue
         if push_id is not None:
             started.append(push_id)
     return started
