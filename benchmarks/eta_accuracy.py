@@ -522,7 +522,8 @@ def main() -> None:
             json.dumps(
                 {
                     "benchmark": "eta_accuracy --recordings",
-                    "command": f"python benchmarks/eta_accuracy.py --recordings {directory}",
+                    "command": "python benchmarks/eta_accuracy.py --recordings"
+                    + ("" if directory == eta_recordings.DATA else f" {directory}"),
                     "coverage": "share of checkpoints (25/50/75% of each run) whose true time "
                     "left lies inside the ETA's range; no ETA counts as outside",
                     "error": "(estimate - truth) / truth of the time left",
