@@ -263,6 +263,61 @@ def cost(directory: Path, runs: int = 20, edges: int = 10_000) -> dict[str, Any]
     }
 
 
+def first_build_cost(edges: int = 12_000, running: int = 16) -> dict[str, Any]:
+    """What the first-build ETA costs the supervisor each second on an ONNX Runtime-sized
+    graph (`edges` compiles, half done, `running` compilers seen): its tick with no new edge
+    and with 1k new edges, against the by-kind-only estimate (a pass over the finished edges)."""
+    from types import SimpleNamespace
+
+    from workbench.analysis import eta_model
+    from workbench.progress.live_view import RunningEdge
+
+    outputs = [
+        f"onnxruntime/CMakeFiles/onnxruntime_providers.dir/core/d{n % 50}/f{n}.cc.o"
+        for n in range(edges)
+    ]
+    live = live_eta.LiveEta(None, 1)
+    live.learn("ninja:first-build-cost")
+    live.plan([(output, "CXX_COMPILER__onnxruntime_providers_Release") for output in outputs])
+    half = edges // 2
+
+    def finished(start: int, stop: int) -> list[SimpleNamespace]:
+        return [
+            SimpleNamespace(output=outputs[n], duration_s=1.0 + n % 7, end_s=n * 0.1)
+            for n in range(start, stop)
+        ]
+
+    live.add_edges(finished(0, half - 1000))
+    seen = [
+        RunningEdge(f"/src/core/d{n % 50}/f{n}.cc", "cc1plus", "compiler", 3.0)
+        for n in range(half, half + running)
+    ]
+    began = time.perf_counter()
+    live.add_edges(finished(half - 1000, half))
+    live.observe(1e6, 16, None, seen)
+    live.estimate_at(half * 0.1 + 1, 0.5, (half, edges))
+    with_new = time.perf_counter() - began
+    ticks: list[float] = []
+    baseline: list[float] = []
+    assert live.pace is not None
+    for tick in range(20):
+        began = time.perf_counter()
+        live.observe(1e6 + tick, 16, None, seen)
+        live.estimate_at(half * 0.1 + 1 + tick, 0.5, (half, edges))
+        ticks.append(time.perf_counter() - began)
+        began = time.perf_counter()
+        eta_model.extrapolate_by_kind(
+            half * 0.1 + 1 + tick, edges, live.pace.finished, live.planned, live.pace.last_end_s
+        )
+        baseline.append(time.perf_counter() - began)
+    return {
+        "graph": f"{edges} edges, half done, {running} running",
+        "first_build_tick_ms": round(statistics.median(ticks) * 1000, 3),
+        "first_build_tick_1k_new_edges_ms": round(with_new * 1000, 2),
+        "baseline_by_kind_only_tick_ms": round(statistics.median(baseline) * 1000, 3),
+    }
+
+
 def score(history: History, build_id: int) -> dict[str, Any]:
     replay = live_eta.Replay.of(history, build_id)
     scored: dict[str, Any] = {"duration_s": round(replay.duration_s, 2)}
@@ -528,6 +583,7 @@ def main() -> None:
                     "left lies inside the ETA's range; no ETA counts as outside",
                     "error": "(estimate - truth) / truth of the time left",
                     **result,
+                    "cost": first_build_cost(),
                 },
                 indent=2,
             )

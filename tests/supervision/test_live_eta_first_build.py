@@ -146,3 +146,41 @@ def test_the_live_eta_reads_the_running_edges_from_the_sampled_view() -> None:
     assert expected is not None and after.remaining_s == expected.remaining_s
     assert abs(after.remaining_s - (1200.0 - 29.0) * 630.0 / 1229.0) < 1.0
     assert before.remaining_s == 570.0  # without the sample: 1200 s / 2 - 30 s
+
+
+def test_edge_costs_kept_edge_by_edge_are_the_plain_sum() -> None:
+    """The live ETA keeps a first build's costs as sums (O(1) a finished edge, not a pass over
+    the graph each second); the work left must be what costing every edge left one by one
+    says, whatever order the edges finish in, links and rebuilt outputs included."""
+    import random
+    import statistics
+
+    chooser = random.Random(22)
+    sources = [f"src/d{n % 5}/f{n}.cc" for n in range(40)]
+    outputs = [f"CMakeFiles/{t}.dir/{s}.o" for t in ("a", "b", "c") for s in sources[:30]]
+    outputs += [f"CMakeFiles/d.dir/{s}.o" for s in sources[30:]] + ["liba.a", "bin/b", "bin/c"]
+    costs = eta_model.EdgeCosts.of(outputs)
+    done: dict[str, float] = {}
+    order = [*outputs, "CMakeFiles/x.dir/src/d0/f0.cc.o", "CMakeFiles/a.dir/src/d1/f1.cc.o"]
+    chooser.shuffle(order)
+    for output in order:
+        seconds = chooser.uniform(0.5, 30.0)
+        costs.add(output, seconds)
+        done.setdefault(output, seconds)
+        by_source: dict[str, list[float]] = {}
+        by_kind: dict[str, list[float]] = {}
+        for finished, took in done.items():
+            key = same_source(finished)
+            if key is not None:
+                by_source.setdefault(key, []).append(took)
+            by_kind.setdefault(eta_model.edge_kind(finished), []).append(took)
+        expected = 0.0
+        for planned in outputs:
+            if planned in done:
+                continue
+            key = same_source(planned)
+            alike = by_source.get(key) if key else None
+            alike = alike or by_kind.get(eta_model.edge_kind(planned)) or list(done.values())
+            expected += statistics.fmean(alike)
+        assert abs(costs.work_left() - expected) < 1e-6 * max(1.0, expected), output
+        assert costs.left == sum(1 for planned in outputs if planned not in done)

@@ -21,6 +21,7 @@ tick), so the per-second estimate never scans stored edges.
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 import statistics
 from collections import deque
@@ -360,13 +361,20 @@ def planned_kinds(outputs_and_rules: Iterable[tuple[str, str | None]]) -> dict[s
     return counts
 
 
+@functools.lru_cache(maxsize=1 << 17)
+def _kind(output: str) -> str:
+    """edge_kind by output, remembered: a first build's ETA asks it of every edge each tick."""
+    return edge_kind(output)
+
+
+@functools.lru_cache(maxsize=1 << 17)
 def same_source(output: str) -> str | None:
     """What makes two compile edges of one tree cost alike: the same source file built into
     another target (CMake builds a library's sources once for its static and once for its
     shared form, a test tree compiles its test-main.cc and util.cc into every test): the
     source's last two path parts (`CMakeFiles/t.dir/__/src/os.cc.o` and
     `CMakeFiles/u.dir/src/os.cc.o` are both `src/os.cc`); None for what is no compile."""
-    if edge_kind(output) not in (COMPILE, CUDA):
+    if _kind(output) not in (COMPILE, CUDA):
         return None
     source = source_of(output)
     if source is None:
@@ -374,37 +382,139 @@ def same_source(output: str) -> str | None:
     return "/".join(source.split("/")[-2:])
 
 
+@dataclass
+class EdgeCosts:
+    """What each edge of a first build's ninja graph still costs, kept up to date edge by edge.
+
+    An edge left costs what this build's edges like it took: the same source compiled for
+    another target (`same_source`), else the mean of its kind, else the mean of all. Kept as
+    sums so that a finished edge costs O(1) and the work left is O(kinds + edges running), not a
+    pass over a 10,000-edge graph every second."""
+
+    planned: dict[str, tuple[str | None, str]] = field(default_factory=dict)
+    """Planned output → (its source key, its kind)."""
+    finished: dict[str, float] = field(default_factory=dict)
+    left: int = 0
+    """Planned edges not finished."""
+    _outputs_of: dict[str, list[str]] = field(default_factory=dict)
+    _by_name: dict[str, str] = field(default_factory=dict)
+    _source_left: dict[str, int] = field(default_factory=dict)
+    _source_done: dict[str, tuple[int, float]] = field(default_factory=dict)
+    _kind_done: dict[str, tuple[int, float]] = field(default_factory=dict)
+    _unknown_left: dict[str, int] = field(default_factory=dict)
+    """Planned edges left whose source nothing finished yet (or with no source), by kind."""
+    _known_work: float = 0.0
+    """Σ over sources with a finished edge: its edges left × its mean."""
+
+    @classmethod
+    def of(cls, planned_outputs: Iterable[str]) -> EdgeCosts:
+        costs = cls()
+        for output in planned_outputs:
+            if output in costs.planned:
+                continue
+            key, kind = same_source(output), _kind(output)
+            costs.planned[output] = (key, kind)
+            costs.left += 1
+            costs._unknown_left[kind] = costs._unknown_left.get(kind, 0) + 1
+            if key is not None:
+                costs._outputs_of.setdefault(key, []).append(output)
+                costs._source_left[key] = costs._source_left.get(key, 0) + 1
+            else:
+                costs._by_name.setdefault(output.rsplit("/", 1)[-1], output)
+        return costs
+
+    def add(self, output: str, seconds: float) -> None:
+        """An edge that finished (the first time it finished counts)."""
+        if output in self.finished:
+            return
+        self.finished[output] = seconds
+        kind = _kind(output)
+        count, total = self._kind_done.get(kind, (0, 0.0))
+        self._kind_done[kind] = (count + 1, total + seconds)
+        plan = self.planned.get(output)
+        if plan is not None:
+            self.left -= 1
+        key = same_source(output)
+        if key is None:
+            if plan is not None:
+                self._unknown_left[kind] -= 1
+            return
+        before = self._source_left.get(key, 0)
+        after = before - (plan is not None)
+        done, spent = self._source_done.get(key, (0, 0.0))
+        if done:
+            self._known_work -= before * spent / done
+        else:
+            # This source's edges left were costed by their kind; from now on by this one.
+            planned_kind = self.planned[self._outputs_of[key][0]][1] if before else kind
+            self._unknown_left[planned_kind] = self._unknown_left.get(planned_kind, 0) - before
+        self._source_left[key] = after
+        self._source_done[key] = (done + 1, spent + seconds)
+        self._known_work += after * (spent + seconds) / (done + 1)
+
+    def _mean_of_kind(self, kind: str) -> float:
+        count, total = self._kind_done.get(kind, (0, 0.0))
+        if count:
+            return total / count
+        counts = sum(n for n, _ in self._kind_done.values())
+        return sum(t for _, t in self._kind_done.values()) / counts if counts else 0.0
+
+    def cost(self, output: str) -> tuple[float, bool]:
+        """What a planned edge costs and whether that is known (its source built elsewhere)."""
+        key, kind = self.planned.get(output, (None, _kind(output)))
+        done, spent = self._source_done.get(key, (0, 0.0)) if key is not None else (0, 0.0)
+        if done:
+            return spent / done, True
+        return self._mean_of_kind(kind), False
+
+    def work_left(self, running: Mapping[str, float] | None = None) -> float:
+        """Edge seconds left: every planned edge not finished at its cost; one running
+        (`running`: output → seconds it ran) at its cost less its age where that is known, else
+        at least half its age again (what has run long tends to run long)."""
+        work = max(0.0, self._known_work)
+        for kind, count in self._unknown_left.items():
+            if count > 0:
+                work += count * self._mean_of_kind(kind)
+        for output, age in (running or {}).items():
+            if output in self.finished or output not in self.planned:
+                continue
+            cost, known = self.cost(output)
+            work += max(cost - age, 0.0 if known else 0.5 * age) - cost
+        return max(0.0, work)
+
+    def match_running(self, running: Iterable[tuple[str, str, float]]) -> dict[str, float]:
+        """The planned edges the sampler sees running ((what, kind, seconds): a compiler's
+        source file, a linker's output, `progress.live_view.RunningEdge`), by output →
+        seconds: a compile by its source (`same_source`: the first unfinished edge of it, the
+        copies of one source cost alike), a link by its output's name."""
+        found: dict[str, float] = {}
+        for what, kind, seconds in running:
+            parts = what.replace("\\", "/").split("/")
+            matched: str | None = None
+            if kind in (COMPILE, CUDA, "compiler"):
+                for output in self._outputs_of.get("/".join(parts[-2:]), ()):
+                    if output not in self.finished and output not in found:
+                        matched = output
+                        break
+            else:
+                matched = self._by_name.get(parts[-1])
+                if matched in self.finished:
+                    matched = None
+            if matched is not None:
+                found[matched] = max(found.get(matched, 0.0), seconds)
+        return found
+
+
 def match_running(
     planned_outputs: Sequence[str],
     finished: Mapping[str, float],
     running: Iterable[tuple[str, str, float]],
 ) -> dict[str, float]:
-    """The planned edges the sampler sees running ((what, kind, seconds): a compiler's source
-    file, a linker's output, `progress.live_view.RunningEdge`), by output → seconds: a
-    compile by its source (`same_source`: the first unfinished edge of it, the copies of one
-    source cost alike), a link by its output's name."""
-    waiting: dict[str, list[str]] = {}
-    by_name: dict[str, str] = {}
-    for output in planned_outputs:
-        if output in finished:
-            continue
-        key = same_source(output)
-        if key is not None:
-            waiting.setdefault(key, []).append(output)
-        else:
-            by_name.setdefault(output.rsplit("/", 1)[-1], output)
-    found: dict[str, float] = {}
-    for what, kind, seconds in running:
-        parts = what.replace("\\", "/").split("/")
-        matched: str | None
-        if kind in (COMPILE, CUDA, "compiler"):
-            candidates = waiting.get("/".join(parts[-2:]), [])
-            matched = next((o for o in candidates if o not in found), None)
-        else:
-            matched = by_name.get(parts[-1])
-        if matched is not None:
-            found[matched] = max(found.get(matched, 0.0), seconds)
-    return found
+    """`EdgeCosts.match_running` from plain values."""
+    costs = EdgeCosts.of(planned_outputs)
+    for output, seconds in finished.items():
+        costs.add(output, seconds)
+    return costs.match_running(running)
 
 
 def extrapolate_by_kind(
@@ -415,6 +525,7 @@ def extrapolate_by_kind(
     last_end_s: float | None = None,
     planned_outputs: Sequence[str] | None = None,
     running: Mapping[str, float] | None = None,
+    costs: EdgeCosts | None = None,
 ) -> Estimate | None:
     """A first build's ETA from its own finished edges: each edge still to run at what this
     build's edges like it took, over the parallelism it kept so far (edge time per wall second).
@@ -431,7 +542,8 @@ def extrapolate_by_kind(
     tends to run long: the rest of a heavy-tailed duration grows with its age). The
     parallelism is then the edge time done, running edges' included, per second so far.
     Without `running` (nothing sampled) the pace is kept to the latest edge's end and the time
-    since is counted down."""
+    since is counted down. `costs`: the same graph's `EdgeCosts`, kept edge by edge (the live
+    ETA's, instead of `planned_outputs`; it has seen `finished`)."""
     done = len(finished)
     share = done / edge_total if edge_total > 0 else 0.0
     if share < MIN_EXTRAPOLATION_SHARE or elapsed_s < MIN_EXTRAPOLATION_S or share >= 1.0:
@@ -443,36 +555,27 @@ def extrapolate_by_kind(
     # running, counted down from what is left.
     anchor = elapsed_s if last_end_s is None else min(elapsed_s, max(last_end_s, 1e-3))
     parallel = max(busy / anchor, 1e-3)
-    by_kind: dict[str, list[float]] = {}
-    for output, seconds in finished.items():
-        by_kind.setdefault(edge_kind(output), []).append(seconds)
     overall = busy / done
     left_s = 0.0
     left = max(0, edge_total - done)
-    to_run = [output for output in planned_outputs or () if output not in finished]
-    ages = {
-        output: age for output, age in (running or {}).items() if output not in finished
-    }
-    if to_run:
-        by_source: dict[str, list[float]] = {}
+    if costs is None and planned_outputs:
+        costs = EdgeCosts.of(planned_outputs)
         for output, seconds in finished.items():
-            key = same_source(output)
-            if key is not None:
-                by_source.setdefault(key, []).append(seconds)
-        for output in to_run:
-            key = same_source(output)
-            alike = by_source.get(key) if key is not None else None
-            known = bool(alike)
-            if not alike:
-                alike = by_kind.get(edge_kind(output))
-            cost = statistics.fmean(alike) if alike else overall
-            age = ages.get(output)
-            if age is not None:
-                cost = max(cost - age, 0.0 if known else 0.5 * age)
-            left_s += cost
+            costs.add(output, seconds)
+    to_run = costs is not None and costs.left > 0
+    ages: dict[str, float] = {}
+    if costs is not None and to_run:
+        ages = {
+            output: age
+            for output, age in (running or {}).items()
+            if output not in costs.finished and output in costs.planned
+        }
         # ninja runs what the graph holds less what is up to date: as many as it says are left.
-        left_s *= left / len(to_run)
+        left_s = costs.work_left(ages) * left / costs.left
     elif planned:
+        by_kind: dict[str, list[float]] = {}
+        for output, seconds in finished.items():
+            by_kind.setdefault(_kind(output), []).append(seconds)
         scale = edge_total / max(1, sum(planned.values()))
         counted = 0
         for kind, count in planned.items():

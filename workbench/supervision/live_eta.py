@@ -300,6 +300,8 @@ class LiveEta:
     """Edges per kind the build's ninja graph holds (a first build runs them all)."""
     planned_outputs: tuple[str, ...] | None = None
     """Those edges by their first outputs (what a first build costs edge by edge)."""
+    costs: eta_model.EdgeCosts | None = None
+    """What each of them costs, kept up to date as edges finish (`plan`, `add_edges`)."""
     host: HostShare = field(default_factory=HostShare)
     """Other builds' CPU so far and now (`observe`)."""
     jobs: int | None = None
@@ -318,11 +320,21 @@ class LiveEta:
         if running is not None:
             self.running = tuple((edge.what, edge.kind, edge.running_s) for edge in running)
 
+    def _synced_costs(self) -> eta_model.EdgeCosts | None:
+        """`costs`, having seen every finished edge (`add_edges` keeps it so edge by edge;
+        edges handed to the pace directly are caught up here)."""
+        costs, pace = self.costs, self.pace
+        if costs is not None and pace is not None and len(costs.finished) != len(pace.finished):
+            for output, seconds in pace.finished.items():
+                costs.add(output, seconds)
+        return costs
+
     def running_now(self) -> dict[str, float] | None:
-        """The planned edges running now, by output → seconds (`eta_model.match_running`)."""
-        if self.running is None or self.pace is None or not self.planned_outputs:
+        """The planned edges running now, by output → seconds (`EdgeCosts.match_running`)."""
+        costs = self._synced_costs()
+        if self.running is None or costs is None:
             return None
-        return eta_model.match_running(self.planned_outputs, self.pace.finished, self.running)
+        return costs.match_running(self.running)
 
     def plan(self, edges: Sequence[tuple[str, str | None]] | None) -> None:
         """The build's ninja graph's edges ((first output, rule), `planned_edges_of`)."""
@@ -330,6 +342,9 @@ class LiveEta:
             return
         self.planned = eta_model.planned_kinds(edges)
         self.planned_outputs = tuple(output for output, rule in edges if rule != "phony")
+        self.costs = eta_model.EdgeCosts.of(self.planned_outputs)
+        for output, seconds in self.pace.finished.items() if self.pace is not None else ():
+            self.costs.add(output, seconds)
 
     def learn(self, work_key: str | None) -> None:
         """Read the earlier runs of `work_key` (once; a later call with the same key is free)."""
@@ -343,7 +358,11 @@ class LiveEta:
         """Edges the build finished (`analysis.edges.Edge`s from the recorder's poll, timed from
         the recorder's origin, `offset_s` after the build's start)."""
         if self.pace is not None:
+            edges = list(edges)
             self.pace.add((edge.output, edge.duration_s, edge.end_s + offset_s) for edge in edges)
+            if self.costs is not None:
+                for edge in edges:
+                    self.costs.add(edge.output, edge.duration_s)
 
     def estimate(self, elapsed_s: float, progress: Progress) -> Eta | None:
         """The ETA now."""
@@ -377,8 +396,9 @@ class LiveEta:
                 self.pace.finished,
                 self.planned,
                 self.pace.last_end_s,
-                self.planned_outputs,
+                None,
                 self.running_now(),
+                self._synced_costs(),
             )
             if learned is None and by_progress is None:
                 learned = eta_model.extrapolate(elapsed_s, counts[1], counts[0])
@@ -441,6 +461,8 @@ class Replay:
         if self.live.pace is not None:
             self.live.pace = eta_model.EdgePace(self.live.pace.references)
             self.live.pace.add(done)
+            if self.live.planned_outputs is not None:
+                self.live.costs = eta_model.EdgeCosts.of(self.live.planned_outputs)
         counts = None if self.edge_total is None else (len(done), self.edge_total)
         # What the sampler would have seen running: the edges started and not yet ended (their
         # outputs, which the live ETA matches from the compilers' files).
