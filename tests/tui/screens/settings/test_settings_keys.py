@@ -147,6 +147,12 @@ async def test_an_out_of_range_jobs_count_says_what_is_allowed(
         assert "999 jobs" not in advice and "not estimated while" in advice, advice
         assert "allowed: a whole number from 1 to 4096" in advice
         assert screen.changes().get("ninja_jobs") is None  # nothing of it would be saved
+        # Leaving with the refused value asks, as with any unsaved edit; keeping stays.
+        await pilot.press("escape")
+        await wait_until(pilot, "the question", lambda: isinstance(app.screen, ConfirmDiscard))
+        await pilot.press("k")
+        await wait_until(pilot, "the settings again", lambda: app.screen is screen, 10)
+        assert jobs.value == "999999999999"
     cli = subprocess.run(
         [
             *(sys.executable, "-m", "workbench", "--config", str(config_copy)),
