@@ -1,6 +1,6 @@
 """How long a running build still needs: learned from exact edges, else from earlier progress.
 
-Two ways, the better one that applies:
+Three ways, the better one that applies:
 
 - learned (`workbench.analysis.eta_model`): when the build runs ninja, earlier runs that built
   the same tree and targets (`work_key`, whatever the builds were called or their -j) left
@@ -10,6 +10,10 @@ Two ways, the better one that applies:
   the edges ninja says it will run and never stand in for each other. The references are read
   once, when the work is known (at start, or when the sampler finds the build's ninja); each
   tick then costs O(new edges + references).
+- a first build of its work (nothing earlier ran its edges): each edge of its ninja graph still
+  to run at what this build's edges like it took (the same source built for another target,
+  else its kind), the edges the sampler sees running as partly done, over the parallelism kept
+  so far (`eta_model.EdgeCosts`, kept edge by edge); a wide range that says "first build".
 - by progress (the first ETA): earlier builds with the same ETA key (same name, command and
   settings) recorded their progress fraction once a second. At fraction f now, an earlier build
   still needed its duration minus the time it reached f; the median over the latest few is the
@@ -18,7 +22,7 @@ Two ways, the better one that applies:
 Every estimate carries a range (`low_s`-`high_s`): the spread of the earlier runs it rests on,
 widened more the less of the build is done.
 
-Both ways measure a pace from the build so far, under the contention so far. When the other
+Each way measures a pace from the build so far, under the contention so far. When the other
 builds on the host (`LiveView.other`: their CPU, over the build's life and now) take more or
 fewer cores now than on average so far, the rest of the build goes slower or faster than its
 pace so far says: `HostShare` scales the estimate by the cores the build can get now against
@@ -269,12 +273,6 @@ def planned_edges_of(recorder: Any) -> list[tuple[str, str | None]] | None:
                     edges.append((edge.outputs[0], edge.rule))
             return edges
     return None
-
-
-def planned_of(recorder: Any) -> dict[str, int] | None:
-    """Edges per kind in the ninja graph of an `EdgeRecorder`'s build, once it read one."""
-    edges = planned_edges_of(recorder)
-    return None if edges is None else eta_model.planned_kinds(edges)
 
 
 def ninja_counts(progress: Progress) -> tuple[int, int] | None:
