@@ -12,6 +12,7 @@ from functools import partial
 from pathlib import Path
 
 import pytest
+from debug_programs import BRIDGE, FIXTURES, run_tool
 
 from workbench.debugging.capture import proc_threads
 from workbench.debugging.capture.activity_tracker import ActivityTracker
@@ -259,6 +260,44 @@ def test_the_bridges_other_side_is_read_from_the_binary_not_stepped(start) -> No
             for line in diagnosis.primary.evidence
         ), diagnosis.primary.evidence
     assert program.state() in ("R", "S")
+
+
+def test_a_stack_stopped_in_provider_gethost_is_read_from_the_binary_not_stepped(
+    start, tmp_path: Path
+) -> None:
+    # The counters show the stub's call only where one thread was read in the stub and in
+    # Provider_GetHost in one run of the loop; two rounds of 64 threads on a busy machine
+    # are often one moment read twice, and no thread showed it: one thread was stepped
+    # (half a second under cuda-gdb). gdb's stack of a thread stopped in Provider_GetHost
+    # shows the same call. Here Provider_GetHost spins a while each call (SLOW_HOST), so
+    # the threads are nearly always there: their counters never see the stub, their stacks
+    # show it calling Provider_GetHost, and the host method is read instead of stepped.
+    binary = tmp_path / "bridge_o2_slow_host"
+    run_tool(
+        "g++", "-O2", "-DSLOW_HOST", "-g", "-pthread", f"-I{FIXTURES}",
+        *(str(FIXTURES / source) for source in BRIDGE), "-o", str(binary),
+    )  # fmt: skip
+    program = start(str(binary), "2", settle=0.3)
+    captured = capture(program.pid, CaptureOptions(samples=1))
+    in_host = [
+        thread
+        for thread in captured.samples[0].threads
+        if thread.frames and thread.frames[0].function == "onnxruntime::Provider_GetHost"
+    ]
+    assert in_host, [t.frames[:2] for t in captured.samples[0].threads]
+    assert in_host[0].frames[1].function == "onnxruntime::DataTypeImpl::GetType<float>"
+    read = captured.bridge_code.get("onnxruntime::DataTypeImpl::GetType<float>")
+    assert read is not None, captured.bridge_code
+    assert read["host_method"] == "onnxruntime::ProviderHostImpl::DataTypeImpl__GetType_float"
+    assert not [thread.tid for thread in captured.samples[0].threads if thread.trail]
+    diagnosis = diagnose(captured)
+    assert diagnosis.kind == "call-cycle" and diagnosis.hung is True, diagnosis.summary
+    assert diagnosis.primary.bridge is not None
+    assert diagnosis.primary.bridge.counterpart == "DataTypeImpl::GetType<float>"
+    assert "2 threads are caught in this loop" in diagnosis.summary
+    assert any(
+        "in the binary (read with gdb, not stepped)" in line for line in diagnosis.primary.evidence
+    ), diagnosis.primary.evidence
 
 
 @pytest.mark.slow

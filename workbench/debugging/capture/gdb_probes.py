@@ -296,6 +296,31 @@ def bridge_stubs(
     return stubs
 
 
+def stack_stub_callers(
+    raw: list[tuple[dict[str, Any], list[Frame], bool]],
+    states: dict[int, tuple[str, str | None]],
+    pid: int,
+) -> set[str]:
+    """The bridge stubs running threads' stacks show calling Provider_GetHost: a thread
+    stopped in Provider_GetHost (its top frame), the frame beneath it the stub.
+
+    The program counters show the stub's call only where one thread was read in both in
+    one run of the loop; on a busy machine two rounds of 64 threads are often one moment
+    read twice (each thread in one place both times), and none does. gdb's stack of a
+    thread stopped in Provider_GetHost shows the same call, at no extra cost.
+    """
+    from workbench.debugging.bridge import bridge_names
+
+    stubs: set[str] = set()
+    for thread, frames, _ in raw:
+        if states.get(thread_tid(thread, pid), ("?", None))[0] != "R" or len(frames) < 2:
+            continue
+        top, caller = frames[0].function or "", frames[1].function or ""
+        if bridge_names.is_get_host(top) and caller and not bridge_names.is_get_host(caller):
+            stubs.add(caller)
+    return stubs
+
+
 def _host_method_of(stub: str) -> str:
     """`ns::DataTypeImpl::GetType<float>` -> `ns::ProviderHostImpl::DataTypeImpl__GetType_float`:
     the host method ORT's bridge forwards to the stub's real definition."""
@@ -397,6 +422,17 @@ def _one_name_per_function(
     return tuple(name for name in first if name in kept.values())
 
 
+def _in_loop(name: str | None, loop: set[str]) -> bool:
+    """Whether `name` is one of the loop's functions. The loop names Provider_GetHost
+    without a namespace, gdb with its own (`onnxruntime::Provider_GetHost`): either is it."""
+    from workbench.debugging.bridge import bridge_names
+
+    name = strip_signature(name or "")
+    return name in loop or (
+        bridge_names.is_get_host(name) and any(bridge_names.is_get_host(known) for known in loop)
+    )
+
+
 def probe_steps(
     session: GdbSession,
     raw: list[tuple[dict[str, Any], list[Frame], bool]],
@@ -448,7 +484,7 @@ def probe_steps(
         key = (groups or {}).get(tid) or (BRIDGED if top in bridge_tops else (str(tid),))
         if skip_bridged and key == BRIDGED:
             continue  # the bridge's other side was read from the binary: nothing to step
-        if confirmed and strip_signature(top or "") in confirmed:
+        if confirmed and _in_loop(top, confirmed):
             continue  # stopped in the loop the binary confirmed: its group is that loop
         (rest if key in seen_groups else first).append(gdb_id)
         seen_groups.add(key)
@@ -463,7 +499,7 @@ def probe_steps(
     # were there is that loop, not a second one to step.
     went_through: set[str] = set(confirmed or ())
     for gdb_id in ordered[: options.max_probed_threads]:
-        if sampled_place.get(gdb_id) in went_through:
+        if gdb_id in sampled_place and _in_loop(sampled_place[gdb_id], went_through):
             # A loop stepped already goes through where this group's counters were: the
             # same loop (a busy machine left two rounds of 64 threads one moment each, the
             # bridge's threads split by where that moment fell), not a second one to step.

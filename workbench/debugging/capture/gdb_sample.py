@@ -15,6 +15,7 @@ from workbench.debugging.capture.gdb_probes import (
     probe_steps,
     probe_waits,
     read_bridge_code,
+    stack_stub_callers,
     symbolise,
     thread_tid,
 )
@@ -117,8 +118,13 @@ def take_sample(
             result.pc_samples = symbolise(session, pcs, libraries, options)
         groups = pc_groups(result.pc_samples) if result is not None else {}
         read_bridge = False
-        if result is not None and BRIDGED in groups.values():
-            code = read_bridge_code(session, bridge_stubs(result.pc_samples, groups), options)
+        # The stub's call to Provider_GetHost, seen in the counters or in a stack: the
+        # host method is read from the binary instead of stepping a thread round the loop.
+        stubs = stack_stub_callers(raw, states, pid)
+        if BRIDGED in groups.values():
+            stubs |= bridge_stubs(result.pc_samples if result is not None else {}, groups)
+        if result is not None and stubs:
+            code = read_bridge_code(session, stubs, options)
             result.bridge_code.update(code)
             read_bridge = bool(code)
         # The loop the binary confirmed: its stub, host method and Provider_GetHost. A thread
