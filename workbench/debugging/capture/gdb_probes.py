@@ -86,65 +86,73 @@ def _int_value(result: MiResult) -> int | None:
         return None
 
 
-def probe_waits(
-    session: GdbSession,
-    raw: list[tuple[dict[str, Any], list[Frame], bool]],
-    options: CaptureOptions,
-) -> dict[int, WaitInfo]:
+class WaitProbe:
     """For threads in a futex wait: which futex, its owner (mutex) or joined thread, its name.
 
     The futex syscall's first argument is the address waited on: for a mutex that is the
     pthread_mutex_t itself (whose `__owner` field, at offset 8, is the holder's TID); for a
     join it is the joined thread's TID word. This works without libc debug info.
+
+    Two round trips, each sent beside other probes' commands: `registers()` (the syscall's
+    number and arguments), then `reads(answers)` (the futex words and their symbols), then
+    `infos(answers)`.
     """
-    machine = os.uname().machine
-    registers = SYSCALL_REGISTERS.get(machine)
-    kinds = {int(thread["id"]): wait_kind(frames) for thread, frames, _ in raw}
-    infos = {gdb_id: WaitInfo(kind=kind) for gdb_id, kind in kinds.items() if kind}
-    # Only waits with an owner to find are probed: a condition variable or semaphore has no
-    # holder to name, and probing every idle worker of a thread pool would be slow.
-    waiting = [(gdb_id, kind) for gdb_id, kind in kinds.items() if kind in OWNED_WAITS]
-    if not waiting or registers is None:
+
+    def __init__(self, raw: list[tuple[dict[str, Any], list[Frame], bool]]) -> None:
+        kinds = {int(thread["id"]): wait_kind(frames) for thread, frames, _ in raw}
+        self._infos = {gdb_id: WaitInfo(kind=kind) for gdb_id, kind in kinds.items() if kind}
+        # Only waits with an owner to find are probed: a condition variable or semaphore has
+        # no holder to name, and probing every idle worker of a thread pool would be slow.
+        self._waiting = [gdb_id for gdb_id, kind in kinds.items() if kind in OWNED_WAITS]
+        self._registers = SYSCALL_REGISTERS.get(os.uname().machine)
+        self._addresses: dict[int, int] = {}
+
+    def registers(self) -> list[str]:
+        if self._registers is None:
+            return []
+        nr_register, arg0, arg1, _ = self._registers
+        return [
+            f"-data-evaluate-expression --thread {gdb_id} --frame 0 {register}"
+            for gdb_id in self._waiting
+            for register in (nr_register, arg0, arg1)
+        ]
+
+    def reads(self, answers: list[MiResult]) -> list[str]:
+        if self._registers is None or not answers:
+            return []
+        futex_nr = self._registers[3]
+        values = [_int_value(result) for result in answers]
+        for position, gdb_id in enumerate(self._waiting):
+            number, address, operation = values[position * 3 : position * 3 + 3]
+            if (
+                number == futex_nr
+                and address
+                and operation is not None
+                and operation & 0x7F in FUTEX_WAIT_OPS
+            ):
+                self._addresses[gdb_id] = address
+        reads = []
+        for gdb_id, address in self._addresses.items():
+            size = 12 if self._infos[gdb_id].kind == "mutex" else 4
+            reads.append(f"-data-read-memory-bytes 0x{address:x} {size}")
+            reads.append(f'-interpreter-exec console "info symbol 0x{address:x}"')
+        return reads
+
+    def infos(self, answers: list[MiResult]) -> dict[int, WaitInfo]:
+        infos = dict(self._infos)
+        for position, (gdb_id, address) in enumerate(self._addresses.items()):
+            memory, symbol = answers[position * 2], answers[position * 2 + 1]
+            words = _words(memory)
+            kind = infos[gdb_id].kind
+            owner = None
+            if kind == "mutex" and len(words) >= 3 and words[2] > 0:
+                owner = words[2]
+            elif kind == "join" and words and words[0] > 0:
+                owner = words[0]
+            infos[gdb_id] = WaitInfo(
+                kind=kind, address=address, owner_tid=owner, symbol=_symbol(symbol)
+            )
         return infos
-    nr_register, arg0, arg1, futex_nr = registers
-    commands = [
-        f"-data-evaluate-expression --thread {gdb_id} --frame 0 {register}"
-        for gdb_id, _ in waiting
-        for register in (nr_register, arg0, arg1)
-    ]
-    values = [_int_value(result) for result in session.commands(commands, options.command_timeout)]
-    addresses: dict[int, int] = {}
-    for position, (gdb_id, _kind) in enumerate(waiting):
-        number, address, operation = values[position * 3 : position * 3 + 3]
-        if (
-            number == futex_nr
-            and address
-            and operation is not None
-            and operation & 0x7F in FUTEX_WAIT_OPS
-        ):
-            addresses[gdb_id] = address
-    if not addresses:
-        return infos
-    order = list(addresses)
-    reads = []
-    for gdb_id in order:
-        size = 12 if infos[gdb_id].kind == "mutex" else 4
-        reads.append(f"-data-read-memory-bytes 0x{addresses[gdb_id]:x} {size}")
-        reads.append(f'-interpreter-exec console "info symbol 0x{addresses[gdb_id]:x}"')
-    answers = session.commands(reads, options.command_timeout)
-    for position, gdb_id in enumerate(order):
-        memory, symbol = answers[position * 2], answers[position * 2 + 1]
-        words = _words(memory)
-        kind = infos[gdb_id].kind
-        owner = None
-        if kind == "mutex" and len(words) >= 3 and words[2] > 0:
-            owner = words[2]
-        elif kind == "join" and words and words[0] > 0:
-            owner = words[0]
-        infos[gdb_id] = WaitInfo(
-            kind=kind, address=addresses[gdb_id], owner_tid=owner, symbol=_symbol(symbol)
-        )
-    return infos
 
 
 def _words(result: MiResult) -> list[int]:
@@ -167,19 +175,20 @@ def _symbol(result: MiResult) -> str | None:
     return text.split(" in section ")[0].strip()
 
 
-def probe_depths(
-    session: GdbSession,
-    pid: int,
-    raw: list[tuple[dict[str, Any], list[Frame], bool]],
-    options: CaptureOptions,
+def deep_threads(raw: list[tuple[dict[str, Any], list[Frame], bool]]) -> list[int]:
+    """The threads whose stacks were too deep to read in full (their depth is probed)."""
+    return [int(thread["id"]) for thread, _, truncated in raw if truncated]
+
+
+def depth_commands(deep: list[int]) -> list[str]:
+    return [f"-data-evaluate-expression --thread {gdb_id} --frame 0 $sp" for gdb_id in deep]
+
+
+def stack_depths(
+    pid: int, deep: list[int], answers: list[MiResult], options: CaptureOptions
 ) -> dict[int, int]:
     """Stack bytes in use for the threads whose stacks were too deep to read in full."""
-    deep = [int(thread["id"]) for thread, _, truncated in raw if truncated]
-    if not deep:
-        return {}
-    commands = [f"-data-evaluate-expression --thread {gdb_id} --frame 0 $sp" for gdb_id in deep]
     depths = {}
-    answers = session.commands(commands, options.command_timeout)
     for gdb_id, result in zip(deep, answers, strict=True):
         pointer = _int_value(result)
         used = proc_threads.stack_bytes_used(pid, pointer, options.proc) if pointer else None
@@ -188,25 +197,29 @@ def probe_depths(
     return depths
 
 
-def symbolise(
-    session: GdbSession,
-    pcs: dict[int, list[RegisterRead]],
-    mappings: list[tuple[int, int, str]],
-    options: CaptureOptions,
-) -> dict[int, tuple[PcHit, ...]]:
-    """Name the sampled program counters with gdb's `info symbol`, one batch for all."""
+def symbol_addresses(pcs: dict[int, list[RegisterRead]], options: CaptureOptions) -> list[int]:
+    """The sampled program counters to name, the most frequent first (a loop's few addresses
+    are always named)."""
     counts: dict[int, int] = {}
     for reads in pcs.values():
         for read in reads:
             counts[read.pc] = counts.get(read.pc, 0) + 1
-    # The most frequent addresses first: a loop's few addresses are always named.
-    wanted = sorted(counts, key=lambda address: -counts[address])[: options.max_symbolised]
-    answers = session.commands(
-        [f'-interpreter-exec console "info symbol 0x{address:x}"' for address in wanted],
-        timeout=options.command_timeout,
-    )
+    return sorted(counts, key=lambda address: -counts[address])[: options.max_symbolised]
+
+
+def symbol_commands(addresses: list[int]) -> list[str]:
+    return [f'-interpreter-exec console "info symbol 0x{address:x}"' for address in addresses]
+
+
+def symbolised(
+    pcs: dict[int, list[RegisterRead]],
+    mappings: list[tuple[int, int, str]],
+    addresses: list[int],
+    answers: list[MiResult],
+) -> dict[int, tuple[PcHit, ...]]:
+    """The sampled program counters, named by gdb's `info symbol` answers."""
     names: dict[int, str | None] = {}
-    for address, answer in zip(wanted, answers, strict=True):
+    for address, answer in zip(addresses, answers, strict=True):
         text = _symbol(answer)
         if text:
             text = text.split(" + ")[0].strip()
@@ -335,32 +348,30 @@ def _host_method_of(stub: str) -> str:
 _BRANCH = re.compile(r"\b(jmp|call)q?\s+(0x[0-9a-fA-F]+)\s+<(.+)>\s*$")
 
 
-def read_bridge_code(
-    session: GdbSession, stubs: set[str], options: CaptureOptions
-) -> dict[str, dict[str, str]]:
+def bridge_commands(stubs: set[str]) -> tuple[list[str], list[str]]:
     """The provider bridge's other side, read from the binary instead of single-stepping.
 
     The program counters catch the stub calling Provider_GetHost but never the host method,
     at -O2 a single jump back to the stub; stepping one thread walked the loop to see it
     (80 commands: half a second among 64 threads under cuda-gdb). Here gdb disassembles the
     host method ORT's naming gives the stub (`x/4i`), and the loop's other side is confirmed
-    when its first jump or call goes to the stub. Stubs it cannot confirm are left out (the
-    thread is stepped as before).
+    (bridge_code) when its first jump or call goes to the stub. Stubs it cannot confirm are
+    left out (the thread is stepped as before). Returns the stubs asked about and the
+    commands (none without stubs).
     """
     wanted = sorted(stubs)[:4]
     if not wanted:
-        return {}
-    hosts = [_host_method_of(stub) for stub in wanted]
-    answers = session.commands(
-        ["-gdb-set print asm-demangle on"]
-        + [
-            f"-interpreter-exec console {mi_quote(f'x/4i {chr(39)}{host}{chr(39)}')}"
-            for host in hosts
-        ],
-        timeout=options.command_timeout,
-    )[1:]
+        return [], []
+    return wanted, ["-gdb-set print asm-demangle on"] + [
+        f"-interpreter-exec console {mi_quote(f'x/4i {chr(39)}{_host_method_of(stub)}{chr(39)}')}"
+        for stub in wanted
+    ]
+
+
+def bridge_code(wanted: list[str], answers: list[MiResult]) -> dict[str, dict[str, str]]:
+    """The stubs (of bridge_commands') whose host method jumps or calls straight back to them."""
     found: dict[str, dict[str, str]] = {}
-    for stub, host, answer in zip(wanted, hosts, answers, strict=True):
+    for stub, answer in zip(wanted, answers[1:], strict=True):
         if not answer.ok:
             continue
         for line in "".join(answer.console).splitlines():
@@ -370,7 +381,7 @@ def read_bridge_code(
             target = strip_signature(branch.group(3).split("+", 1)[0].strip())
             if target == strip_signature(stub):
                 found[stub] = {
-                    "host_method": host,
+                    "host_method": _host_method_of(stub),
                     "instruction": f"{branch.group(1)} {branch.group(2)} <{target}>",
                 }
             break  # the first branch decides
@@ -433,24 +444,24 @@ def _in_loop(name: str | None, loop: set[str]) -> bool:
     )
 
 
-def probe_steps(
-    session: GdbSession,
+def step_plan(
     raw: list[tuple[dict[str, Any], list[Frame], bool]],
     states: dict[int, tuple[str, str | None]],
     options: CaptureOptions,
     groups: dict[int, tuple[str, ...]] | None = None,
     skip_bridged: bool = False,
     confirmed: set[str] | None = None,
-) -> dict[int, tuple[tuple[str, ...], tuple[str, ...]]]:
-    """Single-step running threads a few dozen instructions; the functions they go through.
+) -> list[tuple[int, str | None]]:
+    """The running threads to single-step (probe_steps), each with where its group's program
+    counters were most (None where they were not sampled); empty: nothing to step, and the
+    detach goes with the last probes' round trip.
 
-    A tail-call loop spends most of its time in one or two instructions of one function, so
-    samples alone may never catch the others; stepping walks the whole loop. Only threads
-    that were running user code (not blocked, not in a system library) are stepped, with the
-    other threads held (scheduler-locking), and all steps of a thread go in one batch.
+    Only threads that were running user code (not blocked, not in a system library) are
+    stepped, one per group of threads running the same code, none in a loop the binary
+    confirmed (`confirmed`: its functions).
     """
     if options.step_probe <= 0:
-        return {}
+        return []
     candidates = []
     for thread, frames, truncated in raw:
         tid = thread_tid(thread, 0)
@@ -463,7 +474,7 @@ def probe_steps(
             continue
         candidates.append((int(thread["id"]), tid, frames[0].function))
     if not candidates:
-        return {}
+        return []
     # A thread whose program counters were not sampled (not running at the first look, or
     # the window ended first) but whose stack stops where a bridge thread's does is in the
     # bridge's loop: not a group of its own to step.
@@ -491,15 +502,36 @@ def probe_steps(
         if tid in (groups or {}) and key not in (SETTLED, BRIDGED):
             sampled_place[gdb_id] = key[0]
     ordered = first if groups else first + rest
-    if not ordered:
+    # A group whose counters were in the confirmed loop is that loop, not one to step.
+    return [
+        (gdb_id, sampled_place.get(gdb_id))
+        for gdb_id in ordered[: options.max_probed_threads]
+        if not (gdb_id in sampled_place and _in_loop(sampled_place[gdb_id], confirmed or set()))
+    ]
+
+
+def probe_steps(
+    session: GdbSession,
+    plan: list[tuple[int, str | None]],
+    options: CaptureOptions,
+    confirmed: set[str] | None = None,
+) -> dict[int, tuple[tuple[str, ...], tuple[str, ...]]]:
+    """Single-step the planned threads (step_plan) a few dozen instructions each; the
+    functions they go through.
+
+    A tail-call loop spends most of its time in one or two instructions of one function, so
+    samples alone may never catch the others; stepping walks the whole loop. The other
+    threads are held (scheduler-locking), and all steps of a thread go in one batch.
+    """
+    if not plan:
         return {}
     session.command("-gdb-set scheduler-locking on", timeout=options.command_timeout, check=False)
     trails: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {}
     # Loops known already (stepped, or confirmed from the binary): a group whose counters
     # were there is that loop, not a second one to step.
     went_through: set[str] = set(confirmed or ())
-    for gdb_id in ordered[: options.max_probed_threads]:
-        if gdb_id in sampled_place and _in_loop(sampled_place[gdb_id], went_through):
+    for gdb_id, place in plan:
+        if place is not None and _in_loop(place, went_through):
             # A loop stepped already goes through where this group's counters were: the
             # same loop (a busy machine left two rounds of 64 threads one moment each, the
             # bridge's threads split by where that moment fell), not a second one to step.

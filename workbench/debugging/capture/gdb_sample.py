@@ -9,14 +9,20 @@ from typing import Any
 from workbench.debugging.capture import proc_threads
 from workbench.debugging.capture.gdb_probes import (
     BRIDGED,
+    WaitProbe,
+    bridge_code,
+    bridge_commands,
     bridge_stubs,
+    deep_threads,
+    depth_commands,
     pc_groups,
-    probe_depths,
     probe_steps,
-    probe_waits,
-    read_bridge_code,
+    stack_depths,
     stack_stub_callers,
-    symbolise,
+    step_plan,
+    symbol_addresses,
+    symbol_commands,
+    symbolised,
     thread_tid,
 )
 from workbench.debugging.capture.libraries import library_debug_directories, load_relative_libraries
@@ -33,7 +39,7 @@ from workbench.debugging.debug_errors import (
     ProcessGoneError,
     PtraceDeniedError,
 )
-from workbench.debugging.gdb.gdb_session import GdbSession
+from workbench.debugging.gdb.gdb_session import GdbSession, MiResult
 from workbench.debugging.gdb.ptrace import explain_attach_failure
 from workbench.debugging.model import (
     Capture,
@@ -95,10 +101,19 @@ def take_sample(
         if not thread_info.ok:
             raise MiError("-thread-info", thread_info.error)
         threads = thread_info.payload.get("threads", [])
-        stacks = session.commands(
+        # Three round trips after the attach, each one write of every command that can go:
+        # the stacks and the sampled program counters' names; the waits' registers, the deep
+        # stacks' depths and the bridge's host method; the waits' futex words and the detach
+        # (after them, unless a thread is to be stepped first).
+        naming = symbol_addresses(pcs, options) if pcs and result is not None else []
+        stacks, names = _round_trip(
+            session,
             [
-                f"-stack-list-frames --thread {thread['id']} 0 {options.max_frames}"
-                for thread in threads
+                [
+                    f"-stack-list-frames --thread {thread['id']} 0 {options.max_frames}"
+                    for thread in threads
+                ],
+                symbol_commands(naming),
             ],
             timeout=_left(deadline),
         )
@@ -112,19 +127,26 @@ def take_sample(
                 frames = [_frame(item, libraries) for item in stack.payload.get("stack", [])]
             truncated = len(frames) > options.max_frames
             raw.append((thread, frames[: options.max_frames], truncated))
-        waits = probe_waits(session, raw, options)
-        depths = probe_depths(session, pid, raw, options)
         if pcs and result is not None:
-            result.pc_samples = symbolise(session, pcs, libraries, options)
+            result.pc_samples = symbolised(pcs, libraries, naming, names)
         groups = pc_groups(result.pc_samples) if result is not None else {}
-        read_bridge = False
         # The stub's call to Provider_GetHost, seen in the counters or in a stack: the
         # host method is read from the binary instead of stepping a thread round the loop.
-        stubs = stack_stub_callers(raw, states, pid)
-        if BRIDGED in groups.values():
-            stubs |= bridge_stubs(result.pc_samples if result is not None else {}, groups)
-        if result is not None and stubs:
-            code = read_bridge_code(session, stubs, options)
+        stubs = stack_stub_callers(raw, states, pid) if result is not None else set()
+        if result is not None and BRIDGED in groups.values():
+            stubs |= bridge_stubs(result.pc_samples, groups)
+        waiting = WaitProbe(raw)
+        deep = deep_threads(raw)
+        asked, bridge_asks = bridge_commands(stubs)
+        registers, pointers, disassembly = _round_trip(
+            session,
+            [waiting.registers(), depth_commands(deep), bridge_asks],
+            timeout=options.command_timeout,
+        )
+        depths = stack_depths(pid, deep, pointers, options)
+        read_bridge = False
+        if result is not None and asked:
+            code = bridge_code(asked, disassembly)
             result.bridge_code.update(code)
             read_bridge = bool(code)
         # The loop the binary confirmed: its stub, host method and Provider_GetHost. A thread
@@ -139,25 +161,30 @@ def take_sample(
             if result is not None and read_bridge
             else set()
         )
+        plan = step_plan(
+            raw, states, options, groups, skip_bridged=read_bridge, confirmed=confirmed
+        )
+        futexes, detached = _round_trip(
+            session,
+            [waiting.reads(registers), [] if plan else ["-target-detach"]],
+            timeout=options.command_timeout,
+        )
+        waits = waiting.infos(futexes)
         stalled = False
-        try:
-            trails = probe_steps(
-                session,
-                raw,
-                states,
-                options,
-                groups,
-                skip_bridged=read_bridge,
-                confirmed=confirmed,
-            )
-        except GdbTimeoutError:
-            # A stepped thread entered a blocking call: gdb waits for it and takes no
-            # commands, so this gdb must go (the caller ends it and restores the process).
-            trails, stalled = {}, True
-        if not stalled:
-            detach = session.command("-target-detach", timeout=options.command_timeout, check=False)
-            if not detach.ok and proc_threads.exists(pid, options.proc):
-                raise MiError("-target-detach", detach.error)
+        trails: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+        if plan:
+            try:
+                trails = probe_steps(session, plan, options, confirmed=confirmed)
+            except GdbTimeoutError:
+                # A stepped thread entered a blocking call: gdb waits for it and takes no
+                # commands, so this gdb must go (the caller ends it and restores the process).
+                stalled = True
+            if not stalled:
+                detached = [
+                    session.command("-target-detach", timeout=options.command_timeout, check=False)
+                ]
+        if detached and not detached[0].ok and proc_threads.exists(pid, options.proc):
+            raise MiError("-target-detach", detached[0].error)
     except (MiError, GdbDiedError) as exc:
         if not proc_threads.exists(pid, options.proc):
             raise ProcessGoneError(f"process {pid} exited: {exc}") from None
@@ -196,6 +223,20 @@ class SteppingStalled(Exception):
     def __init__(self, sample: Sample) -> None:
         super().__init__("single-stepping stalled")
         self.sample = sample
+
+
+def _round_trip(
+    session: GdbSession, batches: list[list[str]], timeout: float
+) -> list[list[MiResult]]:
+    """Every batch's commands written to gdb at once, and read back per batch: one round
+    trip for all (none where there are no commands)."""
+    flat = [command for batch in batches for command in batch]
+    answers = session.commands(flat, timeout=timeout) if flat else []
+    split = []
+    for batch in batches:
+        split.append(answers[: len(batch)])
+        answers = answers[len(batch) :]
+    return split
 
 
 def _left(deadline: float) -> float:
