@@ -3,15 +3,21 @@
 # Debian's nix-bin, gdb, ninja-build, g++, cmake and tmux, then this package with its test
 # extra in .venv. Extra arguments go to pytest (e.g. `scripts/test.sh -k settings`).
 # `scripts/test.sh --fast ...`: the fast lane, every test not marked `slow` (no real builds,
-# daemons or end-to-end runs) nor `snapshot` (each draws a whole screen at two sizes: a minute
-# of the lane on the 2-core machine); CI (.ci/run) runs the whole suite.
+# daemons or end-to-end runs, nor a TUI test's second size: tests/conftest.py) nor `snapshot`
+# (each draws a whole screen at two sizes), in two pytest-xdist workers; CI (.ci/run) runs the
+# whole suite in one process.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [ "${1:-}" = --fast ]; then
   shift
-  set -- -m "not slow and not snapshot" "$@"
+  set -- -m "not slow and not snapshot" -n 2 "$@"
 fi
+# Python keeps compiled modules (and pytest its rewritten test modules) in __pycache__: with
+# PYTHONDONTWRITEBYTECODE set, as some environments set it, every run and every `workbench`
+# the tests start compiled the whole package again (10 of the 14 CPU-seconds of collecting the
+# fast lane, measured on the 2-core machine).
+unset PYTHONDONTWRITEBYTECODE
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 

@@ -9,6 +9,8 @@ import contextlib
 import os
 import shutil
 import subprocess
+import tempfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from monitor.cxx_project import configure, write_project
 from supervision.supervised import Bench
 
 from workbench.configs.matrix import Matrix, load_matrix
+from workbench.supervision.lock import HOST_LOCK_ENV
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -26,6 +29,26 @@ REPO = Path(__file__).resolve().parent.parent
 # command to say "not known", which one attempt says at once. Every test's Nix inherits this
 # (a test that sets its own NIX_CONFIG fetches nothing).
 os.environ["NIX_CONFIG"] = (os.environ.get("NIX_CONFIG", "") + "\ndownload-attempts = 1").lstrip()
+# The tests' builds lock their trees and Nix targets in a host-wide folder of this run's own
+# (lock.HOST_LOCK_ENV) instead of /run/lock/workbench-trees: two runs on one host (pytest-xdist's
+# workers, another checkout's run of the suite) never refuse each other's builds of a same-named
+# target, and a user's own builds never refuse the tests'. Within the run it is one host-wide
+# folder as the product's: every state directory shares it, the second user's workbench too
+# (tests/second_user.py passes it on). Made by the workbench itself on first use (sticky, 1777).
+_HOST_LOCKS = Path(tempfile.gettempdir()) / f"workbench-test-trees-{uuid.uuid4().hex[:12]}"
+# Each pytest-xdist worker makes its own (it inherits the controller's, which it replaces).
+_SET_BY_TESTS = "WORKBENCH_TESTS_SET_HOST_LOCK_DIR"
+_OWN_HOST_LOCKS = HOST_LOCK_ENV not in os.environ or _SET_BY_TESTS in os.environ
+if _OWN_HOST_LOCKS:
+    os.environ[HOST_LOCK_ENV] = str(_HOST_LOCKS)
+    os.environ[_SET_BY_TESTS] = "1"
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _OWN_HOST_LOCKS:
+        shutil.rmtree(_HOST_LOCKS, ignore_errors=True)
+
+
 STANDIN_NVIDIA_SMI = REPO / "tests" / "standins" / "standin-nvidia-smi"
 NVIDIA_SMI_FIXTURES = REPO / "tests" / "standins" / "nvidia-smi-fixtures"
 
@@ -88,11 +111,21 @@ SLOW_FILES = {
 }
 
 
+# A TUI test drawn at both sizes (80×24 and 160×48): the fast lane draws it at 80×24 alone, the
+# tighter one, where a layout breaks first; its 160×48 run is left to the whole suite (measured:
+# 29 CPU-seconds of the fast lane on the 2-core machine for 11 such runs).
+LARGE_SIZE = (160, 48)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     tests = Path(__file__).resolve().parent
     gone = [name for name in SLOW_FILES if not (tests / name).is_file()]
     assert not gone, f"tests/conftest.py SLOW_FILES names files that are not there: {gone}"
     for item in items:
+        # Every test of test_snapshots.py compares a whole screen with its SVG: `snapshot`, so
+        # that `-m "not snapshot"` (the fast lane) leaves it out as it leaves out the others.
+        if item.path.name == "test_snapshots.py" and not item.get_closest_marker("snapshot"):
+            item.add_marker(pytest.mark.snapshot)
         # scripts/test-minimum-versions.sh leaves out test_snapshots.py and `-m snapshot`: a
         # snap_compare test elsewhere must carry the marker (test_snapshot_markers.py checks
         # the script's own selection; this says it at every collection, in no time).
@@ -114,6 +147,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         else:
             with contextlib.suppress(ValueError):
                 reason = SLOW_FILES.get(item.path.relative_to(tests).as_posix())
+        callspec = getattr(item, "callspec", None)
+        if not reason and callspec is not None and callspec.params.get("size") == LARGE_SIZE:
+            reason = "the same test at 160×48: the fast lane draws it at 80×24"
         if reason:
             item.add_marker(pytest.mark.slow(reason=reason))
 

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from workbench.supervision.lock import HOST_LOCK_ENV
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -42,6 +44,8 @@ class OtherUser:
     ) -> subprocess.CompletedProcess[str]:
         """Run argv as this user (runuser), to its end."""
         environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/", **(env or {})}
+        if HOST_LOCK_ENV in os.environ:  # the run's host-wide lock folder (tests/conftest.py)
+            environment.setdefault(HOST_LOCK_ENV, os.environ[HOST_LOCK_ENV])
         return subprocess.run(
             ["runuser", "-u", self.name, "--", "env", "-i", *_pairs(environment), *argv],
             cwd=cwd or "/",

@@ -17,6 +17,7 @@ import pytest
 from monitor.cxx_project import needs_cxx_tools
 from recorded_host import recorded_doctor
 from textual.command import CommandList, CommandPalette
+from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 from textual.widgets._footer import FooterKey
 from tui.driving import (
@@ -219,10 +220,17 @@ def footer_keys(app: WorkbenchApp) -> list[FooterKey]:
     return list(app.screen.query(FooterKey))
 
 
-def assert_footer_whole(app: WorkbenchApp, width: int) -> None:
+async def assert_footer_whole(app: WorkbenchApp, pilot: Pilot, width: int) -> None:
     """Every key the footer shows lies wholly on the terminal, help and quit among them."""
+    # The footer is composed again for a new screen a refresh or more after it shows: wait for
+    # its keys to be there and laid out (a loaded machine once found none).
+    await wait_until(
+        pilot,
+        "the footer's keys, laid out",
+        lambda: footer_keys(app) and all(key.region.width for key in footer_keys(app)),
+        30,
+    )
     keys = footer_keys(app)
-    assert keys
     for key in keys:
         assert key.region.right <= width, f"{key.key_display} {key.description} is cut off"
     actions = {key.action for key in keys}
@@ -251,7 +259,7 @@ async def test_the_variants_table_and_footer_fit_the_terminal(
             assert "py313-cuda12_9-sm90-avx512" in table.get_row_at(table.cursor_row)
         else:
             assert labels[3:5] == ["CUDA", "Py"]
-        assert_footer_whole(app, size[0])
+        await assert_footer_whole(app, pilot, size[0])
         shown = {key.action for key in footer_keys(app)}
         # The main keys at every size: what a newcomer looks for (issue 14: "Settings
         # invisible" at 80 columns).
@@ -281,7 +289,7 @@ async def test_history_shows_the_start_time_at_80_columns(config_copy: Path, tmp
         assert len(newest) <= 11
         used = sum(column.get_render_width(table) for column in table.columns.values())
         assert used <= table.scrollable_content_region.width
-        assert_footer_whole(app, 80)
+        await assert_footer_whole(app, pilot, 80)
     assert started_text(NOW - 600, NOW).count(":") == 1  # today: the time of day
     later = NOW + 40 * 86400  # the same year: month and day, no year
     assert started_text(NOW, later) == time.strftime("%m-%d %H:%M", time.localtime(NOW))
