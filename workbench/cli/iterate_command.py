@@ -264,8 +264,9 @@ def run_iterate(args: argparse.Namespace) -> int:
 
     history = History(state_directory)
     choice = session.choose_jobs(history, prepared, args.jobs)
-    if choice.warning:
-        say(f"warning: {choice.warning}")
+    # The plan's warnings (the memory estimate's) go with the build, as `build` hands them on:
+    # said with the launch's own, and in the summary's warnings.
+    planned_warnings = [choice.warning] if choice.warning else []
     plan = session.plan(prepared, choice.jobs, choice.source)
     # The summary counts ninja's status lines, so they must have the default form.
     os.environ["NINJA_STATUS"] = ninja_output.NINJA_STATUS
@@ -277,7 +278,12 @@ def run_iterate(args: argparse.Namespace) -> int:
     started_at = time.monotonic()
     before_launch_s = started_at - began
     followed = launch_and_follow(
-        args, history, plan, [], out=sys.stderr if args.json else sys.stdout, idle_s=0.05
+        args,
+        history,
+        plan,
+        planned_warnings,
+        out=sys.stderr if args.json else sys.stdout,
+        idle_s=0.05,
     )
     followed_s = time.monotonic() - started_at
     record = history.get(followed.build_id)
@@ -362,6 +368,7 @@ def run_iterate(args: argparse.Namespace) -> int:
     document = _document(
         prepared, working_copy, configured, reasons, record, ninja, smoke_result, smoke_note
     )
+    document["warnings"] = [*prepared.warnings, *planned_warnings]
     document["failed_phase"] = phase_failure.to_json() if phase_failure else None
     document["source_remade"] = source_reasons
     document["steps"] = [
