@@ -199,8 +199,13 @@ def _cells(segments: Iterable[Any]) -> tuple[list[str], list[Style | None]] | No
     for text, style, control in segments:
         if control:
             return None
-        if style is not None and style.link:
-            return None
+        if style is not None and style.link_id:
+            if style.link:
+                return None
+            # Meta (Textual's mouse offsets) is not written to the terminal; a style with meta
+            # is unique to the piece it was made for (rich gives it its own id) and would never
+            # equal the cell's last style: compare what is written, the style without it.
+            style = _without_meta(style)
         if text.isascii():
             if "\x1b" in text or "\n" in text or "\r" in text:
                 return None
@@ -220,3 +225,16 @@ def _cells(segments: Iterable[Any]) -> tuple[list[str], list[Style | None]] | No
                 chars.append("")
                 styles.append(style)
     return chars, styles
+
+
+_PLAIN: dict[Style, Style] = {}
+
+
+def _without_meta(style: Style) -> Style:
+    """`style` without its meta, one object per distinct written style (bounded cache)."""
+    plain = _PLAIN.get(style)
+    if plain is None:
+        if len(_PLAIN) > 4096:
+            _PLAIN.clear()
+        plain = _PLAIN[style] = style.clear_meta_and_links()
+    return plain
