@@ -199,9 +199,12 @@ def quiet_project(work: Path, jobs: int, seconds: float, calibrate: bool = True)
     return build
 
 
-def start_build(state: Path, env: dict[str, str], name: str, argv: list[str]) -> None:
+def start_build(
+    state: Path, env: dict[str, str], name: str, argv: list[str], cwd: Path | None = None
+) -> None:
     done = subprocess.run(
         [*workbench_argv(state), "run", "-d", "--name", name, "--", *argv],
+        cwd=cwd,
         env=env,
         capture_output=True,
         text=True,
@@ -245,7 +248,7 @@ def measure_quiet(
     calibrate: bool = True,
 ) -> dict[str, Any]:
     build = quiet_project(work, jobs, warmup + seconds + presses * 0.6 + 15, calibrate)
-    start_build(state, env, "quiet", ["ninja", "-C", str(build), f"-j{jobs}"])
+    start_build(state, env, "quiet", ["ninja", "-C", str(build), f"-j{jobs}"], cwd=work)
     name, argv = baseline_argv()
     tui = Terminal(workbench_argv(state), env, work)
     baseline = Terminal(argv, env, work)
@@ -354,7 +357,11 @@ def measure_follow(
     script = work / "chatty.py"
     script.write_text(CHATTY)
     start_build(
-        state, env, "chatty", [sys.executable, str(script), str(rate), str(warmup + seconds + 30)]
+        state,
+        env,
+        "chatty",
+        [sys.executable, str(script), str(rate), str(warmup + seconds + 30)],
+        cwd=work,
     )
     tui = Terminal(workbench_argv(state), env, work)
     try:

@@ -6,6 +6,10 @@ whole widget lines. The app now keeps a model of the terminal's cells
 
 - In a real pseudo-terminal (160x48), once the first screen is drawn and the host detected, the
   idle TUI writes nothing at all (this screen shows no clock).
+- On the build screen of a running build that prints nothing (its one process sleeps), each
+  second brings only what changed on screen: the elapsed time, the graphs' newest column and
+  their figures, a few hundred bytes, never a widget drawn whole (a graph shifted left, a table
+  re-rendered); once the build has ended the screen writes nothing at all.
 - In tmux (a real terminal emulator), the screen drawn through the model is cell for cell,
   colours included, the one Textual's full repaint draws (`WORKBENCH_FULL_REPAINT=1`), after
   the first frame and after keys that change part of it.
@@ -25,7 +29,13 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from tui_terminal_cost import Terminal, environment, wait_for, workbench_argv  # noqa: E402
+from tui_terminal_cost import (  # noqa: E402
+    Terminal,
+    environment,
+    start_build,
+    wait_for,
+    workbench_argv,
+)
 
 DETECTED = b"recommended"  # the variants screen's host line, once `doctor` has run
 
@@ -61,6 +71,63 @@ def test_idle_screen_writes_nothing(tmp_path: Path) -> None:
         assert written == b"", f"idle, the TUI wrote {len(written)} bytes: {written[:300]!r}"
     finally:
         terminal.close()
+
+
+# Generous for one second of a quiet build screen (measured: 150-400 bytes) and far below one
+# widget drawn whole: a graph is 6 rows of ~46 cells, each run of cells with its colours.
+SECOND_BYTES = 1200
+
+
+@pytest.mark.slow
+def test_build_screen_writes_only_what_changed_and_nothing_once_ended(tmp_path: Path) -> None:
+    (tmp_path / "home").mkdir()
+    env = environment(tmp_path / "home")
+    env.pop("WORKBENCH_FULL_REPAINT", None)
+    state = tmp_path / "state"
+    marker = tmp_path / "go-on"
+    # It sleeps until the test lets it end (a file appears), bounded at 120 s.
+    script = f"i=0; while [ ! -e {marker} ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done"
+    start_build(state, env, "idle", ["sh", "-c", script], cwd=tmp_path)
+    terminal = Terminal(workbench_argv(state), env, tmp_path)
+    try:
+        wait_for(terminal, b"Build tools", 60)
+        # The first samples, the log's first look and the table's widths come in the first
+        # seconds: from the third graph column on, each second is like the next.
+        wait_for(terminal, b"now 0 of no -j given", 60)
+        _settle_seconds(terminal, 3)
+        seconds = _bytes_each_second(terminal, 4)
+        assert max(seconds) <= SECOND_BYTES, (
+            f"a second of an idle build screen wrote {seconds} bytes: more than what changed"
+        )
+        assert sum(1 for written in seconds if written) >= 2, seconds  # it is live
+        marker.touch()
+        wait_for(terminal, b"succeeded", 60)
+        _settle(terminal, 1.5, 60)
+        before = len(terminal.output)
+        deadline = time.monotonic() + 3.0
+        while time.monotonic() < deadline:
+            terminal.pump(0.1)
+        written = bytes(terminal.output[before:])
+        assert written == b"", f"an ended build's screen wrote {len(written)} bytes: {written!r}"
+    finally:
+        marker.touch()
+        terminal.close()
+
+
+def _settle_seconds(terminal: Terminal, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        terminal.pump(0.1)
+
+
+def _bytes_each_second(terminal: Terminal, count: int) -> list[int]:
+    """What the terminal got in each of `count` seconds."""
+    seconds = []
+    for _ in range(count):
+        before = len(terminal.output)
+        _settle_seconds(terminal, 1.0)
+        seconds.append(len(terminal.output) - before)
+    return seconds
 
 
 def _cells(capture: str) -> list[list[tuple[str, str, str, frozenset[str]]]]:

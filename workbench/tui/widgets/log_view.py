@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,11 @@ BACKLOG_BYTES = 16 * 1024 * 1024
 # Lines searched per slice: the worker checks for cancellation between slices.
 SEARCH_SLICE_LINES = 200_000
 CACHE_LINES = 1024
+# A log growing slowly (a quiet build: a few lines a second) is taken in at most once a second
+# by the view's own timer (the build screen also takes it in with each poll, in the same frame
+# as the rest of the screen's second); one that has this many bytes waiting, at 10 Hz.
+BUSY_BYTES = 4096
+QUIET_TAKE_IN_S = 1.0
 
 
 class LogView(ScrollView, can_focus=True):
@@ -105,6 +111,7 @@ class LogView(ScrollView, can_focus=True):
         self._cache: OrderedDict[tuple[int, bool], tuple[Strip, int]] = OrderedDict()
         self._width = 0  # the longest line drawn so far: the horizontal scroll range
         self._last_status = ""
+        self._taken_at = 0.0  # monotonic time of the last take-in
         if path is not None:
             self.open(path)
 
@@ -163,8 +170,9 @@ class LogView(ScrollView, can_focus=True):
                 return
             self._scanned = end
 
-    def take_in_new_lines(self) -> None:
-        """Take in what the build appended since the last tick."""
+    def take_in_new_lines(self, now: bool = False) -> None:
+        """Take in what the build appended since the last tick: at once where `now` or where
+        much is waiting, else at most once every QUIET_TAKE_IN_S (each take-in is a frame)."""
         index = self.index
         if index is None or self._indexing:
             return
@@ -174,6 +182,10 @@ class LogView(ScrollView, can_focus=True):
             return
         if behind == 0:
             return
+        moment = time.monotonic()
+        if not now and 0 < behind < BUSY_BYTES and moment - self._taken_at < QUIET_TAKE_IN_S:
+            return
+        self._taken_at = moment
         if behind > BACKLOG_BYTES:
             self.index_all()
             return
@@ -207,7 +219,15 @@ class LogView(ScrollView, can_focus=True):
         if replaced:
             self._cache.clear()
         count = len(self.index)
-        self.virtual_size = Size(self._width, count)
+        size = Size(self._width, count)
+        if not replaced and self._grows_in_place(size):
+            # A longer log under a scrollbar already shown, no wider: the scrollbar is told and
+            # the view redrawn, without a layout of the whole screen (a layout a line cost more
+            # than the rest of a quiet build's second).
+            self.set_reactive(LogView.virtual_size, size)
+            self._scroll_update(size)
+        else:
+            self.virtual_size = size
         if self.follow:
             self._stick_to_end()
             # The scrollbars (and with them the height left for lines) learn of the new size
@@ -215,6 +235,16 @@ class LogView(ScrollView, can_focus=True):
             self.call_after_refresh(self._stick_to_end)
         self.refresh()
         self._status()
+
+    def _grows_in_place(self, size: Size) -> bool:
+        """Whether `size` changes nothing of the layout: only more lines, the vertical
+        scrollbar already shown (it stays), the same width."""
+        before = self.virtual_size
+        return (
+            self.show_vertical_scrollbar
+            and size.width == before.width
+            and size.height >= before.height > 0
+        )
 
     def _stick_to_end(self) -> None:
         if self.follow:

@@ -484,6 +484,9 @@ class BuildScreen(Screen[None]):
             self.peak_rss = poll.peak_rss
         head = poll.head if poll.head is not None else HeadView.of(poll.record)
         self._show_head(head)
+        # The log's new lines in the same frame as the rest of this second (between polls the
+        # view takes them in itself only when many wait).
+        self.query_one(LogView).take_in_new_lines(now=True)
         live = head.live
         if head.active and live.t is not None:
             self.query_one("#build-cpu", TimeGraph).add(live.cpu_percent, t=live.t)
