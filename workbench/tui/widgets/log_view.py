@@ -37,11 +37,11 @@ BACKLOG_BYTES = 16 * 1024 * 1024
 # Lines searched per slice: the worker checks for cancellation between slices.
 SEARCH_SLICE_LINES = 200_000
 CACHE_LINES = 1024
-# A log growing slowly (a quiet build: a few lines a second) is taken in at most once a second
-# by the view's own timer (the build screen also takes it in with each poll, in the same frame
-# as the rest of the screen's second); one that has this many bytes waiting, at 10 Hz.
+# A log growing slowly (a quiet build: a few lines a second) is taken in by the view's own timer
+# at most every QUIET_TAKE_IN_S: the build screen takes it in with each poll (once a second), in
+# the same frame as the rest of the screen's second; a log with this many bytes waiting, at 10 Hz.
 BUSY_BYTES = 4096
-QUIET_TAKE_IN_S = 1.0
+QUIET_TAKE_IN_S = 2.0
 
 
 class LogView(ScrollView, can_focus=True):

@@ -202,7 +202,12 @@ class ProcessTable(SteadyTable):
             self._line_cache.clear()
         except AttributeError:  # not DataTable's insides as known: draw every cell again
             self._update_count += 1
-        self.refresh()
+            self.refresh()
+            return
+        # Only these rows' lines are drawn again (the others stay on screen as they are).
+        for index in indices:
+            if index is not None:
+                self.refresh_row(index)
 
     def on_resize(self) -> None:
         self._fill()  # the file column takes what the others leave

@@ -5,7 +5,9 @@ highlight sweeping across the bar, redrawn 15 times a second (`Bar.watch_percent
 `auto_refresh = 1 / 15`). On the build screen that is a spinner: it says nothing the text
 beside the bar does not ("building, step count not known yet"), and costs a frame every 67 ms,
 bytes over SSH and CPU on the host being built on (issue 23). Here an unknown total is an empty
-track, drawn once.
+track, drawn once. ProgressBar also updates its ETA once a second (a timer calling `update()`
+with nothing to change), which redrew the bar in a frame of its own although this bar shows no
+ETA: here that call changes nothing and draws nothing.
 """
 
 from __future__ import annotations
@@ -34,7 +36,13 @@ class StillBar(Bar):
 
 
 class StillProgressBar(ProgressBar):
-    """ProgressBar whose bar is a `StillBar`."""
+    """ProgressBar whose bar is a `StillBar`, with no ETA ticking."""
+
+    def update(self, **changes: Any) -> None:
+        """`ProgressBar.update`; a call with nothing to change (its own 1 s ETA timer) does
+        nothing."""
+        if changes:
+            super().update(**changes)
 
     def compose(self) -> ComposeResult:
         for child in super().compose():

@@ -683,7 +683,10 @@ class BuildScreen(Screen[None]):
         self.notify(
             "Every process of the build" if self.show_all else "Compilers, linkers and builders"
         )
-        self._tick()
+        # The toast says the key was taken; the look at the processes (a worker, then the
+        # table refilled, the longest frame of the screen) comes after the frame that draws it
+        # (the toast is mounted in one refresh and drawn in the next), not before it.
+        self.call_after_refresh(self.call_after_refresh, self._tick)
 
     def action_notices(self) -> None:
         """Every line the launch said about the host (or, for a build started elsewhere, what
