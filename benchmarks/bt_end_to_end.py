@@ -10,7 +10,10 @@ each process is timed, in alternation so that machine noise hits both alike, wit
     stack sample after the program-counter sampling of every running thread), checked to print
     a diagnosis (for the cycle: "call cycle … HUNG");
   - `gdb -batch -p PID -ex 'thread apply all bt'`, checked to show every thread.
-Prints JSON: per case the medians, their ratio (target <= 1.2) and every run.
+Prints JSON: per case the medians, their ratio (target <= 1.2), every run, and in how many
+runs the diagnosis says a thread was single-stepped (`workbench_stepped_runs`, and which in
+`workbench_runs_stepped`: the provider bridge's other side not read from the binary; each such
+run pays 80 more gdb commands).
 
 Both use the same debugger: `gdb`, else `cuda-gdb` (the lent GPU hosts have no plain gdb; it
 debugs programs without GPU code too), named to the workbench with --gdb.
@@ -109,7 +112,14 @@ def imported_from(checkout: Path) -> Path:
     return Path(done.stdout.strip()).resolve()
 
 
-def time_workbench(pid: int, kind: str, checkout: Path, gdb: str) -> float:
+STEPPED = "single-stepping the thread went round"
+
+
+def time_workbench(
+    pid: int, kind: str, checkout: Path, gdb: str, stepped: list[bool] | None = None
+) -> float:
+    """Seconds of one `workbench bt PID`; `stepped` gets whether its diagnosis says a thread
+    was single-stepped (the bridge's other side not read from the binary: the slow way)."""
     env = environment(checkout)
     begin = time.perf_counter()
     done = subprocess.run(
@@ -127,6 +137,8 @@ def time_workbench(pid: int, kind: str, checkout: Path, gdb: str) -> float:
         )
     if kind == "cycle" and "Diagnosis: call cycle (tail-calls) — HUNG" not in done.stdout:
         raise SystemExit(f"workbench bt did not find the cycle:\n{done.stdout[:2000]}")
+    if stepped is not None:
+        stepped.append(STEPPED in done.stdout)
     return elapsed
 
 
@@ -151,12 +163,13 @@ def measure(
     program = subprocess.Popen(
         [str(binary), str(threads)], stdout=subprocess.PIPE, start_new_session=True
     )
+    stepped: dict[str, list[bool]] = {"workbench": [], "versus": []}
     timers: dict[str, Callable[[], float]] = {
-        "workbench": lambda: time_workbench(program.pid, kind, REPO, gdb),
+        "workbench": lambda: time_workbench(program.pid, kind, REPO, gdb, stepped["workbench"]),
         "gdb": lambda: time_gdb(program.pid, threads, gdb),
     }
     if versus is not None:
-        timers["versus"] = lambda: time_workbench(program.pid, kind, versus, gdb)
+        timers["versus"] = lambda: time_workbench(program.pid, kind, versus, gdb, stepped["versus"])
     runs: dict[str, list[float]] = {name: [] for name in timers}
     order = list(timers)
     try:
@@ -165,6 +178,8 @@ def measure(
         time.sleep(0.5)  # every thread started and in its loop or wait
         for timer in timers.values():  # warm the caches, unmeasured
             timer()
+        for flags in stepped.values():
+            flags.clear()
         for repetition in range(repetitions):
             # Each command goes first, second (and third) in turn: noise hits all alike.
             shift = repetition % len(order)
@@ -183,11 +198,15 @@ def measure(
         "within_target": medians["workbench"] / medians["gdb"] <= TARGET_RATIO,
         "workbench_runs_s": [round(value, 3) for value in runs["workbench"]],
         "gdb_batch_runs_s": [round(value, 3) for value in runs["gdb"]],
+        "workbench_stepped_runs": sum(stepped["workbench"]),
+        "workbench_runs_stepped": stepped["workbench"],
     }
     if versus is not None:
         case["versus_bt_s"] = round(medians["versus"], 3)
         case["versus_ratio"] = round(medians["versus"] / medians["gdb"], 3)
         case["versus_runs_s"] = [round(value, 3) for value in runs["versus"]]
+        case["versus_stepped_runs"] = sum(stepped["versus"])
+        case["versus_runs_stepped"] = stepped["versus"]
     return case
 
 
