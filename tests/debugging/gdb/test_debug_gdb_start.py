@@ -304,9 +304,11 @@ def test_a_stack_stopped_in_provider_gethost_is_read_from_the_binary_not_stepped
 def test_64_threads_in_the_bridge_loop_step_one_thread(start) -> None:
     # Two program-counter rounds of 64 threads: a few threads are caught in Provider_GetHost
     # both times (no stub seen above it), and were a group of their own, stepped as well; on
-    # a busy machine both rounds can be one moment, and no thread shows the bridge: the
-    # groups by place (the stub, Provider_GetHost) were stepped each. Each step of a thread
-    # among 64 spinning ones costs a share of two cores.
+    # a busy machine both rounds can be one moment, and no thread's counters show the bridge:
+    # the groups by place (the stub, Provider_GetHost) were stepped each. Now a stack stopped
+    # in Provider_GetHost shows the stub's call too, and the host method is read instead; one
+    # thread is stepped only where neither did. Each step of a thread among 64 spinning ones
+    # costs a share of two cores.
     program = start("bridge_o2", "64", settle=1.0)
     for _ in range(2):
         captured = capture(program.pid, CaptureOptions(samples=1))
