@@ -17,6 +17,7 @@ from typing import Any
 
 from rich.segment import Segment
 from rich.style import Style
+from rich.text import Text
 from textual import work
 from textual.binding import Binding
 from textual.geometry import Size
@@ -96,8 +97,14 @@ class LogView(ScrollView, can_focus=True):
             self.wrapped = wrapped
             """The match lies past the log's end (or before its start): the search went round."""
 
-    def __init__(self, path: Path | None = None, *, id: str | None = None) -> None:
+    def __init__(
+        self, path: Path | None = None, *, id: str | None = None, title: str | None = None
+    ) -> None:
         super().__init__(id=id)
+        self.pane_title = title
+        """With a title, the view's border says it and the status ("Log · 1,234 lines ·
+        following"), set in the frame the lines come in (a `Status` handled by the screen
+        comes a frame later: a second frame, the whole view drawn again, for each new line)."""
         self.index: LineIndex | None = None
         self.names = DerivationNames()
         self.search_text = ""
@@ -258,6 +265,9 @@ class LogView(ScrollView, can_focus=True):
             text += f" · {extra}"
         if text != self._last_status:
             self._last_status = text
+            if self.pane_title is not None:
+                # It quotes what was searched for: a border title is markup, so it goes as Text.
+                self.border_title = Text(f"{self.pane_title} · {text}")
             self.post_message(self.Status(text))
 
     @property

@@ -354,14 +354,15 @@ class BuildScreen(Screen[None]):
             yield ParallelismGraph(id="build-edges")
         with Vertical(id="build-panes"):
             yield ProcessTable(id="build-processes")
-            yield LogView(id="build-log")
+            yield LogView(id="build-log", title="Log")
         yield Input(placeholder="search the log (Enter finds, Esc closes)", id="build-search")
         yield KeyFooter()
 
     def on_mount(self) -> None:
         self.sub_title = f"build #{self.build_id}"
         self.query_one("#build-processes").border_title = "Processes"
-        self.query_one("#build-log").border_title = "Log"
+        if not self.query_one(LogView).border_title:
+            self.query_one(LogView).border_title = "Log"
         cpu_tip = "CPU the build's processes use, as a share of all cores, once a second"
         self.query_one("#build-cpu").tooltip = cpu_tip
         self.query_one("#build-memory").tooltip = (
@@ -591,10 +592,6 @@ class BuildScreen(Screen[None]):
         else:
             hint = f"See its stacks: `workbench bt {stall.pid}`."
         banner.update(Text(visible(stall.describe(hint))))
-
-    def on_log_view_status(self, message: LogView.Status) -> None:
-        # It quotes what was searched for: a border title is markup, so it goes as Text.
-        self.query_one(LogView).border_title = Text(f"Log · {message.text}")
 
     def on_data_table_header_selected(self) -> None:
         table = self.query_one(ProcessTable)
