@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workbench.logs.readable_stream import BLOCK, LineCutter, ReadableStream, readable_as_is
+from workbench.progress import ProgressTracker
 
 # source, raw start, raw end, offset in the source, length
 RECORD = struct.Struct("<Q4Q")
@@ -107,6 +108,30 @@ class ReadableMapWriter:
             self._take(block, self._stream.render_lines(block + b"\n"))
         else:
             self._take(block, None if readable_as_is(block) else self._stream.render_lines(block))
+
+    @property
+    def pending(self) -> bytes:
+        """The partial last line fed so far (waiting for its newline)."""
+        return self._cutter.pending
+
+    def feed_folding(
+        self, block: bytes, lines: list[str], rest: bytes, tracker: ProgressTracker
+    ) -> Exception | None:
+        """Bytes just written to the log, already cut by the pump: `block` the complete lines
+        that end with them (what was `pending` first), `lines` the same decoded and split
+        without their newlines, `rest` the partial line after them. The tracker is fed the
+        lines in the same pass as they are rendered (`ReadableStream.render_folding`); the first
+        exception it raised on a line, else None."""
+        self._cutter.pending = rest
+        if self.failure:
+            return tracker.feed_lines(lines)
+        if readable_as_is(block):
+            error = tracker.feed_lines(lines)
+            self._take(block, None)
+            return error
+        rendered, error = self._stream.render_folding(block, lines, tracker)
+        self._take(block, rendered)
+        return error
 
     def close(self) -> None:
         """The log ended: its last line (without a newline) too, and the last record."""

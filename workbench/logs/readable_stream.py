@@ -36,6 +36,19 @@ _LOG_LINE_PREFIX = '@nix {"action":"result","fields":["'
 _TEXT_AT = len(_LOG_LINE_PREFIX)
 _TEXT_END = '"],"id":'
 _TYPE_101 = ',"type":101}'
+_ID_AT = len(_TEXT_END)
+# The first characters of a builder's TEXT (raw, without an escape) or a plain line that the
+# tracker folds (tracker.py's _SPECIAL_FIRST less the control characters, absent here) ...
+_SPECIAL_FIRST = frozenset("[FmR")
+# ... and of TEXT as JSON writes it (an escape may be any of them).
+_SPECIAL_JSON_FIRST = frozenset("[FmR\\\r\x1b")
+_ID_KEY = '],"id":'
+_ID_KEY_LENGTH = len(_ID_KEY)
+_ID_END = -len(_TYPE_101)
+# A result whose fields hold no string (progress counts, 105): never shown, whatever its type.
+_PROGRESS_COUNTS = re.compile(
+    r'@nix \{"action":"result","fields":\[[-+0-9.eE, ]*\],"id":\d+,"type":\d+\}'
+)
 
 
 def _no_controls(block: bytes) -> bool:
@@ -89,14 +102,30 @@ class LineCutter:
         return rest
 
 
+class _Prefixes(dict[str, str]):
+    """Activity id digits → "name> " for its builder lines ("" for an id without a name, not
+    kept: the name may come with a later start event)."""
+
+    def __init__(self, names: dict[str, str]) -> None:
+        super().__init__()
+        self._names = names  # the name tracker's own dict: id digits → derivation name
+
+    def __missing__(self, activity: str) -> str:
+        source = self._names.get(activity)
+        if source is None:
+            return ""
+        prefix = self[activity] = f"{visible(source)}> "
+        return prefix
+
+
 class ReadableStream:
     """Turns a log's bytes, block by block, into the readable form (UTF-8 bytes)."""
 
     def __init__(self) -> None:
         # Only for the derivation names of builder lines: fed the `start` events alone.
         self._names = ProgressTracker()
-        self._prefixes: dict[str, str] = {}  # derivation name → "name> ", shown (made visible)
         self._cutter = LineCutter()
+        self._by_id = _Prefixes(self._names.activity_names)
 
     def feed(self, data: bytes) -> bytes:
         """Readable bytes for the complete lines of `data` (a partial last line waits)."""
@@ -129,52 +158,182 @@ class ReadableStream:
             return
         for line in block.decode("utf-8", "replace").split("\n"):
             if line.startswith("@nix ") and not line.startswith(_RESULT_EVENT):
-                self._names.feed(line)
+                self._learn(line)
 
     def _plain_lines(self, text: str) -> bytes:
         """`_lines` for a block without control characters (`_no_controls`): a plain line is
         itself, a builder's line is cut out of its JSON by position (decoded by JSON's scanner
-        only where it holds an escape); other events as in `_lines`. The same bytes as `_lines`
-        (tests/logs compare them), without a second tracker pass over every builder line."""
-        names = self._names
-        by_activity = names.activity_names
-        prefixes = self._prefixes
+        only where it holds an escape), progress counts are dropped by one pattern; other events
+        as in `_lines`. The same bytes as `_lines` (tests/logs compare them), without a second
+        tracker pass over every builder line."""
+        prefixes = self._by_id
+        tabs = "\t" in text
         shown: list[str] = []
         append = shown.append
-        for line in text.split("\n")[:-1]:
+        for line in text[:-1].split("\n"):
             if not line.startswith("@nix "):
                 append(line)
                 continue
-            if line.startswith(_LOG_LINE_PREFIX) and line.endswith(_TYPE_101):
-                if "\\" in line:  # an escape: JSON's own scanner decodes the text
-                    try:
-                        words, end = scanstring(line, _TEXT_AT)
-                    except ValueError:
-                        end = -1
-                    end -= 1  # the closing quote
-                    words = terminal_text(words) if end >= 0 else ""
-                else:
-                    end = line.find('"', _TEXT_AT)
-                    words = line[_TEXT_AT:end]
-                if end >= 0 and line.startswith(_TEXT_END, end):
-                    source = by_activity.get(line[end + len(_TEXT_END) : -len(_TYPE_101)])
-                    if source is None:
-                        append(words)
-                        continue
-                    prefix = prefixes.get(source)
-                    if prefix is None:
-                        prefix = prefixes[source] = f"{visible(source)}> "
-                    append(prefix + words)
+            if line.startswith(_LOG_LINE_PREFIX):
+                end = line.find('"', _TEXT_AT)
+                if (
+                    line.startswith(_TEXT_END, end)
+                    and line.endswith(_TYPE_101)
+                    and "\\" not in line
+                    and not (tabs and "\t" in line[_TEXT_AT:end])
+                ):
+                    append(prefixes[line[end + _ID_AT : _ID_END]] + line[_TEXT_AT:end])
                     continue
-            if not line.startswith(_RESULT_EVENT):
-                names.feed(line)
-            rendered = names.render_line(line)
+            elif _PROGRESS_COUNTS.fullmatch(line) is not None:
+                continue  # a result without a string: never shown
+            rendered = self._event_line(line)
             if rendered is not None:
                 append(rendered)
         if not shown:
             return b""
         shown.append("")
         return "\n".join(shown).encode("utf-8", "replace")
+
+    def render_folding(
+        self, block: bytes, lines: list[str], tracker: ProgressTracker
+    ) -> tuple[bytes, Exception | None]:
+        """The readable form of complete lines and, in the same pass, `tracker.feed` of each:
+        (rendered bytes, the first exception the tracker raised on a line, else None).
+
+        The supervisor's pump with the readable map on (issue 23 item 4: one parse per line,
+        shared). `block` is the lines' bytes (each with its newline), `lines` the same decoded
+        and split (without the newlines); neither is cut again here. A builder's line is cut
+        once, its TEXT (decoded by JSON's scanner only where it holds an escape) and id serving
+        both: the readable form is "name> TEXT", and the tracker folds TEXT only where its first
+        character may make it progress, a failure or a phase, else only counts the line, as
+        `feed` does. Other lines go to each side as `_lines` and `feed` take them. The same
+        bytes as `render_lines` and the same tracker as `feed` line by line (tests/logs compare
+        them). A tracker that raises on a line is bypassed for that line, as the pump did.
+
+        Measured (benchmarks/history_store.py): the loop over every line in Python is what the
+        map costs; JSON documents are decoded only for events other than builder lines."""
+        if tracker.folds_every_line or not _no_controls(block):
+            # A custom NINJA_STATUS (any line may be progress) or control characters in the
+            # block: each side on its own.
+            error = tracker.feed_lines(lines)
+            return self.render_lines(block), error
+        error: Exception | None = None
+        prefixes = self._by_id
+        shown: list[str] = []
+        append = shown.append
+        count = 0
+        last = ""
+        tabs = b"\t" in block
+        if block.startswith(b"@nix ") or b"\n@nix " in block:
+            tracker.saw_nix()  # what feed() notes of an `@nix` line, once for the block
+        for line in lines:
+            if line.startswith(_LOG_LINE_PREFIX):
+                end = line.find('"', _TEXT_AT)
+                if (
+                    line.startswith(_TEXT_END, end)
+                    and line.endswith(_TYPE_101)
+                    and "\\" not in line
+                    and not (tabs and "\t" in line[_TEXT_AT:end])
+                ):  # the common builder line: TEXT as it stands (a raw tab: JSON refuses it)
+                    activity = line[end + _ID_AT : _ID_END]
+                    text = line[_TEXT_AT:end]
+                    append(prefixes[activity] + text)
+                    if text[:1] not in _SPECIAL_FIRST:
+                        count += 1
+                        last = line
+                        continue
+                    if count:
+                        tracker.skipped(count, last)
+                        count = 0
+                    try:
+                        tracker.feed_builder(line, text, activity)
+                    except Exception as raised:  # a parser bug must not stop the pump
+                        error = error or raised
+                    continue
+                if line.endswith(_TYPE_101):  # an escape: JSON's scanner decodes TEXT once
+                    try:
+                        text, end = scanstring(line, _TEXT_AT)
+                    except ValueError:
+                        end = -1
+                    if end >= 0 and line.startswith(_ID_KEY, end):
+                        activity = line[end + _ID_KEY_LENGTH : _ID_END]
+                        append(
+                            prefixes[activity]
+                            + (text if text.isprintable() else terminal_text(text))
+                        )
+                        if line[_TEXT_AT : _TEXT_AT + 1] not in _SPECIAL_JSON_FIRST:
+                            count += 1
+                            last = line
+                            continue
+                        if count:
+                            tracker.skipped(count, last)
+                            count = 0
+                        try:
+                            tracker.feed_builder(line, text, activity)
+                        except Exception as raised:  # as above
+                            error = error or raised
+                        continue
+                    rendered = self._event_line(line)
+                    if rendered is not None:
+                        append(rendered)
+                else:
+                    rendered = self._event_line(line)
+                    if rendered is not None:
+                        append(rendered)
+            elif not line.startswith("@nix "):
+                append(line)
+                if line[:1] not in _SPECIAL_FIRST and (
+                    "rror" not in line or tracker.knows_tool_error
+                ):
+                    count += 1
+                    last = line
+                    continue
+            elif _PROGRESS_COUNTS.fullmatch(line) is None:
+                rendered = self._event_line(line)
+                if rendered is not None:
+                    append(rendered)
+            if count:
+                tracker.skipped(count, last)
+                count = 0
+            try:
+                tracker.feed(line)
+            except Exception as raised:  # as above
+                error = error or raised
+        if count:
+            tracker.skipped(count, last)
+        if not shown:
+            return b"", error
+        shown.append("")
+        return "\n".join(shown).encode("utf-8", "replace"), error
+
+    def _learn(self, line: str) -> None:
+        """Fold an event other than a result into the names (a start may name an activity, or
+        name it again: the "name> " kept per id goes)."""
+        self._names.feed(line)
+        self._by_id.clear()
+
+    def _event_line(self, line: str) -> str | None:
+        """One `@nix` line as `_lines` shows it, a builder's line cut out of its JSON by
+        position (the block holds no control character)."""
+        names = self._names
+        if line.startswith(_LOG_LINE_PREFIX) and line.endswith(_TYPE_101):
+            if "\\" in line:  # an escape: JSON's own scanner decodes the text
+                try:
+                    words, end = scanstring(line, _TEXT_AT)
+                except ValueError:
+                    end = -1
+                end -= 1  # the closing quote
+                words = terminal_text(words) if end >= 0 else ""
+            else:
+                end = line.find('"', _TEXT_AT)
+                words = line[_TEXT_AT:end]
+                if "\t" in words:
+                    end = -1  # a raw tab: JSON's scanner refuses the line, as `_lines` does
+            if end >= 0 and line.startswith(_TEXT_END, end):
+                return self._by_id[line[end + _ID_AT : _ID_END]] + words
+        if not line.startswith(_RESULT_EVENT):
+            self._learn(line)
+        return names.render_line(line)
 
     def _lines(self, text: str) -> bytes:
         names = self._names
@@ -183,7 +342,7 @@ class ReadableStream:
         for line in text.split("\n")[:-1]:
             if line.startswith("@nix "):
                 if not line.startswith(_RESULT_EVENT):
-                    names.feed(line)  # learns which activity builds which derivation
+                    self._learn(line)  # which activity builds which derivation
                 rendered = names.render_line(line)
                 if rendered is not None:
                     append(rendered)

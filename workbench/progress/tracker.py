@@ -206,6 +206,85 @@ class ProgressTracker:
             self._note_error(line.rstrip("\r\n"))
         self._last = line
 
+    def feed_lines(self, lines: list[str]) -> Exception | None:
+        """`feed` each line, never raising: the first exception a line raised, else None.
+
+        The pump's path (one call per block of lines): the lines `feed` would only count and
+        remember (a builder's line that is no progress; a plain line that is no progress and no
+        error) are counted here without a call; the others go through `feed`. A line that raises
+        (a parser bug) is counted and skipped, as the pump skips it."""
+        error: Exception | None = None
+        feed = self.feed
+        if self._ninja is not None:  # a custom NINJA_STATUS: any line may be progress
+            for line in lines:
+                try:
+                    feed(line)
+                except Exception as raised:  # a parser bug must not stop the pump
+                    error = error or raised
+            return error
+        count = 0
+        last = ""
+        nix = False
+        for line in lines:
+            if line.startswith(_LOG_LINE_PREFIX):
+                if line[_TEXT_AT : _TEXT_AT + 1] not in _SPECIAL_JSON_FIRST and (
+                    line.endswith(_TYPE_101) or line.endswith(_TYPE_101_NEWLINE)
+                ):
+                    count += 1
+                    last = line
+                    nix = True
+                    continue
+            elif (
+                line[:1] not in _SPECIAL_FIRST
+                and ("rror" not in line or self._tool_error is not None)
+                and not line.startswith("@nix ")
+            ):
+                count += 1
+                last = line
+                continue
+            if count:
+                self.skipped(count, last)
+                count = 0
+            try:
+                feed(line)
+            except Exception as raised:  # as above
+                error = error or raised
+        if count:
+            self.skipped(count, last)
+        if nix:
+            self._nix = True
+        return error
+
+    def skipped(self, count: int, last: str) -> None:
+        """`count` lines that `feed` would only count, the latest `last`: lines with nothing to
+        fold, as a block's caller that knows it says (`feed_lines`, the readable form's shared
+        pass). An `@nix` line among them is said by `saw_nix`."""
+        self.lines += count
+        self._last = last
+
+    def saw_nix(self) -> None:
+        """An `@nix` line was among the lines fed (the derivation counts mean something)."""
+        self._nix = True
+
+    @property
+    def folds_every_line(self) -> bool:
+        """Whether any line may be progress (a custom NINJA_STATUS): then no line is skipped."""
+        return self._ninja is not None
+
+    @property
+    def knows_tool_error(self) -> bool:
+        """Whether the first compiler or build tool error is kept (later ones are not looked
+        for: a plain line is then only counted)."""
+        return self._tool_error is not None
+
+    def feed_builder(self, line: str, text: str, activity: str) -> None:
+        """`feed(line)` for a builder's line whose TEXT and id digits the caller has cut out of
+        it, as `_log_line` would (no escape, no control character in TEXT)."""
+        self.lines += 1
+        self._nix = True
+        self._plain(text, self._running_text.get(activity))
+        self._last = line
+
     def feed_all(self, lines: Iterable[str]) -> int:
         """Fold many lines (a recorded log) in; returns how many."""
         feed = self.feed

@@ -117,23 +117,41 @@ class LogPipeline:
         self._append_error: OSError | None = None
 
     def feed(self, chunk: bytes) -> None:
-        """Write a chunk to the log as it is, then fold its complete lines in."""
-        self._write(chunk)
+        """Write a chunk to the log as it is, then fold its complete lines in.
+
+        With the readable form on, its writer and the tracker share one decode, one split and
+        one pass over the lines (`ReadableStream.render_folding`) whenever the writer waits on
+        the same partial line as the pump (always, but after a write failure or a runaway
+        line): issue 23 item 4, the map on at most 1.2x the pump without it."""
+        written = self._write(chunk)
         self.bytes += len(chunk)
+        readable = self.readable
         cut = chunk.rfind(b"\n")
         if cut < 0:
+            if readable is not None and written:
+                readable.feed(chunk[:written])
             self._pending += chunk
             if len(self._pending) > MAX_PENDING:
                 self._feed_text(self._pending.decode("utf-8", "replace"))
                 self._pending = b""
             return
-        if self._pending:
-            complete = self._pending + chunk[:cut]
-            self._pending = chunk[cut + 1 :]
-        else:
-            complete = chunk[:cut]
-            self._pending = chunk[cut + 1 :]
-        self._feed_text(complete.decode("utf-8", "replace"))
+        before = self._pending
+        block = before + chunk[: cut + 1] if before else chunk[: cut + 1]
+        self._pending = chunk[cut + 1 :]
+        text = block[:-1].decode("utf-8", "replace")
+        if (
+            readable is not None
+            and written == len(chunk)
+            and not readable.failure
+            and readable.pending == before
+        ):
+            lines = text.split("\n")
+            self._tracker_error(readable.feed_folding(block, lines, self._pending, self.tracker))
+            self._killed(text, lines)
+            return
+        if readable is not None and written:
+            readable.feed(chunk[:written])
+        self._feed_text(text)
 
     def replay(self, chunk: bytes) -> None:
         """Fold in output already in the log (a supervisor adopting a build reads the log its
@@ -156,24 +174,27 @@ class LogPipeline:
             with contextlib.suppress(Exception):
                 self._say(text)
 
-    def _write(self, chunk: bytes) -> None:
-        """Write `chunk` whole, or count what could not be written; never raises."""
+    def _write(self, chunk: bytes) -> int:
+        """Write `chunk` whole, or count what could not be written; how much of it went into
+        the log (the readable form's writer is fed it by `feed`). Never raises."""
         try:
             if self._gap is not None:
                 self._close_gap()
         except OSError as error:
             self._lose(len(chunk), error)
-            return
-        written = self._append(chunk)
+            return 0
+        written = self._append(chunk, readable=False)
         if written < len(chunk):
             self._lose(len(chunk) - written, self._append_error or OSError(errno.EIO, "?"))
-            return
+            return written
         if chunk:
             self._ends_line = chunk.endswith(b"\n")
+        return written
 
-    def _append(self, data: bytes) -> int:
+    def _append(self, data: bytes, readable: bool = True) -> int:
         """Append to the log as much of `data` as goes; how much did (the readable form is fed
-        exactly that). A failure is kept in `_append_error`."""
+        exactly that, unless `readable` is false: the caller feeds it). A failure is kept in
+        `_append_error`."""
         view = memoryview(data)
         self._append_error = None
         try:
@@ -184,7 +205,7 @@ class LogPipeline:
         except OSError as error:
             self._append_error = error
         done = len(data) - len(view)
-        if done and self.readable is not None:
+        if done and readable and self.readable is not None:
             self.readable.feed(data[:done] if view else data)
         return done
 
@@ -235,23 +256,17 @@ class LogPipeline:
                 return
 
     def _feed_text(self, text: str) -> None:
-        tracker = self.tracker
-        feed = tracker.feed
         lines = text.split("\n")
-        start = tracker.lines
-        try:
-            for line in lines:
-                feed(line)
-        except Exception as error:  # a parser bug must not stop the pump
-            if not self._tracker_failed:
-                self._tracker_failed = True
-                self.say(f"the progress tracker failed on a line ({error!r}); reading goes on")
-            # feed() counts a line before folding it: resume after the one that raised.
-            for line in lines[tracker.lines - start :]:
-                try:
-                    feed(line)
-                except Exception:  # as above, line by line
-                    continue
+        self._tracker_error(self.tracker.feed_lines(lines))
+        self._killed(text, lines)
+
+    def _tracker_error(self, error: Exception | None) -> None:
+        """A line the tracker raised on (a parser bug) was skipped: said once, reading goes on."""
+        if error is not None and not self._tracker_failed:
+            self._tracker_failed = True
+            self.say(f"the progress tracker failed on a line ({error!r}); reading goes on")
+
+    def _killed(self, text: str, lines: list[str]) -> None:
         if _KILLED_MARK in text:
             self.killed_compilers.extend(
                 line for line in lines if "Killed signal terminated program" in line

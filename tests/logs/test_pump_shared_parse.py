@@ -1,0 +1,229 @@
+"""The pump with the readable map on parses each line once for both sides (issue 23 item 4):
+what comes out must be what the two sides made on their own.
+
+The reference is the pump before the shared pass: the readable map's writer fed the bytes
+(`ReadableMapWriter.feed`, which cuts, decodes and renders on its own, here every block by the
+general path, `ReadableStream._lines`) and a tracker fed every complete line by `feed`, one call
+a line. The shared pass (`ReadableMapWriter.feed_folding`,
+`ReadableStream.render_folding`, `ProgressTracker.feed_lines`) must give the same
+`build.readable`, the same map records and the same progress, derivations and last line, on the
+benchmark's generated Nix log with hostile and odd lines mixed in, on the plain log, and on the
+recorded Nix logs, cut into reads of every size.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+from workbench.logs.readable_map import ReadableMapWriter, readable_paths
+from workbench.logs.readable_stream import ReadableStream
+from workbench.progress import ProgressTracker
+from workbench.supervision.pipeline import LogPipeline
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+from log_pipeline import generate, generate_plain
+
+FIXTURES = Path(__file__).resolve().parents[1] / "progress" / "fixtures"
+
+
+def _event(value: dict[str, object]) -> str:
+    return "@nix " + json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+def _start(activity: int, name: str, kind: int = 105) -> str:
+    path = f"/nix/store/{'c' * 32}-{name}.drv"
+    return _event(
+        {
+            "action": "start",
+            "fields": [path, "", 1, 1],
+            "id": activity,
+            "level": 3,
+            "parent": 0,
+            "text": f"building '{path}'",
+            "type": kind,
+        }
+    )
+
+
+def _log(activity: object, text: str, kind: int = 101) -> str:
+    return _event({"action": "result", "fields": [text], "id": activity, "type": kind})
+
+
+ODD_LINES = [
+    _start(7, "seven"),
+    _start(8, "eight\u001b]0;title\u0007"),  # a forged name with controls: shown visible
+    _start(-3, "negative"),
+    _start(7, "seven-again"),  # the same id named again: its lines take the new name
+    _event({"action": "start", "id": 104, "level": 5, "parent": 0, "text": "", "type": 104}),
+    _event({"action": "result", "fields": [2, 9, 1, 0], "id": 104, "type": 105}),
+    _event({"action": "result", "fields": [104, 9], "id": 104, "type": 106}),
+    _event({"action": "stop", "id": 8}),
+    _event({"action": "stop", "id": 7}),
+    _event({"action": "msg", "level": 0, "msg": "error: builder for '/nix/store/x.drv' failed"}),
+    _event({"action": "msg", "level": 3, "msg": "these 2 derivations will be built:"}),
+    _event({"action": "msg", "level": 3, "msg": f"  /nix/store/{'d' * 32}-planned.drv"}),
+    _log(7, "[3/9] Building CXX object a.o"),
+    _log(7, "[ 45%] Building CXX object b.o"),
+    _log(7, "[ 12%] Building CXX object c.o"),
+    _log(8, "FAILED: d.o"),
+    _log(7, "make[2]: *** [Makefile:3: all] Error 1"),
+    _log(7, "Running phase: installPhase"),
+    _log(7, "x.cc:3:1: error: no member named 'y'"),
+    _log(-3, "[4/9] Linking"),
+    _log(7, 'say "hi" \\ back'),
+    _log(7, "\u001b[31mred\u001b[0m [5/9]"),
+    _log(7, "\r[6/9] rewritten"),
+    _log(7, "[7/9]\there with a tab"),  # escaped by JSON; raw below
+    '@nix {"action":"result","fields":["[8/9]\there raw"],"id":7,"type":101}',
+    '@nix {"action":"result","fields":["a\tplain raw tab"],"id":7,"type":101}',
+    _log(7, "tab\there é ü"),
+    _log(99, "unnamed id"),
+    _log(7, ""),
+    _log(7, "post-build", kind=107),
+    _log("7", "a string id"),
+    _log(7, "x") + " ",
+    '@nix {"action":"result","fields":["unterminated],"id":7,"type":101}',
+    '@nix {"action":"result","fields":["a"],"id":x7,"type":101}',
+    '@nix {"action":"result","fields":["a"b"],"id":7,"type":101}',
+    '@nix {"action":"result","fields":["[9/9] a"],"id":007,"type":101}',
+    '@nix {"action":"result","fields":["x"],"id":7,"type":101,"type":105}',
+    '@nix {"action":"result","fields":[1],"id":7,"action":"start","text":"hi","level":0,'
+    '"type":105}',
+    '@nix {"action":"result","fields":[1,,2],"id":7,"type":105}',
+    '@nix {"action":"result","fields":["\\u001b[K[2/9] escaped first"],"id":7,"type":101}',
+    "@nix not json",
+    "@nix ",
+    "@nixos is not an event",
+    "[10/20] plain ninja",
+    "[ 50%] plain make",
+    "FAILED: plain.o",
+    "plain.cc:1:1: error: plain",
+    "an error word: rror",
+    'plain line with "quotes" and a backslash \\',
+    "",
+    "   ",
+]
+# Raw control characters: a block holding one is rendered by the general path (each side on
+# its own), so these go into a log of their own.
+CONTROL_LINES = ["\x1b[32mcoloured plain\x1b[0m", "bell \x07 and \x9b C1", "\r[3/4] rewritten"]
+
+
+def _reference(directory: Path, chunks: list[bytes], tracker: ProgressTracker) -> None:
+    """The pump before the shared pass: the writer fed bytes, the tracker fed line by line."""
+    path = directory / "build.log"
+    readable_path, map_path = readable_paths(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+    fds = [os.open(p, flags, 0o600) for p in (path, readable_path, map_path)]
+    writer = ReadableMapWriter(fds[1], fds[2], 0, settle=4096, record_every=1 << 16)
+    # Every block rendered by the general path, line by line through the tracker's render
+    # (the fast paths are what is checked).
+    stream = writer._stream
+    stream._plain_lines = stream._lines  # type: ignore[method-assign]
+    pending = b""
+    for chunk in chunks:
+        os.write(fds[0], chunk)
+        writer.feed(chunk)
+        data = pending + chunk
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            pending = data
+            continue
+        pending = data[cut + 1 :]
+        for line in data[:cut].decode("utf-8", "replace").split("\n"):
+            tracker.feed(line)
+    if pending:
+        for line in pending.decode("utf-8", "replace").split("\n"):
+            tracker.feed(line)
+    writer.close()
+    for fd in fds:
+        os.close(fd)
+
+
+def _pumped(directory: Path, chunks: list[bytes], tracker: ProgressTracker) -> None:
+    """Today's pump: `LogPipeline` with the readable map on."""
+    path = directory / "build.log"
+    readable_path, map_path = readable_paths(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+    fds = [os.open(p, flags, 0o600) for p in (path, readable_path, map_path)]
+    writer = ReadableMapWriter(fds[1], fds[2], 0, settle=4096, record_every=1 << 16)
+    pipeline = LogPipeline(fds[0], tracker, readable=writer)
+    for chunk in chunks:
+        pipeline.feed(chunk)
+    pipeline.close()
+    for fd in fds:
+        os.close(fd)
+
+
+def _state(tracker: ProgressTracker) -> tuple[object, ...]:
+    return (
+        tracker.snapshot(),
+        tracker.finished(),
+        tracker.planned_derivations(),
+        tracker.derivation_names(),
+        tracker.activity_names,
+    )
+
+
+def _chunks(data: bytes, rng: random.Random) -> list[bytes]:
+    chunks, position = [], 0
+    while position < len(data):
+        size = rng.choice((1, 7, 100, 4096, 65536, 1 << 18))
+        chunks.append(data[position : position + size])
+        position += size
+    return chunks
+
+
+def _logs(tmp_path: Path) -> dict[str, bytes]:
+    mixed, plain = tmp_path / "mixed.log", tmp_path / "plain.log"
+    generate(mixed, 20_000)
+    generate_plain(plain, 5_000)
+    logs = {"mixed": mixed.read_bytes()}
+    for name, odd in (("odd", ODD_LINES), ("controls", ODD_LINES + CONTROL_LINES)):
+        lines = mixed.read_bytes().decode().split("\n")[:-1]
+        rng = random.Random(name)
+        for _ in range(3_000):
+            lines.insert(rng.randrange(len(lines)), rng.choice(odd))
+        text = "\n".join(lines) + "\n"
+        logs[f"mixed-with-{name}"] = text.encode() + b"\xff\xfe invalid \xe2\x82\n[1/2] end"
+    return {
+        **logs,
+        "plain": plain.read_bytes(),
+        **{path.name: path.read_bytes() for path in sorted(FIXTURES.glob("*.stderr"))},
+    }
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ninja_status", [None, "[%p %f/%t] "])
+def test_the_shared_pass_makes_what_each_side_made_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ninja_status: str | None
+) -> None:
+    shared_blocks = itertools.count()
+    render_folding = ReadableStream.render_folding
+
+    def counted(self: ReadableStream, *args: object, **kwargs: object) -> object:
+        next(shared_blocks)
+        return render_folding(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ReadableStream, "render_folding", counted)
+    for name, data in _logs(tmp_path).items():
+        chunks = _chunks(data, random.Random(name))
+        old_dir, new_dir = tmp_path / f"{name}-old", tmp_path / f"{name}-new"
+        old_dir.mkdir()
+        new_dir.mkdir()
+        old = ProgressTracker(ninja_status, clock=itertools.count().__next__)
+        new = ProgressTracker(ninja_status, clock=itertools.count().__next__)
+        _reference(old_dir, chunks, old)
+        _pumped(new_dir, chunks, new)
+        for part in ("build.log", "build.readable", "build.readable.map"):
+            assert (new_dir / part).read_bytes() == (old_dir / part).read_bytes(), (name, part)
+        assert _state(new) == _state(old), name
+        assert new.last_line == old.last_line, name
+    assert next(shared_blocks) > 20, "the shared pass never ran: nothing was compared"
