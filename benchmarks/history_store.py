@@ -5,14 +5,23 @@ the build's log file, written as it comes, and the history gets state, progress 
 a second (a few small transactions a second, whatever the log's rate). So what is measured is
 the real supervisor process (`python -m workbench.supervision.supervisor`) supervising
 `cat LOG` as the build: read from the pipe, write the log file, split and parse every line
-with the progress tracker, sample the processes at 1 Hz, update the SQLite history (WAL).
+with the progress tracker, keep the log's readable form beside it (`build.readable` and its
+map, `logs.readable_map`), sample the processes at 1 Hz, update the SQLite history (WAL).
 
 Logs: benchmarks/log_pipeline.py's generator (a Nix internal-json build mixed with plain ninja
 and compiler lines) and a plain-only log. Checked after each run: the log file is byte for
 byte the input, and the tracker counted as many lines as `wc -l`. Peak RSS is the
-supervisor's, from wait4. Targets: at least 500k lines/s and peak RSS under 100 MB.
+supervisor's, from wait4. Targets: at least 1M lines/s with the readable map on, the map
+costing at most 1.2x the pump without it (issue 23 item 4), peak RSS under 100 MB.
 
-    python benchmarks/history_store.py [--lines 2000000] [--keep DIR]
+The map off is the same supervisor with the readable form's writer left out (its `_readable`
+replaced, as a supervisor that adopts a build runs). `--baseline DIR` runs another checkout's
+supervisor (a `git worktree` of an older commit) alike, interleaved with this one's, so both
+are measured in the same run; its readable form, map and progress must come out identical.
+Figures are medians of `--repeat` runs.
+
+    python benchmarks/history_store.py [--lines 2000000] [--repeat 3] [--baseline DIR]
+        [--map on|off|both] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ import json
 import os
 import shutil
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -37,9 +47,18 @@ from log_pipeline import generate, generate_plain, wc_lines
 
 from workbench.history.records import NewBuild
 from workbench.history.store import History
-from workbench.supervision.control import supervisor_argv
+from workbench.logs.readable_map import readable_paths
 
 ROOT = Path(__file__).resolve().parent.parent
+# The supervisor with the readable form's writer left out: the pump without the map.
+WITHOUT_MAP = (
+    "import sys\n"
+    "import workbench.supervision.supervisor as supervisor\n"
+    "supervisor._readable = lambda record, log_size: None\n"
+    "supervisor.main_and_exit(sys.argv[1:])\n"
+)
+# What of the history's progress must be the same whoever wrote it (not times, not samples).
+SAME_PROGRESS = ("lines", "step", "planned", "done", "failed", "last_line", "first_error", "nix")
 
 
 def _digest(path: Path) -> str:
@@ -50,8 +69,10 @@ def _digest(path: Path) -> str:
     return digest.hexdigest()
 
 
-def supervise(log: Path, state: Path, lines: int) -> dict[str, object]:
-    """Run the real supervisor with `cat LOG` as the build; its figures and checks."""
+def supervise(
+    log: Path, state: Path, lines: int, checkout: Path = ROOT, readable_map: bool = True
+) -> dict[str, object]:
+    """Run `checkout`'s supervisor with `cat LOG` as the build; its figures and checks."""
     with History(state) as history:
         record = history.create(
             NewBuild(
@@ -65,10 +86,14 @@ def supervise(log: Path, state: Path, lines: int) -> dict[str, object]:
                 nix=False,
             )
         )
-    argv = supervisor_argv(state, record.id)
+    code = ["-m", "workbench.supervision.supervisor"] if readable_map else ["-c", WITHOUT_MAP]
+    argv = [sys.executable, *code, "--state-dir", str(state), "--build-id", str(record.id)]
+    environment = dict(os.environ, PYTHONPATH=str(checkout))
     started = time.perf_counter()
     with open(state / "supervisor.log", "wb") as output:
-        child = subprocess.Popen(argv, cwd=ROOT, stdout=output, stderr=subprocess.STDOUT)
+        child = subprocess.Popen(
+            argv, cwd=checkout, env=environment, stdout=output, stderr=subprocess.STDOUT
+        )
     _pid, status, usage = os.wait4(child.pid, 0)
     child.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - started
@@ -82,6 +107,7 @@ def supervise(log: Path, state: Path, lines: int) -> dict[str, object]:
     connection = sqlite3.connect(state / "history.sqlite3")
     journal = connection.execute("PRAGMA journal_mode").fetchone()[0]
     connection.close()
+    readable_path, map_path = readable_paths(copy)
     return {
         "state": done.state,
         "lines_counted": done.lines,
@@ -95,62 +121,164 @@ def supervise(log: Path, state: Path, lines: int) -> dict[str, object]:
         "log_identical": copy.stat().st_size == log.stat().st_size
         and _digest(copy) == _digest(log),
         "final_step": (done.progress.get("step") or {}).get("done"),
+        # What must not depend on who wrote it (compared between checkouts, then dropped).
+        "_outputs": {
+            "readable": _digest(readable_path) if readable_path.exists() else None,
+            "map": _digest(map_path) if map_path.exists() else None,
+            "progress": {key: done.progress.get(key) for key in SAME_PROGRESS},
+        },
+    }
+
+
+def _median(runs: list[dict[str, object]], key: str) -> float:
+    return statistics.median(float(run[key]) for run in runs)  # type: ignore[arg-type]
+
+
+def _summary(runs: list[dict[str, object]], lines: int) -> dict[str, object]:
+    """Medians of the runs of one checkout, log and map setting, and every run's figures."""
+    seconds = _median(runs, "seconds")
+    return {
+        "lines_per_second": round(lines / seconds),
+        "seconds": round(seconds, 3),
+        "cpu_seconds": round(_median(runs, "cpu_seconds"), 3),
+        "peak_rss_mb": max(float(run["peak_rss_mb"]) for run in runs),  # type: ignore[arg-type]
+        "checks_passed": all(
+            run["state"] == "succeeded" and run["log_identical"] and run["lines_counted"] == lines
+            for run in runs
+        ),
+        "runs": [{k: v for k, v in run.items() if not k.startswith("_")} for run in runs],
     }
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=2_000_000)
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each (medians)")
+    parser.add_argument(
+        "--baseline",
+        metavar="DIR",
+        help="another checkout (e.g. `git worktree add /tmp/base COMMIT`) run alike, interleaved",
+    )
+    parser.add_argument("--map", choices=("on", "off", "both"), default="both")
     parser.add_argument("--keep", metavar="DIR", help="write the logs and state here, keep them")
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="seconds, not minutes: 20,000 lines (checks the script)",
+        help="seconds, not minutes: 20,000 lines, one run (checks the script)",
     )
     args = parser.parse_args()
     if args.quick:
-        args.lines = 20_000
+        args.lines, args.repeat = 20_000, 1
+    checkouts = {"this": ROOT}
+    if args.baseline:
+        checkouts["baseline"] = Path(args.baseline).resolve()
+        if not (checkouts["baseline"] / "workbench" / "supervision" / "supervisor.py").is_file():
+            print(f"history_store.py: error: --baseline {args.baseline}: no checkout there")
+            return 2
+    maps = {"on": (True,), "off": (False,), "both": (True, False)}[args.map]
     directory = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="history-store-"))
     directory.mkdir(parents=True, exist_ok=True)
     try:
         mixed, plain = directory / "nix-build.log", directory / "plain.log"
         mix = generate(mixed, args.lines)
         generate_plain(plain, args.lines)
-        runs: dict[str, object] = {}
-        for label, log in (("nix_internal_json_mixed", mixed), ("plain", plain)):
+        logs = {"nix_internal_json_mixed": mixed, "plain": plain}
+        wc: dict[str, dict[str, object]] = {}
+        for label, log in logs.items():
             wc_lines(log)  # warm the page cache for both readers alike
-            wc = wc_lines(log)
-            result = supervise(log, directory / f"state-{label}", int(wc["lines"]))
-            result["lines_match_wc_l"] = result["lines_counted"] == wc["lines"]
-            runs[label] = {
+            wc[label] = wc_lines(log)
+        results: dict[tuple[str, str, bool], list[dict[str, object]]] = {}
+        count = 0
+        for _round in range(args.repeat):  # interleaved: a load that comes and goes hits all
+            for label, log in logs.items():
+                for readable_map in maps:
+                    for name, checkout in checkouts.items():
+                        count += 1
+                        state = directory / f"state-{count}"
+                        lines = int(wc[label]["lines"])  # type: ignore[call-overload]
+                        run = supervise(log, state, lines, checkout, readable_map)
+                        results.setdefault((name, label, readable_map), []).append(run)
+                        if not args.keep:
+                            shutil.rmtree(state, ignore_errors=True)
+        runs: dict[str, object] = {}
+        identical = True
+        for label, log in logs.items():
+            lines = int(wc[label]["lines"])  # type: ignore[call-overload]
+            entry: dict[str, object] = {
                 "megabytes": round(log.stat().st_size / 2**20, 1),
-                "supervisor": result,
-                "wc_l": wc,
-                "supervisor_vs_wc_l_time": round(
-                    float(result["seconds"]) / max(float(wc["seconds"]), 1e-6), 1
-                ),
+                "wc_l": wc[label],
             }
-        worst = min(
-            int(run["supervisor"]["lines_per_second"])  # type: ignore[index]
-            for run in runs.values()
-        )
-        peak = max(float(run["supervisor"]["peak_rss_mb"]) for run in runs.values())  # type: ignore[index]
+            for name in checkouts:
+                for readable_map in maps:
+                    key = f"{name}_map_{'on' if readable_map else 'off'}"
+                    entry[key] = _summary(results[(name, label, readable_map)], lines)
+                if len(maps) == 2:
+                    on = entry[f"{name}_map_on"]
+                    off = entry[f"{name}_map_off"]
+                    entry[f"{name}_map_cost"] = {
+                        "cpu_on_over_off": round(on["cpu_seconds"] / off["cpu_seconds"], 2),  # type: ignore[index]
+                        "seconds_on_over_off": round(on["seconds"] / off["seconds"], 2),  # type: ignore[index]
+                    }
+            if "baseline" in checkouts:
+                for readable_map in maps:
+                    setting = f"map_{'on' if readable_map else 'off'}"
+                    this, base = entry[f"this_{setting}"], entry[f"baseline_{setting}"]
+                    entry[f"this_over_baseline_{setting}"] = {
+                        "lines_per_second": round(
+                            this["lines_per_second"] / base["lines_per_second"],  # type: ignore[index]
+                            2,
+                        ),
+                        "cpu_seconds": round(this["cpu_seconds"] / base["cpu_seconds"], 2),  # type: ignore[index]
+                    }
+                    outputs = [
+                        run["_outputs"]
+                        for name in checkouts
+                        for run in results[(name, label, readable_map)]
+                    ]
+                    same = all(output == outputs[0] for output in outputs)
+                    entry[f"outputs_identical_to_baseline_{setting}"] = same
+                    identical = identical and same
+            runs[label] = entry
+        settings = [f"map_{'on' if readable_map else 'off'}" for readable_map in maps]
+        summaries = [
+            (name, entry[f"{name}_{setting}"])
+            for entry in runs.values()
+            for name in checkouts
+            for setting in settings
+        ]
+        targets: dict[str, object] = {
+            "checks_passed": all(summary["checks_passed"] for _, summary in summaries),  # type: ignore[index]
+            "peak_rss_under_100_mb": all(
+                float(summary["peak_rss_mb"]) < 100  # type: ignore[index]
+                for name, summary in summaries
+                if name == "this"
+            ),
+        }
+        if True in maps:
+            targets["at_least_1m_lines_per_second_map_on"] = {
+                label: int(entry["this_map_on"]["lines_per_second"]) >= 1_000_000  # type: ignore[index]
+                for label, entry in runs.items()
+            }
+        if len(maps) == 2:
+            targets["map_at_most_1_2x_cpu_of_the_pump_without_it"] = all(
+                entry["this_map_cost"]["cpu_on_over_off"] <= 1.2  # type: ignore[index]
+                for entry in runs.values()
+            )
+        if "baseline" in checkouts:
+            targets["outputs_identical_to_baseline"] = identical
         report = {
             "benchmark": "history_store",
-            "what": "the supervisor process pumping `cat LOG` through pipe, log file, tracker "
-            "and SQLite history (1 Hz samples)",
+            "what": "the supervisor process pumping `cat LOG` through pipe, log file, tracker, "
+            "readable form and map (map on) and SQLite history (1 Hz samples); medians of "
+            f"{args.repeat} interleaved runs",
             "lines": args.lines,
+            "repeat": args.repeat,
             "mix": mix,
             "cpus": len(os.sched_getaffinity(0)),
+            "load_average_after": os.getloadavg(),
+            "checkouts": {name: str(path) for name, path in checkouts.items()},
             "runs": runs,
-            "targets": {
-                "at_least_500k_lines_per_second": worst >= 500_000,
-                "peak_rss_under_100_mb": peak < 100,
-                "log_identical": all(
-                    run["supervisor"]["log_identical"]  # type: ignore[index]
-                    for run in runs.values()
-                ),
-            },
+            "targets": targets,
         }
         print(json.dumps(report, indent=2))
     finally:
