@@ -38,6 +38,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -200,7 +201,7 @@ def main() -> int:
                         results.setdefault((name, label, readable_map), []).append(run)
                         if not args.keep:
                             shutil.rmtree(state, ignore_errors=True)
-        runs: dict[str, object] = {}
+        runs: dict[str, dict[str, Any]] = {}
         identical = True
         for label, log in logs.items():
             lines = int(wc[label]["lines"])  # type: ignore[call-overload]

@@ -215,8 +215,7 @@ class ReadableStream:
         if tracker.folds_every_line or not _no_controls(block):
             # A custom NINJA_STATUS (any line may be progress) or control characters in the
             # block: each side on its own.
-            error = tracker.feed_lines(lines)
-            return self.render_lines(block), error
+            return self.render_lines(block), tracker.feed_lines(lines)
         error: Exception | None = None
         prefixes = self._by_id
         shown: list[str] = []
@@ -242,13 +241,11 @@ class ReadableStream:
                         count += 1
                         last = line
                         continue
-                    if count:
-                        tracker.skipped(count, last)
-                        count = 0
                     try:
-                        tracker.feed_builder(line, text, activity)
+                        tracker.feed_builder(line, text, activity, count, last)
                     except Exception as raised:  # a parser bug must not stop the pump
                         error = error or raised
+                    count = 0
                     continue
                 if line.endswith(_TYPE_101):  # an escape: JSON's scanner decodes TEXT once
                     try:
@@ -265,13 +262,11 @@ class ReadableStream:
                             count += 1
                             last = line
                             continue
-                        if count:
-                            tracker.skipped(count, last)
-                            count = 0
                         try:
-                            tracker.feed_builder(line, text, activity)
+                            tracker.feed_builder(line, text, activity, count, last)
                         except Exception as raised:  # as above
                             error = error or raised
+                        count = 0
                         continue
                     rendered = self._event_line(line)
                     if rendered is not None:
@@ -292,13 +287,11 @@ class ReadableStream:
                 rendered = self._event_line(line)
                 if rendered is not None:
                     append(rendered)
-            if count:
-                tracker.skipped(count, last)
-                count = 0
             try:
-                tracker.feed(line)
+                tracker.feed_after(count, last, line)
             except Exception as raised:  # as above
                 error = error or raised
+            count = 0
         if count:
             tracker.skipped(count, last)
         if not shown:

@@ -81,11 +81,11 @@ def ninja_counts(line: str) -> tuple[int, int, str] | None:
     found = _NINJA_DEFAULT.match(line, 0, close + 1)
     if found is None:
         return None
-    done, total = bounded_int(found.group(1)), bounded_int(found.group(2))
-    if done is None or total is None or done > total:
+    finished, of = bounded_int(found.group(1)), bounded_int(found.group(2))
+    if finished is None or of is None or finished > of:
         return None
     start = close + 2 if line[close + 1 : close + 2] == " " else close + 1
-    return done, total, line[start:]
+    return finished, of, line[start:]
 
 
 def make_percent(line: str) -> tuple[int, str] | None:

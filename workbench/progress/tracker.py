@@ -80,6 +80,8 @@ _KEEP_ERROR = 300
 _COUNT_LIMIT = 10**MAX_DIGITS
 
 _StepTuple = tuple[str, int, int, str]
+# ninja status lines kept unparsed at most (then the latest is parsed): bounded memory.
+_UNPARSED_STEPS = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +169,8 @@ class ProgressTracker:
         self._planned_said = 0
         self._collecting_plan = False
         self._step: _StepTuple | None = None
+        # ninja status lines not parsed yet (text, its derivation): `_parse_steps`.
+        self._unparsed: list[tuple[str, _Running | None]] = []
         self._failures: deque[str] = deque(maxlen=_KEEP_FAILURES)
         self._nix_error: str | None = None
         self._tool_error: str | None = None
@@ -243,7 +247,8 @@ class ProgressTracker:
                 last = line
                 continue
             if count:
-                self.skipped(count, last)
+                self.lines += count
+                self._last = last
                 count = 0
             try:
                 feed(line)
@@ -262,6 +267,13 @@ class ProgressTracker:
         self.lines += count
         self._last = last
 
+    def feed_after(self, skipped: int, last: str, line: str) -> None:
+        """`skipped(skipped, last)` when `skipped`, then `feed(line)`."""
+        if skipped:
+            self.lines += skipped
+            self._last = last
+        self.feed(line)
+
     def saw_nix(self) -> None:
         """An `@nix` line was among the lines fed (the derivation counts mean something)."""
         self._nix = True
@@ -277,9 +289,15 @@ class ProgressTracker:
         for: a plain line is then only counted)."""
         return self._tool_error is not None
 
-    def feed_builder(self, line: str, text: str, activity: str) -> None:
-        """`feed(line)` for a builder's line whose TEXT and id digits the caller has cut out of
-        it, as `_log_line` would (no escape, no control character in TEXT)."""
+    def feed_builder(
+        self, line: str, text: str, activity: str, skipped: int = 0, last: str = ""
+    ) -> None:
+        """`feed(line)` for a builder's line whose TEXT (as JSON decodes it) and id digits the
+        caller has cut out of it as `_log_line` would; `skipped(skipped, last)` first when
+        `skipped` (one call where the shared pass would make two)."""
+        if skipped:
+            self.lines += skipped
+            self._last = last
         self.lines += 1
         self._nix = True
         self._plain(text, self._running_text.get(activity))
@@ -355,6 +373,8 @@ class ProgressTracker:
             if text[4:6] == "%]":
                 found = make_percent(text)
                 if found is not None:
+                    if self._unparsed:
+                        self._parse_steps()  # the step before this one, for the order below
                     done = found[0]
                     previous = drv.step if drv is not None else self._step
                     # make -j prints its jobs' percentages out of order (18, 9, 27 under load):
@@ -363,9 +383,13 @@ class ProgressTracker:
                         done = previous[1]
                     step = (MAKE, done, 100, found[1])
             else:
-                counts = self._ninja_counts(text)
-                if counts is not None:
-                    step = (NINJA, *counts)
+                # ninja's status: parsed when read (`_parse_steps`), only the latest of a run
+                # of them (most are replaced before anyone looks: issue 23 item 4).
+                unparsed = self._unparsed
+                unparsed.append((text, drv))
+                if len(unparsed) >= _UNPARSED_STEPS:
+                    self._parse_steps()
+                return
             if step is not None:
                 self._step = step
                 if drv is not None:
@@ -388,9 +412,37 @@ class ProgressTracker:
             # A custom NINJA_STATUS need not start with "[".
             counts = self._ninja.counts(text)
             if counts is not None:
+                if self._unparsed:
+                    self._parse_steps()
                 self._step = (NINJA, *counts)
                 if drv is not None:
                     drv.step = self._step
+
+    def _parse_steps(self) -> None:
+        """Parse the ninja status lines kept since the last time, newest first, until the
+        newest valid one overall and per derivation is found: the steps feeding each line in
+        turn would leave. A line the parser raises on is skipped (as the pump skips it)."""
+        unparsed, self._unparsed = self._unparsed, []
+        counts_of = self._ninja_counts
+        overall = False
+        found: set[_Running] = set()
+        for text, drv in reversed(unparsed):
+            wanted = drv is not None and drv not in found
+            if overall and not wanted:
+                continue
+            try:
+                counts = counts_of(text)
+            except Exception:  # a parser bug must not stop the pump
+                continue
+            if counts is None:
+                continue
+            step = (NINJA, *counts)
+            if not overall:
+                self._step = step
+                overall = True
+            if wanted:
+                drv.step = step  # type: ignore[union-attr]  # wanted: drv is not None
+                found.add(drv)  # type: ignore[arg-type]
 
     def _feed_nix(self, line: str) -> None:
         """Any other `@nix` line: decode the JSON and fold the event in."""
@@ -531,6 +583,8 @@ class ProgressTracker:
 
     def snapshot(self) -> Progress:
         """The progress so far, as an immutable value."""
+        if self._unparsed:
+            self._parse_steps()
         running = tuple(
             DerivationState(d.drv_path, d.name, d.phase, _step(d.step), d.started)
             for d in self._running.values()
