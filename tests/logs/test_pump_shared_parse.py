@@ -209,9 +209,13 @@ def _logs(tmp_path: Path) -> dict[str, bytes]:
             lines.insert(rng.randrange(len(lines)), rng.choice(odd))
         text = "\n".join(lines) + "\n"
         logs[f"mixed-with-{name}"] = text.encode() + b"\xff\xfe invalid \xe2\x82\n[1/2] end"
+    plain_lines = plain.read_bytes().split(b"\n")
+    for index in range(0, len(plain_lines), 997):  # invalid UTF-8 and a real U+FFFD, no event
+        plain_lines[index] += b" \xff\xfe \xe2\x82" if index % 2 else " \ufffd".encode()
     return {
         **logs,
         "plain": plain.read_bytes(),
+        "plain-with-invalid-utf-8": b"\n".join(plain_lines),
         **{path.name: path.read_bytes() for path in sorted(FIXTURES.glob("*.stderr"))},
     }
 

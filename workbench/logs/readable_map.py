@@ -115,17 +115,18 @@ class ReadableMapWriter:
         return self._cutter.pending
 
     def feed_folding(
-        self, block: bytes, lines: list[str], rest: bytes, tracker: ProgressTracker
+        self, block: bytes, text: str, rest: bytes, tracker: ProgressTracker
     ) -> Exception | None:
-        """Bytes just written to the log, already cut by the pump: `block` the complete lines
-        that end with them (what was `pending` first), `lines` the same decoded and split
-        without their newlines, `rest` the partial line after them. The tracker is fed the
+        """Bytes just written to the log, already cut and decoded by the pump: `block` the
+        complete lines that end with them (what was `pending` first), `text` the same decoded
+        without the last newline, `rest` the partial line after them. The tracker is fed the
         lines in the same pass as they are rendered (`ReadableStream.render_folding`); the first
         exception it raised on a line, else None."""
         self._cutter.pending = rest
+        lines = text.split("\n")
         if self.failure:
             return tracker.feed_lines(lines)
-        if readable_as_is(block):
+        if readable_as_is(block, text):
             error = tracker.feed_lines(lines)
             self._take(block, None)
             return error

@@ -59,14 +59,19 @@ def _no_controls(block: bytes) -> bool:
     return block.isascii() or b"\xc2" not in block or _C1.search(block) is None
 
 
-def readable_as_is(block: bytes) -> bool:
-    """Whether complete lines are already their own readable form (no event, no control)."""
+def readable_as_is(block: bytes, decoded: str | None = None) -> bool:
+    """Whether complete lines are already their own readable form (no event, no control).
+
+    `decoded`: the block as the caller already decoded it (UTF-8, errors replaced), if it has:
+    without a replacement character in it the block is valid UTF-8, not decoded again."""
     if b"@nix " in block or block.translate(_CONTROL_TABLE).find(0) >= 0:
         return False
     if block.isascii():
         return True
     if b"\xc2" in block and _C1.search(block) is not None:
         return False
+    if decoded is not None and "\ufffd" not in decoded:
+        return True
     try:
         block.decode("utf-8")
     except UnicodeDecodeError:

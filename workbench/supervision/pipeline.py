@@ -145,9 +145,9 @@ class LogPipeline:
             and not readable.failure
             and readable.pending == before
         ):
-            lines = text.split("\n")
-            self._tracker_error(readable.feed_folding(block, lines, self._pending, self.tracker))
-            self._killed(text, lines)
+            self._tracker_error(readable.feed_folding(block, text, self._pending, self.tracker))
+            if _KILLED_MARK in text:
+                self._killed(text, text.split("\n"))
             return
         if readable is not None and written:
             readable.feed(chunk[:written])
