@@ -4,14 +4,15 @@
 # extra in .venv. Extra arguments go to pytest (e.g. `scripts/test.sh -k settings`).
 # `scripts/test.sh --fast ...`: the fast lane, every test not marked `slow` (no real builds,
 # daemons or end-to-end runs, nor a TUI test's second size: tests/conftest.py) nor `snapshot`
-# (each draws a whole screen at two sizes), in two pytest-xdist workers; CI (.ci/run) runs the
-# whole suite in one process.
+# (each draws a whole screen at two sizes), in two pytest-xdist workers that take tests from
+# each other's queues when idle (worksteal: the TUI tests' lengths differ tenfold); CI (.ci/run)
+# runs the whole suite in one process.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [ "${1:-}" = --fast ]; then
   shift
-  set -- -m "not slow and not snapshot" -n 2 "$@"
+  set -- -m "not slow and not snapshot" -n 2 --dist worksteal "$@"
 fi
 # Python keeps compiled modules (and pytest its rewritten test modules) in __pycache__: with
 # PYTHONDONTWRITEBYTECODE set, as some environments set it, every run and every `workbench`
