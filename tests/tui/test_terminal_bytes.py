@@ -62,12 +62,7 @@ def test_idle_screen_writes_nothing(tmp_path: Path) -> None:
     terminal = Terminal(workbench_argv(tmp_path / "state"), env, REPO)
     try:
         wait_for(terminal, DETECTED, 60)
-        _settle(terminal, 1.5, 60)
-        before = len(terminal.output)
-        deadline = time.monotonic() + 3.0
-        while time.monotonic() < deadline:
-            terminal.pump(0.1)
-        written = bytes(terminal.output[before:])
+        written = _written_once_settled(terminal)
         assert written == b"", f"idle, the TUI wrote {len(written)} bytes: {written[:300]!r}"
     finally:
         terminal.close()
@@ -102,16 +97,21 @@ def test_build_screen_writes_only_what_changed_and_nothing_once_ended(tmp_path: 
         assert sum(1 for written in seconds if written) >= 2, seconds  # it is live
         marker.touch()
         wait_for(terminal, b"succeeded", 60)
-        _settle(terminal, 1.5, 60)
-        before = len(terminal.output)
-        deadline = time.monotonic() + 3.0
-        while time.monotonic() < deadline:
-            terminal.pump(0.1)
-        written = bytes(terminal.output[before:])
+        written = _written_once_settled(terminal)
         assert written == b"", f"an ended build's screen wrote {len(written)} bytes: {written!r}"
     finally:
         marker.touch()
         terminal.close()
+
+
+def _written_once_settled(terminal: Terminal) -> bytes:
+    """What the TUI writes in 3 s once its output has settled (nothing for 1.5 s)."""
+    _settle(terminal, 1.5, 60)
+    before = len(terminal.output)
+    deadline = time.monotonic() + 3.0
+    while time.monotonic() < deadline:
+        terminal.pump(0.1)
+    return bytes(terminal.output[before:])
 
 
 def _settle_seconds(terminal: Terminal, seconds: float) -> None:

@@ -45,10 +45,26 @@ _SPECIAL_JSON_FIRST = frozenset("[FmR\\\r\x1b")
 _ID_KEY = '],"id":'
 _ID_KEY_LENGTH = len(_ID_KEY)
 _ID_END = -len(_TYPE_101)
+
 # A result whose fields hold no string (progress counts, 105): never shown, whatever its type.
 _PROGRESS_COUNTS = re.compile(
     r'@nix \{"action":"result","fields":\[[-+0-9.eE, ]*\],"id":\d+,"type":\d+\}'
 )
+
+
+def _plain_text_end(line: str, tabs: bool) -> int:
+    """Where TEXT ends in a builder line `@nix {"action":"result","fields":["TEXT"],"id":N,
+    "type":101}` whose TEXT can be taken as it stands (no escape, no raw tab: JSON refuses a
+    raw tab), else 0. `tabs`: whether the block holds a tab at all (most hold none)."""
+    end = line.find('"', _TEXT_AT)
+    if (
+        line.startswith(_TEXT_END, end)
+        and line.endswith(_TYPE_101)
+        and "\\" not in line
+        and not (tabs and "\t" in line[_TEXT_AT:end])
+    ):
+        return end
+    return 0
 
 
 def _no_controls(block: bytes) -> bool:
@@ -180,13 +196,8 @@ class ReadableStream:
                 append(line)
                 continue
             if line.startswith(_LOG_LINE_PREFIX):
-                end = line.find('"', _TEXT_AT)
-                if (
-                    line.startswith(_TEXT_END, end)
-                    and line.endswith(_TYPE_101)
-                    and "\\" not in line
-                    and not (tabs and "\t" in line[_TEXT_AT:end])
-                ):
+                end = _plain_text_end(line, tabs)
+                if end:
                     append(prefixes[line[end + _ID_AT : _ID_END]] + line[_TEXT_AT:end])
                     continue
             elif _PROGRESS_COUNTS.fullmatch(line) is not None:
@@ -232,13 +243,8 @@ class ReadableStream:
             tracker.saw_nix()  # what feed() notes of an `@nix` line, once for the block
         for line in lines:
             if line.startswith(_LOG_LINE_PREFIX):
-                end = line.find('"', _TEXT_AT)
-                if (
-                    line.startswith(_TEXT_END, end)
-                    and line.endswith(_TYPE_101)
-                    and "\\" not in line
-                    and not (tabs and "\t" in line[_TEXT_AT:end])
-                ):  # the common builder line: TEXT as it stands (a raw tab: JSON refuses it)
+                end = _plain_text_end(line, tabs)
+                if end:  # the common builder line: TEXT as it stands
                     activity = line[end + _ID_AT : _ID_END]
                     text = line[_TEXT_AT:end]
                     append(prefixes[activity] + text)
