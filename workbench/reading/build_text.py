@@ -70,22 +70,26 @@ def head_lines(record: BuildRecord, now: float | None = None) -> tuple[str, str]
 
 
 def progress_line(record: BuildRecord, basis: bool = True, peak_rss: int | None = None) -> str:
-    """ "ninja 12/40 (30%) · ETA 1m05s (50s–1m30s) (earlier builds #2) · peak 1.1 GiB" and the
-    like: the ETA with its likely range (`basis`: the last brackets, what the ETA rests on)
-    and the build's own peak RSS (`peak_rss`: an ended build's, as history measured it)."""
+    """ "ninja 12/40 (30%) · ETA 1m05s (50s–1m30s) · peak 1.1 GiB · ETA basis: earlier builds
+    #2" and the like: the ETA with its likely range, the build's own peak RSS (`peak_rss`: an
+    ended build's, as history measured it) and, with `basis`, last (a line too long for its
+    width loses its end, never a figure), what the ETA rests on."""
     progress = record.progress_view
     live = record.live_view
     parts = [progress_text(progress) or "no progress reported yet"]
+    said = None
     if record.active:
         eta = eta_text(live.eta)
         if eta is not None and live.eta is not None:
             said = live.eta.basis if basis else None
-            parts.append(eta + (f" ({said})" if said else ""))
+            parts.append(eta)
         else:
             parts.append("ETA: not known yet")
     peak = f"peak {size(peak_rss)}" if peak_rss else peak_text(live)
     if peak:
         parts.append(peak)
+    if said:
+        parts.append(f"ETA basis: {said}")
     return " · ".join(parts)
 
 
