@@ -186,3 +186,22 @@ async def test_b_on_several_marked_rows_plans_the_matrix_build_that_build_a_b_ru
     assert shown.build.argv == planned.plan.build.argv
     assert "--keep-going" in shown.build.argv
     assert shown.memory.figure() == planned.plan.memory.figure()
+
+
+def test_a_dry_run_says_the_memory_at_peak_once(
+    capsys: pytest.CaptureFixture[str], matrix: Matrix
+) -> None:
+    # The recommendation words its peak as the planner does (one estimator): a dry run of an
+    # "auto" plan printed the same figure twice, once among the reasons and once below them.
+    from workbench.cli.build_common import say_planned_jobs
+    from workbench.host.parallelism import JobMemory
+    from workbench.planning.tuning import choose_jobs
+
+    settings = load_settings(REPO / "configs", matrix)
+    job = JobMemory(0.30, "default from settings.toml (cxx_job_memory_gb)")
+    choice = choose_jobs(replace(settings, ninja_jobs="auto"), None, job, 2, 20 * 2**30, False)
+    assert any(reason.startswith("memory at peak: ") for reason in choice.reasons)
+    say_planned_jobs(choice)
+    said = capsys.readouterr().err.splitlines()
+    peaks = [line for line in said if "memory at peak" in line]
+    assert peaks == [f"# memory at peak: {choice.memory.line()}; limited by cores"], said

@@ -112,9 +112,15 @@ def say_planned_jobs(choice: JobsChoice) -> None:
         f"({memory.source})",
         file=sys.stderr,
     )
+    estimate = f"memory at peak: {choice.memory.line()}"
+    limited = ""
     for reason in choice.reasons:
+        if reason.startswith(estimate):
+            # The recommendation's own estimate is this plan's: said once, on the last line.
+            limited = reason.removeprefix(estimate)
+            continue
         print(f"#   {reason}", file=sys.stderr)
-    print(f"# memory at peak: {choice.memory.line()}", file=sys.stderr)
+    print(f"# {estimate}{limited}", file=sys.stderr)
 
 
 def say_nix_plan(history: History, cwd: Path, argv: Sequence[str]) -> None:
