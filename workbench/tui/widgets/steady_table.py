@@ -8,8 +8,9 @@ shows the new rows cut to the old widths ("comp", "src/") and can stay on screen
 refresh: seen on the build screen's process table, and as the variants table drawn narrower
 under load. Here the cache key moves on as soon as the widths do.
 
-Home and End move a row cursor to the first and last row, as in every other list (DataTable's
-own Home and End only scroll sideways, which left the highlight where it was).
+A row cursor stays in view when the table is made shorter. Home and End move a row cursor
+to the first and last row, as in every other list (DataTable's own Home and End only scroll
+sideways, which left the highlight where it was).
 """
 
 from __future__ import annotations
@@ -59,3 +60,11 @@ class SteadyTable(DataTable[Any]):
         if self._render_widths() != before:
             self._update_count += 1
             self.refresh()
+
+    def on_resize(self) -> None:
+        # A table made shorter (a line shown above it, such as the first screen's nix-daemon
+        # line) keeps its row cursor in view, after the layout that shortened it, whenever that
+        # comes: a fix queued for "after the next refresh" ran before it on a loaded machine,
+        # and the recommended row was left just below the table's last visible row.
+        if self.cursor_type == "row" and self.row_count:
+            self.move_cursor(row=self.cursor_row, animate=False)

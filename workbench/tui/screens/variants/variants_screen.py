@@ -459,9 +459,7 @@ class VariantsScreen(Screen[None]):
         if daemon:
             nix_store = self.query_one("#nix-store", Static)
             nix_store.update(Text(daemon))
-            nix_store.display = True  # the table is a line shorter: its cursor kept in view
-            table = self.query_one("#variants", DataTable)
-            self.call_after_refresh(lambda: table.move_cursor(row=table.cursor_row))
+            nix_store.display = True  # the table, a line shorter, keeps its cursor in view
         newcomer = self.query_one("#newcomer", Static)
         if "nix" in missing or not gpu.found:
             what = "No Nix here" if "nix" in missing else "No NVIDIA GPU here"
