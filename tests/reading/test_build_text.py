@@ -11,21 +11,24 @@ from workbench.planning.shell_command import display
 from workbench.reading.build_text import head_lines, progress_line
 
 
+def _run_build(name: str, argv: tuple[str, ...], where: Path) -> NewBuild:
+    """A `workbench run` build of `argv` in `where`, as the CLI records it."""
+    return NewBuild(
+        name=name,
+        backend="run",
+        argv=argv,
+        cwd=str(where),
+        checkout=str(where),
+        settings={},
+        eta_key=name,
+        nix=False,
+    )
+
+
 def test_the_title_shows_the_command_as_a_shell_reads_it_on_one_line(tmp_path: Path) -> None:
     argv = ("sh", "-c", "echo 'a b'\necho c", "it's")
     with History(tmp_path) as history:
-        record = history.create(
-            NewBuild(
-                name="quoted",
-                backend="run",
-                argv=argv,
-                cwd=str(tmp_path),
-                checkout=str(tmp_path),
-                settings={},
-                eta_key="quoted",
-                nix=False,
-            )
-        )
+        record = history.create(_run_build("quoted", argv, tmp_path))
     title, _ = head_lines(record)
     # The debug screen's sub-title and the CLI quote with the same function: one line, pasteable.
     assert title.endswith(": " + display(argv))
@@ -37,18 +40,7 @@ def test_a_long_progress_line_puts_what_the_eta_rests_on_after_the_peak(tmp_path
     # first build's basis ("extrapolated from this run's edges so far, ...") stood between the
     # ETA and the peak, so the build's peak was cut off the line (seen on fmt's first build).
     with History(tmp_path) as history:
-        record = history.create(
-            NewBuild(
-                name="fmt",
-                backend="run",
-                argv=("ninja", "-j2"),
-                cwd=str(tmp_path),
-                checkout=str(tmp_path),
-                settings={},
-                eta_key="fmt",
-                nix=False,
-            )
-        )
+        record = history.create(_run_build("fmt", ("ninja", "-j2"), tmp_path))
         history.mark_running(record.id, 1, 1, 1.0)
         basis = "extrapolated from this run's edges so far, by source and kind of edge"
         live = {
