@@ -299,6 +299,11 @@ def test_attach_shows_what_each_host_builds_live(
     assert rows[FAILING][1] == "failed"
     assert f"build #{build_id}: {len(TARGETS)} targets" in stdout_text
     assert (flake / f"result-{TARGETS[0]}").is_symlink()
+    # Attached to again once it ended: the exit status and the rows of following it live
+    # (before: 0 and no rows, the failed target notwithstanding).
+    again = _workbench(hosts_config, state, tmp_path, "attach", str(build_id))
+    assert again.returncode == 1, again.stderr
+    assert f"build #{build_id}: {len(TARGETS)} targets" in again.stdout, again.stdout
 
 
 def test_hosts_watch_ends_when_the_builds_supervisor_is_gone(

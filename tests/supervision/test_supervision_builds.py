@@ -420,3 +420,54 @@ def test_ctrl_c_detaches_and_attach_follows_to_the_end(bench: Bench, tmp_path: P
     logs = bench.run("logs", str(build_id), "--follow", timeout=60)
     assert logs.stdout == "".join(f"[{i}/40] step {i}\n" for i in range(1, 41))
     assert logs.stdout.startswith(out)  # before Ctrl-C the CLI showed the log's first lines
+
+
+def _attached_live(bench: Bench, build_id: int) -> tuple[subprocess.Popen[str], list[str]]:
+    """`attach ID` of a running build, started and seen following (its first line said) before
+    anything ends the build; returns it and what it says on stderr, read as it comes."""
+    attach = bench.start("attach", str(build_id))
+    assert attach.stderr is not None
+    said: list[str] = []
+    threading.Thread(target=lambda: said.extend(attach.stderr), daemon=True).start()
+    bench.wait_for(
+        "attach to follow the running build",
+        lambda: any(f"attached to build #{build_id}" in line for line in said),
+        60,
+    )
+    return attach, said
+
+
+@pytest.mark.slow  # eight CLIs and four supervised builds: about 10 s
+def test_attach_after_the_end_exits_as_following_it_live(bench: Bench, tmp_path: Path) -> None:
+    """Each way a build ends: `attach` of the ended build exits with what following it live
+    exited with (before: 0 whatever the end, a failed build's included)."""
+    live: dict[str, tuple[int, int]] = {}  # end -> (build id, the live follow's exit status)
+    for end, script in (("succeeded", "true"), ("failed", "exit 3"), ("killed", "kill -9 $$")):
+        followed = bench.run("run", "--name", end, "--", "sh", "-c", script, cwd=tmp_path)
+        live[end] = (build_id_from(followed.stderr), followed.returncode)
+    for end in ("stopped", "lost"):
+        started = bench.run("run", "-d", "--name", end, "--", "sleep", "60", cwd=tmp_path)
+        assert started.returncode == 0, started.stderr
+        build_id = build_id_from(started.stderr)
+        bench.wait_for("the build to run", lambda i=build_id: bench.record(i).build_pid, 60)
+        attach, said = _attached_live(bench, build_id)
+        if end == "stopped":
+            stopped = bench.run("stop", str(build_id), "--grace", "5", timeout=60)
+            assert stopped.returncode == 0, stopped.stderr
+        else:
+            lose_supervision(bench, build_id)
+        live[end] = (build_id, attach.wait(timeout=60))
+        assert f"build #{build_id} ({end})" in "".join(said)
+    assert {end: code for end, (_, code) in live.items()} == {
+        "succeeded": 0,
+        "failed": 3,
+        "killed": 128 + signal.SIGKILL,
+        "stopped": live["stopped"][1],
+        "lost": live["lost"][1],
+    }
+    assert live["stopped"][1] != 0 and live["lost"][1] != 0
+    for end, (build_id, code) in live.items():
+        assert bench.record(build_id).state == end
+        attached = bench.run("attach", str(build_id), timeout=60)
+        assert attached.returncode == code, (end, attached.stderr)
+        assert f"build #{build_id} ({end}) {end}" in attached.stderr, attached.stderr

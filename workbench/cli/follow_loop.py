@@ -24,7 +24,7 @@ from workbench.cli.build_common import state as _state
 if TYPE_CHECKING:  # only the types: following imports its rooms when it runs
     import subprocess
 
-    from workbench.history.records import NewBuild
+    from workbench.history.records import BuildRecord, NewBuild
     from workbench.history.store import History
     from workbench.supervision.prestart import PrestartedSupervisor
 
@@ -129,7 +129,7 @@ def follow_to_end(
     """
     import shutil
 
-    from workbench.reading.follow import Follower, exit_code, outcome_line, status_line
+    from workbench.reading.follow import Follower, status_line
 
     follower = Follower(history, build_id)
     per_host = None
@@ -174,10 +174,7 @@ def follow_to_end(
                 _say("\n".join(hosts_changed))
             if update.done:
                 clear()
-                _say(outcome_line(update.record))
-                if update.record.started is not None:
-                    _say(f"measurements: `{_command(args)} report {build_id}`")
-                return exit_code(update.record), True
+                return say_ended(args, update.record), True
             status = status_line(update.record)
             now = time.monotonic()
             if tty:
@@ -215,6 +212,18 @@ def follow_to_end(
             os.close(exited)
         if per_host is not None:
             per_host.close()
+
+
+def say_ended(args: argparse.Namespace, record: BuildRecord) -> int:
+    """Say how an ended build went and return what the command exits with: one function for a
+    build followed to its end and one attached to after it ended, so that `attach` of a failed,
+    killed, stopped or lost build exits non-zero whether it was watched live or not."""
+    from workbench.reading.follow import exit_code, outcome_line
+
+    _say(outcome_line(record))
+    if record.started is not None:
+        _say(f"measurements: `{_command(args)} report {record.id}`")
+    return exit_code(record)
 
 
 def _exit_watch(supervisor: Supervisor | None) -> int | None:
