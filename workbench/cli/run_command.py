@@ -38,7 +38,5 @@ def run_run(args: argparse.Namespace) -> int:
     return _launch(args, _history(args), plan, [])
 
 
-def _launch(
-    args: argparse.Namespace, history: History, plan: NewBuild, warnings: list[str]
-) -> int:
+def _launch(args: argparse.Namespace, history: History, plan: NewBuild, warnings: list[str]) -> int:
     return launch_and_follow(args, history, plan, warnings).code

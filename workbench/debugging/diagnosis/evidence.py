@@ -139,6 +139,8 @@ def pc_evidence(hits: tuple[PcHit, ...]) -> PcEvidence | None:
         spread=outermost - innermost,
         unnamed=unnamed,
     )
+
+
 SYSTEM_LIBRARY = re.compile(
     r"/(libc|libpthread|libstdc\+\+|libgcc_s|libm|ld-linux[^/]*|ld64)[.-][^/]*$|/ld-[^/]*$"
 )
