@@ -57,3 +57,38 @@ def test_the_history_and_its_json_keep_the_state_strings(tmp_path: Path) -> None
     (line,) = [line for line in table.stdout.splitlines() if "states" in line]
     assert line.split()[:2] == [str(record.id), "succeeded"]
     assert "BuildState" not in table.stdout
+
+
+def test_a_state_written_by_a_newer_version_is_listed_as_written(tmp_path: Path) -> None:
+    """A row whose state this version does not know (a history a newer workbench wrote):
+    read without a traceback, listed with its state as written, neither running nor ended, and
+    left as it is (before: ValueError from every command that read the row)."""
+    state = tmp_path / "state"
+    with History(state) as history:
+        record = history.create(
+            NewBuild(name="newer", backend="run", argv=("true",), cwd=str(tmp_path),
+                     checkout=str(tmp_path), settings={}, eta_key="k", nix=False)
+        )  # fmt: skip
+    with sqlite3.connect(state / "history.sqlite3") as db:
+        db.execute("UPDATE builds SET state = 'paused' WHERE id = ?", (record.id,))
+    with History(state) as history:
+        stored = history.get(record.id)
+        assert [r.id for r in history.builds()] == [record.id]
+    assert stored.state == "paused" and not stored.state.known and not stored.active
+    assert stored.state not in FINAL_STATES and BuildState.SUCCEEDED.known
+
+    table = run_workbench("history", state=state)
+    assert table.returncode == 0, table.stderr
+    (line,) = [line for line in table.stdout.splitlines() if "newer" in line]
+    assert line.split()[:2] == [str(record.id), "paused"]
+    listed = run_workbench("history", "--json", state=state)
+    assert listed.returncode == 0, listed.stderr
+    assert [b["state"] for b in json.loads(listed.stdout)["builds"]] == ["paused"]
+    shown = run_workbench("status", state=state)
+    assert shown.returncode == 0 and "paused" in shown.stdout, shown.stderr
+    attached = run_workbench("attach", str(record.id), state=state)
+    assert attached.returncode == 1 and "Traceback" not in attached.stderr
+    assert "paused: a state this workbench does not know" in attached.stderr
+    with sqlite3.connect(state / "history.sqlite3") as db:
+        row = db.execute("SELECT state FROM builds WHERE id = ?", (record.id,)).fetchone()
+    assert row == ("paused",)  # nothing here rewrote it

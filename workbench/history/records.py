@@ -27,6 +27,24 @@ class BuildState(str, Enum):
     STOPPED = "stopped"
     LOST = "lost"
 
+    @classmethod
+    def _missing_(cls, value: object) -> BuildState | None:
+        """A state this version does not know (a history written by a newer workbench): kept
+        as written, so that `history` and `status` still list the build and say its state as
+        the newer version does; it counts as neither running nor ended (not in ACTIVE_STATES
+        or FINAL_STATES), so nothing here acts on the build or rewrites its row."""
+        if not isinstance(value, str):
+            return None
+        unknown = str.__new__(cls, value)
+        unknown._name_ = "UNKNOWN"
+        unknown._value_ = value
+        return unknown
+
+    @property
+    def known(self) -> bool:
+        """Whether this version knows the state (False: written by a newer workbench)."""
+        return self._name_ != "UNKNOWN"
+
     # str() and format() give the value, as StrEnum's do: f"{record.state}" reads "running" on
     # every Python (3.12 made format() of a mixed-in enum follow its str(), "BuildState.RUNNING").
     def __str__(self) -> str:

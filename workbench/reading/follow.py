@@ -223,6 +223,11 @@ def status_line(record: BuildRecord, now: float | None = None) -> str:
 def outcome_line(record: BuildRecord) -> str:
     """How a build ended, in one line."""
     head = f"build #{record.id} ({record.name}) {record.state}"
+    if not record.state.known:
+        return visible(
+            f"{head}: a state this workbench does not know (its history was written by a newer "
+            "version); that version says how the build went"
+        )
     if record.state == SUCCEEDED:
         lost = loss_text(record)
         return visible(f"{head} in {duration(record.duration_s)}" + (f"; {lost}" if lost else ""))
