@@ -158,7 +158,8 @@ def test_edge_costs_kept_edge_by_edge_are_the_plain_sum() -> None:
     chooser = random.Random(22)
     sources = [f"src/d{n % 5}/f{n}.cc" for n in range(40)]
     outputs = [f"CMakeFiles/{t}.dir/{s}.o" for t in ("a", "b", "c") for s in sources[:30]]
-    outputs += [f"CMakeFiles/d.dir/{s}.o" for s in sources[30:]] + ["liba.a", "bin/b", "bin/c"]
+    outputs += [f"test/CMakeFiles/d.dir/{s}.o" for s in sources[30:]]
+    outputs += ["liba.a", "bin/b", "bin/c", "programs/CMakeFiles/man"]
     costs = eta_model.EdgeCosts.of(outputs)
     done: dict[str, float] = {}
     order = [*outputs, "CMakeFiles/x.dir/src/d0/f0.cc.o", "CMakeFiles/a.dir/src/d1/f1.cc.o"]
@@ -168,19 +169,97 @@ def test_edge_costs_kept_edge_by_edge_are_the_plain_sum() -> None:
         costs.add(output, seconds)
         done.setdefault(output, seconds)
         by_source: dict[str, list[float]] = {}
+        by_group: dict[tuple[str, str], list[float]] = {}
         by_kind: dict[str, list[float]] = {}
         for finished, took in done.items():
             key = same_source(finished)
             if key is not None:
                 by_source.setdefault(key, []).append(took)
-            by_kind.setdefault(eta_model.edge_kind(finished), []).append(took)
+            kind = eta_model.edge_kind(finished)
+            by_group.setdefault((eta_model.part_of(finished), kind), []).append(took)
+            by_kind.setdefault(kind, []).append(took)
         expected = 0.0
         for planned in outputs:
             if planned in done:
                 continue
             key = same_source(planned)
+            kind = eta_model.edge_kind(planned)
             alike = by_source.get(key) if key else None
-            alike = alike or by_kind.get(eta_model.edge_kind(planned)) or list(done.values())
-            expected += statistics.fmean(alike)
+            alike = alike or by_group.get((eta_model.part_of(planned), kind)) or by_kind.get(kind)
+            expected += statistics.fmean(alike) if alike else statistics.median(done.values())
         assert abs(costs.work_left() - expected) < 1e-6 * max(1.0, expected), output
         assert costs.left == sum(1 for planned in outputs if planned not in done)
+
+
+def test_an_edge_of_unknown_cost_running_long_counts_in_its_kinds_mean() -> None:
+    """fmt at 25% of its first build: the test units that had finished were the quick ones
+    (10 s each); two had run for minutes and were still running. Costing the 20 test units left
+    at the mean of the finished ones said -50%: a mean of what finished is a mean of what was
+    short enough to finish. A running edge is an observation of its kind cut short: it is
+    expected to take at least 1.5 x its age, and that counts in the mean like a finished edge."""
+    finished = {f"test/CMakeFiles/q{n}.dir/q{n}.cc.o": 10.0 for n in range(4)}
+    running = {
+        "test/CMakeFiles/long0.dir/long0.cc.o": 400.0,
+        "test/CMakeFiles/long1.dir/long1.cc.o": 200.0,
+    }
+    left = [f"test/CMakeFiles/t{n}.dir/t{n}.cc.o" for n in range(20)]
+    outputs = [*finished, *running, *left]
+    costs = eta_model.EdgeCosts.of(outputs)
+    for output, seconds in finished.items():
+        costs.add(output, seconds)
+    # The kind's mean: 4 x 10 s finished, 600 s and 300 s expected of the running: 235 s.
+    mean = (40.0 + 600.0 + 300.0) / 6
+    expected = 20 * mean + 0.5 * 400.0 + 0.5 * 200.0  # the running ones: half their age again
+    assert abs(costs.work_left(running) - expected) < 1e-6, costs.work_left(running)
+    # Without edges running, the mean is the finished ones'.
+    assert costs.work_left() == 22 * 10.0
+    # A running edge younger than the mean says nothing new: it counts at the mean.
+    young = {"test/CMakeFiles/long0.dir/long0.cc.o": 1.0}
+    assert abs(costs.work_left(young) - (21 * 10.0 + 9.0)) < 1e-6  # 9 s of it left
+
+
+def test_an_edge_is_costed_like_its_own_part_of_the_tree() -> None:
+    """A library's units (100 s) and a test tree's (5 s) are both compiles; the test units left
+    cost like the finished test units (`part_of`: the CMake target's directory), not like the
+    mean of every compile."""
+    assert eta_model.part_of("test/CMakeFiles/format-test.dir/format-test.cc.o") == "test"
+    assert eta_model.part_of("CMakeFiles/fmt.dir/src/format.cc.o") == ""
+    assert eta_model.part_of("bin/format-test") == "bin"
+    library = {f"CMakeFiles/lib.dir/src/l{n}.cc.o": 100.0 for n in range(5)}
+    tests = {f"test/CMakeFiles/t{n}.dir/t{n}.cc.o": 5.0 for n in range(5)}
+    left = [f"test/CMakeFiles/u{n}.dir/u{n}.cc.o" for n in range(10)]
+    costs = eta_model.EdgeCosts.of([*library, *tests, *left, "programs/CMakeFiles/p.dir/p.c.o"])
+    for output, seconds in {**library, **tests}.items():
+        costs.add(output, seconds)
+    # 10 test units at 5 s; the program's unit, in a part with nothing finished, at the mean
+    # of every compile (52.5 s).
+    assert abs(costs.work_left() - (10 * 5.0 + 52.5)) < 1e-6, costs.work_left()
+
+
+def test_a_kind_never_seen_costs_a_typical_edge_not_the_mean_of_heavy_compiles() -> None:
+    """zstd's shape: its last edges are custom commands (`programs/CMakeFiles/zstdcat`, man
+    pages: a symlink each, 0.1 s) after compiles of which a few were heavy. With no edge of
+    their kind finished they cost the median edge of the build, not the mean its few heavy
+    units pull up (which charged 34-83 s for 1 s at 75% of zstd's runs)."""
+    finished = {f"lib/CMakeFiles/z.dir/src/c{n}.c.o": 2.0 for n in range(9)}
+    finished["lib/CMakeFiles/z.dir/src/heavy.c.o"] = 500.0
+    custom = [f"programs/CMakeFiles/{name}" for name in ("zstdcat", "unzstd", "zstd.1")]
+    costs = eta_model.EdgeCosts.of([*finished, *custom])
+    for output, seconds in finished.items():
+        costs.add(output, seconds)
+    assert costs.work_left() == 3 * 2.0
+
+
+def test_the_rest_of_the_longest_running_edge_bounds_the_eta() -> None:
+    """At -j2, one edge of a known cost (its source built for another target: 300 s) has run
+    60 s and one light edge is left: the work left over two cores is ~125 s, but one edge runs
+    on one core: 240 s of it are left whatever the other core does."""
+    heavy = "CMakeFiles/{}.dir/src/heavy.cc.o"
+    finished = {heavy.format("shared"): 300.0}
+    finished.update({f"CMakeFiles/shared.dir/src/l{n}.cc.o": 10.0 for n in range(30)})
+    outputs = [*finished, heavy.format("static"), "CMakeFiles/static.dir/src/last.cc.o"]
+    running = {heavy.format("static"): 60.0}
+    # 600 s of edges and 60 s running in 330 s: 2 at a time.
+    said = extrapolate_by_kind(330.0, 33, finished, None, 320.0, outputs, running)
+    assert said is not None
+    assert abs(said.remaining_s - 240.0) < 1e-6, said

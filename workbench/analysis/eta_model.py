@@ -382,17 +382,55 @@ def same_source(output: str) -> str | None:
     return "/".join(source.split("/")[-2:])
 
 
+@functools.lru_cache(maxsize=1 << 17)
+def part_of(output: str) -> str:
+    """The part of the tree an edge belongs to: the directory of its CMake target
+    (`test/CMakeFiles/format-test.dir/format-test.cc.o` → `test`, `programs/CMakeFiles/...` →
+    `programs`), else its output's directory (`bin/format-test` → `bin`; `libfmt.a` → "").
+    A tree's test units are alike, and unlike its library's; its programs' units likewise."""
+    marker = output.find("CMakeFiles/")
+    if marker >= 0:
+        return output[:marker].rstrip("/")
+    return output.rsplit("/", 1)[0] if "/" in output else ""
+
+
+# What is left of an edge that has run `age` seconds and whose cost is not known: at least
+# this share of its age again (what has run long tends to run long: the rest of a heavy-tailed
+# duration grows with its age). No fit: the half is the order of the rule, not a measured value.
+RUNNING_REST = 0.5
+
+
+def _mean(sums: tuple[int, float] | None, extra: list[float] | None = None) -> float | None:
+    count, total = sums if sums is not None else (0, 0.0)
+    if not count:
+        return None
+    if extra:
+        return (total + sum(extra)) / (count + len(extra))
+    return total / count
+
+
 @dataclass
 class EdgeCosts:
     """What each edge of a first build's ninja graph still costs, kept up to date edge by edge.
 
     An edge left costs what this build's edges like it took: the same source compiled for
-    another target (`same_source`), else the mean of its kind, else the mean of all. Kept as
-    sums so that a finished edge costs O(1) and the work left is O(kinds + edges running), not a
-    pass over a 10,000-edge graph every second."""
+    another target (`same_source`), else the mean of its kind in its part of the tree
+    (`part_of`: a tree's test units cost like its other test units, not like its library's),
+    else the mean of its kind anywhere, else a typical (the median) edge of this build (a kind
+    not seen yet, a custom command or the first link, is no heavy compile).
 
-    planned: dict[str, tuple[str | None, str]] = field(default_factory=dict)
-    """Planned output → (its source key, its kind)."""
+    The edges running count as what they are: observations of their kind cut short. An edge of
+    unknown cost that has run `age` seconds is expected to take at least `(1 + RUNNING_REST) ×
+    age` in all; that is one more value of its kind's mean, as a finished edge is. A mean of the
+    finished edges alone is the mean of those short enough to have finished: fmt's test units
+    that ran for minutes were not in it while the quick ones were (-50% at 25% of its first
+    build).
+
+    Kept as sums so that a finished edge costs O(1) and the work left is O(parts × kinds +
+    edges running), not a pass over a 10,000-edge graph every second."""
+
+    planned: dict[str, tuple[str | None, str, tuple[str, str]]] = field(default_factory=dict)
+    """Planned output → (its source key, its kind, its group: (part of the tree, kind))."""
     finished: dict[str, float] = field(default_factory=dict)
     left: int = 0
     """Planned edges not finished."""
@@ -401,8 +439,11 @@ class EdgeCosts:
     _source_left: dict[str, int] = field(default_factory=dict)
     _source_done: dict[str, tuple[int, float]] = field(default_factory=dict)
     _kind_done: dict[str, tuple[int, float]] = field(default_factory=dict)
-    _unknown_left: dict[str, int] = field(default_factory=dict)
-    """Planned edges left whose source nothing finished yet (or with no source), by kind."""
+    _group_done: dict[tuple[str, str], tuple[int, float]] = field(default_factory=dict)
+    _all_done: list[float] = field(default_factory=list)
+    """Every finished edge's seconds, sorted (the median of this build's edges)."""
+    _unknown_left: dict[tuple[str, str], int] = field(default_factory=dict)
+    """Planned edges left whose source nothing finished yet (or with no source), by group."""
     _known_work: float = 0.0
     """Σ over sources with a finished edge: its edges left × its mean."""
 
@@ -413,9 +454,10 @@ class EdgeCosts:
             if output in costs.planned:
                 continue
             key, kind = same_source(output), _kind(output)
-            costs.planned[output] = (key, kind)
+            group = (part_of(output), kind)
+            costs.planned[output] = (key, kind, group)
             costs.left += 1
-            costs._unknown_left[kind] = costs._unknown_left.get(kind, 0) + 1
+            costs._unknown_left[group] = costs._unknown_left.get(group, 0) + 1
             if key is not None:
                 costs._outputs_of.setdefault(key, []).append(output)
                 costs._source_left[key] = costs._source_left.get(key, 0) + 1
@@ -429,15 +471,19 @@ class EdgeCosts:
             return
         self.finished[output] = seconds
         kind = _kind(output)
+        group = (part_of(output), kind)
         count, total = self._kind_done.get(kind, (0, 0.0))
         self._kind_done[kind] = (count + 1, total + seconds)
+        count, total = self._group_done.get(group, (0, 0.0))
+        self._group_done[group] = (count + 1, total + seconds)
+        bisect.insort(self._all_done, seconds)
         plan = self.planned.get(output)
         if plan is not None:
             self.left -= 1
         key = same_source(output)
         if key is None:
             if plan is not None:
-                self._unknown_left[kind] -= 1
+                self._unknown_left[plan[2]] -= 1
             return
         before = self._source_left.get(key, 0)
         after = before - (plan is not None)
@@ -445,42 +491,108 @@ class EdgeCosts:
         if done:
             self._known_work -= before * spent / done
         else:
-            # This source's edges left were costed by their kind; from now on by this one.
-            planned_kind = self.planned[self._outputs_of[key][0]][1] if before else kind
-            self._unknown_left[planned_kind] = self._unknown_left.get(planned_kind, 0) - before
+            # This source's edges left were costed by their group; from now on by this one.
+            for other in self._outputs_of.get(key, ()):
+                if other == output or other not in self.finished:
+                    group_of = self.planned[other][2]
+                    self._unknown_left[group_of] = self._unknown_left.get(group_of, 0) - 1
         self._source_left[key] = after
         self._source_done[key] = (done + 1, spent + seconds)
         self._known_work += after * (spent + seconds) / (done + 1)
 
-    def _mean_of_kind(self, kind: str) -> float:
-        count, total = self._kind_done.get(kind, (0, 0.0))
-        if count:
-            return total / count
-        counts = sum(n for n, _ in self._kind_done.values())
-        return sum(t for _, t in self._kind_done.values()) / counts if counts else 0.0
+    def _typical(self) -> float:
+        """The median finished edge (0.0 before any)."""
+        done = self._all_done
+        if not done:
+            return 0.0
+        middle = len(done) // 2
+        return done[middle] if len(done) % 2 else (done[middle - 1] + done[middle]) / 2
 
-    def cost(self, output: str) -> tuple[float, bool]:
-        """What a planned edge costs and whether that is known (its source built elsewhere)."""
-        key, kind = self.planned.get(output, (None, _kind(output)))
+    def _means(
+        self, ages: Mapping[str, float]
+    ) -> tuple[dict[tuple[str, str], float | None], dict[str, float | None]]:
+        """The mean of each group and kind, with the edges running of unknown cost (`ages`)
+        counted at what they are expected to take (see the class docstring)."""
+        group_extra: dict[tuple[str, str], list[float]] = {}
+        kind_extra: dict[str, list[float]] = {}
+        for output, age in ages.items():
+            key, kind, group = self.planned[output]
+            if key is not None and key in self._source_done:
+                continue  # its cost is known: no observation of its kind
+            expected = (1.0 + RUNNING_REST) * age
+            seen = _mean(self._group_done.get(group))
+            if seen is not None:
+                group_extra.setdefault(group, []).append(max(seen, expected))
+            seen = _mean(self._kind_done.get(kind))
+            if seen is not None:
+                kind_extra.setdefault(kind, []).append(max(seen, expected))
+        groups = {
+            group: _mean(self._group_done.get(group), group_extra.get(group))
+            for group in {*self._unknown_left, *group_extra}
+        }
+        kinds = {
+            kind: _mean(self._kind_done.get(kind), kind_extra.get(kind))
+            for kind in {group[1] for group in groups}
+        }
+        return groups, kinds
+
+    def cost(
+        self,
+        output: str,
+        means: tuple[dict[tuple[str, str], float | None], dict[str, float | None]] | None = None,
+    ) -> tuple[float, bool]:
+        """What a planned edge costs and whether that is known (its source built elsewhere);
+        `means`: `_means`' (the edges running counted), else the finished edges' alone."""
+        plan = self.planned.get(output)
+        key, group = (plan[0], plan[2]) if plan else (None, (part_of(output), _kind(output)))
         done, spent = self._source_done.get(key, (0, 0.0)) if key is not None else (0, 0.0)
         if done:
             return spent / done, True
-        return self._mean_of_kind(kind), False
+        return self._group_cost(group, means), False
+
+    def _group_cost(
+        self,
+        group: tuple[str, str],
+        means: tuple[dict[tuple[str, str], float | None], dict[str, float | None]] | None,
+    ) -> float:
+        if means is not None:
+            found = means[0].get(group)
+            if found is None:
+                found = means[1].get(group[1])
+        else:
+            found = _mean(self._group_done.get(group))
+            if found is None:
+                found = _mean(self._kind_done.get(group[1]))
+        return found if found is not None else self._typical()
 
     def work_left(self, running: Mapping[str, float] | None = None) -> float:
         """Edge seconds left: every planned edge not finished at its cost; one running
         (`running`: output → seconds it ran) at its cost less its age where that is known, else
-        at least half its age again (what has run long tends to run long)."""
+        at least `RUNNING_REST` of its age again; the running ones of unknown cost count in
+        their kind's mean (see the class docstring)."""
+        return self.left_of(running)[0]
+
+    def left_of(self, running: Mapping[str, float] | None = None) -> tuple[float, float]:
+        """(`work_left`, the most any one running edge still needs): an edge runs on one core,
+        so the build needs at least the rest of its longest running edge, whatever the
+        parallelism the rest of the work gets."""
+        ages = {
+            output: age
+            for output, age in (running or {}).items()
+            if output not in self.finished and output in self.planned
+        }
+        means = self._means(ages)
         work = max(0.0, self._known_work)
-        for kind, count in self._unknown_left.items():
+        for group, count in self._unknown_left.items():
             if count > 0:
-                work += count * self._mean_of_kind(kind)
-        for output, age in (running or {}).items():
-            if output in self.finished or output not in self.planned:
-                continue
-            cost, known = self.cost(output)
-            work += max(cost - age, 0.0 if known else 0.5 * age) - cost
-        return max(0.0, work)
+                work += count * self._group_cost(group, means)
+        longest = 0.0
+        for output, age in ages.items():
+            cost, known = self.cost(output, means)
+            rest = max(cost - age, 0.0 if known else RUNNING_REST * age)
+            longest = max(longest, rest)
+            work += rest - cost
+        return max(0.0, work), longest
 
     def match_running(self, running: Iterable[tuple[str, str, float]]) -> dict[str, float]:
         """The planned edges the sampler sees running ((what, kind, seconds): a compiler's
@@ -530,17 +642,20 @@ def extrapolate_by_kind(
     """A first build's ETA from its own finished edges: each edge still to run at what this
     build's edges like it took, over the parallelism it kept so far (edge time per wall second).
     Like it: the same source compiled for another target (`same_source`, when the build's
-    ninja graph named the edges left: `planned_outputs`), else the mean of its kind (from the
-    graph, `planned`: edges per kind, e.g. {"compile": 51, "link": 26}). Without either every
-    edge left counts at the mean of all. None before enough of the build is done to say
-    anything.
+    ninja graph named the edges left: `planned_outputs`), else its kind in its part of the tree,
+    else its kind, else a typical edge (`EdgeCosts`); without the outputs, the mean of its kind
+    (from the graph, `planned`: edges per kind, e.g. {"compile": 51, "link": 26}). Without
+    either every edge left counts at the mean of all. None before enough of the build is done
+    to say anything.
 
     `running` (output → seconds it has run, `match_running`: what the sampler sees compiling
     now): an edge running is partly done. Where its cost is known (its source built for another
     target) what is left of it is that cost less its age; where it is not, an edge that ran a
     while is likely a long one, and at least half its age again is left (what has run long
-    tends to run long: the rest of a heavy-tailed duration grows with its age). The
-    parallelism is then the edge time done, running edges' included, per second so far.
+    tends to run long: the rest of a heavy-tailed duration grows with its age), and it counts
+    in its kind's mean. The parallelism is then the edge time done, running edges' included,
+    per second so far; the time left is the work left at that parallelism, never less than the
+    rest of the longest edge running (one edge runs on one core).
     Without `running` (nothing sampled) the pace is kept to the latest edge's end and the time
     since is counted down. `costs`: the same graph's `EdgeCosts`, kept edge by edge (the live
     ETA's, instead of `planned_outputs`; it has seen `finished`)."""
@@ -564,6 +679,7 @@ def extrapolate_by_kind(
             costs.add(output, seconds)
     to_run = costs is not None and costs.left > 0
     ages: dict[str, float] = {}
+    longest_running = 0.0
     if costs is not None and to_run:
         ages = {
             output: age
@@ -571,7 +687,8 @@ def extrapolate_by_kind(
             if output not in costs.finished and output in costs.planned
         }
         # ninja runs what the graph holds less what is up to date: as many as it says are left.
-        left_s = costs.work_left(ages) * left / costs.left
+        work, longest_running = costs.left_of(ages)
+        left_s = work * left / costs.left
     elif planned:
         by_kind: dict[str, list[float]] = {}
         for output, seconds in finished.items():
@@ -589,7 +706,9 @@ def extrapolate_by_kind(
         left_s = left * overall
     if to_run and running is not None:
         parallel = max((busy + sum(ages.values())) / max(elapsed_s, 1e-3), 1e-3)
-        remaining_s = left_s / parallel
+        # The work left at the parallelism kept, but never less than the rest of the longest
+        # edge running: one edge does not spread over the cores the others leave idle.
+        remaining_s = max(left_s / parallel, longest_running)
     else:
         from_anchor = left_s / parallel
         remaining_s = max(0.1 * from_anchor, from_anchor - (elapsed_s - anchor))

@@ -12,8 +12,10 @@ Three ways, the better one that applies:
   tick then costs O(new edges + references).
 - a first build of its work (nothing earlier ran its edges): each edge of its ninja graph still
   to run at what this build's edges like it took (the same source built for another target,
-  else its kind), the edges the sampler sees running as partly done, over the parallelism kept
-  so far (`eta_model.EdgeCosts`, kept edge by edge); a wide range that says "first build".
+  else its kind in its part of the tree, else its kind; the edges running counted in their
+  kind's mean), the edges the sampler sees running as partly done, over the parallelism kept
+  so far, never less than the rest of the longest edge running (`eta_model.EdgeCosts`, kept
+  edge by edge); a wide range that says "first build".
 - by progress (the first ETA): earlier builds with the same ETA key (same name, command and
   settings) recorded their progress fraction once a second. At fraction f now, an earlier build
   still needed its duration minus the time it reached f; the median over the latest few is the
