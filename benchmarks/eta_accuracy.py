@@ -358,9 +358,27 @@ def summary(runs: list[dict[str, Any]], method: str) -> dict[str, Any]:
     return table
 
 
-def checkpoints(history: History, build_id: int) -> list[dict[str, Any]]:
-    """What the supervisor's ETA says at each checkpoint of one recorded run, against the truth."""
-    replay = live_eta.Replay.of(history, build_id)
+def replay_of(history: History, build_id: int, run: dict[str, Any] | None) -> live_eta.Replay:
+    """The run played again; with the contention its live view said when the recording kept it
+    (`eta_recordings.py watch`), which the ETA reads as the supervisor's does."""
+    watched = (run or {}).get("contention")
+    contention = None
+    if watched:
+        contention = (
+            int(watched["cpus"]),
+            [(t, now, mean, int(samples)) for t, now, mean, samples in watched["other"]],
+        )
+    return live_eta.Replay.of(history, build_id, contention, (run or {}).get("jobs"))
+
+
+def checkpoints(
+    history: History, build_id: int, run: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """What the supervisor's ETA says at each checkpoint of one recorded run, against the truth.
+    A run recorded with its contention is also played without it ("without_contention_*"): the
+    contention input's own effect, the same moment, the same edges."""
+    replay = replay_of(history, build_id, run)
+    blind = live_eta.Replay.of(history, build_id) if replay.contention is not None else None
     found: list[dict[str, Any]] = []
     for share in CHECKPOINTS:
         at = share * replay.duration_s
@@ -385,6 +403,16 @@ def checkpoints(history: History, build_id: int) -> list[dict[str, Any]]:
             continue
         inside = said.low_s is not None and said.low_s <= truth <= (said.high_s or 0.0)
         kind_only: dict[str, Any] = {}
+        if blind is not None:
+            without = blind.learned(at)
+            if without is not None:
+                kind_only["without_contention_eta_s"] = round(without.remaining_s, 1)
+                kind_only["without_contention_error"] = round(
+                    (without.remaining_s - truth) / truth, 3
+                )
+                kind_only["without_contention_inside"] = (
+                    without.low_s is not None and without.low_s <= truth <= (without.high_s or 0.0)
+                )
         pace = replay.live.pace
         if said.first_build and pace is not None and replay.edge_total:
             # The first-build method before it costed edges by source: each kind of edge left
@@ -460,7 +488,9 @@ def score_recordings(directory: Path) -> dict[str, Any]:
             scored_runs = []
             with History(work) as history:
                 for build_id, run in eta_recordings.load(recording, work):
-                    points = checkpoints(history, build_id)
+                    points = checkpoints(history, build_id, run)
+                    for point in points:
+                        point["contention_kept"] = "contention" in run
                     everything += points
                     scored_runs.append({"label": run["label"], "points": points})
                     for point in points:
@@ -480,6 +510,7 @@ def score_recordings(directory: Path) -> dict[str, Any]:
     }
     first = [p for p in everything if p.get("first_build")]
     as_first = replayed_as_first_builds(directory)
+    kept = [p for p in everything if p.get("contention_kept")]
     return {
         "all": coverage(everything),
         "by_checkpoint": by_share,
@@ -489,8 +520,39 @@ def score_recordings(directory: Path) -> dict[str, Any]:
             for name, project in projects.items()
         },
         "every_run_as_a_first_build": as_first,
+        "contention": contention_scored(kept) if kept else None,
         "projects": projects,
         "table": "\n".join(rows),
+    }
+
+
+def contention_scored(points: list[dict[str, Any]]) -> dict[str, Any]:
+    """The checkpoints of runs recorded with their contention, the ETA with the contention
+    input (as shipped) against the same ETA without it (`HostShare` left out)."""
+    blind = [
+        {
+            **p,
+            "eta_s": p.get("without_contention_eta_s"),
+            "error": p.get("without_contention_error"),
+            "inside": p.get("without_contention_inside"),
+        }
+        for p in points
+    ]
+    return {
+        "with_the_contention_input": coverage(points),
+        "without_it": coverage(blind),
+        "checkpoints": [
+            {
+                "at": p["at"],
+                "truth_s": p["truth_s"],
+                "eta_s": p.get("eta_s"),
+                "error": p.get("error"),
+                "without_contention_eta_s": p.get("without_contention_eta_s"),
+                "without_contention_error": p.get("without_contention_error"),
+                "basis": p.get("basis"),
+            }
+            for p in points
+        ],
     }
 
 
@@ -517,7 +579,7 @@ def replayed_as_first_builds(directory: Path) -> dict[str, Any]:
                 alone = {**recording, "runs": [run]}
                 with History(work) as history:
                     for build_id, _ in eta_recordings.load(alone, work):
-                        for point in checkpoints(history, build_id):
+                        for point in checkpoints(history, build_id, run):
                             point["run"] = run["label"]
                             points.setdefault(recording["project"], []).append(point)
             finally:

@@ -10,6 +10,15 @@ reads: the run's duration, ninja's edge total, every edge's exact times (from th
     ninja -C BUILD -t clean; python -m workbench --state-dir STATE run --name NAME -- ...
     python benchmarks/eta_recordings.py export STATE NAME OUT.json --source ... --load ...
 
+A run with contention changing mid-build is recorded with `watch` started beside it: it reads
+the live view the supervisor writes each second (what the live ETA reads: the host's other
+processes' CPU, `LiveView.other`), starts busy loops (each in a session of its own, as other
+users' programs are) when the build reaches one fraction and stops them at another, and keeps
+the contention it saw, second by second; `export --contention` puts it into the run's record:
+
+    python benchmarks/eta_recordings.py watch STATE NAME OUT.json --hogs 2 --from 0.3 --until 0.7 &
+    python -m workbench --state-dir STATE run --name NAME -- ninja -C BUILD -j2
+
 `load` replays a recording into a fresh history, build after build as they ran, so that
 `eta.Replay` sees exactly what the supervisor would have read before each run. No source code
 of those projects is kept here: only output names and times.
@@ -20,7 +29,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +42,15 @@ from workbench.history.store import History
 DATA = Path(__file__).with_name("data") / "eta_runs"
 
 
-def export(state: Path, name: str, notes: dict[str, Any], labels: list[str]) -> dict[str, Any]:
-    """The successful runs named `name` in the history at `state`, oldest first."""
+def export(
+    state: Path,
+    name: str,
+    notes: dict[str, Any],
+    labels: list[str],
+    contention: dict[int, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The successful runs named `name` in the history at `state`, oldest first; `contention`:
+    what `watch` saw of some of them, by build id."""
     runs: list[dict[str, Any]] = []
     with History(state) as history:
         records = [r for r in history.builds(limit=1000) if r.name == name]
@@ -54,6 +73,7 @@ def export(state: Path, name: str, notes: dict[str, Any], labels: list[str]) -> 
                 if sample.fraction is not None
             ]
             live = record.live_view
+            watched = (contention or {}).get(record.id)
             runs.append(
                 {
                     "label": labels[index] if index < len(labels) else f"run {index + 1}",
@@ -65,9 +85,80 @@ def export(state: Path, name: str, notes: dict[str, Any], labels: list[str]) -> 
                     else live.other.mean_cpu_cores,
                     "edges": edges,
                     "fractions": fractions,
+                    **({} if watched is None else {"contention": watched}),
                 }
             )
     return {"project": name, **notes, "runs": runs}
+
+
+def watch(
+    state: Path, name: str, hogs: int, start_at: float, stop_at: float, timeout_s: float = 7200
+) -> dict[str, Any]:
+    """Follow the next build named `name` in the history at `state` from its start to its end,
+    second by second: the contention its live view says ([seconds from its start, other
+    processes' CPU now, their mean so far, samples], `LiveView.other`) and the host's CPUs. With
+    `hogs`, that many busy loops run from when its progress reaches `start_at` to `stop_at`."""
+    began = time.monotonic()
+    known: set[int] = set()
+    with History(state) as history:
+        known = {record.id for record in history.builds(limit=1000)}
+    build_id: int | None = None
+    seen: list[list[float]] = []
+    cpus = 0
+    started_hogs: list[subprocess.Popen[bytes]] = []
+    hogs_at: list[float | None] = [None, None]
+    try:
+        while time.monotonic() - began < timeout_s:
+            with History(state) as history:
+                if build_id is None:
+                    fresh = [r for r in history.builds(limit=20) if r.name == name]
+                    fresh = [r for r in fresh if r.id not in known]
+                    build_id = fresh[-1].id if fresh else None
+                record = None if build_id is None else history.get(build_id)
+            if record is None or record.started is None:
+                time.sleep(0.2)
+                continue
+            live = record.live_view
+            other = live.other
+            t = time.time() - record.started
+            if other is not None and (not seen or seen[-1][3] != other.samples):
+                seen.append(
+                    [round(t, 2), other.cpu_cores, other.mean_cpu_cores, float(other.samples)]
+                )
+            cpus = live.cpus or cpus
+            fraction = record.progress_view.fraction or 0.0
+            if hogs and not started_hogs and hogs_at[0] is None and fraction >= start_at:
+                for _ in range(hogs):
+                    started_hogs.append(
+                        subprocess.Popen(
+                            ["timeout", "600", "sh", "-c", "while :; do :; done"],
+                            start_new_session=True,
+                        )
+                    )
+                hogs_at[0] = round(t, 2)
+            if started_hogs and hogs_at[1] is None and fraction >= stop_at:
+                _stop(started_hogs)
+                hogs_at[1] = round(t, 2)
+            if record.ended is not None:
+                break
+            time.sleep(1.0)
+    finally:
+        _stop(started_hogs)
+    return {
+        "build_id": build_id,
+        "cpus": cpus,
+        "hogs": hogs,
+        "hogs_from_s": hogs_at[0],
+        "hogs_until_s": hogs_at[1],
+        "other": seen,
+    }
+
+
+def _stop(started: list[subprocess.Popen[bytes]]) -> None:
+    for hog in started:  # ours, by process group (the loop's shell under `timeout`)
+        if hog.poll() is None:
+            os.killpg(hog.pid, signal.SIGTERM)
+            hog.wait()
 
 
 def load(recording: dict[str, Any], state: Path) -> list[tuple[int, dict[str, Any]]]:
@@ -130,7 +221,26 @@ def main() -> None:
     out.add_argument("--shape", required=True, help="what kind of tree it is")
     out.add_argument("--label", action="append", default=[], help="each run's label, in order")
     out.add_argument("--host", default=f"{os.cpu_count()} cores")
+    out.add_argument(
+        "--contention", type=Path, action="append", default=[], help="a `watch` file (repeat)"
+    )
+    follow = commands.add_parser("watch", help="keep a build's contention; busy loops mid-build")
+    follow.add_argument("state", type=Path)
+    follow.add_argument("name")
+    follow.add_argument("output", type=Path)
+    follow.add_argument("--hogs", type=int, default=0, help="busy loops to run mid-build")
+    follow.add_argument("--from", dest="start_at", type=float, default=0.3)
+    follow.add_argument("--until", dest="stop_at", type=float, default=0.7)
     args = parser.parse_args()
+    if args.command == "watch":
+        seen = watch(args.state, args.name, args.hogs, args.start_at, args.stop_at)
+        args.output.write_text(json.dumps(seen) + "\n")
+        print(
+            f"{args.output}: build #{seen['build_id']}, {len(seen['other'])} samples",
+            file=sys.stderr,
+        )
+        return
+    watched = [json.loads(path.read_text()) for path in args.contention]
     notes = {
         "source": args.source,
         "configure": args.configure,
@@ -138,7 +248,7 @@ def main() -> None:
         "shape": args.shape,
         "host": args.host,
     }
-    document = export(args.state, args.name, notes, args.label)
+    document = export(args.state, args.name, notes, args.label, {w["build_id"]: w for w in watched})
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(document, separators=(",", ":")) + "\n")
     print(f"{args.output}: {len(document['runs'])} runs", file=sys.stderr)

@@ -4,6 +4,8 @@ slower (or faster), and the ETA says so."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from workbench.progress.live_view import Contention
 from workbench.supervision.live_eta import CONTENTION_MIN_SAMPLES, LiveEta
 
@@ -114,3 +116,37 @@ def test_the_contention_the_live_view_records_is_what_the_eta_reads() -> None:
     assert quiet is not None and loaded is not None
     assert loaded.remaining_s > 2.0 * quiet.remaining_s, (quiet, loaded)
     assert "other builds now take" in loaded.basis
+
+
+def test_a_replay_reads_the_contention_kept_beside_a_recorded_run(tmp_path: Path) -> None:
+    """benchmarks/eta_accuracy.py scores the contention input on recorded runs: the replay
+    feeds the ETA the live view's contention second by second, as the supervisor did, and
+    nothing after the moment it plays (before the other load came, both say the same)."""
+    from workbench.history.records import SUCCEEDED, EdgeRow, NewBuild
+    from workbench.history.store import History
+    from workbench.supervision.live_eta import Replay
+
+    start = 1_000_000.0
+    with History(tmp_path) as history:
+        record = history.create(
+            NewBuild("t", "run", ("ninja",), "/", "/", {}, "t", False), now=start
+        )
+        history.mark_running(record.id, 1, 1, start)
+        rows = [
+            EdgeRow((f"CMakeFiles/t.dir/t{n}.cc.o",), start + 15 * n, start + 15 * n + 30, 0, "0")
+            for n in range(40)
+        ]
+        history.record_edges(record.id, None, rows, "ninja:t")
+        progress = {"step": {"tool": "ninja", "done": 40, "total": 40}, "fraction": 1.0}
+        history.finish(record.id, SUCCEEDED, start + 615, 615.0, 0, None, None, 0, progress)
+        # Quiet for 240 s, then other processes take 1.5 of the 2 cores.
+        seen = [(float(t), 0.0, 0.0, t + 1) for t in range(240)]
+        seen += [(float(t), 1.5, 1.5 * (t - 239) / (t + 1), t + 1) for t in range(240, 600)]
+        kept = Replay.of(history, record.id, (2, seen), jobs=2)
+        plain = Replay.of(history, record.id)
+        early_kept, early_plain = kept.learned(200.0), plain.learned(200.0)
+        late_kept, late_plain = kept.learned(300.0), plain.learned(300.0)
+    assert early_kept == early_plain
+    assert late_kept is not None and late_plain is not None
+    assert late_kept.remaining_s > 1.5 * late_plain.remaining_s, (late_kept, late_plain)
+    assert "other builds now take" in late_kept.basis

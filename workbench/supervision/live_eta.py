@@ -45,7 +45,7 @@ from workbench.analysis.edges import source_of
 from workbench.history.records import EarlierRun
 from workbench.history.store import History
 from workbench.progress import Progress
-from workbench.progress.live_view import EtaView, ProgressView
+from workbench.progress.live_view import Contention, EtaView, ProgressView
 
 if TYPE_CHECKING:
     from workbench.analysis.recorder import EdgeRecorder
@@ -426,10 +426,22 @@ class Replay:
     fractions: list[tuple[float, float]]
     """(seconds from start, progress fraction) of each 1 Hz sample."""
     live: LiveEta
+    contention: tuple[int, list[tuple[float, float, float, int]]] | None = None
+    """What the live view said of the host's other processes, when it was kept (a recording's
+    `watch`): (the host's CPUs, [(seconds from start, their CPU now, their mean so far,
+    samples)]); None: not kept, the ETA is played without it."""
 
     @classmethod
-    def of(cls, history: History, build_id: int) -> Replay:
-        """Load build `build_id` and the earlier runs each method would have read."""
+    def of(
+        cls,
+        history: History,
+        build_id: int,
+        contention: tuple[int, list[tuple[float, float, float, int]]] | None = None,
+        jobs: int | None = None,
+    ) -> Replay:
+        """Load build `build_id` and the earlier runs each method would have read; with the
+        contention the build's live view said (`contention`) and its `jobs`, the ETA reads it
+        as the supervisor's does (`LiveEta.observe`)."""
         record = history.get(build_id)
         if record.started is None or record.duration_s is None:
             raise ValueError(f"build #{build_id} has not finished")
@@ -449,7 +461,8 @@ class Replay:
         live.learn(history.edge_build_info(build_id)[1])
         # What the build's ninja graph would have said: its own edges, by kind.
         live.plan([(output, None) for _, output, _ in edges])
-        return cls(build_id, record.duration_s, edges, total, fractions, live)
+        live.jobs = jobs
+        return cls(build_id, record.duration_s, edges, total, fractions, live, contention)
 
     def by_progress(self, elapsed_s: float) -> Eta | None:
         """The first method's ETA (earlier builds with the same ETA key) at `elapsed_s`."""
@@ -471,6 +484,14 @@ class Replay:
             for end, output, seconds in self.edges
             if end - seconds <= elapsed_s < end
         )
+        self.live.host = HostShare()
+        if self.contention is not None:
+            cpus, seen = self.contention
+            for t, now, mean, samples in seen:
+                if t > elapsed_s:
+                    break
+                other = Contention(now, mean, 0, "", samples)
+                self.live.host.add(t, cpus, self.live.jobs, other)
         return self.live.estimate_at(elapsed_s, self._fraction_at(elapsed_s), counts)
 
     def _fraction_at(self, elapsed_s: float) -> float | None:
