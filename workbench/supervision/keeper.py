@@ -114,7 +114,8 @@ class Link:
         self._send(f"exit {status} {cpu_s if cpu_s is not None else -1}".encode())
 
     def done(self) -> None:
-        """The build's end is recorded: the keeper leaves once this supervisor exits."""
+        """The build's end is recorded and the push it claimed started: the keeper leaves
+        once this supervisor exits (lost before, the supervisor is replaced)."""
         self._send(b"done")
 
     def receive(self) -> tuple[int, float | None] | Literal[False] | None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import os
-import signal
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -39,10 +38,6 @@ _S3_PROBE = "s3://workbench-s3-probe?endpoint=http://127.0.0.1:9&region=us-east-
 _NO_SUCH_STORE = "don't know how to open Nix store"
 # A claim taken over by a command that found its claimant gone: the note until the push starts.
 TAKEN_OVER = "taken over by pid "
-# Tests only: the supervisor stops itself (SIGSTOP) where a crash leaves a claim nobody starts
-# (the build's end recorded, the claimed push not started), so that a test kills it exactly
-# there instead of racing a window of milliseconds.
-STOP_BEFORE_PUSH_ENV = "WORKBENCH_TEST_STOP_BEFORE_PUSH"
 
 
 def request(store: str, signing_key: str | None) -> dict[str, Any]:
@@ -98,20 +93,32 @@ def wants_push(record: BuildRecord, state: str) -> bool:
     return state == SUCCEEDED or (state == FAILED and "matrix" in (record.settings or {}))
 
 
-def _valid(paths: list[str]) -> list[str]:
-    """Those of `paths` valid in this machine's store (none when Nix cannot be asked)."""
+def _invalid_in_store(paths: list[str]) -> set[str] | None:
+    """Those of `paths` not valid in this machine's store; None when Nix cannot be asked."""
     if not paths:
-        return []
+        return set()
     from workbench.host.bounded_command import run_bounded
 
     try:
         check = run_bounded(["nix-store", "--check-validity", "--print-invalid", *paths], 60)
     except (OSError, subprocess.TimeoutExpired):
-        return []
+        return None
     if check.returncode != 0:
-        return []
-    invalid = set(check.stdout.split())
-    return [path for path in paths if path not in invalid]
+        return None
+    return set(check.stdout.split())
+
+
+def _valid(paths: list[str]) -> list[str]:
+    """Those of `paths` valid in this machine's store (none when Nix cannot be asked)."""
+    invalid = _invalid_in_store(paths)
+    return [] if invalid is None else [path for path in paths if path not in invalid]
+
+
+def _invalid(paths: list[str]) -> list[str]:
+    """Those of `paths` known to be gone from this machine's store (none when Nix cannot be
+    asked: the copy itself will say)."""
+    invalid = _invalid_in_store(paths) or set()
+    return [path for path in paths if path in invalid]
 
 
 def outputs_of(history: History, record: BuildRecord) -> tuple[str, ...]:
@@ -172,6 +179,12 @@ def push_plan(
             f"build #{record.id} recorded no store paths (not a Nix build, or its result link "
             "was gone when it ended): nothing to push"
         )
+    gone = _invalid(list(outputs))
+    if gone:
+        raise WorkbenchError(
+            f"build #{record.id}'s outputs are no longer in this store (collected as garbage "
+            f"since?): {', '.join(gone)}; build it again, then push"
+        )
     if signing_key and not Path(signing_key).expanduser().is_file():
         raise WorkbenchError(f"signing key {signing_key}: no such file")
     unsupported = store_support_problem(store)
@@ -198,9 +211,15 @@ def start_push(history: History, record: BuildRecord, say: Callable[[str], None]
     asked = requested(record)
     if asked is None:
         return None
-    if os.environ.get(STOP_BEFORE_PUSH_ENV):
-        os.kill(os.getpid(), signal.SIGSTOP)
     return _start_push(history, record, asked, say)
+
+
+def predecessors_claim(history: History, build_id: int) -> bool:
+    """Whether the build's push is claimed, not started and taken by no command: the claim of
+    a supervisor of this build, which an adopting supervisor (the keeper's) starts as its own
+    when its lost predecessor claimed it before recording the build's end."""
+    claim = history.push_request(build_id)
+    return claim is not None and claim[1:] == (None, None)
 
 
 def _start_push(

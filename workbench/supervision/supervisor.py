@@ -371,6 +371,15 @@ class Supervisor:
         record = self.record = self.history.get(self.record.id)
         if not record.active or record.build_pid is None or record.started is None:
             self.say(f"build #{record.id} is {record.state}: nothing to adopt")
+            if not record.active:
+                # Lost after recording the end and before starting the push it claimed: the
+                # push is this process's to start (once: a command may have taken it first).
+                from workbench.supervision.pushing import take_over_lost_claims
+
+                self._guarded(
+                    "starting the push its lost supervisor claimed",
+                    lambda: take_over_lost_claims(self.history, self.say, only=record.id),
+                )
             return 0
         now = time.time()
         last_seen = record.updated or record.started
@@ -430,12 +439,14 @@ class Supervisor:
             os.fsync(log_fd)
         self._finish(pipeline, oom_before)
         os.close(log_fd)
-        if self.keeper is not None:
-            self.keeper.done()
         if self.push_claimed:
             from workbench.supervision.pushing import start_push
 
             self._guarded("starting the push", lambda: start_push(self.history, record, self.say))
+        # Only now: lost before the claimed push started, this process is replaced by its
+        # keeper, and the one that adopts the ended build starts the push (adopt).
+        if self.keeper is not None:
+            self.keeper.done()
         return 0
 
     def _start_following(
@@ -971,7 +982,11 @@ class Supervisor:
             pushing.record_done(self.history, self.record)
         asked = pushing.requested(self.record)
         if asked is not None and pushing.wants_push(self.record, state):
-            self.push_claimed = self.history.claim_push(self.record.id, asked[0])
+            self.push_claimed = self.history.claim_push(self.record.id, asked[0]) or (
+                # A lost predecessor claimed it and was lost before recording the end.
+                self.adopted_from is not None
+                and pushing.predecessors_claim(self.history, self.record.id)
+            )
 
     def _adoption_note(self) -> str | None:
         """What the note says of lost supervisors: the gaps nobody observed."""
