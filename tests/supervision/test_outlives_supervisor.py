@@ -114,3 +114,32 @@ def test_the_builds_own_exit_status_reaches_the_cli_after_the_supervisor_died(
     log = Path(done.log_path).read_text().splitlines()
     assert log == ["started"] + [f"after {i}" for i in range(2000)]
     assert done.lines == 2001
+
+
+@pytest.mark.slow  # a real supervisor, its keeper and the adopting one: about 5 s
+def test_adopted_and_its_keeper_killed_the_end_is_lost_without_its_status(
+    bench: Bench, tmp_path: Path
+) -> None:
+    """The adopting supervisor outlives the keeper that held the build's exit status: once the
+    build's root is gone it records the end as lost, saying why, instead of waiting for ever."""
+    started = bench.run(
+        "run", "-d", "--name", "orphaned", "--", "sh", "-c",
+        "echo held; while [ ! -e go ]; do sleep 0.05; done; echo went", cwd=tmp_path,
+    )  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    build_id = build_id_from(started.stderr)
+    record = bench.wait_for("the build to run", lambda: _running(bench, 1), 60)
+    _kill_9(bench, record)
+    adopted = bench.wait_for("the build's adoption", lambda: _adopted(bench, build_id), 60)
+    keeper = psutil.Process(keeper_pid(adopted) or 0)
+    keeper.kill()
+    bench.wait_for(
+        "the keeper to be gone",
+        lambda: not psutil.pid_exists(keeper.pid) or keeper.status() == psutil.STATUS_ZOMBIE,
+        30,
+    )
+    (tmp_path / "go").touch()
+    ended = bench.wait_ended(build_id, timeout=60)
+    assert ended.state == "lost" and ended.exit_status is None, ended
+    assert "neither its supervisor nor its keeper was there" in (ended.note or ""), ended.note
+    assert Path(ended.log_path).read_text().splitlines()[-1] == "went"

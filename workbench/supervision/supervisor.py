@@ -634,10 +634,7 @@ class Supervisor:
             self.keeper.close()
             self.keeper = None
             self.say("the keeper is gone: the build's exit status cannot be learnt")
-            if self.root is not None and not tree.is_alive(self.root):
-                self.root_status = None
-                self.keeper_lost = True
-            return
+            return  # the loop ends the build once its root is gone (root_unknown)
         if said:
             self.root_status, self.root_cpu_s = said
 
