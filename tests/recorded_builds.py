@@ -1,6 +1,14 @@
-"""Ended builds written into a History through its own API, as the supervisor writes them
-(created, marked running, finished), for the tests that read a history: screens, reports,
-sizes."""
+"""Builds written into a History through its own API, as the supervisor writes them (created,
+marked running, finished), for the tests that read a history: screens, reports, sizes, the
+store itself. One helper for each step, so that no test spells out `NewBuild(...)` or
+`finish(...)`'s nine positional fields again:
+
+- `new_build`: what is known before a build starts (a `workbench run` of `true` in /tmp unless
+  told otherwise);
+- `running_build`: created and marked running;
+- `end`: `History.finish` with its fields named;
+- `ended_build`: all three, for a build that ran and ended.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +19,85 @@ from typing import Any
 from workbench.history.records import SUCCEEDED, BuildRecord, Measured, NewBuild
 from workbench.history.store import History
 from workbench.host.parallelism import GIB
+
+
+def new_build(
+    name: str = "fixture",
+    *,
+    backend: str = "run",
+    argv: Sequence[str] = ("true",),
+    cwd: str = "/tmp",
+    checkout: str | None = None,
+    settings: dict[str, Any] | None = None,
+    eta_key: str = "k",
+    nix: bool | None = None,
+    variant: str | None = None,
+    target: str | None = None,
+    jobs: int | None = None,
+) -> NewBuild:
+    """A build before it starts: its checkout is `cwd` and it is a Nix build when its backend
+    is "nix", unless told otherwise."""
+    return NewBuild(
+        name=name,
+        backend=backend,
+        argv=tuple(argv),
+        cwd=cwd,
+        checkout=cwd if checkout is None else checkout,
+        settings=dict(settings or {}),
+        eta_key=eta_key,
+        nix=backend == "nix" if nix is None else nix,
+        variant=variant,
+        target=target,
+        jobs=jobs,
+    )
+
+
+def running_build(
+    history: History,
+    plan: NewBuild | None = None,
+    *,
+    pid: int = 1,
+    pgid: int | None = None,
+    started: float | None = None,
+    created: float | None = None,
+) -> BuildRecord:
+    """`plan` (new_build()'s by default) created (at `created`, now by default) and marked
+    running as process `pid` (its group `pgid`, `pid` by default) since `started` (now)."""
+    record = history.create(plan or new_build(), now=created)
+    started = time.time() if started is None else started
+    history.mark_running(record.id, pid, pid if pgid is None else pgid, started)
+    return history.get(record.id)
+
+
+def end(
+    history: History,
+    build_id: int,
+    state: str = SUCCEEDED,
+    *,
+    ended: float | None = None,
+    duration_s: float = 60.0,
+    exit_status: int | None = None,
+    signal: int | None = None,
+    note: str | None = None,
+    lines: int = 1,
+    progress: dict[str, Any] | None = None,
+) -> BuildRecord:
+    """`History.finish` with its fields named: the build ended at `ended` (now) in `state`
+    after `duration_s`; its exit status 0 when it succeeded and 1 otherwise unless given."""
+    if exit_status is None:
+        exit_status = 0 if state == SUCCEEDED else 1
+    history.finish(
+        build_id,
+        state,
+        time.time() if ended is None else ended,
+        duration_s,
+        exit_status,
+        signal,
+        note,
+        lines,
+        progress if progress is not None else {},
+    )
+    return history.get(build_id)
 
 
 def ended_build(
@@ -33,28 +120,28 @@ def ended_build(
     """A build of `name` that ran `duration_s` and ended at `ended` (now) in `state`; a
     variant's build is a Nix build of that variant. Its exit status is 0 when it succeeded and
     1 otherwise unless given. Its PID and group are 1: nothing of it runs."""
-    record = history.create(
-        NewBuild(
-            name=name,
-            backend=backend,
-            argv=tuple(argv),
-            cwd=cwd,
-            checkout=cwd,
-            settings=dict(settings or {}),
-            eta_key=eta_key,
-            nix=backend == "nix",
-            variant=variant,
-            target=variant,
-        )
+    plan = new_build(
+        name,
+        backend=backend,
+        argv=argv,
+        cwd=cwd,
+        settings=settings,
+        eta_key=eta_key,
+        variant=variant,
+        target=variant,
     )
     ended = time.time() if ended is None else ended
-    history.mark_running(record.id, 1, 1, ended - duration_s)
-    if exit_status is None:
-        exit_status = 0 if state == SUCCEEDED else 1
-    history.finish(
-        record.id, state, ended, duration_s, exit_status, None, None, lines, progress or {}
+    record = running_build(history, plan, started=ended - duration_s)
+    return end(
+        history,
+        record.id,
+        state,
+        ended=ended,
+        duration_s=duration_s,
+        exit_status=exit_status,
+        lines=lines,
+        progress=progress,
     )
-    return history.get(record.id)
 
 
 def job_peak_measured(build_id: int, job_peak: int) -> Measured:

@@ -9,9 +9,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from recorded_builds import ended_build, new_build
 from workbench_cli import run_workbench
 
-from workbench.history.records import FINAL_STATES, SUCCEEDED, BuildState, NewBuild
+from workbench.history.records import FINAL_STATES, SUCCEEDED, BuildState
 from workbench.history.store import History
 
 
@@ -27,20 +28,9 @@ def test_each_state_reads_as_its_value(state: BuildState) -> None:
 def test_the_history_and_its_json_keep_the_state_strings(tmp_path: Path) -> None:
     state = tmp_path / "state"
     with History(state) as history:
-        record = history.create(
-            NewBuild(
-                name="states",
-                backend="run",
-                argv=("true",),
-                cwd=str(tmp_path),
-                checkout=str(tmp_path),
-                settings={},
-                eta_key="k",
-                nix=False,
-            )
+        record = ended_build(
+            history, "states", cwd=str(tmp_path), ended=2.0, duration_s=1.0, lines=0
         )
-        history.mark_running(record.id, 1, 1, 1.0)
-        history.finish(record.id, SUCCEEDED, 2.0, 1.0, 0, None, None, 0, {})
         stored = history.get(record.id)
     assert stored.state is BuildState.SUCCEEDED
     assert SUCCEEDED in FINAL_STATES
@@ -65,10 +55,7 @@ def test_a_state_written_by_a_newer_version_is_listed_as_written(tmp_path: Path)
     left as it is (before: ValueError from every command that read the row)."""
     state = tmp_path / "state"
     with History(state) as history:
-        record = history.create(
-            NewBuild(name="newer", backend="run", argv=("true",), cwd=str(tmp_path),
-                     checkout=str(tmp_path), settings={}, eta_key="k", nix=False)
-        )  # fmt: skip
+        record = history.create(new_build("newer", cwd=str(tmp_path)))
     with sqlite3.connect(state / "history.sqlite3") as db:
         db.execute("UPDATE builds SET state = 'paused' WHERE id = ?", (record.id,))
     with History(state) as history:

@@ -12,26 +12,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from recorded_builds import new_build
 from second_user import OtherUser, other_user, shared_tmp  # noqa: F401 - the fixtures
 
 from workbench.history.private_state import StateError
-from workbench.history.records import NewBuild
 from workbench.history.store import History, build_directory
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _new(name: str = "fixture") -> NewBuild:
-    return NewBuild(
-        name=name,
-        backend="run",
-        argv=("true",),
-        cwd="/tmp",
-        checkout="/tmp",
-        settings={},
-        eta_key="k",
-        nix=False,
-    )
 
 
 def _mode(path: Path) -> int:
@@ -64,7 +51,7 @@ def _cli(state: Path, *args: str, cwd: Path | None = None) -> subprocess.Complet
 def test_state_is_private_whatever_the_umask(tmp_path: Path, open_umask: None) -> None:
     state = tmp_path / "state"
     with History(state) as history:
-        record = history.create(_new())
+        record = history.create(new_build())
     assert _mode(state) == 0o700
     assert _mode(state / "builds") == 0o700
     assert _mode(build_directory(state, record.id)) == 0o700
@@ -153,7 +140,7 @@ def test_a_planted_link_is_never_written_through(tmp_path: Path) -> None:
     elsewhere = tmp_path / "victim.txt"
     elsewhere.write_text("precious\n")
     with History(state) as history:
-        record = history.create(_new())
+        record = history.create(new_build())
     directory = build_directory(state, record.id)
     os.symlink(elsewhere, directory / "build.log")
     from workbench.history.private_state import open_private
@@ -179,7 +166,7 @@ def test_a_planted_build_log_link_fails_the_build_not_the_target(tmp_path: Path)
     checkout = tmp_path / "checkout"
     (checkout / ".git").mkdir(parents=True)
     with History(state) as history:
-        history.create(_new())
+        history.create(new_build())
     # The next build gets id 2: plant the link in its folder-to-be's place first. The
     # history must skip the taken folder rather than write through it.
     (state / "builds" / "2").mkdir(mode=0o700)
@@ -195,21 +182,21 @@ def test_build_ids_never_reuse_a_log_folder(tmp_path: Path) -> None:
     """The history moved aside (as its own error message advises): ids go on after the logs."""
     state = tmp_path / "state"
     with History(state) as history:
-        first = history.create(_new())
-        second = history.create(_new())
+        first = history.create(new_build())
+        second = history.create(new_build())
     assert (first.id, second.id) == (1, 2)
     (build_directory(state, 2) / "build.log").write_text("the old build's log\n")
     for path in state.glob("history.sqlite3*"):
         path.rename(path.with_name(path.name + ".aside"))
     with History(state) as history:
-        third = history.create(_new())
+        third = history.create(new_build())
     assert third.id == 3
     assert third.log_path == str(build_directory(state, 3) / "build.log")
     assert (build_directory(state, 2) / "build.log").read_text() == "the old build's log\n"
     # A folder left without a row (a crash between the two) is skipped too.
     (state / "builds" / "4").mkdir()
     with History(state) as history:
-        assert history.create(_new()).id == 5
+        assert history.create(new_build()).id == 5
 
 
 def test_a_non_utf8_state_path_is_one_error_line(tmp_path: Path) -> None:

@@ -11,22 +11,16 @@ def test_a_version_3_history_gains_the_matrix_targets_table_and_keeps_its_builds
 ) -> None:
     """build_targets joined History's schema in version 4: an older history is migrated in
     place (its builds kept), and a target row goes with its build when that is deleted."""
-    from workbench.history.records import BuildTarget, NewBuild
+    from recorded_builds import new_build
+
+    from workbench.history.records import BuildTarget
     from workbench.history.store import History
 
     with History(tmp_path) as history:
-        record = history.create(
-            NewBuild(
-                name="matrix",
-                backend="build",
-                argv=("nix", "build"),
-                cwd=str(tmp_path),
-                checkout=str(tmp_path),
-                settings={},
-                eta_key="k",
-                nix=True,
-            )
+        plan = new_build(
+            "matrix", backend="build", argv=("nix", "build"), cwd=str(tmp_path), nix=True
         )
+        record = history.create(plan)
     database = tmp_path / "history.sqlite3"
     with sqlite3.connect(database) as db:
         db.execute("DROP TABLE build_targets")

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from cli_errors import one_error_line
+from recorded_builds import new_build
 from second_user import OtherUser, other_user, shared_tmp  # noqa: F401 - the fixtures
 
 from workbench.history.records import NewBuild
@@ -19,16 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _new() -> NewBuild:
-    return NewBuild(
-        name="fixture",
-        backend="run",
-        argv=("true",),
-        cwd="/tmp",
-        checkout="/tmp",
-        settings={"padding": "x" * 2000},
-        eta_key="k",
-        nix=False,
-    )
+    return new_build(settings={"padding": "x" * 2000})
 
 
 def _cli(state: Path, *args: str) -> subprocess.CompletedProcess[str]:

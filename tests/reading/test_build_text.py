@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from recorded_builds import new_build, running_build
+
 from workbench.history.records import NewBuild
 from workbench.history.store import History
 from workbench.planning.shell_command import display
@@ -13,16 +15,7 @@ from workbench.reading.build_text import head_lines, progress_line
 
 def _run_build(name: str, argv: tuple[str, ...], where: Path) -> NewBuild:
     """A `workbench run` build of `argv` in `where`, as the CLI records it."""
-    return NewBuild(
-        name=name,
-        backend="run",
-        argv=argv,
-        cwd=str(where),
-        checkout=str(where),
-        settings={},
-        eta_key=name,
-        nix=False,
-    )
+    return new_build(name, argv=argv, cwd=str(where), eta_key=name)
 
 
 def test_the_title_shows_the_command_as_a_shell_reads_it_on_one_line(tmp_path: Path) -> None:
@@ -40,8 +33,7 @@ def test_a_long_progress_line_puts_what_the_eta_rests_on_after_the_peak(tmp_path
     # first build's basis ("extrapolated from this run's edges so far, ...") stood between the
     # ETA and the peak, so the build's peak was cut off the line (seen on fmt's first build).
     with History(tmp_path) as history:
-        record = history.create(_run_build("fmt", ("ninja", "-j2"), tmp_path))
-        history.mark_running(record.id, 1, 1, 1.0)
+        record = running_build(history, _run_build("fmt", ("ninja", "-j2"), tmp_path), started=1.0)
         basis = "extrapolated from this run's edges so far, by source and kind of edge"
         live = {
             "t": 2.0,

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workbench.history.records import Measured, NewBuild
+from recorded_builds import new_build
+
+from workbench.history.records import Measured
 from workbench.history.store import History
 from workbench.progress.live_view import Contention, LiveView
 from workbench.reading.report import BuildFacts, contention_line, more_jobs_advice
@@ -14,7 +16,7 @@ from workbench.reading.report import BuildFacts, contention_line, more_jobs_advi
 def _facts(tmp_path: Path, other: Contention | None, utilisation: float) -> BuildFacts:
     with History(tmp_path) as history:
         record = history.create(
-            NewBuild("fmt", "run", ("ninja",), "/src", "/src", {}, "fmt", False, jobs=2)
+            new_build("fmt", argv=("ninja",), cwd="/src", eta_key="fmt", jobs=2)
         )
         live = LiveView(t=1.0, cpus=2, other=other)
         history.update_live(record.id, 1, {}, live.to_json())

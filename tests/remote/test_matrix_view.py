@@ -7,7 +7,8 @@ import json
 import sqlite3
 from pathlib import Path
 
-from workbench.history.records import NewBuild
+from recorded_builds import new_build
+
 from workbench.history.store import History, database_path
 from workbench.remote.fleet import Fleet
 from workbench.remote.matrix_view import (
@@ -26,15 +27,13 @@ def _matrix_build(state: Path) -> Path:
     """A matrix build's record (as `hosts.matrix_build` makes one) with an empty log; the log."""
     with History(state) as history:
         record = history.create(
-            NewBuild(
-                name="matrix-4",
+            new_build(
+                "matrix-4",
                 backend="nix",
                 argv=("nix", "build"),
                 cwd=".",
-                checkout=".",
                 settings={"matrix": {"targets": [], "hosts": HOSTS, "local_builds": True}},
                 eta_key="matrix",
-                nix=True,
             )
         )
     log = Path(record.log_path)
@@ -103,18 +102,7 @@ def test_attach_s_per_host_lines_come_when_they_change_and_never_carry_escapes(
 
 def test_any_other_build_has_no_per_host_view(tmp_path: Path) -> None:
     with History(tmp_path) as history:
-        record = history.create(
-            NewBuild(
-                name="plain",
-                backend="run",
-                argv=("ninja",),
-                cwd=".",
-                checkout=".",
-                settings={},
-                eta_key="plain",
-                nix=False,
-            )
-        )
+        record = history.create(new_build("plain", argv=("ninja",), cwd=".", eta_key="plain"))
     assert PerHostLines.for_build(record) is None
 
 

@@ -4,12 +4,12 @@ naturally, commands are whole and shell-quoted in the report and on the build sc
 from __future__ import annotations
 
 import shlex
-import time
 from pathlib import Path
 
 import pytest
+from recorded_builds import end, new_build
 
-from workbench.history.records import SUCCEEDED, EarlierRun, NewBuild
+from workbench.history.records import EarlierRun
 from workbench.history.store import History
 from workbench.reading import report
 from workbench.reading.build_text import head_lines
@@ -60,8 +60,8 @@ def test_relative_times_read_naturally() -> None:
 
 def test_the_report_shows_each_command_whole_and_shell_quoted(tmp_path: Path) -> None:
     with History(tmp_path) as history:
-        record = history.create(NewBuild("cpu", "nix", NIX_ARGV, "/s", "/s", {}, "k", True))
-        history.finish(record.id, SUCCEEDED, time.time(), 10.0, 0, None, None, 1, {})
+        record = history.create(new_build("cpu", backend="nix", argv=NIX_ARGV, cwd="/s"))
+        end(history, record.id, duration_s=10.0)
         text = report.markdown([report.load(history, record.id)])
     assert shlex.join(NIX_ARGV) in text
     assert "'nix-command flakes'" in text
@@ -69,7 +69,7 @@ def test_the_report_shows_each_command_whole_and_shell_quoted(tmp_path: Path) ->
 
 def test_the_build_screen_title_quotes_the_command(tmp_path: Path) -> None:
     with History(tmp_path) as history:
-        record = history.create(NewBuild("cpu", "nix", NIX_ARGV, "/s", "/s", {}, "k", True))
+        record = history.create(new_build("cpu", backend="nix", argv=NIX_ARGV, cwd="/s"))
     title, _ = head_lines(record)
     assert title.endswith(shlex.join(NIX_ARGV))
     assert shlex.split(title.split("nix: ", 1)[1]) == list(NIX_ARGV)  # pastes back as it ran

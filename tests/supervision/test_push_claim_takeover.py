@@ -212,16 +212,16 @@ def test_a_lost_builds_claim_is_reported_with_what_to_run_and_taken_once(tmp_pat
     """A claim whose build never had its end recorded (the supervisor died before: the build is
     lost) is not pushed; the claim says why and what to run, said once by the first command
     that looks, never again by the next."""
-    from workbench.history.records import NewBuild
+    from recorded_builds import new_build
+
     from workbench.history.store import History
     from workbench.supervision.pushing import REQUEST, take_over_lost_claims
 
     store = f"file://{tmp_path / 'cache'}"
     with History(tmp_path / "state") as history:
         record = history.create(
-            NewBuild(name="cpu", backend="nix", argv=("nix", "build"), cwd=str(tmp_path),
-                     checkout=str(tmp_path), settings={REQUEST: {"store": store}},
-                     eta_key="cpu", nix=True)
+            new_build("cpu", backend="nix", argv=("nix", "build"), cwd=str(tmp_path),
+                      settings={REQUEST: {"store": store}}, eta_key="cpu")
         )  # fmt: skip
         assert history.claim_push(record.id, store)
         assert history.mark_lost(record.id, "its supervisor (pid 1) is gone")

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from cache_flake import make_cache_flake
 from nix_testing import NIX_CONFIG
+from recorded_builds import new_build
 from supervised import Bench
 
-from workbench.history.records import NewBuild
 from workbench.planning.launch import host_platform
 from workbench.supervision.pushing import s3_support_problem
 
@@ -46,9 +46,8 @@ def test_a_push_to_s3_is_refused_before_it_starts(
 ) -> None:
     with bench.history() as history:
         record = history.create(
-            NewBuild(name="cpu", backend="nix", argv=("nix", "build"), cwd=str(tmp_path),
-                     checkout=str(tmp_path), settings={}, eta_key="cpu", nix=True)
-        )  # fmt: skip
+            new_build("cpu", backend="nix", argv=("nix", "build"), cwd=str(tmp_path), eta_key="cpu")
+        )
     configs = tmp_path / "configs"
     configs.mkdir()
     (configs / "hosts.toml").write_text("local_builds = true\n")

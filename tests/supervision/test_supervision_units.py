@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from recorded_builds import job_peak_measured
+from recorded_builds import end, job_peak_measured, new_build
 from supervised import REPO, Bench
 from workbench_cli import run_workbench
 
@@ -203,16 +203,8 @@ def test_lock_of_a_killed_holder_is_never_stale(tmp_path: Path) -> None:
 
 
 def _new(name: str = "fixture", **settings: object) -> NewBuild:
-    return NewBuild(
-        name=name,
-        backend="run",
-        argv=("ninja", "-j2"),
-        cwd="/src",
-        checkout="/src",
-        settings=dict(settings),
-        eta_key=f"key-{name}",
-        nix=False,
-        jobs=2,
+    return new_build(
+        name, argv=("ninja", "-j2"), cwd="/src", settings=settings, eta_key=f"key-{name}", jobs=2
     )
 
 
@@ -229,7 +221,7 @@ def test_history_is_wal_and_keeps_a_build_from_start_to_end(tmp_path: Path) -> N
         history.update_live(record.id, 7, progress, {"cpu_cores": 1.0}, sample)
         assert history.get(record.id).state == RUNNING
         assert history.get(record.id).progress == progress
-        history.finish(record.id, SUCCEEDED, time.time(), 12.5, 0, None, None, 9, progress)
+        end(history, record.id, duration_s=12.5, lines=9, progress=progress)
         done = history.get(record.id)
         assert (done.state, done.exit_status, done.duration_s, done.lines) == (
             SUCCEEDED,
@@ -255,7 +247,7 @@ def test_measured_job_memory_comes_from_the_latest_builds(tmp_path: Path) -> Non
                 job_peak_measured(record.id, peak),
                 [JobRow("conv.cc", "compiler", "g++", 30.0, peak, 0.0)],
             )
-            history.finish(record.id, SUCCEEDED, time.time(), 100.0, 0, None, None, 1, {})
+            end(history, record.id, duration_s=100.0)
         memory = measured_job_memory(history, "cpu", cuda=False)
     assert memory is not None
     assert memory.gb == pytest.approx(900 / 1024)
@@ -336,16 +328,14 @@ def test_report_compares_two_builds(tmp_path: Path) -> None:
         ids = []
         for jobs, wall, peak in ((1, 200.0, 235 * 1024**2), (4, 50.0, 240 * 1024**2)):
             record = history.create(
-                NewBuild(
-                    "ort", "run", ("ninja", f"-j{jobs}"), "/s", "/s", {}, "k", False, jobs=jobs
-                )
+                new_build("ort", argv=("ninja", f"-j{jobs}"), cwd="/s", jobs=jobs)
             )
             measured = job_peak_measured(record.id, peak)
             measured = Measured(**{**measured.__dict__, "wall_s": wall, "most_jobs": jobs})
             history.record_measurements(
                 record.id, measured, [JobRow("conv.cc", "compiler", "g++", 30.0, peak, 0.0)]
             )
-            history.finish(record.id, SUCCEEDED, time.time(), wall, 0, None, None, 1, {})
+            end(history, record.id, duration_s=wall)
             ids.append(record.id)
         builds = [report.load(history, build_id) for build_id in ids]
     text = report.markdown(builds)
