@@ -13,9 +13,7 @@ import math
 import re
 from collections.abc import Iterable
 
-from rich.text import Text
-
-from workbench.tui.widgets.time_graph import AXIS_WIDTH, TimeGraph
+from workbench.tui.widgets.time_graph import AXIS, AXIS_WIDTH, Row, TimeGraph
 
 LIMIT_LINE = "┈"
 
@@ -36,8 +34,19 @@ class ParallelismGraph(TimeGraph):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("Edges", count, 1.0, id=id)
-        self.jobs: int | None = None
+        self._jobs: int | None = None
         self.exact = False
+
+    @property
+    def jobs(self) -> int | None:
+        """The build's job limit (-j), drawn as the dotted line; None where none was given."""
+        return self._jobs
+
+    @jobs.setter
+    def jobs(self, jobs: int | None) -> None:
+        if jobs != self._jobs:
+            self._jobs = jobs
+            self._changed()
 
     def show_sampled(self, value: float, t: float) -> bool:
         """One live sample: the build's compile and link jobs running at `t`."""
@@ -60,26 +69,22 @@ class ParallelismGraph(TimeGraph):
             self.history.add(value)
             self.last_t = t
             t += interval_s
-        self.refresh()
+        self._changed()
 
-    def render(self) -> Text:
-        width, height = self.size.width, self.size.height
-        rows = max(1, height - 2)
-        plot_width = max(1, width - AXIS_WIDTH)
+    def _prepare(self) -> None:
         # The scale holds the whole build's highest column: the limit, or more where more ran.
         highest = self.history.highest() or 0.0
         self.maximum = float(max(self.jobs or 0, math.ceil(highest), 1))
-        drawn = super().render().split("\n", allow_blank=True)
-        lines = [self._heading(self.samples[-1] if self.samples else None, width), *drawn[1:]]
-        if self.jobs:
-            row = limit_row(self.jobs, self.maximum, rows)
-            lines[1 + row] = self._with_limit(lines[1 + row], plot_width)
-        return Text("\n").join(lines)
 
-    def _heading(self, latest: float | None, width: int) -> Text:
-        axis = self.get_component_rich_style("graph--axis")
-        heading = Text(no_wrap=True, overflow="crop")
-        heading.append(f"{self.title}  ", self.get_component_rich_style("graph--title"))
+    def rows(self, width: int, height: int) -> list[Row]:
+        drawn = super().rows(width, height)
+        drawn[0] = self._heading(self.samples[-1] if self.samples else None, width)
+        if self.jobs:
+            row = limit_row(self.jobs, self.maximum, max(1, height - 2))
+            drawn[1 + row] = self._with_limit(drawn[1 + row], max(1, width - AXIS_WIDTH))
+        return drawn
+
+    def _heading(self, latest: float | None, width: int) -> Row:
         limit = f"-j{self.jobs}" if self.jobs else "no -j given"
         how = "exact" if self.exact else "sampled"
         if latest is None:
@@ -89,26 +94,21 @@ class ParallelismGraph(TimeGraph):
             # At 80 columns "now"/"last" gives way before whether the figure is exact.
             forms = [f"{'now' if self.live else 'last'} {value} · {how}", f"{value} · {how}"]
         room = width - len(self.title) - 2
-        heading.append(next((form for form in forms if len(form) <= room), forms[-1]), axis)
-        heading.truncate(width, overflow="ellipsis")
-        return heading
+        return self._heading_row(
+            next((form for form in forms if len(form) <= room), forms[-1]), width
+        )
 
-    def _with_limit(self, line: Text, plot_width: int) -> Text:
+    def _with_limit(self, line: Row, plot_width: int) -> Row:
         """The plot row holding the limit: the limit named on the axis, blank cells dotted."""
-        limit = self.get_component_rich_style("graph--limit")
-        axis = self.get_component_rich_style("graph--axis")
         label = f"-j{self.jobs}"
-        result = Text(no_wrap=True, overflow="crop")
-        result.append(f"{label:>{AXIS_WIDTH - 1}.{AXIS_WIDTH - 1}}│", axis)
-        bar = self.get_component_rich_style("graph--bar")
+        result: list[tuple[str, str]] = [(f"{label:>{AXIS_WIDTH - 1}.{AXIS_WIDTH - 1}}│", AXIS)]
         # Runs of blanks become the dotted limit, runs of bars stay (this graph has no limit
-        # colour: every bar is in the bar style). By runs, not cell by cell: a frame of this
-        # graph cost twice the CPU graph's when each cell was a slice of a Text.
-        plain = line.plain[AXIS_WIDTH : AXIS_WIDTH + plot_width]
+        # colour: every bar is in the bar style).
+        plain = "".join(cells for cells, _ in line)[AXIS_WIDTH : AXIS_WIDTH + plot_width]
         for run in re.finditer(r" +|[^ ]+", plain):
             cells = run.group()
             if cells[0] == " ":
-                result.append(LIMIT_LINE * len(cells), limit)
+                result.append((LIMIT_LINE * len(cells), "graph--limit"))
             else:
-                result.append(cells, bar)
-        return result
+                result.append((cells, "graph--bar"))
+        return tuple(result)

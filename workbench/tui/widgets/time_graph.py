@@ -21,12 +21,41 @@ from collections import deque
 from collections.abc import Callable
 from itertools import repeat
 
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
+from textual.geometry import Region, Size
 from textual.reactive import reactive
+from textual.strip import Strip
 from textual.widget import Widget
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
 AXIS_WIDTH = 7
+AXIS = "graph--axis"
+
+Row = tuple[tuple[str, str], ...]
+"""One drawn row: runs of (cells, component class), "" for the widget's own style."""
+
+
+def fit(*runs: tuple[str, str], width: int) -> Row:
+    """Runs cut to `width` cells, the last cell an ellipsis where any was cut, in the style of
+    the run whose cell it replaces (as Rich's `Text.truncate` leaves it)."""
+    if sum(len(cells) for cells, _ in runs) <= width:
+        return tuple(run for run in runs if run[0])
+    if width <= 0:
+        return ()
+    cut = width - 1
+    kept: list[tuple[str, str]] = []
+    position, ellipsis = 0, runs[-1][1]
+    for cells, component in runs:
+        end = position + len(cells)
+        if position <= cut < end:
+            ellipsis = component
+        if position < cut:
+            kept.append((cells[: cut - position], component))
+        position = end
+    kept.append(("…", ellipsis))
+    return tuple(run for run in kept if run[0])
 
 
 def column_cells(fraction: float, rows: int) -> list[str]:
@@ -196,6 +225,11 @@ class TimeGraph(Widget):
         self.limit_fraction = limit_fraction
         self.last_t: float | None = None
         self._column_s = interval_s
+        self._rows: list[Row] | None = None  # as last drawn, at `_rows_size`
+        self._rows_size = Size(0, 0)
+        self._strips: dict[int, Strip] = {}  # each row's Strip, made when first drawn
+        self._styles: dict[str, Style] = {}  # each component's style ("": the widget's own)
+        self._diff_due = False
 
     def add(self, value: float, maximum: float | None = None, t: float | None = None) -> bool:
         """Append a sample (O(1)); `maximum` moves the full scale (e.g. available memory).
@@ -221,7 +255,7 @@ class TimeGraph(Widget):
         self.history.add(value)
         if maximum is not None and maximum > 0:
             self.maximum = maximum
-        self.refresh()
+        self._changed()
         return True
 
     def clear(self) -> None:
@@ -229,7 +263,7 @@ class TimeGraph(Widget):
         self.samples.clear()
         self.history.clear()
         self.last_t = None
-        self.refresh()
+        self._changed()
 
     def _heading_words(self, shown: list[float], room: int) -> str:
         """The words after the title, the longest form that fits `room` cells: a narrow graph
@@ -251,14 +285,21 @@ class TimeGraph(Widget):
         )
         return next((form for form in forms if len(form) <= room), forms[-1])
 
-    def render(self) -> Text:
-        width, height = self.size.width, self.size.height
+    # -- drawing: each row a tuple of (text, component) runs, drawn as a Strip of its own ------
+
+    def _heading_row(self, words: str, width: int) -> Row:
+        """The title in bold and `words` in the axis colour, cut with an ellipsis to `width`."""
+        return fit((f"{self.title}  ", "graph--title"), (words, "graph--axis"), width=width)
+
+    def _prepare(self) -> None:
+        """Called before the rows are made (a subclass sets its scale here)."""
+
+    def rows(self, width: int, height: int) -> list[Row]:
+        """What the graph shows at `width` x `height`: the heading, the plot's rows with the
+        value axis, the time axis; plain strings and the component class of each run."""
+        self._prepare()
         rows = max(1, height - 2)  # title row and time-axis row
         plot_width = max(1, width - AXIS_WIDTH)
-        bar = self.get_component_rich_style("graph--bar")
-        axis = self.get_component_rich_style("graph--axis")
-        limit = self.get_component_rich_style("graph--limit")
-        title_style = self.get_component_rich_style("graph--title")
         shown, per_column = self.history.columns(plot_width, self.peak_columns, stable=self.live)
         self._column_s = per_column * self.interval_s
         scale = self.maximum
@@ -266,13 +307,9 @@ class TimeGraph(Widget):
             scale = nice_ceiling(max(shown))
             if self.maximum > 0:
                 scale = min(scale, self.maximum)
-        heading = Text(no_wrap=True, overflow="crop")
-        heading.append(f"{self.title}  ", title_style)
-        heading.append(self._heading_words(shown, width - len(self.title) - 2), axis)
-        heading.truncate(width, overflow="ellipsis")  # one line, whatever the width
-        text = Text(no_wrap=True, overflow="crop")
-        text.append_text(heading)
-        text.append("\n")
+        drawn: list[Row] = [
+            self._heading_row(self._heading_words(shown, width - len(self.title) - 2), width)
+        ]
         fractions = [v / scale if scale else 0.0 for v in shown]
         columns = [column_cells(fraction, rows) for fraction in fractions]
         # Runs of columns near `maximum` (memory running out) take the limit colour.
@@ -295,14 +332,105 @@ class TimeGraph(Widget):
                 label = self.format_value(0)
             else:
                 label = ""
-            text.append(f"{label:>{AXIS_WIDTH - 1}.{AXIS_WIDTH - 1}}│", axis)
+            line: list[tuple[str, str]] = [(f"{label:>{AXIS_WIDTH - 1}.{AXIS_WIDTH - 1}}│", AXIS)]
             for first, last, hot in runs:
                 cells = "".join(column[row] for column in columns[first:last])
-                text.append(cells, limit if hot else bar)
-            text.append(" " * padding)
-            text.append("\n")
-        text.append(self._time_axis(plot_width), axis)
+                line.append((cells, "graph--limit" if hot else "graph--bar"))
+            if padding > 0:
+                line.append((" " * padding, ""))
+            drawn.append(tuple(line))
+        drawn.append(((self._time_axis(plot_width), AXIS),))
+        return drawn
+
+    def render(self) -> Text:
+        """The whole graph as one Text (what `render_line` draws row by row)."""
+        styles: dict[str, Style] = {}
+        text = Text(no_wrap=True, overflow="crop")
+        for number, row in enumerate(self.rows(self.size.width, self.size.height)):
+            if number:
+                text.append("\n")
+            for cells, component in row:
+                text.append(cells, self._style(component, styles) if component else None)
         return text
+
+    def _style(self, component: str, styles: dict[str, Style]) -> Style:
+        style = styles.get(component)
+        if style is None:
+            style = styles[component] = self.get_component_rich_style(component)
+        return style
+
+    # -- what changed since the last frame --------------------------------------------------
+
+    def _changed(self) -> None:
+        """The series or what frames it changed: once the current message is handled, the rows
+        are made again and only those that differ are drawn (a new sample of a live graph: the
+        heading and the plot rows its newest column reaches; the axes stay)."""
+        if not self._diff_due:
+            self._diff_due = True
+            self.call_next(self._redraw_changed_rows)
+
+    def _redraw_changed_rows(self) -> None:
+        self._diff_due = False
+        size = self.size
+        before = self._rows
+        if not self.is_mounted or before is None or size != self._rows_size or not size.area:
+            self._rows = None
+            self.refresh()
+            return
+        now = self.rows(size.width, size.height)
+        self._rows = now
+        changed = [
+            y
+            for y in range(max(len(now), len(before)))
+            if y >= len(now) or y >= len(before) or now[y] != before[y]
+        ]
+        for y in changed:
+            self._strips.pop(y, None)
+        regions: list[Region] = []
+        for y in changed:
+            if regions and regions[-1].bottom == y:
+                last = regions[-1]
+                regions[-1] = Region(0, last.y, size.width, last.height + 1)
+            else:
+                regions.append(Region(0, y, size.width, 1))
+        if regions:
+            self.refresh(*regions)
+
+    def render_line(self, y: int) -> Strip:
+        if self._diff_due:  # a frame came before the diff: the rows it finds changed come next
+            self._redraw_changed_rows()
+        size = self.size
+        if self._rows is None or size != self._rows_size:
+            self._rows = self.rows(size.width, size.height)
+            self._rows_size = size
+            self._strips.clear()
+        strip = self._strips.get(y)
+        if strip is None:
+            styles = self._styles
+            base = styles.get("")
+            if base is None:
+                base = styles[""] = self.rich_style
+            if y >= len(self._rows):
+                strip = Strip.blank(size.width, base)
+            else:
+                segments = [
+                    Segment(cells, self._style(component, styles) if component else None)
+                    for cells, component in self._rows[y]
+                    if cells
+                ]
+                # A short row ends in blanks of the background alone (as a Text is padded).
+                pad = Style.from_color(bgcolor=base.bgcolor)
+                strip = Strip(segments).apply_style(base).crop_extend(0, size.width, pad)
+            self._strips[y] = strip
+        return strip
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._strips.clear()  # the theme changed: the cached styles are stale
+        self._styles.clear()
+
+    def watch_live(self) -> None:
+        self._changed()
 
     def _time_axis(self, plot_width: int) -> str:
         """Tick labels every TICK_COLUMNS columns from the left edge (the first sample, "0s"),

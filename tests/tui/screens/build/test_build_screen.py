@@ -597,3 +597,41 @@ async def test_the_exact_edges_graph_covers_a_build_longer_than_its_ring() -> No
         # A day-long build keeps at most EXACT_VALUES values: wider intervals, said.
         day = exact_parallelism([(0.0, 200_000.0)], 0.0, None, most=65536)
         assert day is not None and day.interval_s == 4.0 and len(day.values) == 50000
+
+
+async def test_a_new_sample_draws_only_the_graph_rows_it_changed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 23: a graph is drawn row by row (Textual's line API) and a sample redraws only the
+    rows that differ (the heading's figure, the rows its column reaches), not the whole widget:
+    its time axis and the rows above the new column are not drawn again."""
+    app = GraphApp()
+    async with app.run_test(size=(67, 8)) as pilot:
+        graph = app.query_one(TimeGraph)
+        for second in range(10):
+            graph.add(30.0, t=1000.0 + second)
+        await pilot.pause()
+        refreshed: list[tuple[object, ...]] = []
+        drawn: list[int] = []
+        original_refresh, original_line = graph.refresh, graph.render_line
+        monkeypatch.setattr(
+            graph, "refresh", lambda *a, **k: (refreshed.append(a), original_refresh(*a, **k))[1]
+        )
+        monkeypatch.setattr(graph, "render_line", lambda y: (drawn.append(y), original_line(y))[1])
+        graph.add(31.0, t=1010.0)  # a new column two rows high (30% of six rows and a bit)
+        await pilot.pause()
+        rows = {y for regions in refreshed for region in regions for y in region.line_range}
+        assert all(regions for regions in refreshed), "a refresh of the whole graph"
+        # The heading's figure and the plot rows the column is in; not the time axis.
+        assert 0 in rows and 5 in rows and 6 in rows and 7 not in rows, refreshed
+        assert set(drawn) == rows, drawn
+        assert "now 31%" in graph.render().plain.splitlines()[0]
+        refreshed.clear()
+        drawn.clear()
+        graph.add(95.0, t=1011.0)  # a tall column: every plot row, still not the time axis
+        await pilot.pause()
+        rows = {y for regions in refreshed for region in regions for y in region.line_range}
+        assert all(regions for regions in refreshed), "a refresh of the whole graph"
+        assert rows == {0, 1, 2, 3, 4, 5, 6}, refreshed
+        column = _plot_columns(graph)[11]
+        assert column.strip() and column[0] != " ", column
