@@ -21,6 +21,13 @@ from workbench.history.store import History
 from workbench.host.parallelism import GIB
 
 
+class _Usual:
+    """The usual exit status for the state (end's default)."""
+
+
+USUAL = _Usual()
+
+
 def new_build(
     name: str = "fixture",
     *,
@@ -76,15 +83,16 @@ def end(
     *,
     ended: float | None = None,
     duration_s: float = 60.0,
-    exit_status: int | None = None,
+    exit_status: int | _Usual | None = USUAL,
     signal: int | None = None,
     note: str | None = None,
     lines: int = 1,
     progress: dict[str, Any] | None = None,
 ) -> BuildRecord:
     """`History.finish` with its fields named: the build ended at `ended` (now) in `state`
-    after `duration_s`; its exit status 0 when it succeeded and 1 otherwise unless given."""
-    if exit_status is None:
+    after `duration_s`; its exit status 0 when it succeeded and 1 otherwise unless given (None:
+    none, as a build killed by a signal)."""
+    if isinstance(exit_status, _Usual):
         exit_status = 0 if state == SUCCEEDED else 1
     history.finish(
         build_id,
@@ -138,7 +146,7 @@ def ended_build(
         state,
         ended=ended,
         duration_s=duration_s,
-        exit_status=exit_status,
+        exit_status=USUAL if exit_status is None else exit_status,
         lines=lines,
         progress=progress,
     )

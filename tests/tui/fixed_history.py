@@ -13,7 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from workbench.history.records import KILLED, SUCCEEDED, JobRow, Measured, NewBuild, Sampled
+from recorded_builds import end, new_build, running_build
+
+from workbench.history.records import KILLED, JobRow, Measured, Sampled
 from workbench.history.store import History
 
 START = 1_767_258_000.0  # 2026-01-01 09:00:00 UTC
@@ -151,20 +153,16 @@ def add_sample_build(history: History, parallel: int, started: float) -> int:
     jobs = sample_jobs(parallel)
     duration = round(max(job.start_s + job.seconds for job in jobs) + 0.3, 2)
     argv = ("ninja", f"-j{parallel}", "-C", "build")
-    record = history.create(
-        NewBuild(
-            name=SAMPLE_PROJECT,
-            backend="run",
-            argv=argv,
-            cwd="sample-checkout",
-            checkout="sample-checkout",
-            settings={"argv": list(argv), "cwd": "sample-checkout"},
-            eta_key=f"run-{SAMPLE_PROJECT}-j{parallel}",
-            nix=False,
-            jobs=parallel,
-        ),
-        now=started - 0.2,
+    plan = new_build(
+        SAMPLE_PROJECT,
+        argv=argv,
+        cwd="sample-checkout",
+        settings={"argv": list(argv), "cwd": "sample-checkout"},
+        eta_key=f"run-{SAMPLE_PROJECT}-j{parallel}",
+        jobs=parallel,
     )
+    # Its pid: 40,000 and its id (its id is known once created: the pid is set as it runs).
+    record = history.create(plan, now=started - 0.2)
     history.mark_running(record.id, 40_000 + record.id, 40_000 + record.id, started)
     samples = sample_samples(jobs, started, duration)
     for sample in samples:
@@ -174,16 +172,13 @@ def add_sample_build(history: History, parallel: int, started: float) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(log)
     lines = log.count("\n")
-    history.finish(
+    end(
+        history,
         record.id,
-        SUCCEEDED,
-        started + duration,
-        duration,
-        0,
-        None,
-        None,
-        lines,
-        final_progress(len(jobs), jobs[-1].line),
+        ended=started + duration,
+        duration_s=duration,
+        lines=lines,
+        progress=final_progress(len(jobs), jobs[-1].line),
     )
     cpu_seconds = round(sum(job.seconds for job in jobs) + 0.4, 2)
     compilers = [job for job in jobs if job.kind == "compiler"]
@@ -250,37 +245,32 @@ def add_killed_variant_build(history: History, started: float) -> int:
         "--max-jobs",
         "1",
     )
-    record = history.create(
-        NewBuild(
-            name=VARIANT,
-            backend="nix",
-            argv=argv,
-            cwd="builder-flake",
-            checkout="builder-flake",
-            settings={"ninja_jobs": 32, "max_jobs": 1, "nvcc_threads": 1},
-            eta_key=f"nix-{VARIANT}",
-            nix=True,
-            variant=VARIANT,
-            target=VARIANT,
-            jobs=32,
-        ),
-        now=started - 1.0,
+    plan = new_build(
+        VARIANT,
+        backend="nix",
+        argv=argv,
+        cwd="builder-flake",
+        settings={"ninja_jobs": 32, "max_jobs": 1, "nvcc_threads": 1},
+        eta_key=f"nix-{VARIANT}",
+        variant=VARIANT,
+        target=VARIANT,
+        jobs=32,
     )
-    history.mark_running(record.id, 41_000, 41_000, started)
+    record = running_build(history, plan, pid=41_000, started=started, created=started - 1.0)
     path = Path(record.log_path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("building onnxruntime-1.23.2 for sm90 with 32 jobs\n")
     duration = 42 * 60 + 17.0
-    history.finish(
+    end(
+        history,
         record.id,
         KILLED,
-        started + duration,
-        duration,
-        None,
-        9,
-        "killed (OOM?) while compiling flash_fwd_hdim128_fp16_sm90.cu, peak 231.40 GiB",
-        1,
-        {"nix": True, "planned": 3, "done": 2, "failed": 1, "derivations": []},
+        ended=started + duration,
+        duration_s=duration,
+        exit_status=None,
+        signal=9,
+        note="killed (OOM?) while compiling flash_fwd_hdim128_fp16_sm90.cu, peak 231.40 GiB",
+        progress={"nix": True, "planned": 3, "done": 2, "failed": 1, "derivations": []},
     )
     return record.id
 

@@ -26,9 +26,10 @@ import os
 from pathlib import Path
 
 import psutil
+from recorded_builds import end, new_build
 from tui.fixed_history import NOW, START
 
-from workbench.history.records import FAILED, NewBuild
+from workbench.history.records import FAILED
 from workbench.history.store import History
 from workbench.progress.nix_log import derivation_name
 from workbench.remote.fleet import Fleet
@@ -103,12 +104,11 @@ def write_matrix_build(state: Path, running: bool) -> int:
     targets = _targets()
     with History(state) as history:
         record = history.create(
-            NewBuild(
-                name=f"matrix-{len(targets)}",
+            new_build(
+                f"matrix-{len(targets)}",
                 backend="nix",
                 argv=("nix", "build", *(f".#{t['attr']}" for t in targets[:-1]), "--keep-going"),
                 cwd="flake",
-                checkout="flake",
                 settings={
                     "matrix": {
                         "targets": targets,
@@ -117,7 +117,6 @@ def write_matrix_build(state: Path, running: bool) -> int:
                     }
                 },
                 eta_key="nix-matrix-6",
-                nix=True,
                 jobs=16,
             ),
             now=START - 0.5,
@@ -136,7 +135,7 @@ def write_matrix_build(state: Path, running: bool) -> int:
             return record.id
         history.mark_running(record.id, 50_000 + record.id, 50_000 + record.id, START)
         ended = START + TIMES["avx512vnni"][1] + 2.0
-        history.finish(record.id, FAILED, ended, ended - START, 1, None, None, len(lines), {})
+        end(history, record.id, FAILED, ended=ended, duration_s=ended - START, lines=len(lines))
     rows = []
     for target in targets:
         name = str(target["name"])

@@ -8,16 +8,15 @@ from __future__ import annotations
 
 import re
 import shutil
-import time
 from pathlib import Path
 
 import pytest
-from recorded_builds import job_peak_measured
+from recorded_builds import end, job_peak_measured, new_build
 from supervision.supervised import REPO, Bench
 from textual.widgets import Static
 from tui.driving import screen_still, wait_until
 
-from workbench.history.records import SUCCEEDED, JobRow, NewBuild
+from workbench.history.records import JobRow
 from workbench.history.store import History
 from workbench.host.parallelism import GIB
 
@@ -31,22 +30,20 @@ def measured_build(state: Path, name: str, job_peak: int) -> None:
     """A finished build of `name` whose largest compile job peaked at `job_peak` bytes."""
     with History(state) as history:
         record = history.create(
-            NewBuild(
-                name=name,
+            new_build(
+                name,
                 backend="nix",
                 argv=("nix", "build", f".#{name}"),
                 cwd=str(state),
-                checkout=str(state),
                 settings={"nvcc_threads": 1},
                 eta_key=f"key-{name}",
-                nix=True,
                 jobs=2,
             )
         )
         measured = job_peak_measured(record.id, job_peak)
         rows = [JobRow("conv.cc", "compiler", "g++", 30.0, job_peak, 0.0)]
         history.record_measurements(record.id, measured, rows)
-        history.finish(record.id, SUCCEEDED, time.time(), 100.0, 0, None, None, 1, {})
+        end(history, record.id, duration_s=100.0)
 
 
 def estimate_in(text: str) -> tuple[str, str]:

@@ -22,11 +22,12 @@ from driving import (
     wait_until,
 )
 from monitor.cxx_project import needs_cxx_tools
+from recorded_builds import end, new_build, running_build
 from supervision.supervised import Bench, token_processes
 from textual.app import App, ComposeResult
 from textual.widgets import ProgressBar, Static
 
-from workbench.history.records import FAILED, STOPPED, SUCCEEDED, NewBuild
+from workbench.history.records import FAILED, STOPPED, SUCCEEDED
 from workbench.history.store import History
 from workbench.logs.readable import DerivationNames, readable_line
 from workbench.progress import ProgressTracker
@@ -323,30 +324,34 @@ def test_nix_lines_read_as_text() -> None:
 
 async def test_a_nix_build_log_reads_as_text_on_the_build_screen(tui, bench: Bench) -> None:
     with History(bench.state) as history:
-        record = history.create(
-            NewBuild(
-                name="wb-fixture",
-                backend="nix",
-                argv=("nix", "build", "-f", "three-derivations.nix"),
-                cwd="/tmp",
-                checkout="/tmp",
-                settings={},
-                eta_key="nix-fixture",
-                nix=True,
-            )
+        plan = new_build(
+            "wb-fixture",
+            backend="nix",
+            argv=("nix", "build", "-f", "three-derivations.nix"),
+            eta_key="nix-fixture",
         )
+        now = time.time()
+        record = running_build(history, plan, started=now - 5)
         log_path = Path(record.log_path)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         log_path.write_bytes(NIX_LOG.read_bytes())
-        now = time.time()
-        history.mark_running(record.id, 1, 1, now - 5)
         # The first error as the supervisor stores it: its tracker, fed the same log.
         tracker = ProgressTracker()
         tracker.feed_all(NIX_LOG.read_text().splitlines())
         first_error = tracker.snapshot().first_error
         assert first_error is not None and first_error.startswith("error: builder for '/nix/")
         progress = {"first_error": first_error}
-        history.finish(record.id, FAILED, now, 5.0, 100, None, "c failed", 40, progress)
+        end(
+            history,
+            record.id,
+            FAILED,
+            ended=now,
+            duration_s=5.0,
+            exit_status=100,
+            note="c failed",
+            lines=40,
+            progress=progress,
+        )
     app = tui()
     async with app.run_test(size=(160, 48)) as pilot:
         screen = await open_screen(app, pilot, record.id)
@@ -423,12 +428,10 @@ async def test_time_graph_fills_gaps_and_draws_axes() -> None:
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)])
 async def test_layout_fits_small_and_large_terminals(tui, bench: Bench, size) -> None:
     with History(bench.state) as history:
-        record = history.create(
-            NewBuild("fixture", "run", ("true",), "/tmp", "/tmp", {}, "k", False)
-        )
+        record = history.create(new_build())
         Path(record.log_path).parent.mkdir(parents=True, exist_ok=True)
         Path(record.log_path).write_text("[1/1] Linking fixture\n")
-        history.finish(record.id, SUCCEEDED, time.time(), 1.0, 0, None, None, 1, {})
+        end(history, record.id, duration_s=1.0)
     app = tui()
     async with app.run_test(size=size) as pilot:
         screen = await open_screen(app, pilot, record.id)
@@ -459,9 +462,7 @@ async def test_a_stalled_build_is_flagged_and_d_debugs_its_process(
     monkeypatch.setattr(stall, "STALL_DEFAULT_S", 1.5)  # no earlier build: the default
     me = psutil.Process()
     with History(bench.state) as history:
-        record = history.create(
-            NewBuild("fixture", "run", ("ninja",), "/tmp", "/tmp", {}, "stall-test", False)
-        )
+        record = history.create(new_build(argv=("ninja",), eta_key="stall-test"))
         Path(record.log_path).parent.mkdir(parents=True, exist_ok=True)
         Path(record.log_path).write_text("[3/12] Building CXX object heavy.cc.o\n")
         # This test process plays the supervisor (alive, as liveness checks) and the compiler.

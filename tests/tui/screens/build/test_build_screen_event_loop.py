@@ -17,10 +17,10 @@ from pathlib import Path
 import psutil
 import pytest
 from driving import open_screen, wait_until
+from recorded_builds import new_build
 from supervision.supervised import Bench
 from textual.app import App, ComposeResult
 
-from workbench.history.records import NewBuild
 from workbench.history.store import History
 from workbench.progress.live_view import LiveView, ProgressView
 from workbench.supervision.stall import ProcessRow
@@ -46,9 +46,7 @@ sys.addaudithook(_audit)
 def _running_build(state: Path) -> int:
     me = psutil.Process()
     with History(state) as history:
-        record = history.create(
-            NewBuild("fixture", "run", ("ninja",), "/tmp", "/tmp", {}, "event-loop", False)
-        )
+        record = history.create(new_build(argv=("ninja",), eta_key="event-loop"))
         Path(record.log_path).parent.mkdir(parents=True, exist_ok=True)
         Path(record.log_path).write_text("[3/12] Building CXX object heavy.cc.o\n")
         history.set_supervisor(record.id, me.pid, me.create_time())
