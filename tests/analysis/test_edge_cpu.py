@@ -4,13 +4,11 @@ edge from `.ninja_log` that compiled the same source."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import time
 from pathlib import Path
 
-import pytest
-from monitor.cxx_project import configure, started, write_project
+from monitor.cxx_project import needs_cxx_tools, started
 
 from workbench.analysis.build_peaks import PeakTracker
 from workbench.analysis.edges import assemble
@@ -18,16 +16,14 @@ from workbench.analysis.ninja_log import read_all
 from workbench.analysis.recorder import SampledJob, match_cpu, match_peaks
 from workbench.monitor import Sampler
 
-pytestmark = pytest.mark.skipif(
-    not all(shutil.which(tool) for tool in ("ninja", "cmake", "g++")), reason="needs ninja, g++"
-)
+pytestmark = needs_cxx_tools
 INTERVAL = 0.2
 
 
-def test_sampled_cpu_seconds_reach_the_edges_that_compiled_the_source(tmp_path: Path) -> None:
-    source, build = tmp_path / "src", tmp_path / "build"
-    write_project(source)
-    configure(source, build, "Ninja", build_type="")
+def test_sampled_cpu_seconds_reach_the_edges_that_compiled_the_source(
+    cxx_project: tuple[Path, Path],
+) -> None:
+    _, build = cxx_project
     peaks = PeakTracker()
     ninja_started = None
     argv = ["ninja", "-C", str(build), "-j2"]

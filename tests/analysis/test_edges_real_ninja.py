@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from needed_tools import needs_ninja
 
 from workbench.analysis import schedule
 from workbench.analysis.edges import assemble, kind_of, source_of, target_of
@@ -23,7 +24,7 @@ from workbench.analysis.recorder import EdgeRecorder, ninja_command
 from workbench.analysis.summary import analyse, compare
 from workbench.analysis.trace import chrome_trace, slots
 
-pytestmark = pytest.mark.skipif(shutil.which("ninja") is None, reason="needs ninja")
+pytestmark = needs_ninja
 
 # A manifest whose longest chain is known: chain_1 -> chain_2 -> chain_3 (0.6 s each, 1.8 s)
 # beats wide_* (0.9 s each, no dependencies) and short_1 -> short_2 (0.3 s each); `final`

@@ -4,17 +4,16 @@ configures first (the sample project's `t`) runs a ninja in while the sampler lo
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import time
 from pathlib import Path
 
 import psutil
-import pytest
+from needed_tools import needs_ninja
 
 from workbench.analysis.recorder import EdgeRecorder, is_cmake_scratch
 
-pytestmark = pytest.mark.skipif(shutil.which("ninja") is None, reason="needs ninja")
+pytestmark = needs_ninja
 
 MANIFEST = """
 rule wait

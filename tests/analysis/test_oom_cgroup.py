@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from monitor.cxx_project import needs_cxx_tools
 from supervision.supervised import Bench
 
 from workbench.analysis import oom
@@ -104,91 +105,84 @@ def _run_in(bench: Bench, group: Path, *args: str) -> subprocess.CompletedProces
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    any(shutil.which(tool) is None for tool in ("cmake", "ninja", "g++")),
-    reason="needs cmake, ninja and g++",
-)
+@needs_cxx_tools
 def test_oom_is_named_and_auto_jobs_fit_and_complete(
-    tmp_path: Path, cgroup: Path, memory_project: Path
+    bench: Bench, tmp_path: Path, cgroup: Path, memory_project: Path
 ) -> None:
-    bench = Bench(tmp_path / "state")
-    try:
-        killed = _run_in(
-            bench,
-            cgroup,
-            "run",
-            "--name",
-            "memfixture",
-            "--",
-            "ninja",
-            "-C",
-            str(memory_project),
-            f"-j{UNITS}",
-        )
-        assert killed.returncode != 0, killed.stderr
-        first = bench.record(bench.latest_id())
-        assert first.state in ("failed", "killed")
-        note = first.note or ""
-        assert "killed (OOM) while compiling table_" in note, note
-        assert f"{LIMIT / 1024**3:.2f} GiB limit of memory cgroup {cgroup}" in note, note
-        assert " jobs x " in note and "GiB peak" in note
-        assert "killed (OOM?)" not in note  # the cgroup's counted kill, said once
-        assert int((cgroup / "memory.failcnt").read_text()) > 0
+    killed = _run_in(
+        bench,
+        cgroup,
+        "run",
+        "--name",
+        "memfixture",
+        "--",
+        "ninja",
+        "-C",
+        str(memory_project),
+        f"-j{UNITS}",
+    )
+    assert killed.returncode != 0, killed.stderr
+    first = bench.record(bench.latest_id())
+    assert first.state in ("failed", "killed")
+    note = first.note or ""
+    assert "killed (OOM) while compiling table_" in note, note
+    assert f"{LIMIT / 1024**3:.2f} GiB limit of memory cgroup {cgroup}" in note, note
+    assert " jobs x " in note and "GiB peak" in note
+    assert "killed (OOM?)" not in note  # the cgroup's counted kill, said once
+    assert int((cgroup / "memory.failcnt").read_text()) > 0
 
-        # "auto" with what that run measured and the limit of the cgroup the build runs in.
-        probe = subprocess.run(
-            [
-                sys.executable,
-                "-c",
-                "import sys; from pathlib import Path\n"
-                "from workbench.configs.matrix import load_matrix\n"
-                "from workbench.configs.settings import load_settings\n"
-                "from workbench.history.store import History\n"
-                "from workbench.planning.tuning import choose_jobs_for\n"
-                "configs = Path(sys.argv[1])\n"
-                "settings = load_settings(configs, load_matrix(configs))\n"
-                "assert settings.ninja_jobs == 'auto'\n"
-                "choice = choose_jobs_for(History(Path(sys.argv[2])), settings, 'memfixture',"
-                " False, None)\n"
-                "print(choice.jobs, choice.job_memory.gb, choice.job_memory.source)",
-                str(Path(__file__).resolve().parents[2] / "configs"),
-                str(bench.state),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            preexec_fn=_in(cgroup),
-            check=False,
-        )
-        assert probe.returncode == 0, probe.stderr
-        jobs_text, per_job_gb, source = probe.stdout.strip().split(" ", 2)
-        jobs = int(jobs_text)
-        assert source.startswith("measured: build #")
-        assert 0.2 <= float(per_job_gb) <= 0.6  # the largest unit, ~0.35 GB
-        assert 1 <= jobs < UNITS
-        assert jobs * float(per_job_gb) * 1024**3 <= LIMIT
+    # "auto" with what that run measured and the limit of the cgroup the build runs in.
+    probe = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from pathlib import Path\n"
+            "from workbench.configs.matrix import load_matrix\n"
+            "from workbench.configs.settings import load_settings\n"
+            "from workbench.history.store import History\n"
+            "from workbench.planning.tuning import choose_jobs_for\n"
+            "configs = Path(sys.argv[1])\n"
+            "settings = load_settings(configs, load_matrix(configs))\n"
+            "assert settings.ninja_jobs == 'auto'\n"
+            "choice = choose_jobs_for(History(Path(sys.argv[2])), settings, 'memfixture',"
+            " False, None)\n"
+            "print(choice.jobs, choice.job_memory.gb, choice.job_memory.source)",
+            str(Path(__file__).resolve().parents[2] / "configs"),
+            str(bench.state),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=_in(cgroup),
+        check=False,
+    )
+    assert probe.returncode == 0, probe.stderr
+    jobs_text, per_job_gb, source = probe.stdout.strip().split(" ", 2)
+    jobs = int(jobs_text)
+    assert source.startswith("measured: build #")
+    assert 0.2 <= float(per_job_gb) <= 0.6  # the largest unit, ~0.35 GB
+    assert 1 <= jobs < UNITS
+    assert jobs * float(per_job_gb) * 1024**3 <= LIMIT
 
-        done = _run_in(
-            bench,
-            cgroup,
-            "run",
-            "--name",
-            "memfixture",
-            "--",
-            "ninja",
-            "-C",
-            str(memory_project),
-            f"-j{jobs}",
-        )
-        assert done.returncode == 0, done.stderr
-        second = bench.record(bench.latest_id())
-        assert second.state == "succeeded"
-        limiting = oom.limiting_cgroup()
-        assert limiting is None or str(cgroup) not in limiting.directory  # the test is outside
-        print(f"OOM run: {note}")
-        print(f"auto: {jobs} jobs x {float(per_job_gb):.2f} GiB ({source}); completed")
-    finally:
-        bench.cleanup()
+    done = _run_in(
+        bench,
+        cgroup,
+        "run",
+        "--name",
+        "memfixture",
+        "--",
+        "ninja",
+        "-C",
+        str(memory_project),
+        f"-j{jobs}",
+    )
+    assert done.returncode == 0, done.stderr
+    second = bench.record(bench.latest_id())
+    assert second.state == "succeeded"
+    limiting = oom.limiting_cgroup()
+    assert limiting is None or str(cgroup) not in limiting.directory  # the test is outside
+    print(f"OOM run: {note}")
+    print(f"auto: {jobs} jobs x {float(per_job_gb):.2f} GiB ({source}); completed")
 
 
 # A stand-in for a nix-daemon build's compiles (no nixpkgs here): the builder writes the same
@@ -322,25 +316,22 @@ def test_the_daemon_of_a_nix_client_is_found_and_its_cgroup_limits_the_build(
 
 @pytest.mark.slow
 def test_a_daemon_builds_oom_is_named_with_the_daemons_cgroup(
-    tmp_path: Path, daemon_in_cgroup: tuple[int, dict[str, str]], cgroup: Path
+    bench: Bench, tmp_path: Path, daemon_in_cgroup: tuple[int, dict[str, str]], cgroup: Path
 ) -> None:
     """The supervisor is outside the limited cgroup; the daemon, and so its builders, inside:
     the OOM kill is counted there and named with that cgroup's limit."""
     _, client = daemon_in_cgroup
     expression = tmp_path / "memory.nix"
     expression.write_text(DAEMON_EXPRESSION)
-    bench = Bench(tmp_path / "state", client)
-    try:
-        argv = ["nix-build", str(expression), "--no-out-link", "--argstr", "salt"]
-        killed = bench.run("run", "--", *argv, uuid.uuid4().hex, cwd=tmp_path, timeout=600)
-        assert killed.returncode != 0, killed.stderr
-        record = bench.record(bench.latest_id())
-        note = record.note or ""
-        assert "killed (OOM)" in note, (note, killed.stderr[-2000:])
-        limit = int((cgroup / "memory.limit_in_bytes").read_text())
-        assert f"{limit / 1024**3:.2f} GiB limit of memory cgroup {cgroup} (v1)" in note, note
-        limiting = oom.limiting_cgroup()
-        assert limiting is None or limiting.directory != str(cgroup)  # the supervisor's is not
-        print(f"daemon OOM run: {note}")
-    finally:
-        bench.cleanup()
+    bench.extra_env.update(client)
+    argv = ["nix-build", str(expression), "--no-out-link", "--argstr", "salt"]
+    killed = bench.run("run", "--", *argv, uuid.uuid4().hex, cwd=tmp_path, timeout=600)
+    assert killed.returncode != 0, killed.stderr
+    record = bench.record(bench.latest_id())
+    note = record.note or ""
+    assert "killed (OOM)" in note, (note, killed.stderr[-2000:])
+    limit = int((cgroup / "memory.limit_in_bytes").read_text())
+    assert f"{limit / 1024**3:.2f} GiB limit of memory cgroup {cgroup} (v1)" in note, note
+    limiting = oom.limiting_cgroup()
+    assert limiting is None or limiting.directory != str(cgroup)  # the supervisor's is not
+    print(f"daemon OOM run: {note}")

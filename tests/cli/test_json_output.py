@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import ast
 import json
-import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 
 import pytest
 from iterate.standin_repo import write_standin_repo
+from needed_tools import needs
 from nix_testing import needs_nix, nix_env
 from patch_fixture import diff_of, edited
 from supervision.supervised import Bench
@@ -100,13 +100,10 @@ def test_the_unsorted_check_sees_a_nested_object() -> None:
 @pytest.mark.slow
 @needs_nix[0]
 @needs_nix[1]
-@pytest.mark.skipif(
-    any(shutil.which(tool) is None for tool in ("gdb", "git", "cmake", "ninja", "g++", "nix")),
-    reason="needs gdb, git, cmake, ninja, g++ and nix (scripts/test.sh installs them)",
-)
-def test_every_json_command_sorts_its_keys_at_every_level(tmp_path: Path) -> None:
+@needs("gdb", "git", "cmake", "ninja", "g++", "nix")
+def test_every_json_command_sorts_its_keys_at_every_level(bench: Bench, tmp_path: Path) -> None:
     repo = write_standin_repo(tmp_path / "repo")
-    bench = Bench(tmp_path / "state", env=nix_env(tmp_path))
+    bench.extra_env.update(nix_env(tmp_path))
     config = ["--config", str(repo.configs)]
     incoming_directory = tmp_path / "incoming"
     incoming_directory.mkdir()
@@ -189,4 +186,3 @@ def test_every_json_command_sorts_its_keys_at_every_level(tmp_path: Path) -> Non
     finally:
         sleeper.kill()
         sleeper.wait()
-        bench.cleanup()

@@ -9,7 +9,6 @@ real supervisor.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,16 +19,14 @@ from supervision.supervised import Bench
 
 
 @pytest.fixture
-def loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Loop]:
-    """The stand-in repository (16 units, -O0 for quick builds), a state directory, the CLI."""
+def loop(bench: Bench, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Loop:
+    """The stand-in repository (16 units, -O0 for quick builds), a state directory, the CLI
+    (tests/conftest.py's `bench`, with Nix's environment)."""
     repo = write_standin_repo(tmp_path / "repo")
     environment = nix_env(tmp_path)
     # Nix's configuration here too: tests call session.prepare in-process, which may ask Nix
     # for the derivation.
     for name in ("NIX_CONFIG", "XDG_CACHE_HOME"):
         monkeypatch.setenv(name, environment[name])
-    bench = Bench(tmp_path / "state", env=environment)
-    try:
-        yield Loop(repo.configs, repo.source, repo.series, bench, repo=repo.root)
-    finally:
-        bench.cleanup()
+    bench.extra_env.update(environment)
+    return Loop(repo.configs, repo.source, repo.series, bench, repo=repo.root)

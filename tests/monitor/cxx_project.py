@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-import pytest
+from needed_tools import needs
 
 # The project itself is the bundled sample project: the one a newcomer builds from the TUI.
 from workbench.samples.sample_project import write_project
@@ -30,10 +29,7 @@ __all__ = [
     "write_project",
 ]
 
-needs_cxx_tools = pytest.mark.skipif(
-    any(shutil.which(tool) is None for tool in ("cmake", "ninja", "g++")),
-    reason="needs cmake, ninja and g++ (scripts/test.sh installs them)",
-)
+needs_cxx_tools = needs("cmake", "ninja", "g++")
 
 
 def configure(

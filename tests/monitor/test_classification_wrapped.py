@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from needed_tools import needs
 
 from workbench.monitor.classification import ProcessKind, classify
 
@@ -73,7 +74,7 @@ def test_wrapped_and_nvcc_host_compiles(
     assert (found.kind, found.tool, found.file) == (kind, tool, file)
 
 
-@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+@needs("g++")
 def test_a_real_wrapper_script_and_real_binary(tmp_path: Path) -> None:
     """A wrapper `g++` script that execs `g++-real` (as Debian's and nixpkgs' wrappers do): the
     running compiler driver, read from /proc, is classified as g++ compiling the source."""

@@ -5,16 +5,14 @@ host's contention to each estimate; the live view says it is a first build."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
+from needed_tools import needs
 from supervised import Bench
 
 pytestmark = [
-    pytest.mark.skipif(
-        shutil.which("ninja") is None or shutil.which("g++") is None, reason="needs ninja, g++"
-    ),
+    needs("ninja", "g++"),
     pytest.mark.slow(reason="a real build held until its ETA is seen"),
 ]
 
@@ -44,30 +42,26 @@ def write_tree(directory: Path) -> None:
     (directory / "build.ninja").write_text("\n".join(lines) + "\n")
 
 
-def test_a_first_build_is_estimated_edge_by_edge_and_says_so(tmp_path: Path) -> None:
+def test_a_first_build_is_estimated_edge_by_edge_and_says_so(bench: Bench, tmp_path: Path) -> None:
     directory = tmp_path / "tree"
     write_tree(directory)
     (directory / "hold").touch()
-    bench = Bench(tmp_path / "state")
-    try:
-        process = bench.start("run", "-d", "--", "ninja", "-C", str(directory), "-j2")
-        assert process.wait(timeout=60) == 0
-        build = bench.latest_id()
+    process = bench.start("run", "-d", "--", "ninja", "-C", str(directory), "-j2")
+    assert process.wait(timeout=60) == 0
+    build = bench.latest_id()
 
-        def estimated() -> object:
-            record = bench.record(build)
-            live = record.live or {}
-            if live.get("eta_s") is not None:
-                return record
-            return None if record.active else record
+    def estimated() -> object:
+        record = bench.record(build)
+        live = record.live or {}
+        if live.get("eta_s") is not None:
+            return record
+        return None if record.active else record
 
-        record = bench.wait_for("a first build's ETA", estimated, timeout=120)
-        assert record.active, "the build ended before any ETA"
-        live = record.live
-        assert live["eta_first_build"] is True
-        assert "by source and kind of edge" in live["eta_basis"], live["eta_basis"]
-        assert live["eta_low_s"] <= live["eta_s"] <= live["eta_high_s"]
-        (directory / "hold").unlink()
-        assert bench.wait_ended(build).state == "succeeded"
-    finally:
-        bench.cleanup()
+    record = bench.wait_for("a first build's ETA", estimated, timeout=120)
+    assert record.active, "the build ended before any ETA"
+    live = record.live
+    assert live["eta_first_build"] is True
+    assert "by source and kind of edge" in live["eta_basis"], live["eta_basis"]
+    assert live["eta_low_s"] <= live["eta_s"] <= live["eta_high_s"]
+    (directory / "hold").unlink()
+    assert bench.wait_ended(build).state == "succeeded"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -18,12 +17,11 @@ from pathlib import Path
 
 import psutil
 import pytest
+from needed_tools import needs_ninja
 from supervised import Bench, build_id_from, lose_supervision
 
 from workbench.history.records import LOST, SUCCEEDED
 from workbench.supervision import build_cgroup
-
-needs_ninja = pytest.mark.skipif(shutil.which("ninja") is None, reason="needs ninja")
 
 
 def _alive(pid: int) -> bool:

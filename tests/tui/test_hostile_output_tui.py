@@ -8,11 +8,11 @@ log line, a note or a file name raised MarkupError on every draw of that build.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 from driving import start, visible_log, wait_until
+from needed_tools import needs
 from supervision.supervised import Bench
 from textual.widgets import Input, Static
 
@@ -25,7 +25,7 @@ from workbench.tui.widgets.process_table import ProcessTable
 HOSTILE_FILE = "[@click=app.quit]x[/]unit.cc"
 
 
-@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ (scripts/test.sh installs it)")
+@needs("g++")
 @pytest.mark.slow
 async def test_markup_from_a_build_is_shown_as_text(bench: Bench, tui, tmp_path: Path) -> None:
     work = tmp_path / "work"
