@@ -122,23 +122,23 @@ def test_a_replay_reads_the_contention_kept_beside_a_recorded_run(tmp_path: Path
     """benchmarks/eta_accuracy.py scores the contention input on recorded runs: the replay
     feeds the ETA the live view's contention second by second, as the supervisor did, and
     nothing after the moment it plays (before the other load came, both say the same)."""
-    from workbench.history.records import SUCCEEDED, EdgeRow, NewBuild
+    from recorded_builds import end, new_build, running_build
+
+    from workbench.history.records import EdgeRow
     from workbench.history.store import History
     from workbench.supervision.live_eta import Replay
 
     start = 1_000_000.0
     with History(tmp_path) as history:
-        record = history.create(
-            NewBuild("t", "run", ("ninja",), "/", "/", {}, "t", False), now=start
-        )
-        history.mark_running(record.id, 1, 1, start)
+        plan = new_build("t", argv=("ninja",), cwd="/", eta_key="t")
+        record = running_build(history, plan, started=start, created=start)
         rows = [
             EdgeRow((f"CMakeFiles/t.dir/t{n}.cc.o",), start + 15 * n, start + 15 * n + 30, 0, "0")
             for n in range(40)
         ]
         history.record_edges(record.id, None, rows, "ninja:t")
         progress = {"step": {"tool": "ninja", "done": 40, "total": 40}, "fraction": 1.0}
-        history.finish(record.id, SUCCEEDED, start + 615, 615.0, 0, None, None, 0, progress)
+        end(history, record.id, ended=start + 615, duration_s=615.0, lines=0, progress=progress)
         # Quiet for 240 s, then other processes take 1.5 of the 2 cores.
         seen = [(float(t), 0.0, 0.0, t + 1) for t in range(240)]
         seen += [(float(t), 1.5, 1.5 * (t - 239) / (t + 1), t + 1) for t in range(240, 600)]

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from driving import screen_still, wait_until
+from recorded_builds import end
 from recorded_host import recorded_doctor
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
@@ -116,7 +117,7 @@ async def test_the_matrix_follows_the_log_to_the_build_s_end(tmp_path: Path) -> 
         with open(record.log_path, "a") as log:
             log.write("".join(rest))
         with History(state) as history:
-            history.finish(build_id, FAILED, record.started + 60, 60, 1, None, None, 103, {})
+            end(history, build_id, FAILED, ended=record.started + 60, duration_s=60, lines=103)
         await wait_until(
             pilot, "the build's end", lambda: screen.view is not None and not screen.view.active
         )
