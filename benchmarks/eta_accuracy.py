@@ -32,13 +32,16 @@ tick (1k new edges, then the estimate) against the first method's estimate.
 (`benchmarks/data/eta_runs/`, see `eta_recordings.py`): every run, first builds included, at
 25, 50 and 75% of its real duration, what the supervisor's ETA would have said from what the
 history held before it. Coverage = the share of checkpoints whose true time left lies inside the
-range shown (low-high); error = (estimate - truth) / truth. Printed per project and in all, and
-as a Markdown table ("table"). First builds are reported apart ("first_builds", and per project
+range shown (low-high); a checkpoint with no ETA counts as outside. Error = (estimate - truth) /
+truth. Printed per project and in all, and as a Markdown table ("table"). First builds (each
+recording's first run) are reported apart ("first_builds", and per project
 "first_builds_by_project"), and every recorded run is also played alone, as a first build of its
-tree ("every_run_as_a_first_build": 24 checkpoints instead of 9), with a leave-one-project-out
-check of the first-build range. Baselines measured in the same run: the first method (by
-progress, "baseline_*") and, for first builds, the edge-count-by-kind estimate the first-build
-ETA was before it costed edges by source and running age ("by_kind_only_*").
+tree ("every_run_as_a_first_build"), with a leave-one-project-out check of the first-build range.
+A run recorded with its contention (`eta_recordings.py watch`: the live view's other processes'
+CPU, second by second) is played with it, as the supervisor read it, and again without it
+("contention": the input's own effect). Baselines measured in the same run: the first method
+(by progress, "baseline_*") and, for first builds, the edge-count-by-kind estimate the
+first-build ETA was before it costed edges by source and running age ("by_kind_only_*").
 """
 
 from __future__ import annotations
@@ -403,14 +406,15 @@ def checkpoints(
             continue
         inside = said.low_s is not None and said.low_s <= truth <= (said.high_s or 0.0)
         kind_only: dict[str, Any] = {}
+        unloaded: dict[str, Any] = {}
         if blind is not None:
             without = blind.learned(at)
             if without is not None:
-                kind_only["without_contention_eta_s"] = round(without.remaining_s, 1)
-                kind_only["without_contention_error"] = round(
+                unloaded["without_contention_eta_s"] = round(without.remaining_s, 1)
+                unloaded["without_contention_error"] = round(
                     (without.remaining_s - truth) / truth, 3
                 )
-                kind_only["without_contention_inside"] = (
+                unloaded["without_contention_inside"] = (
                     without.low_s is not None and without.low_s <= truth <= (without.high_s or 0.0)
                 )
         pace = replay.live.pace
@@ -440,6 +444,7 @@ def checkpoints(
                 "basis": said.basis,
                 **baseline,
                 **kind_only,
+                **unloaded,
             }
         )
     return found
@@ -508,7 +513,9 @@ def score_recordings(directory: Path) -> dict[str, Any]:
         f"{share:.0%}": coverage([p for p in everything if p["at"] == share])
         for share in CHECKPOINTS
     }
-    first = [p for p in everything if p.get("first_build")]
+    # A recording's first run is its tree's first build: its checkpoints count whatever the ETA
+    # said, none included (counting only those where it said "first build" left those out).
+    first = [p for project in projects.values() for p in project["runs"][0]["points"]]
     as_first = replayed_as_first_builds(directory)
     kept = [p for p in everything if p.get("contention_kept")]
     return {

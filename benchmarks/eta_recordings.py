@@ -88,7 +88,7 @@ def export(
                     **({} if watched is None else {"contention": watched}),
                 }
             )
-    return {"project": name, **notes, "runs": runs}
+    return {"project": notes.pop("project", None) or name, **notes, "runs": runs}
 
 
 def watch(
@@ -221,6 +221,7 @@ def main() -> None:
     out.add_argument("--shape", required=True, help="what kind of tree it is")
     out.add_argument("--label", action="append", default=[], help="each run's label, in order")
     out.add_argument("--host", default=f"{os.cpu_count()} cores")
+    out.add_argument("--project", help="the recording's name, when not the builds' name")
     out.add_argument(
         "--contention", type=Path, action="append", default=[], help="a `watch` file (repeat)"
     )
@@ -247,6 +248,7 @@ def main() -> None:
         "build": "workbench run -- ninja -C BUILD -j2",
         "shape": args.shape,
         "host": args.host,
+        "project": args.project,
     }
     document = export(args.state, args.name, notes, args.label, {w["build_id"]: w for w in watched})
     args.output.parent.mkdir(parents=True, exist_ok=True)
