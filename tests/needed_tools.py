@@ -8,12 +8,14 @@ import shutil
 import pytest
 
 
-def needs(*tools: str) -> pytest.MarkDecorator:
-    """Skip unless every one of `tools` is on PATH; the reason names them all."""
+def needs(*tools: str, debian: str | None = None) -> pytest.MarkDecorator:
+    """Skip unless every one of `tools` is on PATH; the reason names them all (and the Debian
+    package that has them, when given)."""
     names = ", ".join(tools[:-1]) + (" and " if len(tools) > 1 else "") + tools[-1]
+    package = f"Debian: {debian}; " if debian else ""
     return pytest.mark.skipif(
         any(shutil.which(tool) is None for tool in tools),
-        reason=f"needs {names} (scripts/test.sh installs them)",
+        reason=f"needs {names} ({package}scripts/test.sh installs them)",
     )
 
 

@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from needed_tools import needs
 
 # Flakes on, no sandbox (Debian's nix-bin has none), no binary cache (no network), and no
 # build users: Debian's nix.conf names the `nixbld` group, which a fresh machine may not have
@@ -55,13 +56,7 @@ def ensure_build_users() -> None:
             subprocess.run(["usermod", "-a", "-G", "nixbld", name], check=True)
 
 
-needs_nix = [
-    pytest.mark.nix,
-    pytest.mark.skipif(
-        shutil.which("nix-instantiate") is None,
-        reason="nix-instantiate is not installed (Debian: apt-get install nix-bin)",
-    ),
-]
+needs_nix = [pytest.mark.nix, needs("nix-instantiate", debian="nix-bin")]
 
 
 def nix_env(tmp_path: Path) -> dict[str, str]:

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from needed_tools import needs
 
 from workbench.artefacts.smoke_target import c_api_libraries, require_release
 from workbench.cli.main import main
@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[2]
 STANDINS = REPO / "tests" / "standins"
 CPU = "onnxruntime-python313-cpu-avx2"
 
-pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler (cc)")
+pytestmark = needs("cc")
 
 
 def standin_library(directory: Path, version: str) -> Path:
@@ -177,7 +177,7 @@ def test_smoke_python_with_a_library_checks_it_against_the_release(
 
 @pytest.mark.slow
 @pytest.mark.nix
-@pytest.mark.skipif(shutil.which("nix-build") is None, reason="needs Nix (Debian: nix-bin)")
+@needs("nix-build", debian="nix-bin")
 def test_a_store_outputs_library_is_found_through_its_closure(
     tmp_path: Path, monkeypatch, capsys
 ) -> None:

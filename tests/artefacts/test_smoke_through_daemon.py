@@ -17,6 +17,7 @@ import sysconfig
 from pathlib import Path
 
 import pytest
+from needed_tools import needs
 from nix_daemon_testing import (
     RunningDaemon,
     untrusting_daemon,  # noqa: F401 - the fixture `daemon`
@@ -32,7 +33,7 @@ CPU = "onnxruntime-python313-cpu-avx2"
 pytestmark = [
     pytest.mark.nix,
     pytest.mark.slow,
-    pytest.mark.skipif(shutil.which("nix-daemon") is None, reason="needs Debian's nix-bin"),
+    needs("nix-daemon", debian="nix-bin"),
     pytest.mark.skipif(os.geteuid() != 0, reason="a nix-daemon with build users needs root"),
 ]
 

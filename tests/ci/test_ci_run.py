@@ -12,10 +12,11 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from needed_tools import needs
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+pytestmark = needs("git")
 
 
 def _git(repo: Path, *args: str) -> None:

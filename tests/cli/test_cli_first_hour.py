@@ -8,8 +8,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
 from cli_errors import one_error_line
+from needed_tools import needs
 from supervision.supervised import Bench
 
 from workbench.configs.matrix import load_matrix
@@ -124,19 +124,12 @@ def test_a_config_directory_the_nix_build_does_not_read_is_warned_about(
     assert "the Nix build evaluates" not in beside.stderr
     assert beside.stdout.startswith("nix ") and f"# in {checkout}\n" in beside.stderr
     # The TUI's `b` shows the same line before it asks.
-    warnings = [
-        line
-        for line in preview_lines(config_copy)
-        if "the Nix build evaluates" in line
-    ]
+    warnings = [line for line in preview_lines(config_copy) if "the Nix build evaluates" in line]
     assert warnings == [said[0].removeprefix("workbench: ")]
-    assert not any(
-        "the Nix build evaluates" in line
-        for line in preview_lines(REPO / "configs")
-    )
+    assert not any("the Nix build evaluates" in line for line in preview_lines(REPO / "configs"))
 
 
-@pytest.mark.skipif(shutil.which("gdb") is None, reason="needs gdb")
+@needs("gdb")
 def test_bt_shows_the_whole_command_shell_quoted(bench: Bench) -> None:
     from workbench.planning.launch import display
 

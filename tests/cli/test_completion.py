@@ -6,15 +6,15 @@ zsh and fish are not installed here: their scripts are checked to be argcomplete
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from needed_tools import needs
 
 REPO = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+pytestmark = needs("bash")
 
 TAB = r"""
 source "$1"

@@ -9,12 +9,12 @@ tests/configs/test_pin_availability.py does.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from needed_tools import needs
 from nix_testing import NIX_CONFIG, flake_on_the_standin, needs_nix
 
 from workbench.configs.matrix import Matrix
@@ -24,9 +24,7 @@ from workbench.planning.launch import LaunchError, resolve_target
 from workbench.remote.matrix_build import evaluate_targets, select_targets
 
 CUDA12_4 = "onnxruntime-python312-cuda12_4-sm90-avx512"
-needs_nix_command = pytest.mark.skipif(
-    shutil.which("nix") is None, reason="the `nix` command is not installed (Debian: nix-bin)"
-)
+needs_nix_command = needs("nix", debian="nix-bin")
 
 
 def test_match_leaves_out_what_the_pin_cannot_build_and_names_it(matrix: Matrix) -> None:

@@ -15,6 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from needed_tools import needs
 
 try:
     import tomllib
@@ -1007,7 +1008,7 @@ def test_flake_refuses_a_lock_that_drifted_from_the_matrix(tmp_path):
     assert "configs/matrix.toml says nixpkgs_rev = " + PIN in result.stderr
 
 
-@pytest.mark.skipif(shutil.which("nix") is None, reason="the `nix` command is not installed")
+@needs("nix", debian="nix-bin")
 def test_the_flake_evaluates_as_a_real_flake_with_the_standin_as_nixpkgs(tmp_path):
     # A copy outside git (an untracked flake.nix is invisible to a git flake), and the stand-in
     # as a flake input whose default.nix nix/ imports like nixpkgs'.

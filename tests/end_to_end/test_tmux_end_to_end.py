@@ -4,7 +4,6 @@ dies, the build does not; a new terminal finds it in the history."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -13,14 +12,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from needed_tools import needs
 
 from workbench.history.store import History, database_path
 
 pytestmark = [
-    pytest.mark.skipif(
-        any(shutil.which(tool) is None for tool in ("tmux", "cmake", "ninja", "g++")),
-        reason="needs tmux, cmake, ninja and g++ (scripts/test.sh installs them)",
-    ),
+    needs("tmux", "cmake", "ninja", "g++"),
     pytest.mark.slow(reason="end to end: the app in tmux builds the sample project for real"),
     # Its waits are bounded by what each step needs on a loaded 2-core machine, together more
     # than the suite's 300 s per test.

@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
+from needed_tools import needs
 from patch_fixture import FixtureSeries
 from supervision.supervised import Bench
 
 from workbench.iterate import session
 
-needs_tools = pytest.mark.skipif(
-    any(shutil.which(tool) is None for tool in ("git", "cmake", "ninja", "g++", "nix", "nm")),
-    reason="needs git, cmake, ninja, g++, nix and nm (scripts/test.sh installs them)",
-)
+needs_tools = needs("git", "cmake", "ninja", "g++", "nix", "nm")
 
 
 @dataclass

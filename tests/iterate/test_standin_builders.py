@@ -14,17 +14,17 @@ NixOS/nix#2176.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from needed_tools import needs
 from nix_testing import nix_env
 from standin_repo import ATTR, write_standin_repo
 
 pytestmark = [
     pytest.mark.nix,
-    pytest.mark.skipif(shutil.which("nix") is None, reason="needs Debian's nix-bin"),
+    needs("nix", debian="nix-bin"),
 ]
 
 CLOSES_ITS_OUTPUT = """derivation {{

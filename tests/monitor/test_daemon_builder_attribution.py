@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import subprocess
 import time
 from collections.abc import Iterator
 
 import psutil
 import pytest
+from needed_tools import needs
 from nix_testing import ensure_build_users
 
 from workbench.monitor import Sampler
@@ -21,7 +21,7 @@ from workbench.monitor.discovery import derivation_in_argv
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="running a process as nixbld1 needs root"),
-    pytest.mark.skipif(shutil.which("runuser") is None, reason="needs runuser (util-linux)"),
+    needs("runuser", debian="util-linux"),
 ]
 
 

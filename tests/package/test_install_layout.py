@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from cli_errors import one_error_line
+from needed_tools import needs
 
 REPO = Path(__file__).resolve().parents[2]
 GIT_IDENTITY = {
@@ -22,7 +23,7 @@ GIT_IDENTITY = {
     "GIT_COMMITTER_NAME": "t",
     "GIT_COMMITTER_EMAIL": "t@example.invalid",
 }
-needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+needs_git = needs("git")
 
 
 def bench(*args: str, cwd: Path, env: dict[str, str] | None = None):
@@ -218,7 +219,7 @@ def test_a_piped_doctor_keeps_every_sentence_on_its_line() -> None:
 @needs_git
 @pytest.mark.slow
 @pytest.mark.nix
-@pytest.mark.skipif(shutil.which("nix") is None, reason="needs nix (Debian: nix-bin)")
+@needs("nix", debian="nix-bin")
 def test_a_checkout_written_by_init_builds_a_variant(checkout: Path, tmp_path: Path) -> None:
     """`workbench build` from the directory init wrote, with real Nix. nixpkgs cannot be fetched
     here: the checkout's flake takes the STAND-IN nixpkgs (tests/nix/standin-nixpkgs.nix) as its

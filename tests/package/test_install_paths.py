@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from needed_tools import needs
 
 REPO = Path(__file__).resolve().parents[2]
 GIT_IDENTITY = {
@@ -33,10 +33,7 @@ GIT_IDENTITY = {
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.timeout(1500),
-    pytest.mark.skipif(
-        any(shutil.which(tool) is None for tool in ("git", "tmux", "cmake", "ninja", "g++")),
-        reason="needs git, tmux, cmake, ninja and g++ (scripts/test.sh installs them)",
-    ),
+    needs("git", "tmux", "cmake", "ninja", "g++"),
 ]
 
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import filecmp
-import shutil
 from pathlib import Path
 
 import pytest
+from needed_tools import needs
 from patch_fixture import copy_tree, write_fixture_series, write_fixture_source
 
 from workbench.configs.matrix import load_matrix
@@ -25,7 +25,7 @@ from workbench.patches.checking import (
 )
 from workbench.patches.series import load_series
 
-pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+pytestmark = needs("git")
 
 
 @pytest.fixture

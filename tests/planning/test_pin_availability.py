@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from needed_tools import needs
 from nix_testing import NIX_CONFIG, flake_on_the_standin, needs_nix
 
 from workbench.configs.matrix import Matrix
@@ -26,9 +26,7 @@ from workbench.planning.availability import of_variant, unavailable_names
 REPO = Path(__file__).resolve().parents[2]
 CUDA12_4 = "onnxruntime-python312-cuda12_4-sm90-avx512"
 CUDA12_9 = "onnxruntime-python313-cuda12_9-sm90-avx512"
-needs_nix_command = pytest.mark.skipif(
-    shutil.which("nix") is None, reason="the `nix` command is not installed (Debian: nix-bin)"
-)
+needs_nix_command = needs("nix", debian="nix-bin")
 
 
 def workbench(

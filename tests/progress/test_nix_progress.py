@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import uuid
 from pathlib import Path
 
 import pytest
+from needed_tools import needs
 from nix_testing import NIX_CONFIG
 
 from workbench.progress import (
@@ -26,9 +26,7 @@ from workbench.progress import (
 FIXTURES = Path(__file__).parent / "fixtures"
 NIX_EXPRESSION = FIXTURES / "three-derivations.nix"
 
-needs_nix = pytest.mark.skipif(
-    shutil.which("nix-build") is None, reason="needs Debian's nix-bin (nix-build)"
-)
+needs_nix = needs("nix-build", debian="nix-bin")
 
 
 def _fold(lines: list[str]) -> tuple[ProgressTracker, list[str | None]]:

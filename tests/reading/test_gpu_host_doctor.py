@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from needed_tools import needs
 
 from workbench.configs.matrix import Matrix
 from workbench.configs.settings import load_settings
@@ -187,7 +188,7 @@ def nvidia_style_cuda_gdb(directory: Path) -> Path:
     return wrapper
 
 
-@pytest.mark.skipif(shutil.which("gdb") is None, reason="needs gdb (scripts/test.sh installs it)")
+@needs("gdb")
 def test_doctor_finds_a_wrapped_cuda_gdb_when_there_is_no_gdb(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

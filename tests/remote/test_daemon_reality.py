@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from loopback_sshd import LoopbackHost
+from needed_tools import needs
 from nix_daemon_testing import RunningDaemon, start_daemon
 from second_user import OtherUser, other_user, shared_tmp  # noqa: F401 - the fixtures
 
@@ -28,7 +29,7 @@ REPO = Path(__file__).resolve().parents[2]
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.nix,
-    pytest.mark.skipif(shutil.which("nix-daemon") is None, reason="needs Debian's nix-bin"),
+    needs("nix-daemon", debian="nix-bin"),
     pytest.mark.skipif(os.geteuid() != 0, reason="a nix-daemon with build users needs root"),
 ]
 

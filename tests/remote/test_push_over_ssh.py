@@ -3,13 +3,13 @@ the loopback host's second store, signed in this store first with the user's key
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 from cache_flake import DEP, make_cache_flake, nix
 from loopback_sshd import LoopbackHost
+from needed_tools import needs
 from nix_testing import NIX_CONFIG
 from supervision.supervised import Bench, build_id_from
 
@@ -19,7 +19,7 @@ from workbench.planning.launch import host_platform
 pytestmark = [
     pytest.mark.nix,
     pytest.mark.slow,
-    pytest.mark.skipif(shutil.which("nix") is None, reason="needs Debian's nix-bin"),
+    needs("nix", debian="nix-bin"),
 ]
 
 

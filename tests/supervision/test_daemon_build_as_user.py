@@ -21,6 +21,7 @@ from typing import Any
 import psutil
 import pytest
 from monitor.cxx_project import needs_cxx_tools, write_project
+from needed_tools import needs
 from nix_daemon_testing import (
     RunningDaemon,
     untrusting_daemon,  # noqa: F401 - the fixture `daemon`
@@ -54,7 +55,7 @@ pytestmark = [
     needs_cxx_tools,
     pytest.mark.nix,
     pytest.mark.slow,
-    pytest.mark.skipif(shutil.which("nix-daemon") is None, reason="needs Debian's nix-bin"),
+    needs("nix-daemon", debian="nix-bin"),
     pytest.mark.skipif(os.geteuid() != 0, reason="a nix-daemon with build users needs root"),
 ]
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 from cache_flake import DEP, DEP_BYTES, TOP, make_cache_flake
+from needed_tools import needs
 from nix_daemon_testing import (
     RunningDaemon,
     untrusting_daemon,  # noqa: F401 - the fixture `daemon`
@@ -29,7 +29,7 @@ from workbench.planning.launch import host_platform
 pytestmark = [
     pytest.mark.nix,
     pytest.mark.slow,
-    pytest.mark.skipif(shutil.which("nix-daemon") is None, reason="needs Debian's nix-bin"),
+    needs("nix-daemon", debian="nix-bin"),
     pytest.mark.skipif(os.geteuid() != 0, reason="a nix-daemon with build users needs root"),
 ]
 

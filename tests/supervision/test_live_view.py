@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from needed_tools import needs
 from supervised import Bench, build_id_from
 
 from workbench.history.records import SUCCEEDED
@@ -23,9 +23,7 @@ from workbench.reading.build_text import head_lines, progress_line
 from workbench.reading.follow import status_line
 from workbench.supervision.live_writer import fold_jobs, running_edges
 
-pytestmark = pytest.mark.skipif(
-    any(shutil.which(tool) is None for tool in ("ninja", "g++")), reason="needs ninja and g++"
-)
+pytestmark = needs("ninja", "g++")
 
 MANIFEST = """
 rule cxx

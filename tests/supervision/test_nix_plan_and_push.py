@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 from cache_flake import DEP, DEP_BYTES, TOP, make_cache_flake, nix, renew, with_substituter
+from needed_tools import needs
 from nix_testing import NIX_CONFIG
 from supervised import Bench, build_id_from
 
@@ -22,7 +22,7 @@ from workbench.planning.launch import host_platform
 pytestmark = [
     pytest.mark.nix,
     pytest.mark.slow,
-    pytest.mark.skipif(shutil.which("nix") is None, reason="needs Debian's nix-bin"),
+    needs("nix", debian="nix-bin"),
 ]
 
 

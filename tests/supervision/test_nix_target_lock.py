@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import tempfile
 import uuid
@@ -18,6 +17,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from needed_tools import needs
 from nix_testing import NIX_CONFIG
 from supervised import Bench, build_id_from, lose_supervision
 from test_supervision_nix import nix_daemon  # noqa: F401  (a fixture: its own daemon)
@@ -30,7 +30,7 @@ DERIVATION = f"standin-held-{uuid.uuid4().hex[:8]}"
 
 pytestmark = [
     pytest.mark.nix,
-    pytest.mark.skipif(shutil.which("nix") is None, reason="needs Debian's nix-bin"),
+    needs("nix", debian="nix-bin"),
     pytest.mark.skipif(os.geteuid() != 0, reason="single-user Nix writes /nix/store: root"),
 ]
 
@@ -165,7 +165,7 @@ def test_a_builder_never_outlives_the_nix_that_runs_it(
     bench.wait_for("the builder to be hung up", lambda: not _alive(builder), 30)
 
 
-@pytest.mark.skipif(shutil.which("nix-daemon") is None, reason="needs Debian's nix-bin")
+@needs("nix-daemon", debian="nix-bin")
 def test_a_lost_daemon_builds_target_is_refused_and_stop_ends_the_daemons_builder(
     bench: Bench,
     two_copies: tuple[Path, Path],

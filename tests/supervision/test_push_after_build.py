@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from cache_flake import DEP, REPO, make_cache_flake, nix
+from needed_tools import needs
 from nix_testing import NIX_CONFIG
 from supervised import TOKEN_ENV, Bench, build_id_from
 
@@ -20,7 +21,7 @@ from workbench.planning.launch import host_platform
 pytestmark = [
     pytest.mark.nix,
     pytest.mark.slow,
-    pytest.mark.skipif(shutil.which("nix") is None, reason="needs Debian's nix-bin"),
+    needs("nix", debian="nix-bin"),
 ]
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 import psutil
 import pytest
 from cache_flake import make_cache_flake, nix
+from needed_tools import needs
 from nix_testing import NIX_CONFIG
 from supervised import Bench, build_id_from, keeper_pid
 
@@ -34,7 +35,7 @@ from workbench.planning.launch import host_platform
 pytestmark = [
     pytest.mark.nix,
     pytest.mark.slow,
-    pytest.mark.skipif(shutil.which("nix") is None, reason="needs Debian's nix-bin"),
+    needs("nix", debian="nix-bin"),
 ]
 
 # Not a stand-in: the real nix-store answers; a --check-validity call waits while `hold` is

@@ -6,11 +6,11 @@ file and line). Real Nix is asked; where it has S3 support these refusals cannot
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 from cache_flake import make_cache_flake
+from needed_tools import needs
 from nix_testing import NIX_CONFIG
 from recorded_builds import new_build
 from supervised import Bench
@@ -20,7 +20,7 @@ from workbench.supervision.pushing import s3_support_problem
 
 pytestmark = [
     pytest.mark.nix,
-    pytest.mark.skipif(shutil.which("nix") is None, reason="needs Debian's nix-bin"),
+    needs("nix", debian="nix-bin"),
 ]
 BUCKET = "s3://onnxruntime-builds?region=eu-west-1"
 

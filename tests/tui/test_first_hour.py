@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from monitor.cxx_project import needs_cxx_tools
+from needed_tools import needs
 from recorded_host import recorded_doctor
 from textual.command import CommandList, CommandPalette
 from textual.pilot import Pilot
@@ -93,7 +94,7 @@ async def test_the_settings_screen_on_a_malformed_file_is_the_error_screen_too(
     assert app.return_code == 2
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux (scripts/test.sh)")
+@needs("tmux")
 def test_the_real_tui_exits_2_without_a_traceback(config_copy: Path, tmp_path: Path) -> None:
     """`workbench --config DIR` in a real terminal, on a malformed settings.toml."""
     (config_copy / "settings.toml").write_text(MALFORMED)

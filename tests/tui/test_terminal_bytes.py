@@ -17,7 +17,6 @@ whole widget lines. The app now keeps a model of the terminal's cells
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from needed_tools import needs
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -251,7 +251,7 @@ class _Tmux:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+@needs("tmux")
 def test_screen_through_the_model_is_the_full_repaint(tmp_path: Path) -> None:
     screens: dict[str, list[str]] = {}
     for label, full in (("model", "0"), ("full", "1")):

@@ -6,10 +6,10 @@ as `doctor --json` gives it (tests/remote/test_daemon_reality.py asks a real dae
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
+from needed_tools import needs
 from nix_testing import NIX_CONFIG
 from recorded_host import recorded_daemon, recorded_doctor
 from textual.widgets import DataTable, Static
@@ -40,7 +40,7 @@ async def _first_screen(config: Path, state: Path, nix_store: DaemonReality | No
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(shutil.which("nix") is None, reason="needs Debian's nix-bin")
+@needs("nix", debian="nix-bin")
 async def test_single_user_nix_shows_nothing_and_a_daemon_its_own_line(
     config_copy: Path, tmp_path: Path
 ) -> None:
