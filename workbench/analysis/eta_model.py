@@ -280,8 +280,17 @@ class EdgePace:
         left = max(0, edge_total - done) * max(MIN_WEIGHT_S, mean_left)
         return done_weight / (done_weight + left) if done_weight + left > 0 else 0.0
 
-    def estimate(self, elapsed_s: float, edge_total: int, edges_done: int) -> Estimate | None:
-        """The ETA at `elapsed_s` into the build, with ninja at `edges_done`/`edge_total`."""
+    def estimate(
+        self,
+        elapsed_s: float,
+        edge_total: int,
+        edges_done: int,
+        running: Mapping[str, float] | None = None,
+    ) -> Estimate | None:
+        """The ETA at `elapsed_s` into the build, with ninja at `edges_done`/`edge_total`.
+        `running` (output → seconds it has run: what the sampler sees building now): an edge
+        runs on one core, so the time left is never less than what is left of a running edge,
+        its time in the earlier run at this build's pace against it, less its age."""
         if edge_total <= 0:
             return None
         references = self._references_for(edge_total)
@@ -312,7 +321,17 @@ class EdgePace:
             # did after its next edge is left. Without this floor the ETA would count down to
             # zero and stay there while a slow edge runs.
             after_next = reference.duration_s - reference.next_end_after(share)
-            estimates.append(max(0.0, left * stretch - since, after_next * stretch))
+            longest_running = max(
+                (
+                    reference.weights[output] * stretch - age
+                    for output, age in (running or {}).items()
+                    if output in reference.weights and output not in self.finished
+                ),
+                default=0.0,
+            )
+            estimates.append(
+                max(0.0, left * stretch - since, after_next * stretch, longest_running)
+            )
             shares.append(share)
         share = statistics.median(shares)
         remaining = statistics.median(estimates)

@@ -9,7 +9,9 @@ Three ways, the better one that applies:
   theirs scales it (a loaded host, fewer jobs). Full and incremental builds are told apart by
   the edges ninja says it will run and never stand in for each other. The references are read
   once, when the work is known (at start, or when the sampler finds the build's ninja); each
-  tick then costs O(new edges + references).
+  tick then costs O(new edges + references). The edges the sampler sees running bound it from
+  below: one runs on one core, and what is left of it (its earlier time at this build's pace,
+  less its age) is left of the build.
 - a first build of its work (nothing earlier ran its edges): each edge of its ninja graph still
   to run at what this build's edges like it took (the same source built for another target,
   else its kind in its part of the tree, else its kind; the edges running counted in their
@@ -382,7 +384,7 @@ class LiveEta:
         if self.pace is not None and self.pace.references:
             if counts is None:
                 return None  # full or incremental is not known until ninja says its total
-            learned = self.pace.estimate(elapsed_s, counts[1], counts[0])
+            learned = self.pace.estimate(elapsed_s, counts[1], counts[0], self.running_now())
             if learned is None:
                 return None  # earlier runs exist, none of this kind: not by name either
             return Eta(learned.remaining_s, learned.basis, learned.low_s, learned.high_s)
