@@ -159,3 +159,33 @@ async def test_an_unchanged_process_table_is_not_redrawn_and_a_changed_one_only_
         assert sorted(updated) == [("101", "time"), ("102", "time"), ("103", "time")]
         assert table.selected_pid() == 102  # the rows stayed, and the cursor with them
         assert "1m15s" in table.render_line(2).text
+
+
+async def test_the_same_processes_in_another_order_are_reordered_in_place(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A live build's CPU order moves most seconds: the rows are reordered, not emptied and
+    filled again (each refill measured every cell), and the highlight stays on its process."""
+    app = OneProcessTable()
+    async with app.run_test(size=(120, 12)) as pilot:
+        table = app.query_one(ProcessTable)
+        table.show(_rows(10.0))
+        await pilot.pause()
+        table.move_cursor(row=1)
+        cleared: list[object] = []
+        original_clear = table.clear
+        monkeypatch.setattr(
+            table, "clear", lambda *a, **k: (cleared.append(a), original_clear(*a, **k))[1]
+        )
+        reordered = [
+            ProcessRow(pid, "compiler", "cc1plus", f"/src/unit_{pid}.cc", cpu, 10**8, 11.0, "R")
+            for pid, cpu in ((101, 50.0), (102, 70.0), (103, 90.0))
+        ]
+        table.show(reordered)  # sorted by CPU: 103, 102, 101
+        await pilot.pause()
+        assert cleared == []
+        assert [str(table.get_row_at(i)[0]) for i in range(3)] == ["103", "102", "101"]
+        assert table.selected_pid() == 102
+        lines = [table.render_line(y).text for y in (1, 2, 3)]
+        assert ["103" in lines[0], "102" in lines[1], "101" in lines[2]] == [True] * 3, lines
+        assert "90" in lines[0] and "11.0s" in lines[0], lines
