@@ -1,8 +1,10 @@
 """What watching a build costs over SSH: terminal bytes, CPU and key latency, beside htop.
 
 Prints JSON. Run: python benchmarks/tui_terminal_cost.py [--seconds 20] [--jobs N] [--quick]
-[--versus DIR]  (DIR: another checkout, e.g. `git worktree add /tmp/base COMMIT`, measured first
-in the same run; both results and the after/before ratios are printed)
+[--versus DIR [--apart]]  (DIR: another checkout, e.g. `git worktree add /tmp/base COMMIT`: its
+TUI and this one watch the same quiet build beside htop in the same window, key presses taken in
+turn; then each one's busy log; both results and the after/before ratios are printed. `--apart`:
+each tree measured whole, one after the other, as before)
 
 Everything runs in real pseudo-terminals of the same size (160x48, TERM=xterm-256color), and
 what each program writes to its terminal is counted, as an SSH session would carry it.
@@ -46,6 +48,7 @@ import tempfile
 import termios
 import time
 from pathlib import Path
+from types import EllipsisType
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
@@ -122,36 +125,55 @@ def pump_all(terminals: list[Terminal], seconds: float) -> None:
             masters[fd].pump(0)
 
 
-def wait_for(terminal: Terminal, pattern: bytes, seconds: float, since: int = 0) -> float:
-    """Read until `pattern` is in the output after byte `since`; the time it showed."""
+def wait_for(
+    terminal: Terminal,
+    pattern: bytes,
+    seconds: float,
+    since: int = 0,
+    others: list[Terminal] | None = None,
+) -> float:
+    """Read until `pattern` is in the output after byte `since`; the time it showed. `others`:
+    terminals read meanwhile too (a program whose terminal is not read blocks)."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if pattern in terminal.output[since:]:
             return time.monotonic()
-        if not terminal.pump(0.05):
+        if terminal.process.poll() is not None and not terminal.pump(0):
+            break
+        if others:
+            masters = {other.master: other for other in others}
+            masters[terminal.master] = terminal
+            ready, _, _ = select.select(list(masters), [], [], 0.05)
+            for fd in ready:
+                masters[fd].pump(0)
+        elif not terminal.pump(0.05):
             break
     tail = bytes(terminal.output[-600:])
     raise RuntimeError(f"{pattern!r} never showed within {seconds} s; output ends {tail!r}")
 
 
-def environment(home: Path) -> dict[str, str]:
+def environment(home: Path, tree: Path | EllipsisType | None = ...) -> dict[str, str]:
+    """The programs' environment; the workbench of `tree` (default: CHECKOUT) on PYTHONPATH."""
+    checkout = CHECKOUT if tree is ... else tree
     env = {**os.environ, "TERM": "xterm-256color", "COLORTERM": "truecolor", "HOME": str(home)}
     for name in ("COLUMNS", "LINES", "TEXTUAL", "TEXTUAL_DRIVER", "NO_COLOR"):
         env.pop(name, None)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    if CHECKOUT is not None:
-        paths = [p for p in env.get("PYTHONPATH", "").split(":") if p and Path(p) != REPO]
-        env["PYTHONPATH"] = ":".join([str(CHECKOUT), *paths])
+    paths = [p for p in env.get("PYTHONPATH", "").split(":") if p and Path(p) != REPO]
+    if checkout is not None:
+        paths = [p for p in paths if Path(p) != checkout]
+        env["PYTHONPATH"] = ":".join([str(checkout), *paths])
     return env
 
 
 CHECKOUT: Path | None = None  # --checkout: another workbench's tree, run instead of this one
 
 
-def workbench_argv(state: Path) -> list[str]:
+def workbench_argv(state: Path, tree: Path | EllipsisType | None = ...) -> list[str]:
+    checkout = CHECKOUT if tree is ... else tree
     script = Path(sys.executable).parent / "workbench"
-    if CHECKOUT is not None:
-        command, configs = [sys.executable, "-m", "workbench"], CHECKOUT / "configs"
+    if checkout is not None:
+        command, configs = [sys.executable, "-m", "workbench"], checkout / "configs"
     else:
         command = [str(script)] if script.exists() else [sys.executable, "-m", "workbench"]
         configs = REPO / "configs"
@@ -296,6 +318,101 @@ def measure_quiet(
     return result
 
 
+def measure_quiet_together(
+    work: Path,
+    state: Path,
+    trees: list[Path | None],
+    jobs: int,
+    warmup: float,
+    seconds: float,
+    keep: Path | None,
+    presses: int,
+    calibrate: bool = True,
+) -> list[dict[str, Any]]:
+    """`measure_quiet` for several workbench trees at once: one TUI of each beside htop, on
+    the same build, over the same window (a loaded host's load changes from one minute to the
+    next: measured apart, its noise is most of a ratio); key presses taken in turn, one TUI
+    after the other. One result per tree, shaped as `measure_quiet`'s."""
+    build = quiet_project(work, jobs, warmup + seconds + presses * len(trees) * 0.6 + 15, calibrate)
+    env = environment(work / "home", None)
+    start_build(state, env, "quiet", ["ninja", "-C", str(build), f"-j{jobs}"], cwd=work)
+    name, argv = baseline_argv()
+    tuis = [
+        Terminal(workbench_argv(state, tree), environment(work / "home", tree), work)
+        for tree in trees
+    ]
+    baseline = Terminal(argv, env, work)
+    every = [*tuis, baseline]
+    results: list[dict[str, Any]] = []
+    try:
+        for tui in tuis:
+            wait_for(tui, b"Build tools", 60, others=every)
+        pump_all(every, warmup)
+        began = time.monotonic()
+        cpu = [terminal.cpu_seconds() for terminal in every]
+        pump_all(every, seconds)
+        ended = time.monotonic()
+        cpu = [terminal.cpu_seconds() - before for terminal, before in zip(every, cpu, strict=True)]
+        if baseline.process.poll() is not None:
+            raise RuntimeError(f"{name} exited: {bytes(baseline.output[-400:])!r}")
+        window = ended - began
+        base_bytes = baseline.bytes_between(began, ended)
+        for tui, tui_cpu in zip(tuis, cpu, strict=False):
+            tui_bytes = tui.bytes_between(began, ended)
+            results.append(
+                {
+                    "what": f"a real -j{jobs} build of heavy C++ units, "
+                    f"~{LINES_PER_SECOND_QUIET:g} log lines/s; the TUI on its build screen "
+                    "(processes pane) beside "
+                    f"`{' '.join(argv)}` and the other trees' TUIs "
+                    f"({', '.join(str(t or REPO) for t in trees)}), all {SIZE[0]}x{SIZE[1]}, "
+                    "same window",
+                    "same_window": True,
+                    "window_s": round(window, 2),
+                    "tui_bytes_per_s": round(tui_bytes / window, 1),
+                    "tui_bytes_each_second": [
+                        tui.bytes_between(began + s, began + s + 1) for s in range(int(window))
+                    ],
+                    "baseline": name,
+                    "baseline_bytes_per_s": round(base_bytes / window, 1),
+                    "bytes_vs_baseline": round(tui_bytes / max(base_bytes, 1), 2),
+                    "tui_cpu_s": round(tui_cpu, 3),
+                    "tui_cpu_percent_of_a_core": round(100 * tui_cpu / window, 2),
+                    "baseline_cpu_s": round(cpu[-1], 3),
+                    "baseline_cpu_percent_of_a_core": round(100 * cpu[-1] / window, 2),
+                }
+            )
+        if presses:
+            for result, keys in zip(results, keys_in_turn(tuis, every, presses), strict=True):
+                result["keys"] = keys
+        running = build_running(state, env)
+        for index, result in enumerate(results):
+            result["build_still_running"] = running
+            if keep is not None:
+                (keep / f"quiet-tui-{index}.out").write_bytes(bytes(tuis[index].output))
+        if keep is not None:
+            (keep / f"quiet-{name}.out").write_bytes(bytes(baseline.output))
+    finally:
+        for terminal in every:
+            terminal.close()
+        stop_builds(state, env)
+    return results
+
+
+def keys_in_turn(tuis: list[Terminal], every: list[Terminal], presses: int) -> list[dict[str, Any]]:
+    """`key_latency` for several TUIs, their presses in turn (every terminal read meanwhile)."""
+    times: list[list[float]] = [[] for _ in tuis]
+    for press in range(presses):
+        for index, tui in enumerate(tuis):
+            pump_all(every, 0.3)
+            since = len(tui.output)
+            pressed = time.monotonic()
+            tui.write(b"a")
+            shown = wait_for(tui, TOASTS[press % 2], 10, since, others=every)
+            times[index].append((shown - pressed) * 1000)
+    return [latency_summary(each) for each in times]
+
+
 def build_running(state: Path, env: dict[str, str]) -> bool:
     done = subprocess.run(
         [*workbench_argv(state), "status", "--json"], env=env, capture_output=True, text=True
@@ -317,7 +434,12 @@ def key_latency(tui: Terminal, presses: int) -> dict[str, Any]:
         pressed = time.monotonic()
         tui.write(b"a")
         times.append((wait_for(tui, TOASTS[press % 2], 10, since) - pressed) * 1000)
+    return latency_summary(times)
+
+
+def latency_summary(times: list[float]) -> dict[str, Any]:
     ordered = sorted(times)
+    presses = len(ordered)
     return {
         "key": "a (build tools <-> every process): from the key's byte written to the pty to "
         "its toast's text read back",
@@ -412,6 +534,12 @@ def main() -> None:
         "a change), first, in the same run: both results and their ratios are printed",
     )
     parser.add_argument(
+        "--apart",
+        action="store_true",
+        help="with --versus: measure the two trees one after the other (each its own build and "
+        "windows) instead of side by side on one build in the same window",
+    )
+    parser.add_argument(
         "--quick",
         action="store_true",
         help="seconds, not minutes: 1 s windows after 0.5 s, 3 presses, the quiet build's units "
@@ -430,10 +558,14 @@ def main() -> None:
         CHECKOUT = args.checkout.resolve() if args.checkout else None
         print(json.dumps(measure_all(args, args.keep), indent=2))
         return
-    CHECKOUT = args.versus.resolve()
-    before = measure_all(args, args.keep / "before" if args.keep else None)
-    CHECKOUT = args.checkout.resolve() if args.checkout else None
-    after = measure_all(args, args.keep / "after" if args.keep else None)
+    this = args.checkout.resolve() if args.checkout else None
+    if args.apart:
+        CHECKOUT = args.versus.resolve()
+        before = measure_all(args, args.keep / "before" if args.keep else None)
+        CHECKOUT = this
+        after = measure_all(args, args.keep / "after" if args.keep else None)
+    else:
+        before, after = measure_both(args, args.versus.resolve(), this, args.keep)
     print(json.dumps(versus(before, after), indent=2))
 
 
@@ -462,6 +594,74 @@ def versus(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
                 "after_over_before": round(new / old, 3),
             }
     return {"benchmark": "tui_terminal_cost", "versus": ratios, "before": before, "after": after}
+
+
+def measure_both(
+    args: argparse.Namespace, before_tree: Path, after_tree: Path | None, keep: Path | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """--versus: the quiet build's figures of both trees side by side in the same window (one
+    build, one htop, the presses in turn), then each tree's busy log, one after the other."""
+    global CHECKOUT
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="tui-terminal-cost-"))
+    try:
+        (work / "home").mkdir()
+        host = {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "load_average_before": os.getloadavg(),
+        }
+        quiet = measure_quiet_together(
+            work,
+            work / "state-quiet",
+            [before_tree, after_tree],
+            args.jobs,
+            args.warmup,
+            args.seconds,
+            keep,
+            args.presses,
+            calibrate=not args.quick,
+        )
+        documents = []
+        for index, tree in enumerate((before_tree, after_tree)):
+            CHECKOUT = tree
+            env = environment(work / "home")
+            follow = measure_follow(
+                work,
+                work / f"state-follow-{index}",
+                env,
+                args.rate,
+                args.warmup,
+                args.seconds,
+                keep / f"tree-{index}" if keep is not None else None,
+            )
+            documents.append(
+                {
+                    "benchmark": "tui_terminal_cost",
+                    "size": list(SIZE),
+                    "checkout": str(tree or REPO),
+                    "host": host,
+                    "quiet": quiet[index],
+                    "follow": follow,
+                    "targets": targets(quiet[index], follow),
+                }
+            )
+        host["load_average_after"] = os.getloadavg()
+        return documents[0], documents[1]
+    finally:
+        CHECKOUT = after_tree
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def targets(quiet: dict[str, Any], follow: dict[str, Any]) -> dict[str, bool]:
+    return {
+        "quiet_bytes_at_most_2x_baseline": quiet["bytes_vs_baseline"] <= TARGET_BYTES_VS_HTOP,
+        "quiet_cpu_at_most_2_percent": quiet["tui_cpu_percent_of_a_core"] <= TARGET_CPU_PERCENT,
+        "follow_at_most_30_kb_per_s": follow["tui_bytes_per_s"] <= TARGET_FOLLOW_BYTES_PER_S,
+        "key_p95_at_most_100_ms": (quiet.get("keys") or {}).get("p95_ms", math.inf)
+        <= TARGET_KEY_P95_MS,
+    }
 
 
 def measure_all(args: argparse.Namespace, keep: Path | None) -> dict[str, Any]:
@@ -497,13 +697,7 @@ def measure_all(args: argparse.Namespace, keep: Path | None) -> dict[str, Any]:
             work, work / "state-follow", env, args.rate, args.warmup, args.seconds, keep
         )
         quiet, follow = result["quiet"], result["follow"]
-        result["targets"] = {
-            "quiet_bytes_at_most_2x_baseline": quiet["bytes_vs_baseline"] <= TARGET_BYTES_VS_HTOP,
-            "quiet_cpu_at_most_2_percent": quiet["tui_cpu_percent_of_a_core"] <= TARGET_CPU_PERCENT,
-            "follow_at_most_30_kb_per_s": follow["tui_bytes_per_s"] <= TARGET_FOLLOW_BYTES_PER_S,
-            "key_p95_at_most_100_ms": (quiet.get("keys") or {}).get("p95_ms", math.inf)
-            <= TARGET_KEY_P95_MS,
-        }
+        result["targets"] = targets(quiet, follow)
         result["host"]["load_average_after"] = os.getloadavg()
         return result
     finally:
