@@ -103,16 +103,10 @@ class TerminalModel:
             del chars[width - x :], styles[width - x :]
         old_chars, old_styles = self._chars[y], self._styles[y]
         count = len(chars)
-        first = 0
-        while first < count and (
-            chars[first] == old_chars[x + first] and styles[first] == old_styles[x + first]
-        ):
-            first += 1
-        if first == count:
-            return  # every cell already shows this
-        last = count - 1
-        while chars[last] == old_chars[x + last] and styles[last] == old_styles[x + last]:
-            last -= 1
+        if chars == old_chars[x : x + count] and styles == old_styles[x : x + count]:
+            return  # every cell already shows this (most lines of a frame: compared in C)
+        first = _common_prefix(chars, styles, old_chars, old_styles, x)
+        last = count - 1 - _common_suffix(chars, styles, old_chars, old_styles, x, first)
         # Never start or end inside a wide character (new or old).
         while first > 0 and (chars[first] == "" or old_chars[x + first] == ""):
             first -= 1
@@ -150,6 +144,52 @@ class TerminalModel:
             start = stop
         old_chars[x + first : end] = chars[first : last + 1]
         old_styles[x + first : end] = styles[first : last + 1]
+
+
+def _common_prefix(
+    chars: list[str],
+    styles: list[Style | None],
+    old_chars: list[str | None],
+    old_styles: list[Style | None],
+    x: int,
+) -> int:
+    """How many cells from the start already show these characters and styles: a binary
+    search over slice comparisons (each done in C), not a Python loop over a line's cells."""
+    low, high = 0, len(chars)  # the answer lies in [low, high]
+    while low < high:
+        middle = (low + high + 1) // 2
+        if (
+            chars[low:middle] == old_chars[x + low : x + middle]
+            and styles[low:middle] == old_styles[x + low : x + middle]
+        ):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _common_suffix(
+    chars: list[str],
+    styles: list[Style | None],
+    old_chars: list[str | None],
+    old_styles: list[Style | None],
+    x: int,
+    first: int,
+) -> int:
+    """How many cells at the end (after `first`, which differs) already show these."""
+    count = len(chars)
+    low, high = 0, count - first - 1
+    while low < high:
+        middle = (low + high + 1) // 2
+        start, end = count - middle, count - low
+        if (
+            chars[start:end] == old_chars[x + start : x + end]
+            and styles[start:end] == old_styles[x + start : x + end]
+        ):
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def _erasable(style: Style | None) -> bool:
