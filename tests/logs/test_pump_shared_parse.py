@@ -8,7 +8,8 @@ a line, each ninja status parsed as it comes. The shared pass (`ReadableMapWrite
 `ReadableStream.render_folding`, `ProgressTracker.feed_lines`) must give the same
 `build.readable`, the same map records and the same progress, derivations and last line, on the
 benchmark's generated Nix log with hostile and odd lines mixed in, on the plain log, and on the
-recorded Nix logs, cut into reads of every size.
+recorded Nix logs, cut into reads of every size. The pump with the map off (the tracker's own
+pass over a block, `ProgressTracker.feed_lines`) must leave the same tracker too.
 """
 
 from __future__ import annotations
@@ -82,8 +83,6 @@ ODD_LINES = [
     _log(7, "\u001b[31mred\u001b[0m [5/9]"),
     _log(7, "\r[6/9] rewritten"),
     _log(7, "[7/9]\there with a tab"),  # escaped by JSON; raw below
-    '@nix {"action":"result","fields":["[8/9]\there raw"],"id":7,"type":101}',
-    '@nix {"action":"result","fields":["a\tplain raw tab"],"id":7,"type":101}',
     _log(7, "tab\there é ü"),
     _log(99, "unnamed id"),
     _log(7, ""),
@@ -93,6 +92,15 @@ ODD_LINES = [
     '@nix {"action":"result","fields":["unterminated],"id":7,"type":101}',
     '@nix {"action":"result","fields":["a"],"id":x7,"type":101}',
     '@nix {"action":"result","fields":["a"b"],"id":7,"type":101}',
+    # the prefix's last quote is the tail's first: no TEXT at all, not an empty one
+    '@nix {"action":"result","fields":["],"id":7,"type":101}',
+    '@nix {"action":"result","fields":["x"],"id":7,"type":101}"],"id":7,"type":101}',
+    '@nix {"action":"result","fields":["x\\"],"id":7,"type":101}',
+    'plain"],"id":7,"type":101}',
+    '@nix {"action":"result","fields":[4,9,1,0],"id":104,"type":105} ',
+    '@nix {"action":"result","fields":[5,9,1,0],"id":00104,"type":105}',
+    '@nix {"action":"result","fields":[2,"9",1,0],"id":104,"type":105}',
+    '@nix {"action":"result","fields":[6,9,1,0],"id":\u0661,"type":105}',
     '@nix {"action":"result","fields":["[9/9] a"],"id":007,"type":101}',
     '@nix {"action":"result","fields":["x"],"id":7,"type":101,"type":105}',
     '@nix {"action":"result","fields":[1],"id":7,"action":"start","text":"hi","level":0,'
@@ -111,8 +119,13 @@ ODD_LINES = [
     "",
     "   ",
 ]
-# Raw control characters: a block holding one is rendered by the general path (each side on
-# its own), so these go into a log of their own.
+# A raw tab (JSON refuses one in a string) and raw control characters: a block holding one is
+# rendered by the general path (each side on its own), so these go into logs of their own.
+TAB_LINES = [
+    '@nix {"action":"result","fields":["[8/9]\there raw"],"id":7,"type":101}',
+    '@nix {"action":"result","fields":["a\tplain raw tab"],"id":7,"type":101}',
+    "[9/9]\tplain with a tab",
+]
 CONTROL_LINES = ["\x1b[32mcoloured plain\x1b[0m", "bell \x07 and \x9b C1", "\r[3/4] rewritten"]
 
 
@@ -159,14 +172,17 @@ def _reference(directory: Path, chunks: list[bytes], tracker: ProgressTracker) -
     return seen
 
 
-def _pumped(directory: Path, chunks: list[bytes], tracker: ProgressTracker) -> list[Progress]:
-    """Today's pump: `LogPipeline` with the readable map on."""
+def _pumped(
+    directory: Path, chunks: list[bytes], tracker: ProgressTracker, readable: bool = True
+) -> list[Progress]:
+    """Today's pump: `LogPipeline` with the readable map on (or off: the tracker's own pass,
+    `ProgressTracker.feed_lines`)."""
     path = directory / "build.log"
     readable_path, map_path = readable_paths(path)
     flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
     fds = [os.open(p, flags, 0o600) for p in (path, readable_path, map_path)]
     writer = ReadableMapWriter(fds[1], fds[2], 0, settle=4096, record_every=1 << 16)
-    pipeline = LogPipeline(fds[0], tracker, readable=writer)
+    pipeline = LogPipeline(fds[0], tracker, readable=writer if readable else None)
     seen = []
     for index, chunk in enumerate(chunks):
         if index % 37 == 0:
@@ -202,13 +218,23 @@ def _logs(tmp_path: Path) -> dict[str, bytes]:
     generate(mixed, 20_000)
     generate_plain(plain, 5_000)
     logs = {"mixed": mixed.read_bytes()}
-    for name, odd in (("odd", ODD_LINES), ("controls", ODD_LINES + CONTROL_LINES)):
+    for name, odd in (
+        ("odd", ODD_LINES),
+        ("tabs", ODD_LINES + TAB_LINES),
+        ("controls", ODD_LINES + TAB_LINES + CONTROL_LINES),
+    ):
         lines = mixed.read_bytes().decode().split("\n")[:-1]
         rng = random.Random(name)
         for _ in range(3_000):
             lines.insert(rng.randrange(len(lines)), rng.choice(odd))
         text = "\n".join(lines) + "\n"
         logs[f"mixed-with-{name}"] = text.encode() + b"\xff\xfe invalid \xe2\x82\n[1/2] end"
+    # each odd line right after a builder line of id 7: the tail the pass keeps of the id seen
+    # last ('"],"id":7,"type":101}') meets every odd line
+    after = [_start(7, "seven")]
+    for odd in ODD_LINES:
+        after += [_log(7, "warm"), odd]
+    logs["odd-after-id-7"] = ("\n".join(after) + "\n").encode()
     plain_lines = plain.read_bytes().split(b"\n")
     for index in range(0, len(plain_lines), 997):  # invalid UTF-8 and a real U+FFFD, no event
         plain_lines[index] += b" \xff\xfe \xe2\x82" if index % 2 else " \ufffd".encode()
@@ -236,10 +262,12 @@ def test_the_shared_pass_makes_what_each_side_made_alone(
     for name, data in _logs(tmp_path).items():
         chunks = _chunks(data, random.Random(name))
         old_dir, new_dir = tmp_path / f"{name}-old", tmp_path / f"{name}-new"
-        old_dir.mkdir()
-        new_dir.mkdir()
+        off_dir = tmp_path / f"{name}-off"
+        for directory in (old_dir, new_dir, off_dir):
+            directory.mkdir()
         old = ProgressTracker(ninja_status, clock=itertools.count().__next__)
         new = ProgressTracker(ninja_status, clock=itertools.count().__next__)
+        off = ProgressTracker(ninja_status, clock=itertools.count().__next__)
         seen_before = _reference(old_dir, chunks, old)
         seen_now = _pumped(new_dir, chunks, new)
         assert seen_now == seen_before, name
@@ -247,4 +275,9 @@ def test_the_shared_pass_makes_what_each_side_made_alone(
             assert (new_dir / part).read_bytes() == (old_dir / part).read_bytes(), (name, part)
         assert _state(new) == _state(old), name
         assert new.last_line == old.last_line, name
+        # the map off: the tracker's own pass over each block
+        assert _pumped(off_dir, chunks, off, readable=False) == seen_before, (name, "off")
+        assert (off_dir / "build.log").read_bytes() == (old_dir / "build.log").read_bytes()
+        assert _state(off) == _state(old), (name, "off")
+        assert off.last_line == old.last_line, (name, "off")
     assert next(shared_blocks) > 20, "the shared pass never ran: nothing was compared"

@@ -16,6 +16,7 @@ from json.decoder import scanstring  # type: ignore[attr-defined]  # the C scann
 from typing import BinaryIO
 
 from workbench.progress import ProgressTracker
+from workbench.progress.nix_log import ACT_BUILDS, ACT_COPY_PATHS
 from workbench.progress.visible import terminal_text, visible
 
 BLOCK = 1 << 20
@@ -50,6 +51,12 @@ _ID_END = -len(_TYPE_101)
 _PROGRESS_COUNTS = re.compile(
     r'@nix \{"action":"result","fields":\[[-+0-9.eE, ]*\],"id":\d+,"type":\d+\}'
 )
+_RESULT_PREFIX = '@nix {"action":"result","fields":['
+_RESULT_AT = len(_RESULT_PREFIX)
+_NUMBERS = "-+0123456789.eE, "  # what the pattern's fields may hold
+_TYPE_105 = ',"type":105}'
+# the activities whose progress counts the tracker keeps
+_KEPT_COUNTS = frozenset((ACT_BUILDS, ACT_COPY_PATHS))
 
 
 def _plain_text_end(line: str, tabs: bool) -> int:
@@ -220,43 +227,72 @@ class ReadableStream:
         shared). `block` is the lines' bytes (each with its newline), `lines` the same decoded
         and split (without the newlines); neither is cut again here. A builder's line is cut
         once, its TEXT (decoded by JSON's scanner only where it holds an escape) and id serving
-        both: the readable form is "name> TEXT", and the tracker folds TEXT only where its first
-        character may make it progress, a failure or a phase, else only counts the line, as
-        `feed` does. Other lines go to each side as `_lines` and `feed` take them. The same
-        bytes as `render_lines` and the same tracker as `feed` line by line (tests/logs compare
-        them). A tracker that raises on a line is bypassed for that line, as the pump did.
+        both: the readable form is "name> TEXT"; the tracker is handed only the lines that
+        `ProgressTracker.feed_lines` would hand to `fold` (a failure, a phase, an error, make's
+        percentage, an event), and this pass keeps ninja's status lines unparsed for it and
+        counts the rest, as `feed_lines` does. Progress counts (105) are never shown and, for an
+        activity whose counts are not kept, folded to nothing. The same bytes as `render_lines`
+        and the same tracker as `feed` line by line (tests/logs compare them). A tracker that
+        raises on a line is bypassed for that line, as the pump did.
 
-        Measured (benchmarks/history_store.py): the loop over every line in Python is what the
-        map costs; JSON documents are decoded only for events other than builder lines."""
-        if tracker.folds_every_line or not _no_controls(block):
-            # A custom NINJA_STATUS (any line may be progress) or control characters in the
-            # block: each side on its own.
+        Measured on the loaded 2-core VM (benchmarks/history_store.py; valgrind's instruction
+        counts on 100,000 lines of its mixed log agree): a call into the tracker for one line
+        in four (ninja's status, progress counts) was most of what this pass cost; a builder
+        line of the id seen last is recognised by its tail ('"],"id":N,"type":101}') compared
+        whole, one test where four were. Whole-block passes are not cheaper at ~117 bytes a
+        line: a regular expression over the block took 683 ns a line (sre scans each TEXT a
+        character at a time), and bytes.replace plus the checks that would make it exact cost
+        more than this loop's ~550 ns."""
+        if tracker.folds_every_line or b"\t" in block or not _no_controls(block):
+            # A custom NINJA_STATUS (any line may be progress), a tab (JSON refuses a raw one
+            # in TEXT) or control characters in the block: each side on its own.
             return self.render_lines(block), tracker.feed_lines(lines)
         error: Exception | None = None
-        prefixes = self._by_id
+        by_id = self._by_id
+        steps, running, types = tracker.block_hooks()
+        fold_after = tracker.fold_after
+        fold_builder = tracker.fold_builder
+        known = tracker.knows_tool_error
         shown: list[str] = []
         append = shown.append
-        count = 0
-        last = ""
-        tabs = b"\t" in block
-        if block.startswith(b"@nix ") or b"\n@nix " in block:
-            tracker.saw_nix()  # what feed() notes of an `@nix` line, once for the block
+        last: str | None = None
+        # '"],"id":N,"type":101}' of the builder id seen last (none yet: no line ends with a
+        # newline), where it starts from a line's end ...
+        tail = "\n"
+        cut = 0
+        activity = ""  # ... its digits
+        prefix = ""  # ... and its "name> "
         for line in lines:
-            if line.startswith(_LOG_LINE_PREFIX):
-                end = _plain_text_end(line, tabs)
-                if end:  # the common builder line: TEXT as it stands
-                    activity = line[end + _ID_AT : _ID_END]
-                    text = line[_TEXT_AT:end]
-                    append(prefixes[activity] + text)
-                    if text[:1] not in _SPECIAL_FIRST:
-                        count += 1
+            if line[:_TEXT_AT] == _LOG_LINE_PREFIX:
+                if line.endswith(tail):  # TEXT ends where the tail starts, if no quote is in it
+                    text = line[_TEXT_AT:cut]
+                    # (and if the prefix and the tail do not share their quote: no TEXT)
+                    simple = '"' not in text and (text != "" or len(line) + cut >= _TEXT_AT)
+                else:
+                    end = line.find('"', _TEXT_AT)
+                    simple = line.startswith(_TEXT_END, end) and line.endswith(_TYPE_101)
+                    if simple:
+                        tail = line[end:]
+                        cut = end - len(line)
+                        activity = line[end + _ID_AT : _ID_END]
+                        prefix = by_id[activity]
+                        text = line[_TEXT_AT:end]
+                if simple and "\\" not in text:  # TEXT as it stands: the common builder line
+                    append(prefix + text)
+                    first = text[:1]
+                    if first not in _SPECIAL_FIRST:
+                        last = line
+                        continue
+                    if first == "[" and text[4:6] != "%]" and (known or "rror" not in text):
+                        steps((text, running(activity)))  # ninja's status: kept unparsed
                         last = line
                         continue
                     try:
-                        tracker.feed_builder(line, text, activity, count, last)
+                        fold_builder(last, line, text, activity)
                     except Exception as raised:  # a parser bug must not stop the pump
                         error = error or raised
-                    count = 0
+                    last = None
+                    known = tracker.knows_tool_error
                     continue
                 if line.endswith(_TYPE_101):  # an escape: JSON's scanner decodes TEXT once
                     try:
@@ -264,47 +300,68 @@ class ReadableStream:
                     except ValueError:
                         end = -1
                     if end >= 0 and line.startswith(_ID_KEY, end):
-                        activity = line[end + _ID_KEY_LENGTH : _ID_END]
+                        digits = line[end + _ID_KEY_LENGTH : _ID_END]
                         append(
-                            prefixes[activity]
-                            + (text if text.isprintable() else terminal_text(text))
+                            by_id[digits] + (text if text.isprintable() else terminal_text(text))
                         )
                         if line[_TEXT_AT : _TEXT_AT + 1] not in _SPECIAL_JSON_FIRST:
-                            count += 1
                             last = line
                             continue
                         try:
-                            tracker.feed_builder(line, text, activity, count, last)
+                            fold_builder(last, line, text, digits)
                         except Exception as raised:  # as above
                             error = error or raised
-                        count = 0
+                        last = None
+                        known = tracker.knows_tool_error
                         continue
-                    rendered = self._event_line(line)
-                    if rendered is not None:
-                        append(rendered)
-                else:
-                    rendered = self._event_line(line)
-                    if rendered is not None:
-                        append(rendered)
-            elif not line.startswith("@nix "):
+                rendered = self._event_line(line)
+                tail = "\n"  # a start may have named an id again
+                if rendered is not None:
+                    append(rendered)
+            elif line[:5] != "@nix ":
                 append(line)
-                if line[:1] not in _SPECIAL_FIRST and (
-                    "rror" not in line or tracker.knows_tool_error
-                ):
-                    count += 1
+                first = line[:1]
+                if first not in _SPECIAL_FIRST:
+                    if known or "rror" not in line:
+                        last = line
+                        continue
+                elif first == "[" and line[4:6] != "%]" and (known or "rror" not in line):
+                    steps((line, None))  # ninja's status: kept unparsed
                     last = line
                     continue
-            elif _PROGRESS_COUNTS.fullmatch(line) is None:
+            elif line.endswith(_TYPE_105) and line[:_RESULT_AT] == _RESULT_PREFIX:
+                # Nix's progress counts ('...fields":[2,9,1,0],"id":N,"type":105}'): never
+                # shown, and folded to nothing but for a Builds or CopyPaths activity (as
+                # `ProgressTracker._progress` folds them); by a few string tests, the pattern
+                # and the tracker's JSON decoder only for other shapes
+                close = line.find("]", _RESULT_AT)
+                digits = line[close + _ID_KEY_LENGTH : _ID_END]
+                if (
+                    line.startswith(_ID_KEY, close)
+                    and digits.isdigit()
+                    and digits.isascii()
+                    and not line[_RESULT_AT:close].strip(_NUMBERS)
+                ):
+                    if types.get(int(digits)) not in _KEPT_COUNTS:
+                        continue
+                elif _PROGRESS_COUNTS.fullmatch(line) is None:
+                    rendered = self._event_line(line)
+                    tail = "\n"  # a start may have named an id again
+                    if rendered is not None:
+                        append(rendered)
+            elif _PROGRESS_COUNTS.fullmatch(line) is None:  # counts are never shown
                 rendered = self._event_line(line)
+                tail = "\n"  # a start may have named an id again
                 if rendered is not None:
                     append(rendered)
             try:
-                tracker.feed_after(count, last, line)
+                fold_after(last, line)
             except Exception as raised:  # as above
                 error = error or raised
-            count = 0
-        if count:
-            tracker.skipped(count, last)
+            last = None
+            known = tracker.knows_tool_error
+        nix = block.startswith(b"@nix ") or b"\n@nix " in block
+        tracker.end_block(len(lines), last, nix)
         if not shown:
             return b"", error
         shown.append("")

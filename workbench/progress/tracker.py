@@ -20,9 +20,10 @@ from __future__ import annotations
 import re
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from json.decoder import scanstring  # type: ignore[attr-defined]  # the C scanner json uses, not in typeshed's stub
+from operator import itemgetter
 from typing import Any, TypeGuard
 
 from workbench.progress import nix_log
@@ -62,6 +63,11 @@ _TYPE_101_NEWLINE = _TYPE_101 + "\n"
 _RESULT_PREFIX = '@nix {"action":"result","fields":['
 _TYPE_105 = ',"type":105}'
 _TYPE_105_NEWLINE = _TYPE_105 + "\n"
+_RESULT_AT = len(_RESULT_PREFIX)
+_KEPT_COUNTS = frozenset((ACT_BUILDS, ACT_COPY_PATHS))  # the progress counts kept
+_TEXT_END = '"],"id":'
+_TEXT_END_LENGTH = len(_TEXT_END)
+_ID_END = -len(_TYPE_101)
 # Only text starting with one of these can be progress, failures or phases ("\\" in JSON: an
 # escape such as \u001b or \r, which must be decoded to know).
 _SPECIAL_FIRST = frozenset("[\r\x1bFmR")
@@ -186,6 +192,11 @@ class ProgressTracker:
     def feed(self, line: str) -> None:
         """Fold one line (with or without its newline) into the progress."""
         self.lines += 1
+        self.fold(line)
+
+    def fold(self, line: str) -> None:
+        """`feed` for a line the caller counts (`end_block`): a block's pass that folds most
+        lines itself hands the others to this."""
         if line.startswith("@nix "):
             self._nix = True
             if line.startswith(_LOG_LINE_PREFIX):
@@ -213,70 +224,109 @@ class ProgressTracker:
     def feed_lines(self, lines: list[str]) -> Exception | None:
         """`feed` each line, never raising: the first exception a line raised, else None.
 
-        The pump's path (one call per block of lines): the lines `feed` would only count and
-        remember (a builder's line that is no progress; a plain line that is no progress and no
-        error) are counted here without a call; the others go through `feed`. A line that raises
-        (a parser bug) is counted and skipped, as the pump skips it."""
+        The pump's path with the readable map off (one call per block of lines; with it on,
+        `ReadableStream.render_folding` makes the same pass). Most lines are folded here by a
+        few string tests, without a call: a line `feed` would only count and remember (a
+        builder's line that is no progress; a plain line that is no progress and no error), a
+        ninja status (kept unparsed, as `_plain` keeps it), progress counts (105) of an activity
+        whose counts are not kept; the lines are counted once for the block. The others go
+        through `fold`. A line that raises (a parser bug) is counted and skipped, as the pump
+        skips it. Measured (benchmarks/history_store.py): a call per line was most of the
+        pump's time on a Nix log (issue 23 item 4)."""
         error: Exception | None = None
-        feed = self.feed
+        fold = self.fold
         if self._ninja is not None:  # a custom NINJA_STATUS: any line may be progress
             for line in lines:
                 try:
-                    feed(line)
+                    fold(line)
                 except Exception as raised:  # a parser bug must not stop the pump
                     error = error or raised
+            self.lines += len(lines)
             return error
-        count = 0
-        last = ""
+        fold_after = self.fold_after
+        steps, running, types = self.block_hooks()
+        known = self._tool_error is not None
+        last: str | None = None
         nix = False
         for line in lines:
-            if line.startswith(_LOG_LINE_PREFIX):
-                if line[_TEXT_AT : _TEXT_AT + 1] not in _SPECIAL_JSON_FIRST and (
-                    line.endswith(_TYPE_101) or line.endswith(_TYPE_101_NEWLINE)
+            if line[:_TEXT_AT] == _LOG_LINE_PREFIX:
+                nix = True
+                first = line[_TEXT_AT : _TEXT_AT + 1]
+                if first not in _SPECIAL_JSON_FIRST:
+                    if line.endswith(_TYPE_101):
+                        last = line
+                        continue
+                elif first == "[":
+                    end = line.find('"', _TEXT_AT)
+                    text = line[_TEXT_AT:end]
+                    if (
+                        text[4:6] != "%]"
+                        and line.startswith(_TEXT_END, end)
+                        and line.endswith(_TYPE_101)
+                        and text.isascii()
+                        and text.isprintable()  # no escape, no control: JSON's scanner agrees
+                        and "\\" not in text
+                        and (known or "rror" not in text)
+                    ):
+                        # ninja's status, kept unparsed as `_plain` keeps it
+                        steps((text, running(line[end + _TEXT_END_LENGTH : _ID_END])))
+                        last = line
+                        continue
+            elif line.endswith(_TYPE_105) and line[:_RESULT_AT] == _RESULT_PREFIX:
+                # progress counts: `_progress` folds them to nothing but for a Builds or
+                # CopyPaths activity (int() reads more than ASCII digits: it decides the rest)
+                nix = True
+                close = line.find("]", _RESULT_AT)
+                digits = line[close + _ID_AT : _ID_END]
+                if (
+                    line.startswith(_ID_KEY, close)
+                    and digits.isdigit()
+                    and digits.isascii()
+                    and types.get(int(digits)) not in _KEPT_COUNTS
                 ):
-                    count += 1
+                    continue
+            elif line[:1] not in _SPECIAL_FIRST:
+                if (known or "rror" not in line) and line[:5] != "@nix ":
                     last = line
-                    nix = True
                     continue
             elif (
-                line[:1] not in _SPECIAL_FIRST
-                and ("rror" not in line or self._tool_error is not None)
-                and not line.startswith("@nix ")
+                line[:1] == "["
+                and line[4:6] != "%]"
+                and line[-1:] != "\r"
+                and (known or "rror" not in line)
             ):
-                count += 1
+                steps((line, None))
                 last = line
                 continue
-            if count:
-                self.lines += count
-                self._last = last
-                count = 0
             try:
-                feed(line)
+                fold_after(last, line)
             except Exception as raised:  # as above
                 error = error or raised
-        if count:
-            self.skipped(count, last)
-        if nix:
-            self._nix = True
+            last = None
+            known = self._tool_error is not None
+        self.end_block(len(lines), last, nix)
         return error
 
-    def skipped(self, count: int, last: str) -> None:
-        """`count` lines that `feed` would only count, the latest `last`: lines with nothing to
-        fold, as a block's caller that knows it says (`feed_lines`, the readable form's shared
-        pass). An `@nix` line among them is said by `saw_nix`."""
+    def block_hooks(
+        self,
+    ) -> tuple[Callable[[tuple[str, Any]], None], Callable[[str], Any], dict[int, int]]:
+        """What a block's pass folds without a call (`feed_lines`, the readable form's shared
+        pass): (append a ninja status line's (text, derivation) to those kept unparsed, the
+        running derivation of a builder's id digits, every activity's type by id). The pass
+        says at its end how many lines it went through (`end_block`)."""
+        return self._unparsed.append, self._running_text.get, self._types
+
+    def end_block(self, count: int, last: str | None, nix: bool) -> None:
+        """A block's pass went through `count` lines (those it handed to `fold` among them):
+        `last` the latest it folded itself that a person reads (None: none since its last
+        call to `fold`), `nix` whether an `@nix` line was among them."""
         self.lines += count
-        self._last = last
-
-    def feed_after(self, skipped: int, last: str, line: str) -> None:
-        """`skipped(skipped, last)` when `skipped`, then `feed(line)`."""
-        if skipped:
-            self.lines += skipped
+        if last is not None:
             self._last = last
-        self.feed(line)
-
-    def saw_nix(self) -> None:
-        """An `@nix` line was among the lines fed (the derivation counts mean something)."""
-        self._nix = True
+        if nix:
+            self._nix = True
+        if len(self._unparsed) >= _UNPARSED_STEPS:
+            self._parse_steps()
 
     @property
     def folds_every_line(self) -> bool:
@@ -289,16 +339,18 @@ class ProgressTracker:
         for: a plain line is then only counted)."""
         return self._tool_error is not None
 
-    def feed_builder(
-        self, line: str, text: str, activity: str, skipped: int = 0, last: str = ""
-    ) -> None:
-        """`feed(line)` for a builder's line whose TEXT (as JSON decodes it) and id digits the
-        caller has cut out of it as `_log_line` would; `skipped(skipped, last)` first when
-        `skipped` (one call where the shared pass would make two)."""
-        if skipped:
-            self.lines += skipped
+    def fold_after(self, last: str | None, line: str) -> None:
+        """`fold(line)`, the block's pass having folded lines before it itself, the latest a
+        person reads `last` (None: none since its last call)."""
+        if last is not None:
             self._last = last
-        self.lines += 1
+        self.fold(line)
+
+    def fold_builder(self, last: str | None, line: str, text: str, activity: str) -> None:
+        """`fold_after(last, line)` for a builder's line whose TEXT (as JSON decodes it) and id
+        digits the caller has cut out of it as `_log_line` would."""
+        if last is not None:
+            self._last = last
         self._nix = True
         self._plain(text, self._running_text.get(activity))
         self._last = line
@@ -422,12 +474,19 @@ class ProgressTracker:
         """Parse the ninja status lines kept since the last time, newest first, until the
         newest valid one overall and per derivation is found: the steps feeding each line in
         turn would leave. A line the parser raises on is skipped (as the pump skips it)."""
-        unparsed, self._unparsed = self._unparsed, []
+        # A copy, the list itself emptied: `block_hooks` hands out its append.
+        unparsed = self._unparsed[:]
+        self._unparsed.clear()
         counts_of = self._ninja_counts
         overall = False
         found: set[_Running] = set()
+        # the derivations among them: once each has its step and the overall one is found,
+        # the older lines change nothing (a block's pass keeps thousands)
+        derivations = len(set(map(itemgetter(1), unparsed)) - {None})
         for text, drv in reversed(unparsed):
             wanted = drv is not None and drv not in found
+            if overall and len(found) == derivations:
+                break
             if overall and not wanted:
                 continue
             try:
