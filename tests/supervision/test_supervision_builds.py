@@ -471,3 +471,43 @@ def test_attach_after_the_end_exits_as_following_it_live(bench: Bench, tmp_path:
         attached = bench.run("attach", str(build_id), timeout=60)
         assert attached.returncode == code, (end, attached.stderr)
         assert f"build #{build_id} ({end}) {end}" in attached.stderr, attached.stderr
+
+
+@pytest.mark.slow  # two supervised builds, four CLIs: about 8 s
+def test_logs_follow_of_an_ended_build_exits_as_following_it_live(
+    bench: Bench, tmp_path: Path
+) -> None:
+    """`logs --follow` of a build that already ended: its whole log, then how it ended and its
+    exit status, as following it live gives (before: 0 whatever the end, where following the
+    same build live exited 3). Without --follow, `logs` reports: the log and 0."""
+    # The build holds after its first line until the test lets it go: `logs --follow` is seen
+    # following it live (the line shown) before it can end.
+    script = 'echo "[1/2] one"; while [ ! -e go ]; do sleep 0.05; done; echo "[2/2] two"; exit 3'
+    started = bench.run("run", "-d", "--name", "failing", "--", "sh", "-c", script, cwd=tmp_path)
+    assert started.returncode == 0, started.stderr
+    build_id = build_id_from(started.stderr)
+    live = bench.start("logs", str(build_id), "--follow")
+    assert live.stdout is not None
+    shown: list[str] = []
+    reader = threading.Thread(target=lambda: shown.extend(live.stdout), daemon=True)
+    reader.start()
+    bench.wait_for("`logs --follow` to show the running build's first line", lambda: shown, 60)
+    (tmp_path / "go").touch()
+    assert live.wait(timeout=60) == 3
+    reader.join(timeout=10)
+    assert "".join(shown) == "[1/2] one\n[2/2] two\n"
+
+    after = bench.run("logs", str(build_id), "--follow", timeout=60)
+    assert after.returncode == 3, after.stderr
+    assert after.stdout == "".join(shown)
+    assert f"build #{build_id} (failing) failed" in after.stderr, after.stderr
+    plain = bench.run("logs", str(build_id), timeout=60)
+    assert (plain.returncode, plain.stdout, plain.stderr) == (0, after.stdout, "")
+
+    killed = bench.run("run", "--name", "killed", "--", "sh", "-c", "kill -9 $$", cwd=tmp_path)
+    assert killed.returncode == 128 + signal.SIGKILL, killed.stderr
+    killed_id = build_id_from(killed.stderr)
+    followed = bench.run("logs", str(killed_id), "--follow", timeout=60)
+    assert followed.returncode == 128 + signal.SIGKILL, followed.stderr
+    assert f"build #{killed_id} (killed) killed" in followed.stderr, followed.stderr
+    assert bench.run("logs", str(killed_id), timeout=60).returncode == 0

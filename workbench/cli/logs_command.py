@@ -17,6 +17,7 @@ from workbench.cli.build_common import history as _history
 from workbench.cli.build_common import one_running as _one_running
 from workbench.cli.build_common import say as _say
 from workbench.cli.follow_loop import follow as _follow
+from workbench.cli.follow_loop import say_ended as _say_ended
 
 if TYPE_CHECKING:
     from workbench.history.records import BuildRecord
@@ -29,7 +30,12 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     logs.add_argument(
         "id", nargs="?", type=int, help="build id (default: the running one, else the latest)"
     )
-    logs.add_argument("-f", "--follow", action="store_true", help="keep printing until it ends")
+    logs.add_argument(
+        "-f",
+        "--follow",
+        action="store_true",
+        help="keep printing until it ends, then exit with its exit status (as attach)",
+    )
     logs.add_argument(
         "--raw", action="store_true", help="the file as written (Nix's @nix JSON lines included)"
     )
@@ -61,7 +67,8 @@ def _log_without_row(history: History, build_id: int) -> Path | None:
 
 
 def run_logs(args: argparse.Namespace) -> int:
-    """`workbench logs ID [--follow] [--raw]`."""
+    """`workbench logs ID [--follow] [--raw]`: the log, exit 0; with --follow, the build's
+    exit status once it ended (whether it ended before or while followed)."""
     from workbench.errors import WorkbenchError
 
     history = _history(args)
@@ -90,4 +97,8 @@ def run_logs(args: argparse.Namespace) -> int:
         copy_log(path, out)
     else:
         copy_readable(path, out)
+    if record is not None and args.follow:
+        # Followed after it ended: the whole log, then what following it to its end says and
+        # exits with (its exit status, 128+signal, or 1), as `attach` of an ended build does.
+        return _say_ended(args, record)
     return 0
