@@ -304,6 +304,13 @@ def test_attach_shows_what_each_host_builds_live(
     again = _workbench(hosts_config, state, tmp_path, "attach", str(build_id))
     assert again.returncode == 1, again.stderr
     assert f"build #{build_id}: {len(TARGETS)} targets" in again.stdout, again.stdout
+    # `hosts watch` of it exits as attach does (before: 0); --once is a view, exit 0.
+    watched = _workbench(hosts_config, state, tmp_path, "hosts", "watch", str(build_id))
+    assert watched.returncode == 1, watched.stderr
+    assert f"build #{build_id} (matrix-4) failed" in watched.stderr, watched.stderr
+    assert f"build #{build_id}: {len(TARGETS)} targets" in watched.stdout, watched.stdout
+    once = _workbench(hosts_config, state, tmp_path, "hosts", "watch", str(build_id), "--once")
+    assert once.returncode == 0, once.stderr
 
 
 def test_hosts_watch_ends_when_the_builds_supervisor_is_gone(
@@ -346,8 +353,10 @@ def test_hosts_watch_ends_when_the_builds_supervisor_is_gone(
         # A lost build's nix still runs (nobody supervises it) and holds its targets' locks:
         # end it as a user would, so that the next test can build the same targets.
         _workbench(hosts_config, state, tmp_path, "stop", str(build_id), timeout=120)
-    assert watched.returncode == 0, watched.stderr
+    # Watched to its end, lost: it exits as attach of a lost build does (before: 0).
+    assert watched.returncode == 1, watched.stderr
     assert f"build #{build_id} (matrix-4): lost\n" in watched.stdout, watched.stdout
+    assert f"build #{build_id} (matrix-4) lost" in watched.stderr, watched.stderr
 
 
 def test_hosts_that_cannot_build_are_left_out_in_one_line_each_before_the_build(

@@ -21,7 +21,8 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="build hosts (configs/hosts.toml): reachability, Nix, cores, memory, load",
         description="Probe every host of configs/hosts.toml over one multiplexed SSH "
         "connection each; a host that cannot build (bad key, no Nix, unreachable) is one line "
-        "saying why. Exit 1 when an enabled host cannot build.",
+        "saying why. Exit 1 when an enabled host cannot build. `watch` follows a matrix build to "
+        "its end and exits as `attach` does: the build's exit status, 128+signal, or 1.",
     )
     parser.add_argument(
         "action",
@@ -31,7 +32,9 @@ def register(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="list (default): probe the hosts; watch [ID]: a matrix build per host, live",
     )
     parser.add_argument("id", nargs="?", type=int, help="build id for watch (default: latest)")
-    parser.add_argument("--once", action="store_true", help="watch: print the view once")
+    parser.add_argument(
+        "--once", action="store_true", help="watch: print the view once (exit 0 whatever the end)"
+    )
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(handler=run)
 
@@ -251,10 +254,12 @@ WATCH_INTERVAL_S = 1.0
 
 def run_watch(args: argparse.Namespace) -> int:
     """`workbench hosts watch [ID]`: what each host builds now and the matrix, until the end
-    (or until its supervisor is found gone: the build is then marked lost, as `status` does)."""
+    (or until its supervisor is found gone: the build is then marked lost, as `status` does);
+    exits as `attach` does, with the build's exit status (0 with --once: a view)."""
     import time
 
     from workbench.cli.build_common import state as _state
+    from workbench.cli.follow_loop import say_ended
     from workbench.errors import WorkbenchError
     from workbench.history.store import History
     from workbench.progress.visible import visible
@@ -291,9 +296,12 @@ def run_watch(args: argparse.Namespace) -> int:
             break
         print("", flush=True)
         time.sleep(WATCH_INTERVAL_S)
+    # Watched to its end (or found ended): it exits as `attach` of the build does, its exit
+    # status, 128+signal, or 1; --once prints a view, as `status` reports, and exits 0.
+    code = 0 if args.once or record.active else say_ended(args, record)
     if not record.active:
         print_target_rows(state, record.id, Path(record.cwd))
-    return 0
+    return code
 
 
 def _matrix_build(history: History, build_id: int | None) -> BuildRecord:
