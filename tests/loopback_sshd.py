@@ -188,7 +188,6 @@ def stop_sshd(host: LoopbackHost) -> None:
         os.waitpid(host.sshd_pid, 0)
 
 
-
 def nix_env_for_hosts(tmp_path: Path) -> dict[str, str]:
     """The local side's Nix environment (tests/nix_testing.py) for these tests."""
     env = dict(os.environ)

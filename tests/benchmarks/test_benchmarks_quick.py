@@ -75,9 +75,7 @@ def test_every_benchmark_has_a_case() -> None:
 def test_eta_accuracy_scores_the_recorded_third_party_builds(tmp_path: Path) -> None:
     """The recorded real builds (benchmarks/data/eta_runs/) load and are scored: coverage of
     the ETA's range and the point error at 25/50/75 %, per run."""
-    document = _run(
-        [sys.executable, str(BENCHMARKS / "eta_accuracy.py"), "--recordings"], tmp_path
-    )
+    document = _run([sys.executable, str(BENCHMARKS / "eta_accuracy.py"), "--recordings"], tmp_path)
     assert "eta_accuracy --recordings" in json.dumps(document), document
 
 
