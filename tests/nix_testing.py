@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import grp
 import os
+import pwd
 import shutil
 import subprocess
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -54,6 +59,49 @@ def ensure_build_users() -> None:
             )
         else:
             subprocess.run(["usermod", "-a", "-G", "nixbld", name], check=True)
+
+
+# Nix's state directory (NIX_STATE_DIR, else nix-bin's default): userpool/UID in it is the lock
+# of each build user, taken by every Nix on this machine (all the tests' daemons included).
+NIX_STATE_DIR = Path(os.environ.get("NIX_STATE_DIR", "/nix/var/nix"))
+
+
+@contextlib.contextmanager
+def held_build_user(timeout_s: float = 120) -> Iterator[str]:
+    """A Nix build user (a member of `nixbld`), held as a Nix build holds its own, for a process
+    that stands in for a builder; its name.
+
+    Nix takes a build user by locking userpool/UID (flock) and, before and after each build,
+    kills every process of that uid (Nix 2.8: src/libstore/lock.cc, UserLock, and
+    build/local-derivation-goal.cc, killSandbox). A stand-in run as nixbld1 without the lock is
+    killed by any Nix build another test runs meanwhile (pytest -n 2); held, Nix takes another
+    user. While every build user is taken it waits, as Nix does; after `timeout_s` it fails
+    saying so."""
+    ensure_build_users()
+    pool = NIX_STATE_DIR / "userpool"
+    pool.mkdir(mode=0o755, parents=True, exist_ok=True)
+    members = sorted(grp.getgrnam("nixbld").gr_mem)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        for name in members:
+            uid = pwd.getpwnam(name).pw_uid
+            fd = os.open(pool / str(uid), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            try:
+                yield name
+            finally:
+                os.close(fd)  # the lock goes with it
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(
+                f"no Nix build user free within {timeout_s:g} s: {', '.join(members)} all held "
+                f"by builds ({pool})"
+            )
+        time.sleep(0.2)
 
 
 needs_nix = [pytest.mark.nix, needs("nix-instantiate", debian="nix-bin")]

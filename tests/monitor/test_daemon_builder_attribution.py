@@ -14,13 +14,13 @@ from collections.abc import Iterator
 import psutil
 import pytest
 from needed_tools import needs
-from nix_testing import ensure_build_users
+from nix_testing import held_build_user
 
 from workbench.monitor import Sampler
 from workbench.monitor.discovery import derivation_in_argv
 
 pytestmark = [
-    pytest.mark.skipif(os.geteuid() != 0, reason="running a process as nixbld1 needs root"),
+    pytest.mark.skipif(os.geteuid() != 0, reason="running as a Nix build user needs root"),
     needs("runuser", debian="util-linux"),
 ]
 
@@ -36,34 +36,36 @@ def test_a_build_directory_in_the_arguments_names_the_derivation() -> None:
 
 @pytest.fixture
 def builder() -> Iterator[int]:
-    """A process running as nixbld1 whose arguments name the build directory of `wb-attr-x`."""
-    ensure_build_users()
-    process = subprocess.Popen(
-        ["runuser", "-u", "nixbld1", "--", "sh", "-c", "sleep 120; :",
-         "/tmp/nix-build-wb-attr-x.drv-0/src/a.cc"],
-        cwd="/", start_new_session=True,
-    )  # fmt: skip
-    try:
-        yield _child_of(process.pid)
-    finally:
-        below = psutil.Process(process.pid).children(recursive=True)
-        process.kill()
-        for child in below:
-            with contextlib.suppress(psutil.Error):
-                child.kill()
-        process.wait(timeout=30)
+    """A process running as a Nix build user whose arguments name the build directory of
+    `wb-attr-x`; the user held as Nix holds its builders' (another test's Nix build would kill
+    every process of the user it takes)."""
+    with held_build_user() as user:
+        process = subprocess.Popen(
+            ["runuser", "-u", user, "--", "sh", "-c", "sleep 120; :",
+             "/tmp/nix-build-wb-attr-x.drv-0/src/a.cc"],
+            cwd="/", start_new_session=True,
+        )  # fmt: skip
+        try:
+            yield _child_of(process.pid, user)
+        finally:
+            below = psutil.Process(process.pid).children(recursive=True)
+            process.kill()
+            for child in below:
+                with contextlib.suppress(psutil.Error):
+                    child.kill()
+            process.wait(timeout=30)
 
 
-def _child_of(pid: int) -> int:
-    """runuser's child, the shell running as nixbld1 (runuser forks it)."""
+def _child_of(pid: int, user: str) -> int:
+    """runuser's child, the shell running as `user` (runuser forks it)."""
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         for child in psutil.Process(pid).children():
             with contextlib.suppress(psutil.Error):
-                if child.username() == "nixbld1" and child.name() == "sh":
+                if child.username() == user and child.name() == "sh":
                     return child.pid
         time.sleep(0.01)
-    raise AssertionError("runuser's shell as nixbld1 never came within 30 s")
+    raise AssertionError(f"runuser's shell as {user} never came within 30 s")
 
 
 def _seen(sampler: Sampler, pid: int) -> list[str | None]:
