@@ -189,3 +189,28 @@ async def test_the_same_processes_in_another_order_are_reordered_in_place(
         lines = [table.render_line(y).text for y in (1, 2, 3)]
         assert ["103" in lines[0], "102" in lines[1], "101" in lines[2]] == [True] * 3, lines
         assert "90" in lines[0] and "11.0s" in lines[0], lines
+
+
+def test_the_poll_keeps_one_history_open_a_thread(tmp_path: Path) -> None:
+    """Opening the history each second ran its schema check each second (a third of the
+    poll's CPU): a worker thread keeps the one it opened, one at a time, and opens it again
+    after an error."""
+    from workbench.errors import WorkbenchError
+    from workbench.tui.screens.build.build_screen import (
+        forget_polling_history,
+        polling_history,
+    )
+
+    first, second = tmp_path / "one", tmp_path / "two"
+    history = polling_history(first)
+    assert polling_history(first) is history
+    other = polling_history(second)  # another state directory: the first one is closed
+    with pytest.raises(WorkbenchError, match="closed database"):
+        history.get(1)
+    with pytest.raises(WorkbenchError, match="no build #1"):  # open, and empty
+        other.get(1)
+    assert polling_history(second) is other
+    forget_polling_history(second)
+    again = polling_history(second)
+    assert again is not other
+    forget_polling_history(second)

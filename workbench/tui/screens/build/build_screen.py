@@ -12,7 +12,9 @@ tested without a screen); its words with no Textual in them are in `workbench.re
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -156,6 +158,35 @@ class HeadView:
             live=live,
             host=contention_text(live) if record.active else "",
         )
+
+
+_POLLING = threading.local()
+
+
+def polling_history(state_directory: Path) -> History:
+    """This worker thread's History of `state_directory`, opened on its first poll and kept
+    open for the next ones (the poll's workers run on a pool's threads; an SQLite connection
+    stays with the thread that opened it). Opening one each second ran the schema's check
+    each time: a third of the poll's own CPU, py-spy."""
+    histories: dict[Path, History] | None = getattr(_POLLING, "histories", None)
+    if histories is None:
+        histories = _POLLING.histories = {}
+    history = histories.get(state_directory)
+    if history is None or history.full:  # read-only after a full disk: try again
+        for other in list(histories):  # one open History a thread, of the last one polled
+            forget_polling_history(other)
+        history = histories[state_directory] = History(state_directory)
+    return history
+
+
+def forget_polling_history(state_directory: Path) -> None:
+    """Close this thread's History of `state_directory` (after an error: the next poll opens
+    it again)."""
+    histories: dict[Path, History] = getattr(_POLLING, "histories", {})
+    history = histories.pop(state_directory, None)
+    if history is not None:
+        with contextlib.suppress(Exception):
+            history.close()
 
 
 def sampled_jobs(compile_jobs: int | None, link_jobs: int | None) -> float:
@@ -406,35 +437,37 @@ class BuildScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="build-poll")
     def poll_build(self) -> None:
-        """One look at the build (a History of this thread's own); posts a `Polled`."""
+        """One look at the build (through this worker thread's own History, kept open between
+        polls); posts a `Polled`."""
         from workbench.supervision import liveness
 
         try:
-            with History(self.state_directory) as history:
-                record = liveness.check(history, [history.get(self.build_id)])[0]
-                if not record.active:
-                    jobs = history.jobs(self.build_id)[:FINISHED_JOBS_SHOWN]
-                    rows = tuple(ProcessRow.from_job(job) for job in jobs)
-                    produced = history.artefacts(self.build_id)
-                    measured = history.measured(self.build_id, slowest=0)
-                    spans = [(edge.started, edge.ended) for edge in history.edges(self.build_id)]
-                    exact = exact_parallelism(spans, record.started, record.ended)
-                    peak = measured.peak_rss if measured is not None else None
-                    self.post_message(
-                        self.Polled(
-                            Poll(
-                                record,
-                                rows,
-                                True,
-                                artefacts=produced,
-                                parallelism=exact,
-                                peak_rss=peak,
-                                head=HeadView.of(record, produced, peak),
-                            )
+            history = polling_history(self.state_directory)
+            record = liveness.check(history, [history.get(self.build_id)])[0]
+            if not record.active:
+                jobs = history.jobs(self.build_id)[:FINISHED_JOBS_SHOWN]
+                rows = tuple(ProcessRow.from_job(job) for job in jobs)
+                produced = history.artefacts(self.build_id)
+                measured = history.measured(self.build_id, slowest=0)
+                spans = [(edge.started, edge.ended) for edge in history.edges(self.build_id)]
+                exact = exact_parallelism(spans, record.started, record.ended)
+                peak = measured.peak_rss if measured is not None else None
+                self.post_message(
+                    self.Polled(
+                        Poll(
+                            record,
+                            rows,
+                            True,
+                            artefacts=produced,
+                            parallelism=exact,
+                            peak_rss=peak,
+                            head=HeadView.of(record, produced, peak),
                         )
                     )
-                    return
+                )
+                return
         except WorkbenchError as exc:
+            forget_polling_history(self.state_directory)
             self.post_message(self.Failed(str(exc)))
             return
         if self.show_all:
