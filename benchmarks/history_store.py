@@ -17,7 +17,9 @@ costing at most 1.2x the pump without it (issue 23 item 4), peak RSS under 100 M
 The map off is the same supervisor with the readable form's writer left out (its `_readable`
 replaced, as a supervisor that adopts a build runs). `--baseline DIR` runs another checkout's
 supervisor (a `git worktree` of an older commit) alike, interleaved with this one's, so both
-are measured in the same run; its readable form, map and progress must come out identical.
+are measured in the same run; what `workbench logs` prints from its readable form and map (the
+map's own bytes follow the pipe's reads: where a record falls moves with the load), whether the
+map covers the whole log, and its progress must come out identical.
 Figures are medians of `--repeat` runs.
 
     python benchmarks/history_store.py [--lines 2000000] [--repeat 3] [--baseline DIR]
@@ -48,7 +50,7 @@ from log_pipeline import generate, generate_plain, wc_lines
 
 from workbench.history.records import NewBuild
 from workbench.history.store import History
-from workbench.logs.readable_map import readable_paths
+from workbench.logs.readable_map import copy_readable, read_stretches, readable_paths
 
 ROOT = Path(__file__).resolve().parent.parent
 # The supervisor with the readable form's writer left out: the pump without the map.
@@ -124,11 +126,36 @@ def supervise(
         "final_step": (done.progress.get("step") or {}).get("done"),
         # What must not depend on who wrote it (compared between checkouts, then dropped).
         "_outputs": {
-            "readable": _digest(readable_path) if readable_path.exists() else None,
-            "map": _digest(map_path) if map_path.exists() else None,
+            "readable_form": _readable_form(copy, state) if readable_map else None,
+            "map_covers_log": _map_covers(copy, readable_path, map_path) if readable_map else None,
             "progress": {key: done.progress.get(key) for key in SAME_PROGRESS},
         },
     }
+
+
+def _readable_form(log: Path, state: Path) -> str:
+    """The digest of what `workbench logs` prints of the log (mapped stretches copied, the rest
+    rendered). Not the map's bytes: where its records fall follows the pipe's reads, which the
+    load moves from run to run."""
+    out = state / "readable-form"
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        copy_readable(log, fd)
+    finally:
+        os.close(fd)
+    digest = _digest(out)
+    out.unlink()
+    return digest
+
+
+def _map_covers(log: Path, readable_path: Path, map_path: Path) -> bool:
+    """Whether the map's trusted records cover the whole log (so the readable form above was
+    copied, not rendered when read)."""
+    if not (readable_path.exists() and map_path.exists()):
+        return False
+    size = log.stat().st_size
+    stretches = read_stretches(map_path, size, readable_path.stat().st_size)
+    return bool(stretches) and stretches[-1].raw_end == size
 
 
 def _median(runs: list[dict[str, object]], key: str) -> float:
