@@ -17,7 +17,7 @@ from pathlib import Path
 import psutil
 
 from workbench.history.connection import HistoryError
-from workbench.history.records import LOST, STARTING, BuildRecord
+from workbench.history.records import LOST, STARTING, BuildRecord, BuildState
 from workbench.history.store import History
 from workbench.supervision import build_cgroup, tree
 
@@ -192,7 +192,7 @@ def with_outcome(history: History, record: BuildRecord) -> BuildRecord | None:
     except HistoryError:
         return dataclasses.replace(
             record,
-            state=found["state"],
+            state=BuildState(found["state"]),
             ended=found["ended"],
             duration_s=found["duration_s"],
             exit_status=found["exit_status"],
