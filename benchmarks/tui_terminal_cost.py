@@ -400,10 +400,13 @@ def measure_quiet_together(
 
 
 def keys_in_turn(tuis: list[Terminal], every: list[Terminal], presses: int) -> list[dict[str, Any]]:
-    """`key_latency` for several TUIs, their presses in turn (every terminal read meanwhile)."""
+    """`key_latency` for several TUIs, their presses in turn, each TUI pressed first every other
+    round (every terminal read meanwhile)."""
     times: list[list[float]] = [[] for _ in tuis]
     for press in range(presses):
-        for index, tui in enumerate(tuis):
+        # Each TUI first in turn: the one pressed second may wait on the first one's frame.
+        order = list(enumerate(tuis))
+        for index, tui in order if press % 2 == 0 else reversed(order):
             pump_all(every, 0.3)
             since = len(tui.output)
             pressed = time.monotonic()
