@@ -511,3 +511,33 @@ def test_logs_follow_of_an_ended_build_exits_as_following_it_live(
     assert followed.returncode == 128 + signal.SIGKILL, followed.stderr
     assert f"build #{killed_id} (killed) killed" in followed.stderr, followed.stderr
     assert bench.run("logs", str(killed_id), timeout=60).returncode == 0
+
+
+@pytest.mark.slow  # one supervised build, two CLIs: about 4 s
+def test_logs_follow_raw_of_a_running_build_gives_the_bytes_as_written(
+    bench: Bench, tmp_path: Path
+) -> None:
+    """`logs --follow --raw` of a running build: the log's bytes as the build wrote them (a Nix
+    @nix line, an escape, a byte that is not UTF-8), not the readable lines `logs --follow`
+    shows (before: --raw was ignored while the build ran, and the readable form came out)."""
+    (tmp_path / "first").write_bytes(
+        b'@nix {"action":"msg","level":0,"msg":"evaluating"}\n'
+        b"plain \x1b[31mred\x1b[0m and \xff not UTF-8\n"
+    )
+    script = 'cat first; while [ ! -e go ]; do sleep 0.05; done; echo "[2/2] two"'
+    started = bench.run("run", "-d", "--name", "raw", "--", "sh", "-c", script, cwd=tmp_path)
+    assert started.returncode == 0, started.stderr
+    build_id = build_id_from(started.stderr)
+    live = bench.start("logs", str(build_id), "--follow", "--raw", text=False)
+    assert live.stdout is not None
+    shown: list[bytes] = []
+    reader = threading.Thread(target=lambda: shown.extend(live.stdout), daemon=True)
+    reader.start()
+    bench.wait_for("`logs --follow --raw` to show the running build's first lines", lambda: shown)
+    assert bench.record(build_id).active  # followed live, not read after its end
+    (tmp_path / "go").touch()
+    assert live.wait(timeout=60) == 0
+    reader.join(timeout=10)
+    log = bench.record(build_id).log_path
+    assert b"".join(shown) == Path(log).read_bytes()
+    assert b"".join(shown).startswith((tmp_path / "first").read_bytes())

@@ -109,9 +109,24 @@ def follow(
     build_id: int,
     supervisor: Supervisor | None = None,
     backlog: bool = True,
+    raw: bool = False,
 ) -> int:
-    """Print the build's log and a status line until it ends; Ctrl-C detaches."""
-    return follow_to_end(args, history, build_id, supervisor, backlog)[0]
+    """Print the build's log and a status line until it ends; Ctrl-C detaches. `raw`: the
+    log's lines as written (`logs --follow --raw`), not readable ones."""
+    if not raw:
+        return follow_to_end(args, history, build_id, supervisor, backlog)[0]
+    sys.stdout.flush()
+    # Each byte as the build wrote it: the raw reader keeps undecodable bytes as surrogates,
+    # written back alike; no newline translation. closefd=False: stdout stays open.
+    with open(
+        sys.stdout.fileno(),
+        "w",
+        encoding="utf-8",
+        errors="surrogateescape",
+        newline="",
+        closefd=False,
+    ) as out:
+        return follow_to_end(args, history, build_id, supervisor, backlog, out=out, raw=True)[0]
 
 
 def follow_to_end(
@@ -122,6 +137,7 @@ def follow_to_end(
     backlog: bool = True,
     out: TextIO | None = None,
     idle_s: float = 0.5,
+    raw: bool = False,
 ) -> tuple[int, bool]:
     """follow, also saying whether the build ended while followed (False after Ctrl-C).
 
@@ -131,7 +147,7 @@ def follow_to_end(
 
     from workbench.reading.follow import Follower, status_line
 
-    follower = Follower(history, build_id)
+    follower = Follower(history, build_id, raw=raw)
     per_host = None
     if "matrix" in (follower.record.settings or {}):  # imported only for a matrix build
         from workbench.remote.matrix_view import PerHostLines

@@ -86,7 +86,7 @@ def run_logs(args: argparse.Namespace) -> int:
     path = Path(record.log_path) if record is not None else orphan
     assert path is not None  # the orphan log when there is no row
     if record is not None and args.follow and record.active:
-        return _follow(args, history, record.id, backlog=False)
+        return _follow(args, history, record.id, backlog=False, raw=args.raw)
     from workbench.logs.readable_map import copy_log, copy_readable
 
     # Both copy in the kernel (sendfile): the readable form was kept beside the log as it was

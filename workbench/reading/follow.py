@@ -36,13 +36,19 @@ _CHUNK = 1 << 20
 class LogReader:
     """Incremental, readable lines of a build log."""
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, raw: bool = False) -> None:
+        """`raw`: the lines as written (Nix's @nix lines and control bytes included), each
+        byte kept through the decoding (surrogateescape) for a writer that encodes alike."""
         self.path = Path(path)
         self.offset = 0
         self._pending = b""
         self._tracker = ProgressTracker()
+        self.raw = raw
+        self._errors = "surrogateescape" if raw else "replace"
 
     def _readable(self, lines: list[str]) -> list[str]:
+        if self.raw:
+            return lines
         tracker = self._tracker
         feed, render = tracker.feed, tracker.render_line
         shown: list[str] = []
@@ -72,13 +78,13 @@ class LogReader:
             self._pending = data
             return []
         self._pending = data[cut + 1 :]
-        return self._readable(data[:cut].decode("utf-8", "replace").split("\n"))
+        return self._readable(data[:cut].decode("utf-8", self._errors).split("\n"))
 
     def rest(self) -> list[str]:
         """The last line when it has no newline (call once the build ended)."""
         lines = self.read()
         if self._pending:
-            lines += self._readable([self._pending.decode("utf-8", "replace")])
+            lines += self._readable([self._pending.decode("utf-8", self._errors)])
             self._pending = b""
         return lines
 
@@ -258,11 +264,11 @@ class Update:
 class Follower:
     """Follows one build: new readable log lines and its latest record, until it ended."""
 
-    def __init__(self, history: History, build_id: int) -> None:
+    def __init__(self, history: History, build_id: int, raw: bool = False) -> None:
         self.history = history
         self.build_id = build_id
         self.record = history.get(build_id)
-        self.reader = LogReader(self.record.log_path)
+        self.reader = LogReader(self.record.log_path, raw=raw)
 
     def backlog(self, count: int = 20) -> list[str]:
         """The last `count` lines written so far (read past everything before them)."""
