@@ -47,7 +47,9 @@ first-build ETA was before it costed edges by source and running age ("by_kind_o
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
+import math
 import os
 import shutil
 import statistics
@@ -58,6 +60,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from workbench.analysis import eta_model
 from workbench.history.store import History
 from workbench.samples import sample_project
 from workbench.supervision import live_eta
@@ -528,6 +531,7 @@ def score_recordings(directory: Path) -> dict[str, Any]:
         },
         "every_run_as_a_first_build": as_first,
         "contention": contention_scored(kept) if kept else None,
+        "cpu_costing": cpu_costed(directory),
         "projects": projects,
         "table": "\n".join(rows),
     }
@@ -560,6 +564,220 @@ def contention_scored(points: list[dict[str, Any]]) -> dict[str, Any]:
             }
             for p in points
         ],
+    }
+
+
+# Recent CPU rate window for the CPU-costed variant: the live ETA's own window for contention now.
+RECENT_S = live_eta.CONTENTION_RECENT_S
+
+
+def _cpu_at(series: list[tuple[float, float]], at: float) -> float:
+    """The build's CPU seconds at `at` (linear between 1 Hz samples)."""
+    times = [t for t, _ in series]
+    index = bisect.bisect_right(times, at)
+    if index == 0:
+        return 0.0
+    if index >= len(series):
+        return series[-1][1]
+    (t0, c0), (t1, c1) = series[index - 1], series[index]
+    return c0 + (c1 - c0) * (at - t0) / (t1 - t0) if t1 > t0 else c1
+
+
+def _first_build_at(
+    run: dict[str, Any], at: float, value: Any
+) -> tuple[eta_model.Estimate | None, eta_model.EdgeCosts, dict[str, float], int]:
+    """The first-build ETA (`eta_model.extrapolate_by_kind`, as the live ETA calls it) at `at`
+    with each edge costed by `value(edge, seconds it ran so far)`: its wall seconds, or its CPU
+    seconds. Returns the estimate, the costs, the edges running (output: cost so far) and the
+    edges finished."""
+    edges = run["edges"]
+    outputs = [edge[2] for edge in edges]
+    costs = eta_model.EdgeCosts.of(outputs)
+    finished: dict[str, float] = {}
+    last_end = None
+    for edge in sorted(edges, key=lambda edge: edge[1]):
+        if edge[1] <= at:
+            finished[edge[2]] = value(edge, edge[1] - edge[0])
+            costs.add(edge[2], finished[edge[2]])
+            last_end = edge[1]
+    running = {edge[2]: value(edge, at - edge[0]) for edge in edges if edge[0] <= at < edge[1]}
+    total = run["edge_total"] or len(edges)
+    planned = eta_model.planned_kinds((output, None) for output in outputs)
+    found = eta_model.extrapolate_by_kind(
+        at, total, finished, planned, last_end, None, running, costs
+    )
+    return found, costs, running, len(finished)
+
+
+def cpu_costed(directory: Path) -> dict[str, Any]:
+    """Would costing edges in CPU seconds instead of wall seconds help a first build's ETA?
+
+    Every recorded run with its CPU kept (`eta_recordings.py add-cpu`), played as a first build
+    at 25/50/75% of its duration, four ways in the same run:
+    - "wall" (as shipped, without the contention input: the same as "every_run_as_a_first_build"
+      where no contention was kept): each edge left at what edges like it took in wall seconds,
+      over the edge-seconds per second kept so far (`extrapolate_by_kind`);
+    - "cpu_rate_so_far": the same model fed CPU seconds (an edge's sampled CPU; an edge no
+      sample matched: the build's CPU over its span shared by the jobs), over the CPU per
+      second kept so far;
+    - "cpu_rate_recent": the CPU work left over the build's CPU rate in the last 30 s (the host
+      now, not on average);
+    - "exact_cpu_left_*": the build's exact CPU still to come (what no model knows) over the
+      rate so far and the recent one: what CPU costing could do at best on this host, whose
+      share of the CPU the build gets changes under it.
+    "decomposition": the shipped estimate split into the work left it counted against the true
+    work left (wall edge-seconds), and the edges running so far against after: where its error
+    is. "copies": how alike the same source compiled twice is (median |ln(second/first)|) in
+    wall and in CPU seconds. A running edge's CPU so far is its final CPU pro rata (the
+    recording keeps no per-second CPU of an edge)."""
+    import eta_recordings
+
+    checkpoints_found: list[dict[str, Any]] = []
+    copies: dict[str, dict[str, Any]] = {}
+    for recording in eta_recordings.recordings(directory):
+        wall_spread: list[float] = []
+        cpu_spread: list[float] = []
+        for index, run in enumerate(recording["runs"]):
+            if "cpu" not in run:
+                continue
+            series = [(t, c) for t, c in run["cpu"]]
+            jobs = run.get("jobs") or 1
+
+            def cpu_of(
+                edge: list[Any], so_far: float, series: Any = series, jobs: int = jobs
+            ) -> float:
+                began, ended = edge[0], edge[1]
+                span = max(ended - began, 1e-3)
+                whole = (
+                    edge[3]
+                    if len(edge) > 3
+                    else (_cpu_at(series, ended) - _cpu_at(series, began)) / jobs
+                )
+                return whole * min(1.0, so_far / span)
+
+            seen: dict[str, tuple[float, float]] = {}
+            for edge in sorted(run["edges"], key=lambda edge: edge[1]):
+                key = eta_model.same_source(edge[2])
+                if key is None or len(edge) < 4:
+                    continue
+                wall, cpu = edge[1] - edge[0], edge[3]
+                if key in seen and min(seen[key]) > 0.2 and min(wall, cpu) > 0.01:
+                    wall_spread.append(abs(math.log(wall / seen[key][0])))
+                    cpu_spread.append(abs(math.log(cpu / seen[key][1])))
+                seen.setdefault(key, (wall, cpu))
+            duration = run["duration_s"]
+            whole_cpu = series[-1][1] if series else 0.0
+            for share in CHECKPOINTS:
+                at = share * duration
+                truth = duration - at
+                point: dict[str, Any] = {
+                    "project": recording["project"],
+                    "run": run["label"],
+                    "first_build": index == 0,
+                    "at": share,
+                    "truth_s": round(truth, 1),
+                }
+                wall, costs, running, done = _first_build_at(run, at, lambda e, s: s)
+                cpu, cpu_costs, cpu_running, _ = _first_build_at(run, at, cpu_of)
+                cpu_now = _cpu_at(series, at)
+                window = min(RECENT_S, at)
+                recent = (cpu_now - _cpu_at(series, at - window)) / window if window else 0.0
+                if wall is not None:
+                    point["wall_error"] = round((wall.remaining_s - truth) / truth, 3)
+                    left = max(0, (run["edge_total"] or len(run["edges"])) - done)
+                    counted = costs.left_of(running)[0] * left / max(1, costs.left)
+                    true_left = sum(
+                        edge[1] - max(edge[0], at) for edge in run["edges"] if edge[1] > at
+                    )
+                    busy = sum(min(edge[1], at) - edge[0] for edge in run["edges"] if edge[0] < at)
+                    point["decomposition"] = {
+                        "work_left_counted_s": round(counted, 1),
+                        "work_left_true_s": round(true_left, 1),
+                        "work_error": round(counted / true_left - 1, 3) if true_left else None,
+                        "edges_running_so_far": round(busy / at, 2),
+                        "edges_running_after": round(true_left / truth, 2),
+                    }
+                if cpu is not None:
+                    point["cpu_rate_so_far_error"] = round((cpu.remaining_s - truth) / truth, 3)
+                    edge_cpu = sum(cpu_costs.finished.values()) + sum(cpu_running.values())
+                    if recent > 0 and cpu_now > 0:
+                        # The edges' share of the build's CPU so far, applied to the rate now.
+                        rate = recent * min(1.0, edge_cpu / cpu_now)
+                        work = cpu.remaining_s * edge_cpu / at
+                        point["cpu_rate_recent_error"] = round((work / rate - truth) / truth, 3)
+                if cpu_now > 0 and recent > 0:
+                    left_cpu = whole_cpu - cpu_now
+                    point["exact_cpu_left_rate_so_far_error"] = round(
+                        (left_cpu / (cpu_now / at) - truth) / truth, 3
+                    )
+                    point["exact_cpu_left_rate_recent_error"] = round(
+                        (left_cpu / recent - truth) / truth, 3
+                    )
+                checkpoints_found.append(point)
+        if wall_spread:
+            copies[recording["project"]] = {
+                "pairs": len(wall_spread),
+                "wall_median_abs_log_ratio": round(statistics.median(wall_spread), 3),
+                "cpu_median_abs_log_ratio": round(statistics.median(cpu_spread), 3),
+            }
+
+    def medians(points: list[dict[str, Any]]) -> dict[str, Any]:
+        found: dict[str, Any] = {"checkpoints": len(points)}
+        for way in (
+            "wall",
+            "cpu_rate_so_far",
+            "cpu_rate_recent",
+            "exact_cpu_left_rate_so_far",
+            "exact_cpu_left_rate_recent",
+        ):
+            errors = [abs(p[f"{way}_error"]) for p in points if f"{way}_error" in p]
+            found[way] = {
+                "median_abs_error": round(statistics.median(errors), 3) if errors else None,
+                "with_eta": len(errors),
+                # The shipped first-build range (x FIRST_LOW - x FIRST_HIGH) around it.
+                "inside_the_shipped_range": sum(
+                    1
+                    for p in points
+                    if f"{way}_error" in p
+                    and eta_model.FIRST_LOW <= 1 / (1 + p[f"{way}_error"]) <= eta_model.FIRST_HIGH
+                )
+                if errors and not way.startswith("exact")
+                else None,
+            }
+        work = [abs(p["decomposition"]["work_error"]) for p in points if "decomposition" in p]
+        ratio = [
+            abs(
+                p["decomposition"]["edges_running_after"]
+                / p["decomposition"]["edges_running_so_far"]
+                - 1
+            )
+            for p in points
+            if "decomposition" in p and p["decomposition"]["edges_running_so_far"]
+        ]
+        found["wall_work_left_median_abs_error"] = (
+            round(statistics.median(work), 3) if work else None
+        )
+        found["wall_parallelism_change_median_abs"] = (
+            round(statistics.median(ratio), 3) if ratio else None
+        )
+        return found
+
+    first = [p for p in checkpoints_found if p["first_build"]]
+    return {
+        "first_builds": medians(first),
+        "every_run_as_a_first_build": medians(checkpoints_found),
+        "by_project": {
+            name: medians([p for p in first if p["project"] == name])
+            for name in sorted({p["project"] for p in first})
+        },
+        # No parameter here is fitted; the first builds' figures without each project say how
+        # much one tree moves them.
+        "first_builds_without_each_project": {
+            name: medians([p for p in first if p["project"] != name])
+            for name in sorted({p["project"] for p in first})
+        },
+        "copies": copies,
+        "checkpoints": checkpoints_found,
     }
 
 

@@ -2,7 +2,10 @@
 
 A recording is what the supervisor stored of each run of one project, reduced to what the ETA
 reads: the run's duration, ninja's edge total, every edge's exact times (from the build's own
-`.ninja_log`, as the supervisor recorded them) and the 1 Hz progress fractions. The files under
+`.ninja_log`, as the supervisor recorded them), the 1 Hz progress fractions and what the sampler
+measured of CPU (each compile edge's CPU seconds where a sample matched its compiler, and the
+whole build's CPU seconds at each sample; `add-cpu` adds them to a recording exported before
+they were kept, from the history that recorded it). The files under
 `benchmarks/data/eta_runs/` were made this way (each says its source commit, host and load):
 
     cmake -S SRC -B BUILD -G Ninja -DCMAKE_BUILD_TYPE=Release [project options]
@@ -59,14 +62,7 @@ def export(
             assert record.started is not None and record.duration_s is not None
             start = record.started
             step = record.progress_view.step
-            edges = [
-                [
-                    round(edge.started - start, 3),
-                    round(edge.ended - start, 3),
-                    edge.outputs[0],
-                ]
-                for edge in history.edges(record.id)
-            ]
+            edges, cpu = _edges_and_cpu(history, record.id, start)
             fractions = [
                 [round(sample.t - start, 2), round(sample.fraction, 5)]
                 for sample in history.samples(record.id)
@@ -85,10 +81,60 @@ def export(
                     else live.other.mean_cpu_cores,
                     "edges": edges,
                     "fractions": fractions,
+                    "cpu": cpu,
                     **({} if watched is None else {"contention": watched}),
                 }
             )
     return {"project": notes.pop("project", None) or name, **notes, "runs": runs}
+
+
+def _edges_and_cpu(
+    history: History, build_id: int, start: float
+) -> tuple[list[list[Any]], list[list[float]]]:
+    """A run's edges ([start, end, output] in seconds from the build's start, with a fourth
+    value where the sampler matched a compiler to the edge: the CPU seconds its processes used,
+    at least) and the build's CPU so far at each 1 Hz sample ([seconds from start, the CPU
+    seconds of all its processes])."""
+    edges: list[list[Any]] = []
+    for edge in history.edges(build_id):
+        row: list[Any] = [round(edge.started - start, 3), round(edge.ended - start, 3)]
+        row.append(edge.outputs[0])
+        if edge.cpu_s is not None:
+            row.append(round(edge.cpu_s, 3))
+        edges.append(row)
+    cpu = [
+        [round(sample.t - start, 2), round(sample.cpu_seconds, 2)]
+        for sample in history.samples(build_id)
+    ]
+    return edges, cpu
+
+
+def add_cpu(recording: dict[str, Any], state: Path, name: str) -> dict[str, Any]:
+    """`recording` with what the sampler measured of each run's CPU (see `_edges_and_cpu`),
+    read from the history at `state` that recorded it: its successful runs named `name`, oldest
+    first, one for each of the recording's runs, the same durations and the same edges (a
+    recording exported before the CPU was kept gains it; nothing else changes)."""
+    runs: list[dict[str, Any]] = []
+    with History(state) as history:
+        records = [r for r in history.builds(limit=1000) if r.name == name]
+        records = [r for r in reversed(records) if r.state == SUCCEEDED]
+        if len(records) != len(recording["runs"]):
+            raise SystemExit(
+                f"{state}: {len(records)} runs named {name}, the recording has "
+                f"{len(recording['runs'])}"
+            )
+        for record, run in zip(records, recording["runs"], strict=True):
+            assert record.started is not None and record.duration_s is not None
+            if round(record.duration_s, 2) != run["duration_s"]:
+                raise SystemExit(
+                    f"{state}: build #{record.id} ran {record.duration_s:.2f} s, the "
+                    f"recording's run {run['label']!r} {run['duration_s']} s"
+                )
+            edges, cpu = _edges_and_cpu(history, record.id, record.started)
+            if [edge[:3] for edge in edges] != [edge[:3] for edge in run["edges"]]:
+                raise SystemExit(f"{state}: build #{record.id}'s edges are not the recording's")
+            runs.append({**run, "edges": edges, "cpu": cpu})
+    return {**recording, "runs": runs}
 
 
 def watch(
@@ -183,8 +229,15 @@ def load(recording: dict[str, Any], state: Path) -> list[tuple[int, dict[str, An
                     Sampled(start + t, 0.0, 0.0, 0.0, 0, 0, 0, 0, 0, 0, fraction),
                 )
             rows = [
-                EdgeRow((output,), start + began, start + ended, 0, "0")
-                for began, ended, output in run["edges"]
+                EdgeRow(
+                    (edge[2],),
+                    start + edge[0],
+                    start + edge[1],
+                    0,
+                    "0",
+                    cpu_s=edge[3] if len(edge) > 3 else None,
+                )
+                for edge in run["edges"]
             ]
             history.record_edges(record.id, None, rows, work_key)
             total = run["edge_total"] or len(rows)
@@ -202,6 +255,13 @@ def load(recording: dict[str, Any], state: Path) -> list[tuple[int, dict[str, An
             )
             loaded.append((record.id, run))
     return loaded
+
+
+def _write(path: Path, document: dict[str, Any]) -> None:
+    """`document` to `path` atomically (a temporary file beside it, then renamed)."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}")
+    temporary.write_text(json.dumps(document, separators=(",", ":")) + "\n")
+    os.replace(temporary, path)
 
 
 def recordings(directory: Path = DATA) -> list[dict[str, Any]]:
@@ -232,7 +292,18 @@ def main() -> None:
     follow.add_argument("--hogs", type=int, default=0, help="busy loops to run mid-build")
     follow.add_argument("--from", dest="start_at", type=float, default=0.3)
     follow.add_argument("--until", dest="stop_at", type=float, default=0.7)
+    cpu = commands.add_parser(
+        "add-cpu", help="add the sampled CPU to a recording, from the history that recorded it"
+    )
+    cpu.add_argument("state", type=Path)
+    cpu.add_argument("name")
+    cpu.add_argument("recording", type=Path)
     args = parser.parse_args()
+    if args.command == "add-cpu":
+        document = add_cpu(json.loads(args.recording.read_text()), args.state, args.name)
+        _write(args.recording, document)
+        print(f"{args.recording}: CPU of {len(document['runs'])} runs", file=sys.stderr)
+        return
     if args.command == "watch":
         seen = watch(args.state, args.name, args.hogs, args.start_at, args.stop_at)
         args.output.write_text(json.dumps(seen) + "\n")
@@ -252,7 +323,7 @@ def main() -> None:
     }
     document = export(args.state, args.name, notes, args.label, {w["build_id"]: w for w in watched})
     args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(document, separators=(",", ":")) + "\n")
+    _write(args.output, document)
     print(f"{args.output}: {len(document['runs'])} runs", file=sys.stderr)
 
 
