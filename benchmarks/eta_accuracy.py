@@ -744,6 +744,18 @@ def cpu_costed(directory: Path) -> dict[str, Any]:
                 if errors and not way.startswith("exact")
                 else None,
             }
+            if way != "wall":
+                # Checkpoint by checkpoint against the shipped way (a median can fall on either
+                # side of a few checkpoints; the pairs say whether a way is better).
+                paired = [
+                    abs(p[f"{way}_error"]) - abs(p["wall_error"])
+                    for p in points
+                    if f"{way}_error" in p and "wall_error" in p
+                ]
+                found[way]["closer_than_wall"] = sum(1 for d in paired if d < -0.005)
+                found[way]["further_than_wall"] = sum(1 for d in paired if d > 0.005)
+                found[way]["further_by_more_than_20_points"] = sum(1 for d in paired if d > 0.2)
+                found[way]["closer_by_more_than_20_points"] = sum(1 for d in paired if d < -0.2)
         work = [abs(p["decomposition"]["work_error"]) for p in points if "decomposition" in p]
         ratio = [
             abs(

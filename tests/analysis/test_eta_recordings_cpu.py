@@ -164,3 +164,7 @@ def test_cpu_costing_scores_both_ways_and_splits_the_error(
     assert late["exact_cpu_left_rate_recent_error"] == pytest.approx(0.0, abs=1e-3)
     assert scored["first_builds"]["checkpoints"] == 3
     assert scored["first_builds"]["wall"]["with_eta"] == 3
+    # Checkpoint by checkpoint: at 25% (30 s in, the host unchanged so far) all ways say the
+    # same 50 s; at 50% and 75% the recent rate is closer than the wall costs.
+    recent = scored["first_builds"]["cpu_rate_recent"]
+    assert (recent["closer_than_wall"], recent["further_than_wall"]) == (2, 0)
