@@ -627,9 +627,10 @@ def cpu_costed(directory: Path) -> dict[str, Any]:
       share of the CPU the build gets changes under it.
     "decomposition": the shipped estimate split into the work left it counted against the true
     work left (wall edge-seconds), and the edges running so far against after: where its error
-    is. "copies": how alike the same source compiled twice is (median |ln(second/first)|) in
-    wall and in CPU seconds. A running edge's CPU so far is its final CPU pro rata (the
-    recording keeps no per-second CPU of an edge)."""
+    is. "copies": how alike the same source compiled twice is (median |ln(later/first)|) in
+    wall and in CPU seconds, and in each first build the median later/first copy in both. A
+    running edge's CPU so far is its final CPU pro rata (the recording keeps no per-second CPU
+    of an edge)."""
     import eta_recordings
 
     checkpoints_found: list[dict[str, Any]] = []
@@ -637,6 +638,7 @@ def cpu_costed(directory: Path) -> dict[str, Any]:
     for recording in eta_recordings.recordings(directory):
         wall_spread: list[float] = []
         cpu_spread: list[float] = []
+        first_ratios: list[tuple[float, float]] = []
         for index, run in enumerate(recording["runs"]):
             if "cpu" not in run:
                 continue
@@ -664,6 +666,8 @@ def cpu_costed(directory: Path) -> dict[str, Any]:
                 if key in seen and min(seen[key]) > 0.2 and min(wall, cpu) > 0.01:
                     wall_spread.append(abs(math.log(wall / seen[key][0])))
                     cpu_spread.append(abs(math.log(cpu / seen[key][1])))
+                    if index == 0:
+                        first_ratios.append((wall / seen[key][0], cpu / seen[key][1]))
                 seen.setdefault(key, (wall, cpu))
             duration = run["duration_s"]
             whole_cpu = series[-1][1] if series else 0.0
@@ -719,6 +723,18 @@ def cpu_costed(directory: Path) -> dict[str, Any]:
                 "pairs": len(wall_spread),
                 "wall_median_abs_log_ratio": round(statistics.median(wall_spread), 3),
                 "cpu_median_abs_log_ratio": round(statistics.median(cpu_spread), 3),
+                # In the first build: a later copy against the first one (1.0: alike).
+                "first_build_pairs": len(first_ratios),
+                "first_build_median_wall_ratio": round(
+                    statistics.median(w for w, _ in first_ratios), 2
+                )
+                if first_ratios
+                else None,
+                "first_build_median_cpu_ratio": round(
+                    statistics.median(c for _, c in first_ratios), 2
+                )
+                if first_ratios
+                else None,
             }
 
     def medians(points: list[dict[str, Any]]) -> dict[str, Any]:
