@@ -628,13 +628,15 @@ def cpu_costed(directory: Path) -> dict[str, Any]:
     "decomposition": the shipped estimate split into the work left it counted against the true
     work left (wall edge-seconds), and the edges running so far against after: where its error
     is. "copies": how alike the same source compiled twice is (median |ln(later/first)|) in
-    wall and in CPU seconds, and in each first build the median later/first copy in both. A
+    wall and in CPU seconds, and in each first build the median later/first copy in both;
+    "first_build_cpu_cores_by_tenth": the cores the build got in each tenth of it. A
     running edge's CPU so far is its final CPU pro rata (the recording keeps no per-second CPU
     of an edge)."""
     import eta_recordings
 
     checkpoints_found: list[dict[str, Any]] = []
     copies: dict[str, dict[str, Any]] = {}
+    shares: dict[str, list[float | None]] = {}
     for recording in eta_recordings.recordings(directory):
         wall_spread: list[float] = []
         cpu_spread: list[float] = []
@@ -670,6 +672,14 @@ def cpu_costed(directory: Path) -> dict[str, Any]:
                         first_ratios.append((wall / seen[key][0], cpu / seen[key][1]))
                 seen.setdefault(key, (wall, cpu))
             duration = run["duration_s"]
+            if index == 0 and series:
+                # The cores the build's processes got in each tenth of its first build.
+                tenths: list[float | None] = []
+                for tenth in range(10):
+                    began, ended = tenth * duration / 10, (tenth + 1) * duration / 10
+                    spent = _cpu_at(series, ended) - _cpu_at(series, began)
+                    tenths.append(round(spent / (ended - began), 2) if ended > began else None)
+                shares[recording["project"]] = tenths
             whole_cpu = series[-1][1] if series else 0.0
             for share in CHECKPOINTS:
                 at = share * duration
@@ -805,6 +815,7 @@ def cpu_costed(directory: Path) -> dict[str, Any]:
             for name in sorted({p["project"] for p in first})
         },
         "copies": copies,
+        "first_build_cpu_cores_by_tenth": shares,
         "checkpoints": checkpoints_found,
     }
 
