@@ -39,6 +39,12 @@ class Stat(NamedTuple):
     threads: int
     starttime: int
     rss_pages: int
+    flags: int
+    """The kernel's PF_* flags: PF_FORKNOEXEC says a forked process has not exec'd yet."""
+
+
+# /proc/PID/stat's flags: set by fork, cleared by exec (include/linux/sched.h).
+PF_FORKNOEXEC = 0x00000040
 
 
 def parse_stat(data: bytes) -> Stat | None:
@@ -63,6 +69,7 @@ def parse_stat(data: bytes) -> Stat | None:
             int(fields[17]),
             int(fields[19]),
             int(fields[21]),
+            int(fields[6]),
         )
     except ValueError:
         return None

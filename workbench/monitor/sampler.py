@@ -21,16 +21,23 @@ run since the last sample is not read further and keeps its `ProcessSample` obje
 processes a sample costs ~2.5 ms of CPU (benchmarks/sampler_cost.py). The sampler keeps two
 descriptors per process and uses at most half the soft RLIMIT_NOFILE (the rest fall back to
 opening the file each time); `procfs.raise_open_file_limit()` lifts Debian's default of 1024.
+
+A process is judged when it is first seen, and again when what its verdict depends on changes:
+one that is not the build's yet but may become a builder (with a nix-daemon: the daemon's
+processes, a root fork that has not exec'd or a program that switches user, started during the
+build; a build user's process of a derivation not known to be this build's) is watched, and
+judged again once it execs (its name, or fork's PF_FORKNOEXEC flag, changes) or changes user.
+A watched process that did not run since the last sample costs one schedstat pread.
 """
 
 from __future__ import annotations
 
+import enum
 import os
 import resource
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Literal
 
 from workbench.monitor import procfs
 from workbench.monitor.classification import ProcessKind, classify
@@ -171,6 +178,48 @@ class _Proc:
         self.unread = False  # its argv read empty: exiting, classified again next sample
 
 
+class _Verdict(enum.Enum):
+    """Why a process is not (yet) the build's."""
+
+    NOT_OURS = "not ours"
+    """For good: nothing it can still do makes it the build's (its parent is not the build's
+    and it cannot become a build user)."""
+    NOT_YET = "not yet"
+    """Not now, but it may be once it execs a new program or changes its user: a nix-daemon
+    process (its forked child becomes a builder), a root process started during the build that
+    may switch to a build user (runuser's child before it switches, then execs), a build
+    user's process whose derivation it does not say yet (a shell that execs the compiler)."""
+
+
+class _Watch:
+    """A process that is not the build's yet, watched for what its verdict depends on."""
+
+    __slots__ = ("comm", "daemon", "fd", "forked", "name", "sched", "sched_fd", "start", "uid")
+
+    def __init__(self, pid: int, stat: procfs.Stat, fd: int | None, uid: int | None) -> None:
+        self.name = str(pid)
+        self.comm = stat.comm
+        self.daemon = stat.comm == NIX_DAEMON
+        self.forked = stat.flags & procfs.PF_FORKNOEXEC
+        self.start = stat.starttime
+        self.uid = uid  # checked again when it ran, where its user decided the verdict
+        self.fd = fd
+        self.sched_fd: int | None = None
+        self.sched = b""
+
+
+# Watched processes: at most this many, holding descriptors up to a quarter of the budget
+# (the build's own processes come first); past that a rejected process is rejected for good.
+_MOST_WATCHED = 1024
+# A root process counts as started during the build when it started at most this long before
+# the sampler: the build's `runuser` may start just before the first sample.
+_YOUNG_S = 2.0
+# Programs (their comm) that switch to another user and exec a program they are given.
+_SWITCHERS = frozenset(
+    ("runuser", "su", "sudo", "doas", "setpriv", "chroot", "capsh", "gosu", "su-exec", "chpst")
+)
+
+
 def _default_fd_budget() -> int:
     soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
@@ -217,7 +266,12 @@ class Sampler:
         self._boot = procfs.boot_time()
         self._members: dict[int, _Proc] = {}
         self._scanner = procfs.PidScanner()
-        self._watched: dict[int, str] = {}  # nix-daemon processes: pid -> comm
+        # Processes that are not the build's yet (`_Verdict.NOT_YET`), judged again when they
+        # exec or change user: pid -> what their verdict was drawn from.
+        self._watched: dict[int, _Watch] = {}
+        self._watch_fds = 0
+        # A root process started since this tick (since boot) is one forked during the build.
+        self._young_from = (time.time() - self._boot - _YOUNG_S) * procfs.CLOCK_TICKS
         self._unattributed: set[int] = set()  # daemon builders of derivations not known (yet)
         self._rejudge: set[int] = set()
         self._last_t: float | None = None
@@ -333,6 +387,8 @@ class Sampler:
         for proc in self._members.values():
             self._close_fd(proc)
         self._members.clear()
+        for pid in list(self._watched):
+            self._unwatch(pid)
         self._scanner.close()
         self._closed = True
 
@@ -413,14 +469,11 @@ class Sampler:
     ) -> int:
         """Judge PIDs that may be new processes; returns the CPU ticks new members already used."""
         members, watched = self._members, self._watched
-        for pid, comm in list(watched.items()):
-            result = procfs.read_stat(pid) if str(pid) in names else None
-            if result is None or result[1].comm != comm:
-                # Gone, or it exec'd: a daemon's forked child became a builder. Judge afresh.
-                del watched[pid]
-                if result is not None:
-                    candidates.add(pid)
+        if watched:
+            self._changed(names, candidates)
         if self._rejudge:
+            for pid in self._rejudge:
+                self._unwatch(pid)
             candidates |= self._rejudge
             self._rejudge.clear()
         # Each candidate's stat is read once; a new member keeps the descriptor it was read
@@ -454,7 +507,10 @@ class Sampler:
                     del pending[pid]
                     progress = True
                     derivation = self._judge(pid, stat)
-                    if derivation is False:
+                    if derivation is _Verdict.NOT_YET:
+                        self._watch(pid, stat, fd)
+                        continue
+                    if derivation is _Verdict.NOT_OURS:
                         if fd is not None:
                             os.close(fd)
                         continue
@@ -465,39 +521,136 @@ class Sampler:
                     os.close(fd)
         return ticks
 
-    def _judge(self, pid: int, stat: procfs.Stat) -> str | Literal[False] | None:
-        """False: not the build's. Otherwise the derivation it works for (None if unknown)."""
+    def _judge(self, pid: int, stat: procfs.Stat) -> str | _Verdict | None:
+        """A `_Verdict`: not the build's (for good or for now). Otherwise the derivation it works
+        for (None if unknown)."""
         if pid == self.root_pid:
             return None
         parent = self._members.get(stat.ppid)
         if parent is not None:
             return parent.derivation
         if not self.daemon or pid == 1:
-            return False
+            # Its parent is not the build's, and a process's parent never becomes the build's
+            # later (a member's children are judged after it): no change of program or user
+            # makes it the build's.
+            return _Verdict.NOT_OURS
         if stat.comm == NIX_DAEMON:
             # The daemon, its workers, and forked children that have not exec'd the builder yet.
-            self._watched[pid] = stat.comm
-            return False
-        parent_is_daemon = stat.ppid in self._watched
+            return _Verdict.NOT_YET
+        daemon = self._watched.get(stat.ppid)
+        parent_is_daemon = daemon is not None and daemon.daemon
         if not parent_is_daemon:
             uid = procfs.uid_of(pid)
-            if uid is None or not is_nixbld_user(procfs.user_name(uid)):
-                return False
+            if uid is None:
+                return _Verdict.NOT_OURS
+            if not is_nixbld_user(procfs.user_name(uid)):
+                # Only root can become a build user, and a process started during the build
+                # that is about to switch user may yet: a fork that has not exec'd (runuser's,
+                # su's or nix's child switches user, then execs the builder), or a program that
+                # switches user itself (setpriv, doas). Other root processes, busy or not, are
+                # not watched: the sampler's cost stays with the build's processes.
+                if (
+                    uid == 0
+                    and stat.starttime >= self._young_from
+                    and (stat.flags & procfs.PF_FORKNOEXEC or stat.comm in _SWITCHERS)
+                ):
+                    return _Verdict.NOT_YET
+                return _Verdict.NOT_OURS
         if not self._names:
             if self._names_to_come:
                 # Held until the log names this build's derivations, then judged again: the
                 # CPU it used meanwhile is counted when it joins (`_join`).
                 self._unattributed.add(pid)
-                return False
+                return _Verdict.NOT_YET
             # No derivation learnt from the log yet: a builder can start (and be sampled)
             # before the supervisor has read Nix's start event. It is taken, named from its own
             # environment or build directory; a member keeps the name it joined with.
             return builder_name(pid)
         derivation = attribute_builder(pid, self._names)
         if derivation is None:
+            # Judged again when the log names more derivations, or when it execs a program
+            # whose arguments name its build directory (a wrapper's compiler).
             self._unattributed.add(pid)
-            return False
+            return _Verdict.NOT_YET
         return derivation
+
+    def _watch(self, pid: int, stat: procfs.Stat, fd: int | None) -> None:
+        """Watch a process that is not the build's yet (`_Verdict.NOT_YET`); keeps `fd`."""
+        if len(self._watched) >= _MOST_WATCHED and stat.comm != NIX_DAEMON:
+            if fd is not None:
+                os.close(fd)
+            self._unattributed.discard(pid)
+            return
+        # Its user decided its verdict unless it is a daemon process or a build user's.
+        uid = None if stat.comm == NIX_DAEMON or pid in self._unattributed else 0
+        watch = _Watch(pid, stat, fd, uid)
+        held = self._watch_fds
+        if fd is not None:
+            if 4 * (self._watch_fds + 2) > self._fd_budget:
+                os.close(fd)
+                watch.fd = None
+            else:
+                self._watch_fds += 1
+                watch.sched_fd = procfs.open_file(pid, "schedstat")
+                if watch.sched_fd is not None:
+                    self._watch_fds += 1
+                    watch.sched = procfs.read_fd(watch.sched_fd) or b""
+                self._fds_open += self._watch_fds - held
+        self._watched[pid] = watch
+
+    def _unwatch(self, pid: int) -> None:
+        watch = self._watched.pop(pid, None)
+        if watch is None:
+            return
+        for fd in (watch.fd, watch.sched_fd):
+            if fd is not None:
+                os.close(fd)
+                self._watch_fds -= 1
+                self._fds_open -= 1
+
+    def _changed(self, names: set[str], candidates: set[int]) -> None:
+        """Watched processes that exec'd or changed user since the last sample go back to be
+        judged (into `candidates`); those gone are dropped.
+
+        Cheap for the many that did nothing: a process that has not run (its schedstat is
+        unchanged) cannot have exec'd or changed user; one that ran is seen to have exec'd by
+        its name or by fork's PF_FORKNOEXEC flag, which exec clears."""
+        again: list[int] = []
+        gone: list[int] = []
+        for pid, watch in self._watched.items():
+            if watch.name not in names:
+                gone.append(pid)
+                continue
+            if watch.sched_fd is not None:
+                sched = procfs.read_fd(watch.sched_fd)
+                if sched is None:
+                    gone.append(pid)
+                    continue
+                if sched == watch.sched:
+                    continue
+                watch.sched = sched
+            if watch.fd is not None:
+                data = procfs.read_fd(watch.fd)
+            else:
+                result = procfs.read_stat(pid)
+                data = result[0] if result is not None else None
+            stat = procfs.parse_stat(data) if data is not None else None
+            if stat is None or stat.starttime != watch.start:
+                gone.append(pid)  # gone, or its PID is another process's (the scanner says)
+                continue
+            if (
+                stat.comm != watch.comm
+                or stat.flags & procfs.PF_FORKNOEXEC != watch.forked
+                or (watch.uid is not None and procfs.uid_of(pid) != watch.uid)
+            ):
+                again.append(pid)
+        for pid in gone:
+            self._unwatch(pid)
+            self._unattributed.discard(pid)
+        for pid in again:
+            self._unwatch(pid)
+            self._unattributed.discard(pid)
+            candidates.add(pid)
 
     def _join(
         self,

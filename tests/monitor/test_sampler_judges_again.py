@@ -1,0 +1,207 @@
+"""A process that is not the build's when the sampler first sees it, and becomes a builder by
+exec'ing a new program or switching to a build user, is taken once it has: judged again, not
+rejected for good at first sight. Before, runuser's child (root until it switches user) or a
+shell that execs the compiler stayed out of the process table, the peaks and "now building"
+for its whole life. Real processes: a root process's fork switching to a held Nix build user
+and exec'ing real g++, and a build user's shell (under runuser) exec'ing g++ on a source named
+in its build directory."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from needed_tools import needs
+from nix_testing import held_build_user
+
+from workbench.monitor import Sample, Sampler
+
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="switching to a Nix build user needs root"),
+    needs("runuser", debian="util-linux"),
+    needs("g++", debian="g++"),
+]
+
+
+def _comm(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return None
+
+
+def _until(what: str, ready: Callable[[], bool], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} never came within {timeout:g} s")
+        time.sleep(0.02)
+
+
+def _until_sampled(sampler: Sampler, what: str, ready: Callable[[Sample], bool]) -> Sample:
+    """Samples until one shows `ready` (a loaded machine may be slow to start a program)."""
+    deadline = time.monotonic() + 60
+    sample = sampler.sample()
+    while not ready(sample):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} never came within 60 s: {sample.processes}")
+        time.sleep(0.02)
+        sample = sampler.sample()
+    return sample
+
+
+@contextlib.contextmanager
+def _group(argv: list[str], **kwargs: Any) -> Iterator[subprocess.Popen[bytes]]:
+    process = subprocess.Popen(argv, start_new_session=True, **kwargs)
+    try:
+        yield process
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=60)
+
+
+# What runuser's child does (util-linux, login-utils/su-common.c: the child of
+# create_watching_parent() calls change_identity(), then execs): forked by a root process, it
+# waits here for the test's word, switches to the build user and execs g++, which reads its
+# source from the same pipe after that word: cc1plus waits on it, so the compile lasts until the
+# test closes the pipe. The parent prints the child's PID and waits for it. (g++ by its path:
+# once it is the build user, Python's own library under root's home may be closed to it.)
+_LAUNCHER = """
+import os, sys
+uid, gid, gxx = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+child = os.fork()
+if child == 0:
+    os.read(0, 3)
+    os.setgroups([])
+    os.setgid(gid)
+    os.setuid(uid)
+    os.execv(gxx, ["g++", "-pipe", "-S", "-x", "c++", "-o", "/dev/null", "-"])
+print(child, flush=True)
+sys.exit(os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]))
+"""
+
+
+def test_a_root_fork_that_becomes_a_build_user_and_execs_gxx_is_taken() -> None:
+    """Seen as a root fork that has not exec'd yet (not a builder: rejected), it then switches
+    to a build user and execs g++: the next sample takes it as the compiler, and its cc1plus as
+    part of its job. Failed before: the g++ was never in a sample."""
+    with held_build_user() as user:
+        account = pwd.getpwnam(user)
+        gxx = shutil.which("g++")
+        assert gxx is not None
+        argv = [sys.executable, "-c", _LAUNCHER, str(account.pw_uid), str(account.pw_gid), gxx]
+        with (
+            Sampler(daemon=True) as sampler,
+            _group(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd="/") as launcher,
+        ):
+            assert launcher.stdin is not None and launcher.stdout is not None
+            child = int(launcher.stdout.readline())
+            first = sampler.sample()
+            assert _comm(child) != "g++"  # it waits for the word below
+            assert child not in {p.pid for p in first.processes}  # root: not a builder
+            launcher.stdin.write(b"go\n")
+            launcher.stdin.flush()
+            _until("g++ as the build user", lambda: _comm(child) == "g++")
+            sample = _until_sampled(
+                sampler,
+                "g++ and its cc1plus in one sample",
+                lambda s: any(p.tool == "cc1plus" and p.ppid == child for p in s.processes),
+            )
+            taken = {p.pid: p for p in sample.processes}
+            assert child in taken, "the g++ that the root fork became was left out"
+            gxx = taken[child]
+            assert (gxx.tool, gxx.kind, gxx.job) == ("g++", "compiler", child)
+            cc1plus = next(p for p in sample.processes if p.ppid == child)
+            assert (cc1plus.job, cc1plus.job_kind) == (child, "compiler")
+            launcher.stdin.write(b"int main() { return 0; }\n")
+            launcher.stdin.close()
+            assert launcher.wait(timeout=120) == 0
+
+
+def test_a_build_users_shell_that_execs_gxx_on_its_build_directory_is_taken() -> None:
+    """A build user's shell that names no derivation (not this build's as far as can be told)
+    execs g++ on a source in this build's directory: the next sample takes it, with the
+    derivation. Failed before: only a new derivation name made the sampler look again."""
+    top = Path(tempfile.mkdtemp(prefix="wb-judge-again-", dir="/tmp"))
+    try:
+        source_dir = top / "nix-build-wb-judge-again-1.0.drv-0"
+        source_dir.mkdir()
+        source = source_dir / "a.cc"
+        os.mkfifo(source)  # cc1plus waits on it: the compile lasts until the test writes
+        for path in (top, source_dir, source):
+            path.chmod(0o777 if path == source else 0o755)
+        with held_build_user() as user:
+            # The source comes in an environment variable: the shell's own arguments and its
+            # working directory name no build directory.
+            script = 'read go; exec g++ -pipe -S -o /dev/null "$WB_SOURCE"'
+            with (
+                Sampler(daemon=True, derivations=["wb-judge-again-1.0"]) as sampler,
+                _group(
+                    ["runuser", "-u", user, "--", "sh", "-c", script],
+                    stdin=subprocess.PIPE,
+                    cwd="/",
+                    env={**os.environ, "WB_SOURCE": str(source)},
+                ) as runuser,
+            ):
+                assert runuser.stdin is not None
+                shells: list[int] = []
+
+                def shell_up() -> bool:
+                    shells[:] = [
+                        int(name)
+                        for name in os.listdir("/proc")
+                        if name.isdigit()
+                        and _comm(int(name)) == "sh"
+                        and _ppid(int(name)) == runuser.pid
+                        and os.stat(f"/proc/{name}").st_uid == pwd.getpwnam(user).pw_uid
+                    ]
+                    return bool(shells)
+
+                _until("runuser's shell as the build user", shell_up)
+                shell = shells[0]
+                first = sampler.sample()
+                assert shell not in {p.pid for p in first.processes}  # says no derivation
+                runuser.stdin.write(b"go\n")
+                runuser.stdin.flush()
+                _until("g++", lambda: _comm(shell) == "g++")
+                sample = _until_sampled(
+                    sampler,
+                    "g++ and its cc1plus in one sample",
+                    lambda s: any(p.tool == "cc1plus" and p.ppid == shell for p in s.processes),
+                )
+                taken = {p.pid: p for p in sample.processes}
+                assert shell in taken, "the g++ that the build user's shell became was left out"
+                gxx = taken[shell]
+                assert (gxx.tool, gxx.file, gxx.derivation) == (
+                    "g++",
+                    str(source),
+                    "wb-judge-again-1.0",
+                )
+                cc1plus = next(p for p in sample.processes if p.ppid == shell)
+                assert cc1plus.job == shell
+                with open(source, "w") as writer:  # let the compile end
+                    writer.write("int main() { return 0; }\n")
+                runuser.stdin.close()
+                assert runuser.wait(timeout=120) == 0
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def _ppid(pid: int) -> int | None:
+    try:
+        data = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    return int(data[data.rfind(b")") + 2 :].split()[1])
