@@ -10,7 +10,7 @@ import pwd
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -67,9 +67,9 @@ NIX_STATE_DIR = Path(os.environ.get("NIX_STATE_DIR", "/nix/var/nix"))
 
 
 @contextlib.contextmanager
-def held_build_user(timeout_s: float = 120) -> Iterator[str]:
-    """A Nix build user (a member of `nixbld`), held as a Nix build holds its own, for a process
-    that stands in for a builder; its name.
+def held_build_user(timeout_s: float = 120, among: Sequence[str] = ()) -> Iterator[str]:
+    """A Nix build user (a member of `nixbld`, or of `among` when given), held as a Nix build
+    holds its own, for a process that stands in for a builder; its name.
 
     Nix takes a build user by locking userpool/UID (flock) and, before and after each build,
     kills every process of that uid (Nix 2.8: src/libstore/lock.cc, UserLock, and
@@ -80,7 +80,7 @@ def held_build_user(timeout_s: float = 120) -> Iterator[str]:
     ensure_build_users()
     pool = NIX_STATE_DIR / "userpool"
     pool.mkdir(mode=0o755, parents=True, exist_ok=True)
-    members = sorted(grp.getgrnam("nixbld").gr_mem)
+    members = list(among) or sorted(grp.getgrnam("nixbld").gr_mem)
     deadline = time.monotonic() + timeout_s
     while True:
         for name in members:
