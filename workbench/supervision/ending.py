@@ -5,7 +5,15 @@ from __future__ import annotations
 import signal
 from typing import TYPE_CHECKING, Any
 
-from workbench.history.records import FAILED, KILLED, LOST, STOPPED, SUCCEEDED, BuildRecord
+from workbench.history.records import (
+    FAILED,
+    KILLED,
+    LOST,
+    STOPPED,
+    SUCCEEDED,
+    BuildRecord,
+    BuildState,
+)
 from workbench.host.units import duration
 
 if TYPE_CHECKING:
@@ -50,7 +58,7 @@ def outcome(
     summary: Any,
     pipeline: LogPipeline,
     progress: Progress,
-) -> tuple[str, str | None]:
+) -> tuple[BuildState, str | None]:
     from workbench.analysis.build_peaks import oom_note
 
     if stop_reason is not None:

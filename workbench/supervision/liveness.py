@@ -17,7 +17,7 @@ from pathlib import Path
 import psutil
 
 from workbench.history.connection import HistoryError
-from workbench.history.records import LOST, STARTING, BuildRecord, BuildState
+from workbench.history.records import LOST, STARTING, BuildRecord
 from workbench.history.store import History
 from workbench.supervision import build_cgroup, tree
 
@@ -159,9 +159,12 @@ def refresh_outlived(history: History, record: BuildRecord) -> BuildRecord:
     return history.get(record.id)
 
 
-def lost_note(record: BuildRecord, left: list[tree.Member] | None = None) -> str:
-    """What is known of a build whose supervisor is gone (`left`: what still runs of it)."""
+def lost_note(record: BuildRecord, left: list[tree.Member] | None = None, refused: str = "") -> str:
+    """What is known of a build whose supervisor is gone (`left`: what still runs of it;
+    `refused`: why the outcome its supervisor left beside the log was not believed)."""
     parts = [f"its supervisor (pid {record.supervisor_pid}) is gone"]
+    if refused:
+        parts.append(f"its outcome file was not used: {refused}")
     progress = record.progress_view
     if progress.step is not None:
         parts.append(f"last progress {progress.step.done}/{progress.step.total}")
@@ -179,7 +182,8 @@ def lost_note(record: BuildRecord, left: list[tree.Member] | None = None) -> str
 def with_outcome(history: History, record: BuildRecord) -> BuildRecord | None:
     """An active row whose build has ended, its outcome kept beside the log by a supervisor
     that could not write the history (outcome.py): recorded now if the history can be
-    written, else shown as it is without writing. None when there is no such outcome."""
+    written, else shown as it is without writing. None when there is no such outcome.
+    `outcome.OutcomeError` when the file there is not an outcome a supervisor writes."""
     from workbench.supervision import outcome
 
     found = outcome.read(history.state_directory, record.log_path, record.id, record.created)
@@ -192,7 +196,7 @@ def with_outcome(history: History, record: BuildRecord) -> BuildRecord | None:
     except HistoryError:
         return dataclasses.replace(
             record,
-            state=BuildState(found["state"]),
+            state=found["state"],
             ended=found["ended"],
             duration_s=found["duration_s"],
             exit_status=found["exit_status"],
@@ -223,21 +227,29 @@ def check(history: History, records: Iterable[BuildRecord]) -> list[BuildRecord]
     result: list[BuildRecord] = []
     now = time.time()
     here = socket.gethostname()
+    from workbench.supervision.outcome import OutcomeError
+
     for record in records:
+        refused = ""
         if record.active and record.host in (None, here):
-            ended = with_outcome(history, record)
+            try:
+                ended = with_outcome(history, record)
+            except OutcomeError as error:
+                # Edited by hand or by another program: not believed; the build is judged by
+                # its supervisor alone (lost if it is gone), and the note says why.
+                ended, refused = None, str(error)
             if ended is not None:
                 result.append(ended)
                 continue
         try:
-            record = _check_one(history, record, now, here)
+            record = _check_one(history, record, now, here, refused)
         except HistoryError as error:
             if (
                 record.active
                 and record.host in (None, here)
                 and not (supervisor_running(record) or keeper_running(record))
             ):
-                record = _lost_unwritten(record, lost_note(record), now)
+                record = _lost_unwritten(record, lost_note(record, refused=refused), now)
             elif "full" not in str(error):
                 raise
             # (else: an ended build's list of what outlived it stays as it was, unwritten)
@@ -245,7 +257,9 @@ def check(history: History, records: Iterable[BuildRecord]) -> list[BuildRecord]
     return result
 
 
-def _check_one(history: History, record: BuildRecord, now: float, here: str) -> BuildRecord:
+def _check_one(
+    history: History, record: BuildRecord, now: float, here: str, refused: str = ""
+) -> BuildRecord:
     # A state directory in a shared home can hold builds of other hosts: their PIDs mean
     # nothing here, so only this host's builds are judged.
     if record.active and record.host in (None, here):
@@ -256,7 +270,7 @@ def _check_one(history: History, record: BuildRecord, now: float, here: str) -> 
             and not keeper_running(record)
         ):
             left = leftover_processes(record)
-            if history.mark_lost(record.id, lost_note(record, left), now):
+            if history.mark_lost(record.id, lost_note(record, left, refused), now):
                 marked_lost = history.get(record.id)
                 history.set_outlived(record.id, outlived_json(left), marked_lost.note or "")
             if not left:  # else kept for `stop`, which removes it once it is empty

@@ -11,7 +11,10 @@ was full before the build began), the outcome goes to a private folder on anothe
 Readers (`liveness.check`, so `status`, `history`, `attach` and a following CLI) take an active
 row's outcome from there: they record it in the history when it can be written ("written when
 space returns") and otherwise show it as it is, without writing. The file is read whole and
-used only when it parses (a torn rewrite is ignored, never half believed).
+used only when it parses (a torn rewrite is ignored, never half believed), and only as the
+`Outcome` it must be: a file whose fields do not have the types and values a supervisor writes
+(edited by hand, or by another program) is refused with an `OutcomeError` naming the file, the
+field, its value and what is allowed, and the build it belongs to is judged without it.
 """
 
 from __future__ import annotations
@@ -19,17 +22,87 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from workbench.atomic_file import replace_file
 from workbench.history import private_state
+from workbench.history.records import FINAL_STATES, BuildState
 
 FILE = "outcome.json"
 RESERVED = 1 << 16
-_FIELDS = ("state", "ended", "duration_s", "exit_status", "signal", "note", "lines", "progress")
+
+
+class Outcome(TypedDict):
+    """How a build ended: what the supervisor writes here and into the history's row
+    (`History.finish` takes these as its arguments)."""
+
+    state: BuildState
+    ended: float
+    duration_s: float | None
+    exit_status: int | None
+    signal: int | None
+    note: str | None
+    lines: int
+    progress: dict[str, Any]
+
+
+class OutcomeError(ValueError):
+    """An outcome file that parses but is not an `Outcome` (one field said, with its value)."""
+
+    def __init__(self, path: Path, field: str, value: object, allowed: str) -> None:
+        """`value`: the field's value; `...` when the field is missing."""
+        shown = "missing" if value is ... else json.dumps(value)
+        if len(shown) > 60:
+            shown = shown[:57] + "..."
+        super().__init__(f"{path}: {field!r} is {shown}: allowed: {allowed}")
+        self.path = path
+        self.field = field
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _integer(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+_FINAL_VALUES = frozenset(state.value for state in FINAL_STATES)
+_FINAL = ", ".join(f'"{state.value}"' for state in FINAL_STATES)
+# Each field: whether a value is one a supervisor writes, and what is allowed, said.
+_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "state": (lambda v: isinstance(v, str) and v in _FINAL_VALUES, f"one of {_FINAL}"),
+    "ended": (_number, "a number (seconds since the epoch)"),
+    "duration_s": (lambda v: v is None or (_number(v) and v >= 0), "null or seconds (>= 0)"),
+    "exit_status": (lambda v: v is None or _integer(v), "null or an integer"),
+    "signal": (lambda v: v is None or (_integer(v) and v > 0), "null or a signal number"),
+    "note": (lambda v: v is None or isinstance(v, str), "null or a string"),
+    "lines": (lambda v: _integer(v) and v >= 0, "a count of lines (an integer >= 0)"),
+    "progress": (lambda v: isinstance(v, dict), "an object (the build's last progress)"),
+}
+
+
+def outcome_from_json(said: dict[str, Any], path: Path) -> Outcome:
+    """The outcome in a parsed file, checked field by field; OutcomeError for the first field
+    that is missing or not what a supervisor writes."""
+    for field, (valid, allowed) in _CHECKS.items():
+        if not valid(said.get(field, ...)):
+            raise OutcomeError(path, field, said.get(field, ...), allowed)
+    return Outcome(
+        state=BuildState(said["state"]),
+        ended=float(said["ended"]),
+        duration_s=None if said["duration_s"] is None else float(said["duration_s"]),
+        exit_status=said["exit_status"],
+        signal=said["signal"],
+        note=said["note"],
+        lines=said["lines"],
+        progress=said["progress"],
+    )
 
 
 def _ours(directory: Path) -> bool:
@@ -86,7 +159,7 @@ class OutcomeFile:
         self.fd = fd
         return True
 
-    def write(self, outcome: dict[str, Any]) -> str:
+    def write(self, outcome: Outcome) -> str:
         """Write the outcome where it fits; returns where ("" when nowhere)."""
         data = _encode({"build_id": self.build_id, "created": self.created, **outcome})
         if self.reserve() and len(data) <= RESERVED:
@@ -116,21 +189,22 @@ class OutcomeFile:
             self.fd = None
 
 
-def _encode(outcome: dict[str, Any]) -> bytes:
+def _encode(outcome: dict[str, object]) -> bytes:
     data = json.dumps(outcome, separators=(",", ":"), sort_keys=True).encode() + b"\n"
-    if len(data) > RESERVED and isinstance(outcome.get("progress"), dict):
+    progress = outcome.get("progress")
+    if len(data) > RESERVED and isinstance(progress, dict):
         # The derivations' list is what grows; the outcome itself is a few hundred bytes.
-        slim = {**outcome, "progress": {"lines": outcome["progress"].get("lines")}}
+        slim = {**outcome, "progress": {"lines": progress.get("lines")}}
         data = json.dumps(slim, separators=(",", ":"), sort_keys=True).encode() + b"\n"
     return data
 
 
-def read(
-    state_directory: Path, log_path: str, build_id: int, created: float
-) -> dict[str, Any] | None:
+def read(state_directory: Path, log_path: str, build_id: int, created: float) -> Outcome | None:
     """A build's outcome as its supervisor wrote it, None if none (or none that parses, or
-    one of another build of the same id)."""
+    one of another build of the same id). OutcomeError when the only one there is of this
+    build but is not an outcome a supervisor writes (see `outcome_from_json`)."""
     places = [Path(log_path).parent / FILE, _fallback(state_directory, build_id)]
+    refused: OutcomeError | None = None
     for place in places:
         if place is None or (
             place.parent.name.startswith("workbench-") and not _ours(place.parent)
@@ -148,9 +222,13 @@ def read(
             isinstance(said, dict)
             and said.get("build_id") == build_id
             and said.get("created") == created
-            and said.get("state")
         ):
-            return {field: said.get(field) for field in _FIELDS}
+            try:
+                return outcome_from_json(said, place)
+            except OutcomeError as error:
+                refused = refused or error
+    if refused is not None:
+        raise refused
     return None
 
 

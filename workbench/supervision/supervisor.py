@@ -68,6 +68,7 @@ if TYPE_CHECKING:
     from workbench.progress import Progress, ProgressTracker
     from workbench.supervision.live_eta import LiveEta
     from workbench.supervision.live_writer import LiveWriter
+    from workbench.supervision.outcome import Outcome
     from workbench.supervision.pipeline import LogPipeline
 
 # What follows the build (the progress tracker, the sampler, the ETA, the log pipeline and its
@@ -945,7 +946,7 @@ class Supervisor:
             self._guarded("recording what the build produced", self._record_artefacts)
         self._guarded("recording the push", lambda: self._before_end_pushes(state))
         fraction = live_eta.progress_fraction(progress)
-        final: dict[str, Any] = {
+        final: Outcome = {
             "state": state,
             "ended": ended,
             "duration_s": duration,
