@@ -118,6 +118,8 @@ def supervise(
         "lines_per_second": round(lines / seconds),
         "process_wall_seconds": round(wall, 3),
         "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 3),
+        "user_seconds": round(usage.ru_utime, 3),
+        "system_seconds": round(usage.ru_stime, 3),
         "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),  # Linux reports KiB
         "sqlite_samples_written": samples,
         "sqlite_journal_mode": journal,

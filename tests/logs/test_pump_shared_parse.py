@@ -110,6 +110,13 @@ ODD_LINES = [
     "@nix not json",
     "@nix ",
     "@nixos is not an event",
+    # a digit that is not ASCII: make's percentage to the tracker (its pattern's \\d), where
+    # the 5th and 6th bytes are not the 5th and 6th characters (the shared pass reads bytes)
+    "[  \u0663%] plain make, an Arabic-Indic digit",
+    '@nix {"action":"result","fields":["[  \u0663%] raw, an Arabic-Indic digit"],"id":7,'
+    '"type":101}',
+    "[\u00e9 5/9] not ninja's",
+    '@nix {"action":"result","fields":["\u00e9[1/9] \u00fc"],"id":7,"type":101}',
     "[10/20] plain ninja",
     "[ 50%] plain make",
     "FAILED: plain.o",
@@ -235,6 +242,10 @@ def _logs(tmp_path: Path) -> dict[str, bytes]:
     for odd in ODD_LINES:
         after += [_log(7, "warm"), odd]
     logs["odd-after-id-7"] = ("\n".join(after) + "\n").encode()
+    # each odd line the last one (what it leaves, a step or a last line, is what is read)
+    for index, odd in enumerate(ODD_LINES):
+        last = [_start(7, "seven"), _log(7, "[1/9] warm"), "[2/9] warm", odd]
+        logs[f"odd-line-{index}-last"] = ("\n".join(last) + "\n").encode()
     plain_lines = plain.read_bytes().split(b"\n")
     for index in range(0, len(plain_lines), 997):  # invalid UTF-8 and a real U+FFFD, no event
         plain_lines[index] += b" \xff\xfe \xe2\x82" if index % 2 else " \ufffd".encode()

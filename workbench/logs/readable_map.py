@@ -123,14 +123,13 @@ class ReadableMapWriter:
         lines in the same pass as they are rendered (`ReadableStream.render_folding`); the first
         exception it raised on a line, else None."""
         self._cutter.pending = rest
-        lines = text.split("\n")
         if self.failure:
-            return tracker.feed_lines(lines)
+            return tracker.feed_lines(text.split("\n"))
         if readable_as_is(block, text):
-            error = tracker.feed_lines(lines)
+            error = tracker.feed_lines(text.split("\n"))
             self._take(block, None)
             return error
-        rendered, error = self._stream.render_folding(block, lines, tracker)
+        rendered, error = self._stream.render_folding(block, text, tracker)
         self._take(block, rendered)
         return error
 

@@ -57,6 +57,20 @@ _NUMBERS = "-+0123456789.eE, "  # what the pattern's fields may hold
 _TYPE_105 = ',"type":105}'
 # the activities whose progress counts the tracker keeps
 _KEPT_COUNTS = frozenset((ACT_BUILDS, ACT_COPY_PATHS))
+# The same as UTF-8, for the shared pass over a block's bytes (`render_folding`).
+_LOG_LINE_PREFIX_BYTES = _LOG_LINE_PREFIX.encode()
+_TEXT_END_BYTES = _TEXT_END.encode()
+_TYPE_101_BYTES = _TYPE_101.encode()
+_TYPE_105_BYTES = _TYPE_105.encode()
+_RESULT_PREFIX_BYTES = _RESULT_PREFIX.encode()
+_ID_KEY_BYTES = _ID_KEY.encode()
+_NUMBERS_BYTES = _NUMBERS.encode()
+# (an int needle: `in` tests bytes by memchr; a bytes needle goes through an exception first)
+_QUOTE = ord('"')
+_BACKSLASH = ord("\\")
+_BRACKET = ord("[")
+_SPECIAL_FIRST_BYTES = frozenset(map(ord, _SPECIAL_FIRST))  # a line's first byte, an int
+_SPECIAL_JSON_FIRST_BYTES = frozenset(first.encode() for first in _SPECIAL_JSON_FIRST)
 
 
 def _plain_text_end(line: str, tabs: bool) -> int:
@@ -218,154 +232,197 @@ class ReadableStream:
         return "\n".join(shown).encode("utf-8", "replace")
 
     def render_folding(
-        self, block: bytes, lines: list[str], tracker: ProgressTracker
+        self, block: bytes, text: str, tracker: ProgressTracker
     ) -> tuple[bytes, Exception | None]:
         """The readable form of complete lines and, in the same pass, `tracker.feed` of each:
         (rendered bytes, the first exception the tracker raised on a line, else None).
 
         The supervisor's pump with the readable map on (issue 23 item 4: one parse per line,
-        shared). `block` is the lines' bytes (each with its newline), `lines` the same decoded
-        and split (without the newlines); neither is cut again here. A builder's line is cut
-        once, its TEXT (decoded by JSON's scanner only where it holds an escape) and id serving
-        both: the readable form is "name> TEXT"; the tracker is handed only the lines that
-        `ProgressTracker.feed_lines` would hand to `fold` (a failure, a phase, an error, make's
-        percentage, an event), and this pass keeps ninja's status lines unparsed for it and
-        counts the rest, as `feed_lines` does. Progress counts (105) are never shown and, for an
-        activity whose counts are not kept, folded to nothing. The same bytes as `render_lines`
-        and the same tracker as `feed` line by line (tests/logs compare them). A tracker that
-        raises on a line is bypassed for that line, as the pump did.
+        shared). `block` is the lines' bytes (each with its newline), `text` the same decoded
+        (UTF-8, errors replaced) without the last newline. The pass works on the block's bytes,
+        cut into lines once: a builder's line is cut once, its TEXT and id serving both sides;
+        the readable form is "name> TEXT", written as the bytes it was cut from (valid UTF-8:
+        no decode and encode of it); a line is decoded only where the tracker parses it (a
+        failure, a phase, an error, make's percentage, an event: the lines that
+        `ProgressTracker.feed_lines` hands to `fold`) or JSON's scanner decodes its TEXT (an
+        escape). Ninja's status lines are kept unparsed for the tracker (as bytes, decoded when
+        parsed) and the rest counted, as `feed_lines` does. Progress counts (105) are never
+        shown and, for an activity whose counts are not kept, folded to nothing. The same bytes
+        as `render_lines` and the same tracker as `feed` line by line (tests/logs compare them).
+        A tracker that raises on a line is bypassed for that line, as the pump did.
 
-        Measured on the loaded 2-core VM (benchmarks/history_store.py; valgrind's instruction
-        counts on 100,000 lines of its mixed log agree): a call into the tracker for one line
-        in four (ninja's status, progress counts) was most of what this pass cost; a builder
-        line of the id seen last is recognised by its tail ('"],"id":N,"type":101}') compared
-        whole, one test where four were. Whole-block passes are not cheaper at ~117 bytes a
-        line: a regular expression over the block took 683 ns a line (sre scans each TEXT a
-        character at a time), and bytes.replace plus the checks that would make it exact cost
-        more than this loop's ~550 ns."""
-        if tracker.folds_every_line or b"\t" in block or not _no_controls(block):
+        Measured (benchmarks/history_store.py; valgrind's instruction counts on the benchmark's
+        mixed log agree): on str lines, slicing (CPython scans a non-ASCII slice for its widest
+        character), the per-line concatenation and the encode of the whole rendered block were
+        most of what the map added to the pump; on bytes none of that is done. Whole-block
+        passes in C are not cheaper at ~117 bytes a line: CPython's replace and count scan a
+        byte at a time, each pass costing as much as two or three operations a line here."""
+        if (
+            tracker.folds_every_line
+            or b"\t" in block
+            or "\ufffd" in text
+            or not _no_controls(block)
+        ):
             # A custom NINJA_STATUS (any line may be progress), a tab (JSON refuses a raw one
-            # in TEXT) or control characters in the block: each side on its own.
-            return self.render_lines(block), tracker.feed_lines(lines)
+            # in TEXT), bytes that are not UTF-8 (or a U+FFFD: the same to the decoder) or
+            # control characters in the block: each side on its own.
+            return self.render_lines(block), tracker.feed_lines(text.split("\n"))
         error: Exception | None = None
         by_id = self._by_id
         steps, running, types = tracker.block_hooks()
         fold_after = tracker.fold_after
         fold_builder = tracker.fold_builder
         known = tracker.knows_tool_error
-        shown: list[str] = []
+        shown: list[bytes] = []
         append = shown.append
-        last: str | None = None
+        last: bytes | None = None
         # '"],"id":N,"type":101}' of the builder id seen last (none yet: no line ends with a
         # newline), where it starts from a line's end ...
-        tail = "\n"
+        tail = b"\n"
         cut = 0
         activity = ""  # ... its digits
-        prefix = ""  # ... and its "name> "
+        prefix = b""  # ... and its "name> " (UTF-8)
+        # whether any line may read as an error (most blocks of a clean build: none, and the
+        # test per line is left out: a bytes `in` with a bytes needle costs as much as a slice)
+        errors = b"rror" in block
+        lines = block[:-1].split(b"\n")
         for line in lines:
-            if line[:_TEXT_AT] == _LOG_LINE_PREFIX:
+            if line[:_TEXT_AT] == _LOG_LINE_PREFIX_BYTES:
                 if line.endswith(tail):  # TEXT ends where the tail starts, if no quote is in it
-                    text = line[_TEXT_AT:cut]
+                    words = line[_TEXT_AT:cut]
                     # (and if the prefix and the tail do not share their quote: no TEXT)
-                    simple = '"' not in text and (text != "" or len(line) + cut >= _TEXT_AT)
+                    simple = _QUOTE not in words and (words != b"" or len(line) + cut >= _TEXT_AT)
                 else:
-                    end = line.find('"', _TEXT_AT)
-                    simple = line.startswith(_TEXT_END, end) and line.endswith(_TYPE_101)
+                    end = line.find(b'"', _TEXT_AT)
+                    simple = line.startswith(_TEXT_END_BYTES, end) and line.endswith(
+                        _TYPE_101_BYTES
+                    )
                     if simple:
                         tail = line[end:]
                         cut = end - len(line)
-                        activity = line[end + _ID_AT : _ID_END]
-                        prefix = by_id[activity]
-                        text = line[_TEXT_AT:end]
-                if simple and "\\" not in text:  # TEXT as it stands: the common builder line
-                    append(prefix + text)
-                    first = text[:1]
-                    if first not in _SPECIAL_FIRST:
+                        activity = line[end + _ID_AT : _ID_END].decode()
+                        prefix = by_id[activity].encode()
+                        words = line[_TEXT_AT:end]
+                if simple and _BACKSLASH not in words:  # TEXT as it stands: the common line
+                    append(prefix + words)
+                    if not words or words[0] not in _SPECIAL_FIRST_BYTES:
                         last = line
                         continue
-                    if first == "[" and text[4:6] != "%]" and (known or "rror" not in text):
-                        steps((text, running(activity)))  # ninja's status: kept unparsed
+                    if (
+                        words[0] == _BRACKET
+                        and words[4:6] != b"%]"
+                        and words[:6].isascii()  # (else the 5th character need not be byte 5)
+                        and (known or not errors or b"rror" not in words)
+                    ):
+                        steps((words, running(activity)))  # ninja's status: kept unparsed
                         last = line
                         continue
                     try:
-                        fold_builder(last, line, text, activity)
+                        fold_builder(
+                            None if last is None else last.decode(),
+                            line.decode(),
+                            words.decode(),
+                            activity,
+                        )
                     except Exception as raised:  # a parser bug must not stop the pump
                         error = error or raised
                     last = None
                     known = tracker.knows_tool_error
                     continue
-                if line.endswith(_TYPE_101):  # an escape: JSON's scanner decodes TEXT once
+                decoded = line.decode()
+                if line.endswith(_TYPE_101_BYTES):  # an escape: JSON's scanner decodes TEXT once
                     try:
-                        text, end = scanstring(line, _TEXT_AT)
+                        words_text, end = scanstring(decoded, _TEXT_AT)
                     except ValueError:
                         end = -1
-                    if end >= 0 and line.startswith(_ID_KEY, end):
-                        digits = line[end + _ID_KEY_LENGTH : _ID_END]
+                    if end >= 0 and decoded.startswith(_ID_KEY, end):
+                        digits = decoded[end + _ID_KEY_LENGTH : _ID_END]
                         append(
-                            by_id[digits] + (text if text.isprintable() else terminal_text(text))
+                            (
+                                by_id[digits]
+                                + (
+                                    words_text
+                                    if words_text.isprintable()
+                                    else terminal_text(words_text)
+                                )
+                            ).encode("utf-8", "replace")
                         )
-                        if line[_TEXT_AT : _TEXT_AT + 1] not in _SPECIAL_JSON_FIRST:
+                        if line[_TEXT_AT : _TEXT_AT + 1] not in _SPECIAL_JSON_FIRST_BYTES:
                             last = line
                             continue
                         try:
-                            fold_builder(last, line, text, digits)
+                            fold_builder(
+                                None if last is None else last.decode(),
+                                decoded,
+                                words_text,
+                                digits,
+                            )
                         except Exception as raised:  # as above
                             error = error or raised
                         last = None
                         known = tracker.knows_tool_error
                         continue
-                rendered = self._event_line(line)
-                tail = "\n"  # a start may have named an id again
+                rendered = self._event_line(decoded)
+                tail = b"\n"  # a start may have named an id again
                 if rendered is not None:
-                    append(rendered)
-            elif line[:5] != "@nix ":
+                    append(rendered.encode("utf-8", "replace"))
+            elif line[:5] != b"@nix ":
                 append(line)
-                first = line[:1]
-                if first not in _SPECIAL_FIRST:
-                    if known or "rror" not in line:
+                if not line or line[0] not in _SPECIAL_FIRST_BYTES:
+                    if known or not errors or b"rror" not in line:
                         last = line
                         continue
-                elif first == "[" and line[4:6] != "%]" and (known or "rror" not in line):
+                elif (
+                    line[0] == _BRACKET
+                    and line[4:6] != b"%]"
+                    and line[:6].isascii()  # as above
+                    and (known or not errors or b"rror" not in line)
+                ):
                     steps((line, None))  # ninja's status: kept unparsed
                     last = line
                     continue
-            elif line.endswith(_TYPE_105) and line[:_RESULT_AT] == _RESULT_PREFIX:
+                decoded = line.decode()
+            elif line.endswith(_TYPE_105_BYTES) and line[:_RESULT_AT] == _RESULT_PREFIX_BYTES:
                 # Nix's progress counts ('...fields":[2,9,1,0],"id":N,"type":105}'): never
                 # shown, and folded to nothing but for a Builds or CopyPaths activity (as
-                # `ProgressTracker._progress` folds them); by a few string tests, the pattern
-                # and the tracker's JSON decoder only for other shapes
-                close = line.find("]", _RESULT_AT)
-                digits = line[close + _ID_KEY_LENGTH : _ID_END]
+                # `ProgressTracker._progress` folds them); by a few tests on its bytes, the
+                # pattern and the tracker's JSON decoder only for other shapes
+                close = line.find(b"]", _RESULT_AT)
+                digits_bytes = line[close + _ID_KEY_LENGTH : _ID_END]
                 if (
-                    line.startswith(_ID_KEY, close)
-                    and digits.isdigit()
-                    and digits.isascii()
-                    and not line[_RESULT_AT:close].strip(_NUMBERS)
+                    line.startswith(_ID_KEY_BYTES, close)
+                    and digits_bytes.isdigit()  # ASCII digits only, for bytes
+                    and not line[_RESULT_AT:close].strip(_NUMBERS_BYTES)
                 ):
-                    if types.get(int(digits)) not in _KEPT_COUNTS:
+                    if types.get(int(digits_bytes)) not in _KEPT_COUNTS:
                         continue
-                elif _PROGRESS_COUNTS.fullmatch(line) is None:
-                    rendered = self._event_line(line)
-                    tail = "\n"  # a start may have named an id again
+                    decoded = line.decode()
+                else:
+                    decoded = line.decode()
+                    if _PROGRESS_COUNTS.fullmatch(decoded) is None:
+                        rendered = self._event_line(decoded)
+                        tail = b"\n"  # a start may have named an id again
+                        if rendered is not None:
+                            append(rendered.encode("utf-8", "replace"))
+            else:
+                decoded = line.decode()
+                if _PROGRESS_COUNTS.fullmatch(decoded) is None:  # counts are never shown
+                    rendered = self._event_line(decoded)
+                    tail = b"\n"  # a start may have named an id again
                     if rendered is not None:
-                        append(rendered)
-            elif _PROGRESS_COUNTS.fullmatch(line) is None:  # counts are never shown
-                rendered = self._event_line(line)
-                tail = "\n"  # a start may have named an id again
-                if rendered is not None:
-                    append(rendered)
+                        append(rendered.encode("utf-8", "replace"))
             try:
-                fold_after(last, line)
+                fold_after(None if last is None else last.decode(), decoded)
             except Exception as raised:  # as above
                 error = error or raised
             last = None
             known = tracker.knows_tool_error
         nix = block.startswith(b"@nix ") or b"\n@nix " in block
-        tracker.end_block(len(lines), last, nix)
+        tracker.end_block(len(lines), None if last is None else last.decode(), nix)
         if not shown:
             return b"", error
-        shown.append("")
-        return "\n".join(shown).encode("utf-8", "replace"), error
+        shown.append(b"")
+        return b"\n".join(shown), error
 
     def _learn(self, line: str) -> None:
         """Fold an event other than a result into the names (a start may name an activity, or

@@ -175,8 +175,9 @@ class ProgressTracker:
         self._planned_said = 0
         self._collecting_plan = False
         self._step: _StepTuple | None = None
-        # ninja status lines not parsed yet (text, its derivation): `_parse_steps`.
-        self._unparsed: list[tuple[str, _Running | None]] = []
+        # ninja status lines not parsed yet (text, its derivation): `_parse_steps`. The text
+        # may be the line's UTF-8 bytes (the readable map's shared pass works on bytes).
+        self._unparsed: list[tuple[str | bytes, _Running | None]] = []
         self._failures: deque[str] = deque(maxlen=_KEEP_FAILURES)
         self._nix_error: str | None = None
         self._tool_error: str | None = None
@@ -309,11 +310,12 @@ class ProgressTracker:
 
     def block_hooks(
         self,
-    ) -> tuple[Callable[[tuple[str, Any]], None], Callable[[str], Any], dict[int, int]]:
+    ) -> tuple[Callable[[tuple[str | bytes, Any]], None], Callable[[str], Any], dict[int, int]]:
         """What a block's pass folds without a call (`feed_lines`, the readable form's shared
-        pass): (append a ninja status line's (text, derivation) to those kept unparsed, the
-        running derivation of a builder's id digits, every activity's type by id). The pass
-        says at its end how many lines it went through (`end_block`)."""
+        pass): (append a ninja status line's (text, derivation) to those kept unparsed, the text
+        as str or as valid UTF-8 bytes (decoded when parsed); the running derivation of a
+        builder's id digits; every activity's type by id). The pass says at its end how many
+        lines it went through (`end_block`)."""
         return self._unparsed.append, self._running_text.get, self._types
 
     def end_block(self, count: int, last: str | None, nix: bool) -> None:
@@ -490,7 +492,7 @@ class ProgressTracker:
             if overall and not wanted:
                 continue
             try:
-                counts = counts_of(text)
+                counts = counts_of(text if type(text) is str else text.decode())  # type: ignore[union-attr]
             except Exception:  # a parser bug must not stop the pump
                 continue
             if counts is None:
