@@ -10,11 +10,14 @@ Run: python screenshots/regenerate.py   (writes screenshots/*.svg; look at them 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -24,6 +27,7 @@ sys.path[:0] = [str(REPO), str(REPO / "tests")]
 from recorded_host import recorded_daemon, recorded_doctor  # noqa: E402
 from textual.pilot import Pilot  # noqa: E402
 
+from workbench.configs.paths import USER_CONFIG_ENV  # noqa: E402
 from workbench.debugging.model import capture_from_json  # noqa: E402
 from workbench.tui.app import WorkbenchApp, make_app  # noqa: E402
 from workbench.tui.screens.build.build_screen import BuildScreen  # noqa: E402
@@ -45,8 +49,27 @@ SCREENS: dict[str, tuple[str, ...]] = {
     "compare": ("h", "space", "down", "space", "c"),
     "help": ("question_mark",),
 }
-# A fixed place for the screenshots' real builds, so their command lines read the same each time.
-STATE = Path(tempfile.gettempdir()) / "workbench-screenshots"
+
+
+@contextlib.contextmanager
+def private_state() -> Iterator[Path]:
+    """This run's own state directory: made private (0700) under $TMPDIR, with a per-user
+    config directory inside it ($WORKBENCH_USER_CONFIG_DIR, for this process and the CLIs it
+    starts), removed afterwards. Two runs at once, or the user's own builds and settings, never
+    mix with it. (Its name has a fixed length, so paths in the screenshots keep their width.)"""
+    state = Path(tempfile.mkdtemp(prefix="workbench-screenshots-"))
+    saved = os.environ.get(USER_CONFIG_ENV)
+    config = state / "user-config"
+    config.mkdir(mode=0o700)
+    os.environ[USER_CONFIG_ENV] = str(config)
+    try:
+        yield state
+    finally:
+        if saved is None:
+            os.environ.pop(USER_CONFIG_ENV, None)
+        else:
+            os.environ[USER_CONFIG_ENV] = saved
+        shutil.rmtree(state, ignore_errors=True)
 
 
 async def prepare_builds(state: Path) -> None:
@@ -205,15 +228,15 @@ async def capture_matrix(size: tuple[int, int], state: Path) -> Path:
 
 
 async def main() -> None:
-    shutil.rmtree(STATE, ignore_errors=True)
-    await prepare_builds(STATE)
-    for name in SCREENS:
+    with private_state() as state:
+        await prepare_builds(state)
+        for name in SCREENS:
+            for size in SIZES:
+                print(await capture(name, size, state))
         for size in SIZES:
-            print(await capture(name, size, STATE))
-    for size in SIZES:
-        print(await capture_debug(size, STATE))
-        print(await capture_patches(size, STATE))
-        print(await capture_matrix(size, STATE))
+            print(await capture_debug(size, state))
+            print(await capture_patches(size, state))
+            print(await capture_matrix(size, state))
 
 
 if __name__ == "__main__":
