@@ -136,7 +136,7 @@ def _wait_for_build(channel: socket.socket) -> None:
         import workbench.analysis.build_peaks
         import workbench.logs.readable_map
         import workbench.monitor.sampler
-        import workbench.progress
+        import workbench.progress.tracker  # (the package loads its names lazily)
         import workbench.supervision.live_eta
         import workbench.supervision.pipeline  # noqa: F401
         from workbench.supervision import supervisor
