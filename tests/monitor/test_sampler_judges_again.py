@@ -205,3 +205,52 @@ def _ppid(pid: int) -> int | None:
     except OSError:
         return None
     return int(data[data.rfind(b")") + 2 :].split()[1])
+
+
+# A build step in Python that forks and, in the child, execs another Python script: the child
+# keeps its name ("python") across the exec, only fork's PF_FORKNOEXEC flag tells.
+_PY_LAUNCHER = """
+import os, sys
+child = os.fork()
+if child == 0:
+    os.read(0, 3)
+    os.execv(sys.executable, [sys.executable, sys.argv[1]])
+print(child, flush=True)
+sys.exit(os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]))
+"""
+
+
+def test_a_build_process_that_execs_a_program_of_the_same_name_is_classified_again(
+    tmp_path: Path,
+) -> None:
+    """A member seen as a fork of a Python build step, that then execs a Python script (the
+    same process name): the next sample names the script. Failed before: only a change of
+    name made the sampler classify a member again, so it kept the parent's command."""
+    script = tmp_path / "codegen.py"
+    script.write_text("import sys\nsys.stdin.read()\n")  # until the test closes the pipe
+    argv = [sys.executable, "-c", _PY_LAUNCHER, str(script)]
+    with _group(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as launcher:
+        assert launcher.stdin is not None and launcher.stdout is not None
+        child = int(launcher.stdout.readline())
+        with Sampler(launcher.pid) as sampler:
+            first = {p.pid: p for p in sampler.sample().processes}
+            assert child in first and first[child].file != str(script)  # not exec'd yet
+            launcher.stdin.write(b"go\n")
+            launcher.stdin.flush()
+
+            def execd() -> bool:
+                try:
+                    return Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")[1:2] == [
+                        str(script).encode()
+                    ]
+                except OSError:
+                    return False
+
+            _until("the script's exec", execd)
+            sample = _until_sampled(
+                sampler, "the script's process", lambda s: any(p.pid == child for p in s.processes)
+            )
+            (shown,) = [p for p in sample.processes if p.pid == child]
+            assert (shown.kind, shown.file) == ("python", str(script))
+            launcher.stdin.close()
+            assert launcher.wait(timeout=120) == 0

@@ -134,6 +134,7 @@ class _Proc:
         "derivation",
         "fd",
         "file",
+        "forked",
         "job",
         "job_kind",
         "kind",
@@ -161,6 +162,7 @@ class _Proc:
         self.sched = b""
         self.raw = b""
         self.comm = ""
+        self.forked = 0  # PF_FORKNOEXEC: a fork that has not exec'd yet
         self.ppid = 0
         self.own = 0  # utime + stime, clock ticks
         self.children = 0  # cutime + cstime, clock ticks
@@ -345,9 +347,11 @@ class Sampler:
             proc.raw, proc.own, proc.children = data, own, children
             proc.ppid, proc.rss = stat.ppid, stat.rss_pages * procfs.PAGE_SIZE
             proc.state, proc.threads = stat.state, stat.threads
-            if stat.comm != proc.comm:
-                # A new program in the same process (fork, then exec): classify it again.
-                proc.comm = stat.comm
+            forked = stat.flags & procfs.PF_FORKNOEXEC
+            if stat.comm != proc.comm or forked != proc.forked:
+                # A new program in the same process (fork, then exec; a python that execs
+                # another python keeps its name, not fork's flag): classify it again.
+                proc.comm, proc.forked = stat.comm, forked
                 self._classify(proc)
             percent = used * 100.0 / procfs.CLOCK_TICKS / interval if interval > 0 else 0.0
             proc.sample = None if proc.unread else self._make_sample(proc, percent)
@@ -681,6 +685,7 @@ class Sampler:
                         data, stat = fresh, fresh_stat
         proc.raw = data
         proc.comm = stat.comm
+        proc.forked = stat.flags & procfs.PF_FORKNOEXEC
         proc.ppid = stat.ppid
         proc.own = stat.utime + stat.stime
         proc.children = stat.cutime + stat.cstime
