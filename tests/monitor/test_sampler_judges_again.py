@@ -19,13 +19,13 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 from needed_tools import needs
 from nix_testing import held_build_user
 
-from workbench.monitor import Sample, Sampler
+from workbench.monitor import ProcessSample, Sample, Sampler
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="switching to a Nix build user needs root"),
@@ -59,6 +59,25 @@ def _until_sampled(sampler: Sampler, what: str, ready: Callable[[Sample], bool])
         time.sleep(0.02)
         sample = sampler.sample()
     return sample
+
+
+def _gxx_after_go(
+    sampler: Sampler, stdin: IO[bytes], pid: int, who: str
+) -> tuple[ProcessSample, ProcessSample]:
+    """Let `pid` go on (a line on its stdin), wait until it is g++ with its cc1plus, and return
+    both as the next sample shows them; fails saying `who` was left out."""
+    stdin.write(b"go\n")
+    stdin.flush()
+    _until("g++", lambda: _comm(pid) == "g++")
+    sample = _until_sampled(
+        sampler,
+        "g++ and its cc1plus in one sample",
+        lambda s: any(p.tool == "cc1plus" and p.ppid == pid for p in s.processes),
+    )
+    taken = {p.pid: p for p in sample.processes}
+    assert pid in taken, f"the g++ that {who} became was left out"
+    cc1plus = next(p for p in sample.processes if p.ppid == pid)
+    return taken[pid], cc1plus
 
 
 @contextlib.contextmanager
@@ -111,19 +130,8 @@ def test_a_root_fork_that_becomes_a_build_user_and_execs_gxx_is_taken() -> None:
             first = sampler.sample()
             assert _comm(child) != "g++"  # it waits for the word below
             assert child not in {p.pid for p in first.processes}  # root: not a builder
-            launcher.stdin.write(b"go\n")
-            launcher.stdin.flush()
-            _until("g++ as the build user", lambda: _comm(child) == "g++")
-            sample = _until_sampled(
-                sampler,
-                "g++ and its cc1plus in one sample",
-                lambda s: any(p.tool == "cc1plus" and p.ppid == child for p in s.processes),
-            )
-            taken = {p.pid: p for p in sample.processes}
-            assert child in taken, "the g++ that the root fork became was left out"
-            gxx = taken[child]
+            gxx, cc1plus = _gxx_after_go(sampler, launcher.stdin, child, "the root fork")
             assert (gxx.tool, gxx.kind, gxx.job) == ("g++", "compiler", child)
-            cc1plus = next(p for p in sample.processes if p.ppid == child)
             assert (cc1plus.job, cc1plus.job_kind) == (child, "compiler")
             launcher.stdin.write(b"int main() { return 0; }\n")
             launcher.stdin.close()
@@ -173,23 +181,14 @@ def test_a_build_users_shell_that_execs_gxx_on_its_build_directory_is_taken() ->
                 shell = shells[0]
                 first = sampler.sample()
                 assert shell not in {p.pid for p in first.processes}  # says no derivation
-                runuser.stdin.write(b"go\n")
-                runuser.stdin.flush()
-                _until("g++", lambda: _comm(shell) == "g++")
-                sample = _until_sampled(
-                    sampler,
-                    "g++ and its cc1plus in one sample",
-                    lambda s: any(p.tool == "cc1plus" and p.ppid == shell for p in s.processes),
+                gxx, cc1plus = _gxx_after_go(
+                    sampler, runuser.stdin, shell, "the build user's shell"
                 )
-                taken = {p.pid: p for p in sample.processes}
-                assert shell in taken, "the g++ that the build user's shell became was left out"
-                gxx = taken[shell]
                 assert (gxx.tool, gxx.file, gxx.derivation) == (
                     "g++",
                     str(source),
                     "wb-judge-again-1.0",
                 )
-                cc1plus = next(p for p in sample.processes if p.ppid == shell)
                 assert cc1plus.job == shell
                 with open(source, "w") as writer:  # let the compile end
                     writer.write("int main() { return 0; }\n")
