@@ -17,6 +17,7 @@ whole widget lines. The app now keeps a model of the terminal's cells
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -176,6 +177,14 @@ def _cells(capture: str) -> list[list[tuple[str, str, str, frozenset[str]]]]:
     return rows
 
 
+def _figures_masked(capture: str) -> str:
+    """A capture with each digit shown as '#', escape sequences (colours) left as they are."""
+    pieces = re.split(r"(\x1b\[[0-9;]*[A-Za-z])", capture)
+    return "".join(
+        piece if piece.startswith("\x1b[") else re.sub(r"[0-9]", "#", piece) for piece in pieces
+    )
+
+
 def _same(model: list[list[Any]], full: list[list[Any]]) -> bool:
     """Cell for cell the same. tmux leaves cells erased at a line's end (ECH, which the model
     uses for blank runs) out of its capture: there the full repaint must hold blanks only."""
@@ -276,7 +285,9 @@ def test_screen_through_the_model_is_the_full_repaint(tmp_path: Path) -> None:
         finally:
             tmux.close()
     for index, (model, full) in enumerate(zip(screens["model"], screens["full"], strict=True)):
-        assert _same(_cells(model), _cells(full)), (
+        # The two runs are two TUIs on a live host: a figure read in each (the memory free)
+        # may differ on a loaded machine. The check is the drawing: digits compare as '#'.
+        assert _same(_cells(_figures_masked(model)), _cells(_figures_masked(full))), (
             f"screen {index} differs between the model and a full repaint:\n{model}\n{full}"
         )
     assert screens["model"][1] == screens["model"][3], "leaving help did not restore the screen"

@@ -4,8 +4,12 @@ segment, style and mouse metadata included, for every kind of cell it shows."""
 
 from __future__ import annotations
 
+from functools import partial
+from typing import Any
+
 from rich.style import Style
 from textual.app import App, ComposeResult
+from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 
 from workbench.supervision.stall import ProcessRow
@@ -50,6 +54,7 @@ async def test_each_cell_is_drawn_as_datatable_draws_it() -> None:
                     for cursor in (False, True):
                         for hover in (False, True):
                             table._cell_render_cache.clear()
+                            table._cells_drawn.clear()
                             fast = table._one_line_cell(row, column, base, width, cursor, hover)
                             table._cell_render_cache.clear()
                             own = DataTable._render_cell(
@@ -61,3 +66,58 @@ async def test_each_cell_is_drawn_as_datatable_draws_it() -> None:
         assert compared == 2 * 8 * 7 * 4
         # A cell wider than its column (before the widths are measured) is left to DataTable.
         assert table._one_line_cell(0, 3, table.rich_style, 4, False, False) is None
+
+
+def _datatable_line(table: ProcessTable, row: int, cursor: Coordinate, hover: Coordinate) -> Any:
+    """Row `row`'s line as DataTable alone draws it: its own cells and row styles, no cache."""
+    table._row_render_cache.clear()
+    table._cell_render_cache.clear()
+    table._row_renderable_cache.clear()
+    key = table._row_locations.get_key(row) if row >= 0 else table._header_row_key
+    table._render_cell = partial(DataTable._render_cell, table)  # type: ignore[method-assign]
+    table._get_row_style = partial(DataTable._get_row_style, table)  # type: ignore[method-assign]
+    try:
+        return DataTable._render_line_in_row(table, key, 0, table.rich_style, cursor, hover)
+    finally:
+        del table._render_cell, table._get_row_style
+        table._row_render_cache.clear()
+
+
+async def test_each_line_is_drawn_as_datatable_draws_it_after_rows_move() -> None:
+    """Whole lines (cells, the fill after the last column, cursor and hover rows), from the
+    cells kept as drawn, before and after a new CPU order moved rows (a moved row's cells say
+    their new row to the mouse)."""
+    app = OneTable()
+    async with app.run_test(size=(140, 14)) as pilot:
+        table = app.query_one(ProcessTable)
+
+        def rows(order: list[int]) -> list[ProcessRow]:
+            return [
+                ProcessRow(100 + i, "compiler", "cc1plus", f"/src/u{i}.cc", cpu, 10**8, 9.0, "R")
+                for i, cpu in zip(range(6), order, strict=True)
+            ]
+
+        table.show(rows([90, 80, 70, 60, 50, 40]), flagged=103)
+        await pilot.pause()
+        table.move_cursor(row=1)
+        await pilot.pause()
+        table._show_hover_cursor = True  # as after a mouse move: hovered rows are drawn so
+        compared = 0
+        away = Coordinate(-2, 0)  # no row under the mouse
+        # Rows moved by an odd and by an even number of places (the same zebra stripe).
+        for order in ([90, 80, 70, 60, 50, 40], [40, 80, 95, 60, 50, 99], [40, 99, 95, 60, 50, 90]):
+            table.show(rows(order), flagged=103)
+            await pilot.pause()
+            # Each row as the last order left its cells drawn (no hover), under the mouse, and
+            # again without: the next order finds them drawn that way.
+            for hovering in (False, True, False):
+                for row in range(-1, table.row_count):  # -1: the header
+                    hover = Coordinate(row, 2) if hovering else away
+                    cursor = table.cursor_coordinate
+                    key = table._row_locations.get_key(row) if row >= 0 else table._header_row_key
+                    table._row_render_cache.clear()
+                    fast = table._render_line_in_row(key, 0, table.rich_style, cursor, hover)
+                    own = _datatable_line(table, row, cursor, hover)
+                    assert fast == own, (order, row, hover)
+                    compared += 1
+        assert compared == 3 * 3 * 7

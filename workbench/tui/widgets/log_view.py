@@ -20,11 +20,12 @@ from rich.style import Style
 from rich.text import Text
 from textual import work
 from textual.binding import Binding
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.timer import Timer
 from textual.worker import get_current_worker
 
 from workbench.logs.line_index import ERROR_PATTERN, LineIndex, compile_search
@@ -38,10 +39,14 @@ BACKLOG_BYTES = 16 * 1024 * 1024
 # Lines searched per slice: the worker checks for cancellation between slices.
 SEARCH_SLICE_LINES = 200_000
 CACHE_LINES = 1024
-# A log growing slowly (a quiet build: a few lines a second) is taken in by the view's own timer
-# at most every QUIET_TAKE_IN_S: the build screen takes it in with each poll (once a second), in
-# the same frame as the rest of the screen's second; a log with this many bytes waiting, at 10 Hz.
+# Who takes in what the build appends: a view whose owner polls (`driven`: the build screen,
+# once a second, in the same frame as the rest of its second) has no timer of its own while the
+# log is quiet; once a poll finds this many bytes waiting, the view takes them in itself at
+# BUSY_TAKE_IN_S until the backlog is below it again, then its timer stops. A view on its own
+# (no owner polling) looks every BUSY_TAKE_IN_S, taking a quiet log's lines at most every
+# QUIET_TAKE_IN_S (each take-in is a frame).
 BUSY_BYTES = 4096
+BUSY_TAKE_IN_S = 0.1
 QUIET_TAKE_IN_S = 2.0
 
 
@@ -98,9 +103,16 @@ class LogView(ScrollView, can_focus=True):
             """The match lies past the log's end (or before its start): the search went round."""
 
     def __init__(
-        self, path: Path | None = None, *, id: str | None = None, title: str | None = None
+        self,
+        path: Path | None = None,
+        *,
+        id: str | None = None,
+        title: str | None = None,
+        driven: bool = False,
     ) -> None:
         super().__init__(id=id)
+        self.driven = driven
+        """Its owner calls `take_in_new_lines` on each of its polls: no timer while quiet."""
         self.pane_title = title
         """With a title, the view's border says it and the status ("Log · 1,234 lines ·
         following"), set in the frame the lines come in (a `Status` handled by the screen
@@ -116,6 +128,13 @@ class LogView(ScrollView, can_focus=True):
         self._indexing = False
         self._scanned = 0  # bytes of complete lines searched for Nix's Build starts
         self._cache: OrderedDict[tuple[int, bool], tuple[Strip, int]] = OrderedDict()
+        # Each line as last drawn (cropped to the view, in its style), by line number: a view
+        # following a log draws every visible line again each time it scrolls, the same lines
+        # one row higher.
+        self._drawn: dict[tuple[int, bool], tuple[tuple[int, int, Style], Strip]] = {}
+        self._line_style: Style | None = None  # the view's style, worked out once a frame
+        self._ticker: Timer | None = None
+        self._blank_line: tuple[tuple[int, Style], Strip] | None = None
         self._width = 0  # the longest line drawn so far: the horizontal scroll range
         self._last_status = ""
         self._taken_at = 0.0  # monotonic time of the last take-in
@@ -131,16 +150,35 @@ class LogView(ScrollView, can_focus=True):
         self.index = LineIndex(Path(path))
         self.names = DerivationNames()
         self._scanned = 0
-        self._cache.clear()
+        self._clear_cache()
         self._width = 0
         self.match_line = None
         if self.is_mounted:
             self.index_all()
 
     def on_mount(self) -> None:
-        self.set_interval(0.1, self.take_in_new_lines)
+        self._ticker = self.set_interval(BUSY_TAKE_IN_S, self._tick, pause=self.driven)
         if self.index is not None:
             self.index_all()
+
+    def _tick(self) -> None:
+        self.take_in_new_lines()
+        if self.driven and not self._busy():
+            assert self._ticker is not None
+            self._ticker.pause()  # quiet again: the owner's polls take the rest in
+
+    def _behind(self) -> int:
+        """Bytes the file holds beyond what is indexed (negative: it was truncated)."""
+        index = self.index
+        if index is None:
+            return 0
+        try:
+            return os.stat(index.path).st_size - index.size
+        except OSError:
+            return 0
+
+    def _busy(self) -> bool:
+        return self._indexing or self._behind() >= BUSY_BYTES
 
     def on_unmount(self) -> None:
         self.workers.cancel_node(self)
@@ -192,6 +230,8 @@ class LogView(ScrollView, can_focus=True):
         moment = time.monotonic()
         if not now and 0 < behind < BUSY_BYTES and moment - self._taken_at < QUIET_TAKE_IN_S:
             return
+        if behind >= BUSY_BYTES and self._ticker is not None:
+            self._ticker.resume()  # a busy log: taken in at 10 Hz until it is quiet again
         self._taken_at = moment
         if behind > BACKLOG_BYTES:
             self.index_all()
@@ -217,20 +257,26 @@ class LogView(ScrollView, can_focus=True):
             self.refresh()
 
     def _forget_line(self, number: int) -> None:
-        self._cache.pop((number, False), None)
-        self._cache.pop((number, True), None)
+        for current in (False, True):
+            self._cache.pop((number, current), None)
+            self._drawn.pop((number, current), None)
+
+    def _clear_cache(self) -> None:
+        self._cache.clear()
+        self._drawn.clear()
 
     def _grown(self, replaced: bool = False) -> None:
         if self.index is None:
             return
         if replaced:
-            self._cache.clear()
+            self._clear_cache()
         count = len(self.index)
         size = Size(self._width, count)
         if not replaced and self._grows_in_place(size):
-            # A longer log under a scrollbar already shown, no wider: the scrollbar is told and
-            # the view redrawn, without a layout of the whole screen (a layout a line cost more
-            # than the rest of a quiet build's second).
+            # A longer log whose scrollbars stay as they are (one already shown, or none needed
+            # yet), no wider: the scrollbar is told and the view redrawn, without a layout of
+            # the whole screen (a layout a line cost more than the rest of a quiet build's
+            # second).
             self.set_reactive(LogView.virtual_size, size)
             self._scroll_update(size)
         else:
@@ -247,10 +293,16 @@ class LogView(ScrollView, can_focus=True):
         """Whether `size` changes nothing of the layout: only more lines, the vertical
         scrollbar already shown (it stays), the same width."""
         before = self.virtual_size
+        if not (size.height >= before.height > 0):
+            return False
+        if self.show_vertical_scrollbar:
+            return size.width == before.width
+        # No scrollbar yet: none comes while every line fits the view.
+        view = self.scrollable_content_region
         return (
-            self.show_vertical_scrollbar
-            and size.width == before.width
-            and size.height >= before.height > 0
+            not self.show_horizontal_scrollbar
+            and size.width <= view.width
+            and size.height <= view.height
         )
 
     def _stick_to_end(self) -> None:
@@ -324,27 +376,52 @@ class LogView(ScrollView, can_focus=True):
             segments.append(Segment(text[position:], style))
         return segments
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # The view's style is a walk up the DOM: once a frame, not three times a line.
+        self._line_style = self.rich_style
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._line_style = None
+
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         number = scroll_y + y
         width = self.scrollable_content_region.width
+        base = self._line_style or self.rich_style
         index = self.index
         if index is None or self._indexing or number >= len(index):
-            return Strip.blank(width, self.rich_style)
+            return self._blank(width, base)
+        current = number == self.match_line
+        how = (scroll_x, width, base)
+        drawn = self._drawn.get((number, current))
+        if drawn is not None and drawn[0] == how:
+            return drawn[1]
         try:
-            strip, length = self._styled(number, number == self.match_line)
+            strip, length = self._styled(number, current)
         except (IndexError, ValueError):  # the file was truncated under us: next tick redraws
-            return Strip.blank(width, self.rich_style)
+            return Strip.blank(width, base)
         if length > self._width:
             # Lines longer than the view seen so far widen the scroll range (never narrow it).
             self._width = length
             self.call_later(self._grown)
         strip = strip.crop(scroll_x, scroll_x + width)
-        return strip.extend_cell_length(width, self.rich_style).apply_style(self.rich_style)
+        strip = strip.extend_cell_length(width, base).apply_style(base)
+        if len(self._drawn) >= CACHE_LINES:
+            self._drawn.clear()
+        self._drawn[(number, current)] = (how, strip)
+        return strip
+
+    def _blank(self, width: int, style: Style) -> Strip:
+        """A line below the log's end (a short log leaves most of the view blank)."""
+        blank = self._blank_line
+        if blank is None or blank[0] != (width, style):
+            blank = self._blank_line = ((width, style), Strip.blank(width, style))
+        return blank[1]
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
-        self._cache.clear()  # the theme changed: the cached styles are stale
+        self._clear_cache()  # the theme changed: the cached styles are stale
 
     # -- following ------------------------------------------------------------------------------
 
@@ -409,7 +486,7 @@ class LogView(ScrollView, can_focus=True):
         if text != self.search_text:
             self.search_text = text
             self._search_pattern = re.compile(re.escape(text), re.IGNORECASE)
-            self._cache.clear()
+            self._clear_cache()
             self.refresh()
         if self.match_line is not None:
             start = self.match_line - 1 if backwards else self.match_line + 1

@@ -16,6 +16,9 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
+from textual.coordinate import Coordinate
+from textual.geometry import Region
+from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
 
@@ -62,6 +65,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("time", "time"),
 )
 _NUMERIC = {"pid", "cpu", "rss", "time"}
+CELLS_DRAWN = 4096  # one-line cells kept as drawn (a screenful is 16 rows of 7)
 
 
 def sort_value(row: ProcessRow, key: str) -> Any:
@@ -119,6 +123,10 @@ class ProcessTable(SteadyTable):
         self.flagged: int | None = None  # a stalled process's PID, marked in the table
         self.base: str | None = None  # files under this directory are shown relative to it
         self._filled: list[tuple[str, list[Any]]] | None = None  # what the table holds now
+        self._frame_styles: dict[str, Style] | None = None  # while a frame is drawn
+        # Each one-line cell as last drawn, with what it was drawn for (see `_one_line_cell`).
+        self._cells_drawn: dict[tuple[RowKey, ColumnKey], tuple[tuple[Any, ...], Any, Any]] = {}
+        self._header_drawn: tuple[tuple[Any, ...], Any] | None = None
 
     def on_mount(self) -> None:
         for label, key in COLUMNS:
@@ -136,15 +144,16 @@ class ProcessTable(SteadyTable):
         filled: list[tuple[str, list[Any]]] = []
         for number, row in enumerate(sorted_rows(self.rows_shown, self.sort_key, self.descending)):
             key = str(row.pid) if row.pid is not None else f"job-{number}"
+            # Every cell is Text: process and file names are the build's, never markup, and a
+            # str cell would be parsed as markup each time its row is drawn again.
             cells: list[Any] = [
-                str(row.pid) if row.pid is not None else "-",
-                row.kind,
-                # Process and file names are the build's: Text, never markup.
+                Text(str(row.pid) if row.pid is not None else "-"),
+                Text(row.kind),
                 Text(visible(row.tool)),
                 Text(visible(short_file(row.file, file_width, self.base))),
-                f"{row.cpu_percent:.0f}" if row.cpu_percent is not None else "-",
-                size(row.rss) if row.rss is not None else "-",
-                duration(row.running_s),
+                Text(f"{row.cpu_percent:.0f}" if row.cpu_percent is not None else "-"),
+                Text(size(row.rss) if row.rss is not None else "-"),
+                Text(duration(row.running_s)),
             ]
             if row.pid is not None and row.pid == self.flagged:
                 cells = [Text(f"⚠{cells[0]}", style=flagged_style)] + [
@@ -157,13 +166,13 @@ class ProcessTable(SteadyTable):
         if before is not None and [key for key, _ in before] == [key for key, _ in filled]:
             # The same processes in the same order (a live build's usual second): only the
             # cells whose text changed are set; the rows stay, and with them the cursor.
-            changed: set[RowKey] = set()
+            changed: set[tuple[RowKey, ColumnKey]] = set()
             for (key, old_cells), (_, cells) in zip(before, filled, strict=True):
                 for (_, column), old, new in zip(COLUMNS, old_cells, cells, strict=True):
                     if old != new and self._set_cell(key, column, new):
-                        changed.add(RowKey(key))
+                        changed.add((RowKey(key), ColumnKey(column)))
             if changed:
-                self._redraw_rows(changed)
+                self._redraw_cells(changed)
             return
         selected = self.selected_key()
         if before is not None and sorted(key for key, _ in before) == sorted(
@@ -201,7 +210,7 @@ class ProcessTable(SteadyTable):
         return True
 
     def _set_cell(self, key: str, column: str, value: Any) -> bool:
-        """Set one cell; True where it is left to `_redraw_rows` to draw. DataTable's own
+        """Set one cell; True where it is left to `_redraw_cells` to draw. DataTable's own
         `update_cell` makes it draw every cell of the table again (each of its caches is keyed
         by one update counter): 16 rows of 7 cells took 60-150 ms a poll on the loaded VM, the
         longest thing the event loop ran. A cell that fits its column is set in place and only
@@ -220,12 +229,15 @@ class ProcessTable(SteadyTable):
         row[column_key] = value
         return True
 
-    def _redraw_rows(self, rows: set[RowKey]) -> None:
-        """Forget what was drawn of these rows (their renderables, cells and lines) and draw
-        again: the other rows' cells come from DataTable's caches as they are."""
+    def _redraw_cells(self, cells: set[tuple[RowKey, ColumnKey]]) -> None:
+        """Forget what was drawn of these cells (and of their rows' renderables and lines) and
+        draw their rows again: the other cells come from DataTable's caches as they are (a
+        live build's second changes the time and CPU of each row, not its PID, tool or file)."""
+        rows = {row for row, _ in cells}
         try:
-            # Cells and rows are keyed (row key, ...); row renderables (update count, index).
-            _forget(self._cell_render_cache, lambda cached: cached[0] in rows)
+            # Cells and rows are keyed (row key, [column key,] ...); row renderables (update
+            # count, index).
+            _forget(self._cell_render_cache, lambda cached: (cached[0], cached[1]) in cells)
             _forget(self._row_render_cache, lambda cached: cached[0] in rows)
             indices = {self._row_locations.get(row) for row in rows}
             _forget(self._row_renderable_cache, lambda cached: cached[1] in indices)
@@ -238,6 +250,52 @@ class ProcessTable(SteadyTable):
         for index in indices:
             if index is not None:
                 self.refresh_row(index)
+
+    # -- one frame's styles ---------------------------------------------------------------------
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # The styles every line of a frame shares (the table's own, each row kind's) are each
+        # a walk up the DOM: DataTable works them out for every line it draws, a third of the
+        # table's frame when every row changed; here once a frame.
+        self._frame_styles = {}
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._frame_styles = None
+
+    def _frame_style(self, component: str) -> Style:
+        """The table's style ("") or a component's, once a frame (outside one: each time)."""
+        styles = self._frame_styles
+        style = None if styles is None else styles.get(component)
+        if style is None:
+            style = (
+                self.rich_style
+                if component == ""
+                else self.get_component_styles(component).rich_style
+            )
+            if styles is not None:
+                styles[component] = style
+        return style
+
+    def render_line(self, y: int) -> Strip:
+        if self.fixed_rows:
+            return super().render_line(y)
+        # DataTable.render_line with no fixed rows, its style from the frame's.
+        scroll_x, scroll_y = self.scroll_offset
+        if y >= (self.header_height if self.show_header else 0):
+            y += scroll_y
+        return self._render_line(y, scroll_x, scroll_x + self.size.width, self._frame_style(""))
+
+    def _get_row_style(self, row_index: int, base_style: Style) -> Style:
+        if row_index == -1:
+            return self._frame_style("datatable--header")
+        if row_index < self.fixed_rows:
+            return self._frame_style("datatable--fixed")
+        if self.zebra_stripes:
+            return self._frame_style(
+                "datatable--odd-row" if row_index % 2 else "datatable--even-row"
+            )
+        return base_style
 
     def _render_cell(
         self,
@@ -276,20 +334,25 @@ class ProcessTable(SteadyTable):
         column_key = self._column_locations.get_key(column_index)
         if row_key is None or column_key is None or self.rows[row_key].height != 1:
             return None
-        cache_key = (
-            row_key,
-            column_key,
+        # Kept by cell, not by DataTable's update count: a new CPU order (every second or so
+        # on a live build) moves rows, and a row that kept its place keeps its cells.
+        cell = self._data[row_key].get(column_key)
+        how = (
+            row_index,
+            column_index,
+            width,
             base_style,
             cursor,
             hover,
+            self.show_cursor,
             self._show_hover_cursor,
-            self._update_count,
             self._pseudo_class_state,
+            self.cursor_foreground_priority,
+            self.cursor_background_priority,
         )
-        cached = self._cell_render_cache.get(cache_key)
-        if cached is not None:
-            return cached
-        cell = self._get_row_renderables(row_index).cells[column_index]
+        drawn = self._cells_drawn.get((row_key, column_key))
+        if drawn is not None and drawn[0] == how and (drawn[1] is cell or drawn[1] == cell):
+            return drawn[2]
         padding = self.cell_padding
         room = width - 2 * padding
         if (
@@ -322,8 +385,104 @@ class ProcessTable(SteadyTable):
             segments.append(Segment(" " * padding, blank))
         line = list(Segment.apply_style(segments, pre_style, post_style))
         lines = [line]
-        self._cell_render_cache[cache_key] = lines
+        if len(self._cells_drawn) > CELLS_DRAWN:
+            self._cells_drawn.clear()
+        self._cells_drawn[(row_key, column_key)] = (how, cell, lines)
         return lines
+
+    def _render_line_in_row(
+        self,
+        row_key: RowKey,
+        line_no: int,
+        base_style: Style,
+        cursor_location: Coordinate,
+        hover_location: Coordinate,
+    ) -> tuple[list[Any], list[Any]]:
+        """DataTable's row line where the table is as this one always is (a row cursor, no
+        row labels, no fixed columns): its cells, then the blank that fills the width, with
+        the frame's styles (DataTable works out the header's style and the fill's for every
+        line). A test compares every line with DataTable's own."""
+        if (
+            self.cursor_type != "row"
+            or self.fixed_columns
+            or (self._labelled_row_exists and self.show_row_labels)
+        ):
+            return super()._render_line_in_row(
+                row_key, line_no, base_style, cursor_location, hover_location
+            )
+        cache_key = (
+            row_key,
+            line_no,
+            base_style,
+            cursor_location,
+            hover_location,
+            self.cursor_type,
+            self.show_cursor,
+            self._show_hover_cursor,
+            self._update_count,
+            self._pseudo_class_state,
+        )
+        cached = self._row_render_cache.get(cache_key)
+        if cached is not None:
+            return cached
+        locations = self._row_locations
+        row_index = locations.get(row_key) if row_key in locations else -1
+        row_style = self._get_row_style(row_index, base_style)
+        # A row cursor highlights every cell of its row (DataTable._should_highlight).
+        cursor = cursor_location.row == row_index
+        hover = hover_location.row == row_index
+        columns = self.ordered_columns
+        widths = [column.get_render_width(self) for column in columns]
+        header = None
+        if row_index == -1:
+            # The header is drawn again only when it changes (DataTable draws it, through
+            # Rich's layout, after each new order of the rows).
+            header = (
+                line_no,
+                base_style,
+                row_style,
+                cursor,
+                hover,
+                tuple(widths),
+                tuple(str(column.label) for column in columns),
+                self.size.width,
+                self.show_cursor,
+                self._show_hover_cursor,
+                self._pseudo_class_state,
+            )
+            if self._header_drawn is not None and self._header_drawn[0] == header:
+                return self._header_drawn[1]
+        cells = [
+            self._render_cell(row_index, index, row_style, width, cursor=cursor, hover=hover)[
+                line_no
+            ]
+            for index, width in enumerate(widths)
+        ]
+        remaining = max(0, self.size.width - sum(widths) - self._row_label_column_width)
+        extend_style, _ = self._get_styles_to_render_cell(
+            row_index == -1,
+            False,
+            False,
+            hover,
+            cursor,
+            self.show_cursor,
+            self._show_hover_cursor,
+            False,
+            False,
+        )
+        extend_style = row_style + extend_style
+        extend_style += Style.from_meta({"row": row_index, "column": 0, "out_of_bounds": True})
+        cells.append([Segment(" " * remaining, extend_style)])
+        pair: tuple[list[Any], list[Any]] = ([], cells)
+        self._row_render_cache[cache_key] = pair
+        if header is not None:
+            self._header_drawn = (header, pair)
+        return pair
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._cells_drawn.clear()  # the theme changed: the cells' styles are stale
+        self._header_drawn = None
 
     def on_resize(self) -> None:
         self._fill()  # the file column takes what the others leave

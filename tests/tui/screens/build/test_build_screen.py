@@ -215,12 +215,13 @@ async def test_leaving_keeps_the_build_running(
 
 
 class LogApp(App[None]):
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, driven: bool = False) -> None:
         super().__init__()
         self.path = path
+        self.driven = driven
 
     def compose(self) -> ComposeResult:
-        yield LogView(self.path, id="log")
+        yield LogView(self.path, id="log", driven=self.driven)
 
     def on_mount(self) -> None:
         self.query_one(LogView).focus()
@@ -298,6 +299,38 @@ async def test_a_growing_log_is_followed_and_scrolling_up_stops_following(tmp_pa
         await wait_until(pilot, "the next line", lambda: log.line_count == 152, 20)
         await pilot.pause(0.2)
         assert log.scroll_offset.y == top  # not dragged back to the end
+
+
+def _ticking(log: LogView) -> bool:
+    """Whether the view's own 10 Hz take-in timer runs."""
+    return log._ticker is not None and log._ticker._active.is_set()
+
+
+async def test_a_driven_log_wakes_only_for_a_busy_log(tmp_path: Path) -> None:
+    """The build screen's log (driven by its poll): no timer while the log is quiet (its lines
+    come in with the poll's frame); a poll that finds a busy backlog starts the view's own
+    10 Hz take-in, which takes the next lines in by itself and stops once the log is quiet."""
+    path = tmp_path / "build.log"
+    path.write_text("".join(f"line {n}\n" for n in range(100)))
+    app = LogApp(path, driven=True)
+    async with app.run_test(size=(80, 20)) as pilot:
+        log = app.query_one(LogView)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert log.line_count == 100 and not _ticking(log)
+        with path.open("a") as handle:
+            handle.write("quiet 1\nquiet 2\n")
+        log.take_in_new_lines(now=True)  # the poll
+        assert log.line_count == 102 and not _ticking(log)
+        busy = "".join(f"busy line {n:05d} {'x' * 40}\n" for n in range(200))  # ~11 KB
+        with path.open("a") as handle:
+            handle.write(busy)
+        log.take_in_new_lines(now=True)
+        assert log.line_count == 302 and _ticking(log)
+        with path.open("a") as handle:
+            handle.write(busy)  # between polls: the view's own timer takes these in
+        await wait_until(pilot, "the busy lines", lambda: log.line_count == 502, 20)
+        await wait_until(pilot, "the timer to stop", lambda: not _ticking(log), 20)
 
 
 def test_nix_lines_read_as_text() -> None:

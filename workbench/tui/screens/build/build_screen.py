@@ -385,7 +385,8 @@ class BuildScreen(Screen[None]):
             yield ParallelismGraph(id="build-edges")
         with Vertical(id="build-panes"):
             yield ProcessTable(id="build-processes")
-            yield LogView(id="build-log", title="Log")
+            # Taken in with each poll (no timer of its own while the log is quiet).
+            yield LogView(id="build-log", title="Log", driven=True)
         yield Input(placeholder="search the log (Enter finds, Esc closes)", id="build-search")
         yield KeyFooter()
 
