@@ -22,8 +22,16 @@ map's own bytes follow the pipe's reads: where a record falls moves with the loa
 map covers the whole log, and its progress must come out identical.
 Figures are medians of `--repeat` runs.
 
+`--instructions` counts instead, with valgrind (cachegrind, no cache simulation): the
+instructions a line costs the pump itself (`LogPipeline.feed` in 64 KiB reads, as the pipe gives
+them, the log and the readable form written to /dev/null), map on and off, for each checkout: a
+count that the load of a shared machine does not move, where its timings do. The process's start
+is taken out (two runs over different lengths of the log, the difference divided by the lines
+between them). It leaves out what the kernel does (the writes) and what the supervisor does
+around the pump (its loop, sampling, SQLite).
+
     python benchmarks/history_store.py [--lines 2000000] [--repeat 3] [--baseline DIR]
-        [--map on|off|both] [--keep DIR]
+        [--map on|off|both] [--keep DIR] [--instructions]
 """
 
 from __future__ import annotations
@@ -135,6 +143,85 @@ def supervise(
     }
 
 
+# The pump alone, in a process of its own: LogPipeline.feed over the log's first LIMIT bytes
+# (whole lines) in 64 KiB reads, the readable map on or off, everything written to /dev/null.
+PUMP_ALONE = """
+import os, sys
+from workbench.logs.readable_map import ReadableMapWriter
+from workbench.progress import ProgressTracker
+from workbench.supervision.pipeline import LogPipeline
+path, readable_map, limit = sys.argv[1], sys.argv[2] == "on", int(sys.argv[3])
+with open(path, "rb") as handle:
+    data = handle.read(limit)
+data = data[: data.rfind(b"\\n") + 1]
+fds = [os.open(os.devnull, os.O_WRONLY) for _ in range(3)]
+writer = ReadableMapWriter(fds[1], fds[2], 0) if readable_map else None
+pipeline = LogPipeline(fds[0], ProgressTracker(), readable=writer)
+for start in range(0, len(data), 1 << 16):
+    pipeline.feed(data[start : start + (1 << 16)])
+pipeline.close()
+"""
+
+
+def _instructions(log: Path, limit: int, checkout: Path, readable_map: bool) -> int:
+    """Instructions (user space) of the pump alone over the log's first `limit` bytes."""
+    argv = [
+        "valgrind",
+        "--tool=cachegrind",
+        "--cache-sim=no",
+        "--cachegrind-out-file=/dev/null",
+        sys.executable,
+        "-c",
+        PUMP_ALONE,
+        str(log),
+        "on" if readable_map else "off",
+        str(limit),
+    ]
+    environment = dict(os.environ, PYTHONPATH=str(checkout))
+    done = subprocess.run(argv, cwd=checkout, env=environment, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-2000:])
+    for line in done.stderr.splitlines():
+        if "I" in line and "refs:" in line:
+            return int(line.split("refs:")[1].replace(",", "").strip())
+    raise RuntimeError(f"no instruction count in valgrind's output: {done.stderr[-2000:]}")
+
+
+def _lines_within(log: Path, limit: int) -> int:
+    with log.open("rb") as handle:
+        data = handle.read(limit)
+    return data[: data.rfind(b"\n") + 1].count(b"\n")
+
+
+def instructions_report(
+    logs: dict[str, Path], checkouts: dict[str, Path], maps: tuple[bool, ...]
+) -> dict[str, object]:
+    """Instructions a line for each log, checkout and map setting (`--instructions`)."""
+    runs: dict[str, dict[str, object]] = {}
+    for label, log in logs.items():
+        size = log.stat().st_size
+        short, long = size // 5, size  # the first fifth, then the whole log
+        lines = _lines_within(log, long) - _lines_within(log, short)
+        entry: dict[str, object] = {"lines_between": lines}
+        for name, checkout in checkouts.items():
+            for readable_map in maps:
+                counts = [
+                    _instructions(log, limit, checkout, readable_map) for limit in (short, long)
+                ]
+                key = f"{name}_map_{'on' if readable_map else 'off'}"
+                entry[key] = round((counts[1] - counts[0]) / lines)
+            if len(maps) == 2:
+                on, off = entry[f"{name}_map_on"], entry[f"{name}_map_off"]
+                entry[f"{name}_map_cost"] = round(on / off, 3)  # type: ignore[operator]
+        if "baseline" in checkouts:
+            for readable_map in maps:
+                setting = f"map_{'on' if readable_map else 'off'}"
+                this, base = entry[f"this_{setting}"], entry[f"baseline_{setting}"]
+                entry[f"this_over_baseline_{setting}"] = round(this / base, 3)  # type: ignore[operator]
+        runs[label] = entry
+    return runs
+
+
 def _readable_form(log: Path, state: Path) -> str:
     """The digest of what `workbench logs` prints of the log (mapped stretches copied, the rest
     rendered). Not the map's bytes: where its records fall follows the pipe's reads, which the
@@ -192,6 +279,11 @@ def main() -> int:
     parser.add_argument("--map", choices=("on", "off", "both"), default="both")
     parser.add_argument("--keep", metavar="DIR", help="write the logs and state here, keep them")
     parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count the pump's instructions a line with valgrind instead of timing the supervisor",
+    )
+    parser.add_argument(
         "--quick",
         action="store_true",
         help="seconds, not minutes: 20,000 lines, one run (checks the script)",
@@ -217,6 +309,21 @@ def main() -> int:
         for label, log in logs.items():
             wc_lines(log)  # warm the page cache for both readers alike
             wc[label] = wc_lines(log)
+        if args.instructions:
+            report = {
+                "benchmark": "history_store --instructions",
+                "what": "instructions a line (valgrind cachegrind, user space) of LogPipeline.feed "
+                "alone in 64 KiB reads, the log and its readable form written to /dev/null: the "
+                "difference between the log's first fifth and the whole log, over the lines "
+                "between",
+                "lines": args.lines,
+                "mix": mix,
+                "python": sys.version.split()[0],
+                "checkouts": {name: str(path) for name, path in checkouts.items()},
+                "runs": instructions_report(logs, checkouts, maps),
+            }
+            print(json.dumps(report, indent=2))
+            return 0
         results: dict[tuple[str, str, bool], list[dict[str, object]]] = {}
         count = 0
         for _round in range(args.repeat):  # interleaved: a load that comes and goes hits all
