@@ -62,6 +62,9 @@ ODD_LINES = [
     _start(7, "seven"),
     _start(8, "eight\u001b]0;title\u0007"),  # a forged name with controls: shown visible
     _start(-3, "negative"),
+    _start(9, "lone\udc80surrogate"),  # a forged name that UTF-8 cannot encode: "?" for it
+    _log(9, "[1/2] a line of nine"),
+    _log(9, 'a "quoted" line of nine'),
     _start(7, "seven-again"),  # the same id named again: its lines take the new name
     _event({"action": "start", "id": 104, "level": 5, "parent": 0, "text": "", "type": 104}),
     _event({"action": "result", "fields": [2, 9, 1, 0], "id": 104, "type": 105}),

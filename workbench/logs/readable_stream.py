@@ -307,7 +307,7 @@ class ReadableStream:
                         tail = line[end:]
                         cut = end - len(line)
                         activity = line[end + _ID_AT : _ID_END].decode()
-                        prefix = by_id[activity].encode()
+                        prefix = by_id[activity].encode("utf-8", "replace")
                         words = line[_TEXT_AT:end]
                 if simple and _BACKSLASH not in words:  # TEXT as it stands: the common line
                     append(prefix + words)
