@@ -335,6 +335,38 @@ class ReadableStream:
                     last = None
                     known = tracker.knows_tool_error
                     continue
+                if line.endswith(tail) and words:  # (words: this line's, cut by the tail)
+                    # TEXT up to the tail of the id seen last holds an escape (or a quote):
+                    # JSON's scanner decodes it once, as the whole of a string
+                    decoded = words.decode()
+                    try:
+                        words_text, end = scanstring(decoded + '"', 0)
+                    except ValueError:
+                        end = -1
+                    if end == len(decoded) + 1:
+                        append(
+                            prefix
+                            + (
+                                words_text
+                                if words_text.isprintable()
+                                else terminal_text(words_text)
+                            ).encode("utf-8", "replace")
+                        )
+                        if words[:1] not in _SPECIAL_JSON_FIRST_BYTES:
+                            last = line
+                            continue
+                        try:
+                            fold_builder(
+                                None if last is None else last.decode(),
+                                line.decode(),
+                                words_text,
+                                activity,
+                            )
+                        except Exception as raised:  # as above
+                            error = error or raised
+                        last = None
+                        known = tracker.knows_tool_error
+                        continue
                 decoded = line.decode()
                 if line.endswith(_TYPE_101_BYTES):  # an escape: JSON's scanner decodes TEXT once
                     try:
