@@ -42,11 +42,12 @@ CACHE_LINES = 1024
 # Who takes in what the build appends: a view whose owner polls (`driven`: the build screen,
 # once a second, in the same frame as the rest of its second) has no timer of its own while the
 # log is quiet; once a poll finds this many bytes waiting, the view takes them in itself at
-# BUSY_TAKE_IN_S until the backlog is below it again, then its timer stops. A view on its own
-# (no owner polling) looks every BUSY_TAKE_IN_S, taking a quiet log's lines at most every
-# QUIET_TAKE_IN_S (each take-in is a frame).
+# BUSY_TAKE_IN_S until QUIET_TICKS ticks in a row found less waiting, then its timer stops. A
+# view on its own (no owner polling) looks every BUSY_TAKE_IN_S, taking a quiet log's lines at
+# most every QUIET_TAKE_IN_S (each take-in is a frame).
 BUSY_BYTES = 4096
 BUSY_TAKE_IN_S = 0.1
+QUIET_TICKS = 10  # the view's timer stops after this many ticks in a row found the log quiet
 QUIET_TAKE_IN_S = 2.0
 
 
@@ -134,6 +135,7 @@ class LogView(ScrollView, can_focus=True):
         self._drawn: dict[tuple[int, bool], tuple[tuple[int, int, Style], Strip]] = {}
         self._line_style: Style | None = None  # the view's style, worked out once a frame
         self._ticker: Timer | None = None
+        self._quiet_ticks = 0  # the timer's ticks in a row that found the log quiet
         self._blank_line: tuple[tuple[int, Style], Strip] | None = None
         self._width = 0  # the longest line drawn so far: the horizontal scroll range
         self._last_status = ""
@@ -162,8 +164,11 @@ class LogView(ScrollView, can_focus=True):
             self.index_all()
 
     def _tick(self) -> None:
+        # Busy or quiet as found before taking in (after it, nothing waits).
+        busy = self._busy()
         self.take_in_new_lines()
-        if self.driven and not self._busy():
+        self._quiet_ticks = 0 if busy else self._quiet_ticks + 1
+        if self.driven and self._quiet_ticks >= QUIET_TICKS:
             assert self._ticker is not None
             self._ticker.pause()  # quiet again: the owner's polls take the rest in
 
@@ -231,6 +236,7 @@ class LogView(ScrollView, can_focus=True):
         if not now and 0 < behind < BUSY_BYTES and moment - self._taken_at < QUIET_TAKE_IN_S:
             return
         if behind >= BUSY_BYTES and self._ticker is not None:
+            self._quiet_ticks = 0
             self._ticker.resume()  # a busy log: taken in at 10 Hz until it is quiet again
         self._taken_at = moment
         if behind > BACKLOG_BYTES:

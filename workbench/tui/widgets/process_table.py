@@ -123,10 +123,12 @@ class ProcessTable(SteadyTable):
         self.flagged: int | None = None  # a stalled process's PID, marked in the table
         self.base: str | None = None  # files under this directory are shown relative to it
         self._filled: list[tuple[str, list[Any]]] | None = None  # what the table holds now
-        self._frame_styles: dict[str, Style] | None = None  # while a frame is drawn
+        self._frame_styles: dict[str, Any] | None = None  # while a frame is drawn
         # Each one-line cell as last drawn, with what it was drawn for (see `_one_line_cell`).
         self._cells_drawn: dict[tuple[RowKey, ColumnKey], tuple[tuple[Any, ...], Any, Any]] = {}
         self._header_drawn: tuple[tuple[Any, ...], Any] | None = None
+        self._styles_made: dict[tuple[Any, ...], tuple[Style, Style]] = {}
+        self._styles_applied: dict[tuple[Style, Style], tuple[Style | None, Style | None]] = {}
 
     def on_mount(self) -> None:
         for label, key in COLUMNS:
@@ -328,7 +330,8 @@ class ProcessTable(SteadyTable):
         cursor: bool,
         hover: bool,
     ) -> list[list[Segment]] | None:
-        if row_index < 0 or column_index < 0 or self.fixed_rows or self.fixed_columns:
+        context = self._cell_context()
+        if row_index < 0 or column_index < 0 or context[-2]:  # fixed rows or columns
             return None
         row_key = self._row_locations.get_key(row_index)
         column_key = self._column_locations.get_key(column_index)
@@ -337,58 +340,108 @@ class ProcessTable(SteadyTable):
         # Kept by cell, not by DataTable's update count: a new CPU order (every second or so
         # on a live build) moves rows, and a row that kept its place keeps its cells.
         cell = self._data[row_key].get(column_key)
-        how = (
-            row_index,
-            column_index,
-            width,
-            base_style,
-            cursor,
-            hover,
-            self.show_cursor,
-            self._show_hover_cursor,
-            self._pseudo_class_state,
-            self.cursor_foreground_priority,
-            self.cursor_background_priority,
-        )
+        how = (row_index, column_index, width, base_style, cursor, hover, context)
         drawn = self._cells_drawn.get((row_key, column_key))
         if drawn is not None and drawn[0] == how and (drawn[1] is cell or drawn[1] == cell):
             return drawn[2]
-        padding = self.cell_padding
+        padding = context[-1]
         room = width - 2 * padding
+        if not isinstance(cell, Text):
+            return None
+        length = cell.cell_len
         if (
-            not isinstance(cell, Text)
-            or "\n" in cell.plain
+            "\n" in cell.plain
             or cell.justify not in (None, "default", "left")
-            or cell.cell_len > room
+            or length > room
             or room < 0
         ):
             return None
-        component_style, post_style = self._get_styles_to_render_cell(
-            False,
-            False,
-            False,
-            hover,
-            cursor,
-            self.show_cursor,
-            self._show_hover_cursor,
-            self.cursor_foreground_priority == "css",
-            self.cursor_background_priority == "css",
+        pre_style, post_style = self._cell_styles(
+            row_index, column_index, base_style, cursor, hover
         )
-        pre_style = base_style + Style.from_meta({"row": row_index, "column": column_index})
-        pre_style += component_style
-        blank = Style()
-        segments = [Segment(" " * padding, blank)] if padding else []
-        segments.extend(cell.render(self.app.console, end=""))
-        if room > cell.cell_len:
-            segments.append(Segment(" " * (room - cell.cell_len), blank))
-        if padding:
-            segments.append(Segment(" " * padding, blank))
-        line = list(Segment.apply_style(segments, pre_style, post_style))
+        if not cell._spans and not cell.style:
+            # Plain text: its pieces take the two styles DataTable's would (a blank's and an
+            # unstyled piece's), worked out once for the cell's place, not piece by piece.
+            on_blank, on_text = self._applied(pre_style, post_style)
+            line = [Segment(" " * padding, on_blank)] if padding else []
+            line.append(Segment(cell.plain, on_text))
+            if room > length:
+                line.append(Segment(" " * (room - length), on_blank))
+            if padding:
+                line.append(Segment(" " * padding, on_blank))
+        else:
+            blank = Style()
+            segments = [Segment(" " * padding, blank)] if padding else []
+            segments.extend(cell.render(self.app.console, end=""))
+            if room > length:
+                segments.append(Segment(" " * (room - length), blank))
+            if padding:
+                segments.append(Segment(" " * padding, blank))
+            line = list(Segment.apply_style(segments, pre_style, post_style))
         lines = [line]
         if len(self._cells_drawn) > CELLS_DRAWN:
             self._cells_drawn.clear()
         self._cells_drawn[(row_key, column_key)] = (how, cell, lines)
         return lines
+
+    def _cell_context(self) -> tuple[Any, ...]:
+        """What every cell's drawing depends on beside its place, read once a frame (each is a
+        reactive or a property read; they were most of a cell's time when kept as drawn):
+        whether a row or column is fixed and the cell padding are the last two."""
+        styles = self._frame_styles
+        context = None if styles is None else styles.get("#context")
+        if context is None:
+            context = (
+                self.show_cursor,
+                self._show_hover_cursor,
+                self._pseudo_class_state,
+                self.cursor_foreground_priority,
+                self.cursor_background_priority,
+                bool(self.fixed_rows or self.fixed_columns),
+                self.cell_padding,
+            )
+            if styles is not None:
+                styles["#context"] = context  # type: ignore[assignment]
+        return context
+
+    def _cell_styles(
+        self, row_index: int, column_index: int, base_style: Style, cursor: bool, hover: bool
+    ) -> tuple[Style, Style]:
+        """DataTable's styles before and after a cell's own (its place's mouse metadata, the
+        cursor's and the hover's), kept by place: a moved row finds them made."""
+        context = self._cell_context()
+        key = (row_index, column_index, base_style, cursor, hover, context)
+        styles = self._styles_made.get(key)
+        if styles is None:
+            component_style, post_style = self._get_styles_to_render_cell(
+                False,
+                False,
+                False,
+                hover,
+                cursor,
+                context[0],
+                context[1],
+                context[3] == "css",
+                context[4] == "css",
+            )
+            pre_style = base_style + Style.from_meta({"row": row_index, "column": column_index})
+            pre_style += component_style
+            if len(self._styles_made) > CELLS_DRAWN:
+                self._styles_made.clear()
+            styles = self._styles_made[key] = (pre_style, post_style)
+        return styles
+
+    def _applied(self, pre_style: Style, post_style: Style) -> tuple[Style, Style]:
+        """The styles `Segment.apply_style` gives a blank piece and an unstyled one."""
+        key = (pre_style, post_style)
+        applied = self._styles_applied.get(key)
+        if applied is None:
+            pieces = [Segment(" ", Style()), Segment("x")]
+            blank, text = Segment.apply_style(pieces, pre_style, post_style)
+            if len(self._styles_applied) > CELLS_DRAWN:
+                self._styles_applied.clear()
+            applied = self._styles_applied[key] = (blank.style, text.style)
+        return applied  # type: ignore[return-value]
 
     def _render_line_in_row(
         self,
@@ -483,6 +536,8 @@ class ProcessTable(SteadyTable):
         super().notify_style_update()
         self._cells_drawn.clear()  # the theme changed: the cells' styles are stale
         self._header_drawn = None
+        self._styles_made.clear()
+        self._styles_applied.clear()
 
     def on_resize(self) -> None:
         self._fill()  # the file column takes what the others leave

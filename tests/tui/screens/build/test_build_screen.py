@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -327,9 +328,25 @@ async def test_a_driven_log_wakes_only_for_a_busy_log(tmp_path: Path) -> None:
             handle.write(busy)
         log.take_in_new_lines(now=True)
         assert log.line_count == 302 and _ticking(log)
-        with path.open("a") as handle:
-            handle.write(busy)  # between polls: the view's own timer takes these in
-        await wait_until(pilot, "the busy lines", lambda: log.line_count == 502, 20)
+        # A log that stays busy (a writer appending ~11 KB every 50 ms, no poll meanwhile):
+        # the view's own timer keeps taking its lines in, tick after tick, well past the
+        # second of quiet ticks it waits before it stops (30 of the writer's appends).
+        stop = threading.Event()
+
+        def write() -> None:
+            while not stop.wait(0.05):
+                with path.open("a") as handle:
+                    handle.write(busy)
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        try:
+            await wait_until(pilot, "many ticks' lines", lambda: log.line_count >= 302 + 6000, 30)
+        finally:
+            stop.set()
+            writer.join()
+        lines = sum(1 for _ in path.open())
+        await wait_until(pilot, "the last lines", lambda: log.line_count == lines, 20)
         await wait_until(pilot, "the timer to stop", lambda: not _ticking(log), 20)
 
 
