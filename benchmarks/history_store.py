@@ -195,7 +195,7 @@ def _lines_within(log: Path, limit: int) -> int:
 
 def instructions_report(
     logs: dict[str, Path], checkouts: dict[str, Path], maps: tuple[bool, ...]
-) -> dict[str, object]:
+) -> dict[str, dict[str, object]]:
     """Instructions a line for each log, checkout and map setting (`--instructions`)."""
     runs: dict[str, dict[str, object]] = {}
     for label, log in logs.items():
