@@ -24,12 +24,14 @@ from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
+from textual.scrollbar import ScrollBar
 from textual.strip import Strip
 from textual.timer import Timer
 from textual.worker import get_current_worker
 
 from workbench.logs.line_index import ERROR_PATTERN, LineIndex, compile_search
 from workbench.logs.readable import DerivationNames, readable_line
+from workbench.tui.widgets.steady_scrollbar import SteadyScrollBar
 
 # Bytes indexed per refresh on the UI thread: a 50k lines/s log adds ~5 MB/s, so 10 refreshes a
 # second at this bound keep up while never blocking the event loop for long.
@@ -142,6 +144,19 @@ class LogView(ScrollView, can_focus=True):
         self._taken_at = 0.0  # monotonic time of the last take-in
         if path is not None:
             self.open(path)
+
+    @property
+    def vertical_scrollbar(self) -> ScrollBar:
+        """Widget.vertical_scrollbar, a `SteadyScrollBar`: following the log moves its thumb
+        by a cell only now and then, and it is drawn again only then."""
+        if self._vertical_scrollbar is None:
+            bar = SteadyScrollBar(
+                vertical=True, name="vertical", thickness=self.scrollbar_size_vertical
+            )
+            bar.display = False
+            self._vertical_scrollbar = bar
+            self.app._start_widget(self, bar)
+        return self._vertical_scrollbar
 
     # -- the file -------------------------------------------------------------------------------
 
