@@ -7,7 +7,8 @@ beside the bar does not ("building, step count not known yet"), and costs a fram
 bytes over SSH and CPU on the host being built on (issue 23). Here an unknown total is an empty
 track, drawn once. ProgressBar also updates its ETA once a second (a timer calling `update()`
 with nothing to change), which redrew the bar in a frame of its own although this bar shows no
-ETA: here that call changes nothing and draws nothing.
+ETA: here that call changes nothing and draws nothing, and without an ETA shown its timer is
+made paused (it woke the app each second for nothing).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from rich.style import Style
 from textual.app import ComposeResult
+from textual.timer import Timer
 from textual.widgets import ProgressBar
 from textual.widgets._progress_bar import Bar
 
@@ -37,6 +39,21 @@ class StillBar(Bar):
 
 class StillProgressBar(ProgressBar):
     """ProgressBar whose bar is a `StillBar`, with no ETA ticking."""
+
+    def set_interval(
+        self,
+        interval: float,
+        callback: Any = None,
+        *,
+        name: str | None = None,
+        repeat: int = 0,
+        pause: bool = False,
+    ) -> Timer:
+        """`Widget.set_interval`; ProgressBar's 1 s timer for its ETA (`update`) is made paused
+        where no ETA is shown: nothing wakes each second to do nothing."""
+        if callback == self.update and not self.show_eta:
+            pause = True
+        return super().set_interval(interval, callback, name=name, repeat=repeat, pause=pause)
 
     def update(self, **changes: Any) -> None:
         """`ProgressBar.update`; a call with nothing to change (its own 1 s ETA timer) does

@@ -1,0 +1,32 @@
+"""The build screen's progress bar wakes nothing while nothing changes: no animation while its
+total is unknown, and no 1 s ETA timer where it shows no ETA (issue 23: no timer may wake the
+TUI with nothing to do)."""
+
+from __future__ import annotations
+
+from textual.app import App, ComposeResult
+
+from workbench.tui.widgets.still_progress import StillProgressBar
+
+
+class Bars(App[None]):
+    def compose(self) -> ComposeResult:
+        yield StillProgressBar(total=None, show_eta=False, id="no-eta")
+        yield StillProgressBar(total=None, show_eta=True, id="eta")
+
+
+def _running_timers(bar: StillProgressBar) -> int:
+    return sum(1 for timer in bar._timers if timer._active.is_set())
+
+
+async def test_a_bar_without_an_eta_has_no_running_timer() -> None:
+    app = Bars()
+    async with app.run_test(size=(80, 6)) as pilot:
+        await pilot.pause()
+        without, with_eta = app.query_one("#no-eta", StillProgressBar), app.query_one("#eta")
+        assert isinstance(with_eta, StillProgressBar)
+        assert _running_timers(with_eta) == 1  # ProgressBar's own ETA timer, as Textual runs it
+        assert _running_timers(without) == 0
+        without.update(total=10, progress=5)  # it still shows what it is given
+        await pilot.pause()
+        assert without.percentage == 0.5 and _running_timers(without) == 0
