@@ -125,8 +125,10 @@ class ProcessTable(SteadyTable):
         self._filled: list[tuple[str, list[Any]]] | None = None  # what the table holds now
         self._frame_styles: dict[str, Any] | None = None  # while a frame is drawn
         # Each one-line cell as last drawn, with what it was drawn for (see `_one_line_cell`).
-        self._cells_drawn: dict[tuple[RowKey, ColumnKey], tuple[tuple[Any, ...], Any, Any]] = {}
-        self._header_drawn: tuple[tuple[Any, ...], Any] | None = None
+        self._cells_drawn: dict[
+            tuple[RowKey, ColumnKey], tuple[tuple[Any, ...], Any, list[list[Segment]]]
+        ] = {}
+        self._header_drawn: tuple[tuple[Any, ...], tuple[list[Any], list[Any]]] | None = None
         self._styles_made: dict[tuple[Any, ...], tuple[Style, Style]] = {}
         self._styles_applied: dict[tuple[Style, Style], tuple[Style | None, Style | None]] = {}
 
@@ -401,7 +403,7 @@ class ProcessTable(SteadyTable):
                 self.cell_padding,
             )
             if styles is not None:
-                styles["#context"] = context  # type: ignore[assignment]
+                styles["#context"] = context
         return context
 
     def _cell_styles(
@@ -479,7 +481,8 @@ class ProcessTable(SteadyTable):
         if cached is not None:
             return cached
         locations = self._row_locations
-        row_index = locations.get(row_key) if row_key in locations else -1
+        found = locations.get(row_key) if row_key in locations else None
+        row_index = -1 if found is None else found
         row_style = self._get_row_style(row_index, base_style)
         # A row cursor highlights every cell of its row (DataTable._should_highlight).
         cursor = cursor_location.row == row_index

@@ -32,7 +32,7 @@ class SteadyScrollBar(ScrollBar):
         parent = self.parent
         if self.renderer is not ScrollBarRender or parent is None:
             return None
-        styles = parent.styles  # type: ignore[attr-defined]
+        styles = parent.styles
         if self.grabbed:
             colours = (styles.scrollbar_background_active, styles.scrollbar_color_active)
         elif self.mouse_over:
@@ -56,7 +56,7 @@ class SteadyScrollBar(ScrollBar):
             self.size,
             self.thickness,
             colours,
-            parent.background_colors[0],  # type: ignore[attr-defined]
+            parent.background_colors[0],
             self.screen.styles.scrollbar_color.a == 0,
             thumb,
         )
