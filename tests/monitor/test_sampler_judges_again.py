@@ -253,3 +253,27 @@ def test_a_build_process_that_execs_a_program_of_the_same_name_is_classified_aga
             assert (shown.kind, shown.file) == ("python", str(script))
             launcher.stdin.close()
             assert launcher.wait(timeout=120) == 0
+
+
+def test_kernel_threads_are_never_watched() -> None:
+    """A kernel thread is root, keeps fork's PF_FORKNOEXEC (it never execs) and may start
+    during a build (kworkers come and go): it looks like runuser's child before it switches,
+    but can never become a builder, so it is rejected for good, not watched every sample.
+    Every process counts as started during the build here, so the kernel's own threads
+    (kthreadd and its children, always there) are judged as a kworker born mid-build is."""
+    with Sampler(daemon=True) as sampler:
+        sampler._young_from = 0  # every process started "during the build"
+        sampler.sample()
+        sampler.sample()
+        watched = set(sampler._watched)
+    kernel = {pid for pid in watched if _is_kernel_thread(pid)}
+    assert not kernel, f"kernel threads watched: {sorted(kernel)[:10]}"
+
+
+def _is_kernel_thread(pid: int) -> bool:
+    try:
+        data = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+    flags = int(data[data.rindex(b")") + 2 :].split()[6])
+    return bool(flags & 0x00200000)  # PF_KTHREAD, include/linux/sched.h

@@ -45,6 +45,8 @@ class Stat(NamedTuple):
 
 # /proc/PID/stat's flags: set by fork, cleared by exec (include/linux/sched.h).
 PF_FORKNOEXEC = 0x00000040
+# ... and set for a kernel thread, which never runs a program (and keeps PF_FORKNOEXEC).
+PF_KTHREAD = 0x00200000
 
 
 def parse_stat(data: bytes) -> Stat | None:

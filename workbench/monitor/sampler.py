@@ -533,10 +533,11 @@ class Sampler:
         parent = self._members.get(stat.ppid)
         if parent is not None:
             return parent.derivation
-        if not self.daemon or pid == 1:
+        if not self.daemon or pid == 1 or stat.flags & procfs.PF_KTHREAD:
             # Its parent is not the build's, and a process's parent never becomes the build's
             # later (a member's children are judged after it): no change of program or user
-            # makes it the build's.
+            # makes it the build's. Nor can a kernel thread (a kworker started during the
+            # build is root and keeps fork's PF_FORKNOEXEC: it never execs).
             return _Verdict.NOT_OURS
         if stat.comm == NIX_DAEMON:
             # The daemon, its workers, and forked children that have not exec'd the builder yet.
