@@ -22,6 +22,21 @@ the contention it saw, second by second; `export --contention` puts it into the 
     python benchmarks/eta_recordings.py watch STATE NAME OUT.json --hogs 2 --from 0.3 --until 0.7 &
     python -m workbench --state-dir STATE run --name NAME -- ninja -C BUILD -j2
 
+`record` does all of it in one command, tree after tree (`TREES`, `plan_for`): unpacks each
+source archive (`sources` writes them with `git archive` at the commits the recordings name, and
+ONNX Runtime's own dependencies at the commits its cmake/deps.txt pins), configures it offline
+(tests that download, or optional dependencies, off), runs each first build, a clean rebuild and
+a first build with busy loops (one per core, from 30 to 70% of its progress) under the real
+`workbench run`, and exports every recording after each step into one file, so a command cut
+short still leaves what it finished. A step whose guessed time (its tree's CPU on the 2-core
+VM over the jobs, scaled by how far the guesses were off so far on this host) does not fit the
+time left is skipped and the log says so. `import` splits that file into one recording each:
+
+    python benchmarks/eta_recordings.py sources /work/.mirror benchmarks/results/tmp/eta-src
+    python benchmarks/eta_recordings.py record --sources benchmarks/results/tmp/eta-src \
+        --out OUT [--part 1|2] [--budget-s 480] [--only TREE]   # --quick: a small generated tree
+    python benchmarks/eta_recordings.py import OUT/eta-recordings-part1.json --tag h100
+
 `load` replays a recording into a fresh history, build after build as they ran, so that
 `eta.Replay` sees exactly what the supervisor would have read before each run. No source code
 of those projects is kept here: only output names and times.
@@ -30,12 +45,21 @@ of those projects is kept here: only output names and times.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
+import lzma
 import os
+import shutil
 import signal
+import statistics
 import subprocess
 import sys
+import tarfile
+import tempfile
 import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -138,16 +162,28 @@ def add_cpu(recording: dict[str, Any], state: Path, name: str) -> dict[str, Any]
 
 
 def watch(
-    state: Path, name: str, hogs: int, start_at: float, stop_at: float, timeout_s: float = 7200
+    state: Path,
+    name: str,
+    hogs: int,
+    start_at: float,
+    stop_at: float,
+    timeout_s: float = 7200,
+    after_id: int | None = None,
 ) -> dict[str, Any]:
     """Follow the next build named `name` in the history at `state` from its start to its end,
     second by second: the contention its live view says ([seconds from its start, other
     processes' CPU now, their mean so far, samples], `LiveView.other`) and the host's CPUs. With
-    `hogs`, that many busy loops run from when its progress reaches `start_at` to `stop_at`."""
+    `hogs`, that many busy loops run from when its progress reaches `start_at` to `stop_at`.
+    The next build: the first after those in the history now, or after build `after_id` (a
+    caller that starts the build at once and must not race this reading)."""
     began = time.monotonic()
     known: set[int] = set()
     with History(state) as history:
-        known = {record.id for record in history.builds(limit=1000)}
+        known = {
+            record.id
+            for record in history.builds(limit=1000)
+            if after_id is None or record.id <= after_id
+        }
     build_id: int | None = None
     seen: list[list[float]] = []
     cpus = 0
@@ -158,7 +194,11 @@ def watch(
             with History(state) as history:
                 if build_id is None:
                     fresh = [r for r in history.builds(limit=20) if r.name == name]
-                    fresh = [r for r in fresh if r.id not in known]
+                    fresh = [
+                        r
+                        for r in fresh
+                        if r.id not in known and (after_id is None or r.id > after_id)
+                    ]
                     build_id = fresh[-1].id if fresh else None
                 record = None if build_id is None else history.get(build_id)
             if record is None or record.started is None:
@@ -173,7 +213,13 @@ def watch(
                 )
             cpus = live.cpus or cpus
             fraction = record.progress_view.fraction or 0.0
-            if hogs and not started_hogs and hogs_at[0] is None and fraction >= start_at:
+            if (
+                hogs
+                and not started_hogs
+                and hogs_at[0] is None
+                and fraction >= start_at
+                and record.ended is None
+            ):
                 for _ in range(hogs):
                     started_hogs.append(
                         subprocess.Popen(
@@ -257,6 +303,543 @@ def load(recording: dict[str, Any], state: Path) -> list[tuple[int, dict[str, An
     return loaded
 
 
+# -- recording real builds in one command (`record`) -------------------------------------------
+
+
+@dataclass(frozen=True)
+class Tree:
+    """A third-party CMake tree the `record` plan builds: where its source comes from (a git
+    commit, archived by `sources`), how it is configured (offline: tests that download, or
+    dependencies that are not there, turned off) and roughly what it costs."""
+
+    name: str
+    repository: str
+    """owner/name on GitHub."""
+    commit: str
+    tag: str
+    """What the commit is (a tag, or the commit the earlier recordings name)."""
+    options: tuple[str, ...]
+    shape: str
+    cpu_s: float
+    """CPU seconds a first build took on the 2-core VM (sampled or timed): the plan's guess at
+    its cost, scaled by what the steps done so far took against their guesses."""
+    tail_s: float = 0.0
+    """CPU seconds of its longest edge on the VM: no number of jobs makes a build shorter."""
+    cmake_dir: str = "."
+    paths: tuple[str, ...] = ()
+    """Only these paths of the commit are archived (none: all of it)."""
+    needs: str | None = None
+    """A tree built (and installed) first, found through CMAKE_PREFIX_PATH."""
+
+
+TREES = {
+    tree.name: tree
+    for tree in (
+        Tree(
+            "json-c",
+            "json-c/json-c",
+            "d17ad9d1863ebbf39993706140bf67847b7add0f",
+            "d17ad9d (the earlier json-c recording's)",
+            (),
+            "small C units (the library built twice: shared and static), its tests and apps "
+            "one unit each, 33 links: 93 edges",
+            9.3,
+            tail_s=0.7,
+        ),
+        Tree(
+            "libuv",
+            "libuv/libuv",
+            "6179e7af87413396d5853a1c3722c8b5749336c8",
+            "6179e7af8 (the earlier libuv recordings')",
+            ("-DLIBUV_BUILD_TESTS=OFF", "-DLIBUV_BUILD_BENCH=OFF"),
+            "small C units built twice (static and shared libuv), two links: 73 edges",
+            21.0,
+            tail_s=1.2,
+        ),
+        Tree(
+            "zstd",
+            "facebook/zstd",
+            "2dddf0905619b70c25faeca7f1a39601dc97616f",
+            "2dddf0905 (the earlier zstd recording's)",
+            (),
+            "many small C units (static and shared libzstd, the zstd program): 105 edges",
+            125.0,
+            tail_s=10.7,
+            cmake_dir="build/cmake",
+        ),
+        Tree(
+            "flatbuffers",
+            "google/flatbuffers",
+            "0100f6a5779831fa7a651e4b67ef389a8752bd9b",
+            "v23.5.26 (ONNX Runtime's cmake/deps.txt pin)",
+            (
+                "-DFLATBUFFERS_BUILD_TESTS=OFF",
+                "-DFLATBUFFERS_INSTALL=OFF",
+                "-DFLATBUFFERS_BUILD_FLATHASH=OFF",
+            ),
+            "a few heavy C++ units (the schema parser, one code generator per language) "
+            "built into the library and flatc: 42 edges",
+            300.0,
+            tail_s=35.0,
+        ),
+        Tree(
+            "abseil-cpp",
+            "abseil/abseil-cpp",
+            "4447c7562e3bc702ade25105912dce503f0c4010",
+            "20240722.0 (ONNX Runtime's cmake/deps.txt pin)",
+            ("-DABSL_BUILD_TESTING=OFF", "-DABSL_PROPAGATE_CXX_STD=ON", "-DCMAKE_CXX_STANDARD=17"),
+            "many small and medium C++ units in about 80 static libraries, one archive "
+            "each: 245 edges",
+            400.0,
+            tail_s=15.0,
+        ),
+        Tree(
+            "re2",
+            "google/re2",
+            "6dcd83d60f7944926bfd308cc13979fc53dd69ca",
+            "2024-07-02 (ONNX Runtime's cmake/deps.txt pin)",
+            ("-DRE2_BUILD_TESTING=OFF",),
+            "a few medium C++ units against an installed abseil-cpp, one library",
+            60.0,
+            tail_s=15.0,
+            needs="abseil-cpp",
+        ),
+        Tree(
+            "protobuf",
+            "protocolbuffers/protobuf",
+            "f0dc78d7e6e331b8c6bb2d5283e06aa26883ca7c",
+            "v21.12 (ONNX Runtime's cmake/deps.txt pin)",
+            ("-Dprotobuf_BUILD_TESTS=OFF", "-Dprotobuf_WITH_ZLIB=OFF"),
+            "libprotobuf, libprotobuf-lite, libprotoc and protoc: many medium and heavy C++ "
+            "units (the lite sources built twice), a few links: 205 edges",
+            900.0,
+            tail_s=40.0,
+            paths=(
+                "CMakeLists.txt",
+                "cmake",
+                "src",
+                "configure.ac",
+                "protobuf.pc.in",
+                "protobuf-lite.pc.in",
+                "LICENSE",
+            ),
+        ),
+        Tree(
+            "fmt",
+            "fmtlib/fmt",
+            "60ccad511fd680cb91d8b60a315759f71c67bef9",
+            "60ccad51 (the earlier fmt recording's)",
+            ("-DFMT_TEST=ON",),
+            "a long tail of heavy test units (gmock-gtest-all.cc, format-test.cc, ...) then "
+            "many test links: 77 edges",
+            600.0,
+            tail_s=73.0,
+        ),
+        Tree(
+            "googletest",
+            "google/googletest",
+            "7260682388d493f155be62c3ce2efc7c7a9a3dcf",
+            "72606823 (the earlier googletest recording's)",
+            ("-Dgtest_build_tests=ON",),
+            "googletest's own tests: 58 C++ units (gtest-all.cc built into 7 libraries, one "
+            "long tail unit: gtest_all_test.cc), 52 links: 110 edges",
+            750.0,
+            tail_s=160.0,
+        ),
+    )
+}
+
+
+@dataclass(frozen=True)
+class Step:
+    """One build of the plan: `kind` is "first" (a fresh build tree), "rebuild" (the same
+    tree after `ninja -t clean`) or "busy" (a first build with busy loops from 30 to 70% of
+    its progress, one per core, `watch`)."""
+
+    tree: str
+    jobs: int
+    kind: str
+
+    @property
+    def recording(self) -> str:
+        """The recording it belongs to (one build tree, its runs in order)."""
+        busy = "-busy-loops" if self.kind == "busy" else ""
+        return f"{self.tree}-j{self.jobs}{busy}"
+
+
+def plan_for(cpus: int, part: int = 1) -> list[Step]:
+    """What `record` builds on a host of `cpus` cores, most wanted first (a step that would
+    not fit the time left is skipped, so the end of the list is what a short budget loses).
+    Part 1: first builds of every tree but googletest with all cores, a clean rebuild of the
+    quicker ones, a slower first build (4 jobs, from a fresh tree), then first builds with busy
+    loops beside them. Part 2 (a second call, when there is one): googletest (its one long
+    unit makes it the dearest), then more 4-job first builds. The small trees run 2 jobs: with
+    all 16 cores they would end in a second or two, too short for a checkpoint at 25% to mean
+    anything."""
+    wide = max(1, cpus)
+    narrow = min(4, wide)
+    small = min(2, wide)
+    if part == 2:
+        return [
+            Step("googletest", wide, "first"),
+            Step("googletest", wide, "rebuild"),
+            Step("flatbuffers", narrow, "first"),
+            Step("abseil-cpp", narrow, "first"),
+            Step("libuv", small, "busy"),
+            Step("fmt", narrow, "first"),
+        ]
+    return [
+        Step("json-c", small, "first"),
+        Step("json-c", small, "rebuild"),
+        Step("libuv", small, "first"),
+        Step("libuv", small, "rebuild"),
+        Step("zstd", wide, "first"),
+        Step("zstd", wide, "rebuild"),
+        Step("abseil-cpp", wide, "first"),
+        Step("abseil-cpp", wide, "rebuild"),
+        Step("re2", narrow, "first"),
+        Step("flatbuffers", wide, "first"),
+        Step("protobuf", wide, "first"),
+        Step("fmt", wide, "first"),
+        Step("zstd", narrow, "first"),
+        Step("zstd", wide, "busy"),
+        Step("re2", narrow, "rebuild"),
+        Step("flatbuffers", wide, "rebuild"),
+        Step("fmt", wide, "rebuild"),
+    ]
+
+
+def sources(mirror: Path, into: Path, trees: Iterable[str] = TREES) -> list[Path]:
+    """Each tree's source at its commit as `into/NAME.tar.xz` (`git archive` from the git
+    directories under `mirror`, `owner+name/repo`, as the `fetch` tool lays them out)."""
+    into.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in trees:
+        tree = TREES[name]
+        git_dir = mirror / tree.repository.replace("/", "+") / "repo"
+        archive = subprocess.run(
+            [
+                "git",
+                f"--git-dir={git_dir}",
+                "archive",
+                f"--prefix={tree.name}/",
+                tree.commit,
+                *tree.paths,
+            ],
+            check=True,
+            capture_output=True,
+        ).stdout
+        target = into / f"{tree.name}.tar.xz"
+        temporary = target.with_name(f".{target.name}.{os.getpid()}")
+        temporary.write_bytes(lzma.compress(archive, preset=6))
+        os.replace(temporary, target)
+        written.append(target)
+    return written
+
+
+@dataclass
+class Recorder:
+    """Runs a plan of builds under `workbench run` and exports what each recorded."""
+
+    archives: Path
+    work: Path
+    out: Path
+    budget_s: float
+    trees: dict[str, Tree]
+    speed: list[float] = field(default_factory=list)
+    """Each step's wall time against its guess (the guesses' error on this host)."""
+    log: list[dict[str, Any]] = field(default_factory=list)
+    began: float = field(default_factory=time.monotonic)
+    built: dict[str, Path] = field(default_factory=dict)
+    """Each recording's build directory."""
+    steps: dict[str, Step] = field(default_factory=dict)
+    """Each recording's first step."""
+    labels: dict[str, list[str]] = field(default_factory=dict)
+    watched: dict[str, list[Path]] = field(default_factory=dict)
+    installed: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def state(self) -> Path:
+        return self.work / "state"
+
+    def left_s(self) -> float:
+        return self.budget_s - (time.monotonic() - self.began)
+
+    def guess_s(self, step: Step) -> float:
+        """How long `step` should take here: its tree's VM CPU over the cores it can use (at
+        most its jobs, never more than the host's), a few seconds for configure and start,
+        scaled by how far the guesses were off so far; busy loops halve its cores."""
+        cores = max(1, min(step.jobs, os.cpu_count() or 1))
+        tree = self.trees[step.tree]
+        seconds = max(tree.cpu_s / cores, tree.tail_s) + 8.0
+        if step.kind == "busy":
+            seconds *= 1.6
+        scale = statistics.median(self.speed) if self.speed else 1.0
+        return seconds * scale
+
+    def say(self, **entry: Any) -> None:
+        entry = {"t_s": round(time.monotonic() - self.began, 1), **entry}
+        self.log.append(entry)
+        print(json.dumps(entry), flush=True)
+
+    def run(self, plan: Sequence[Step]) -> dict[str, Any]:
+        for step in plan:
+            tree = self.trees[step.tree]
+            guess = self.guess_s(step)
+            if tree.needs is not None and tree.needs not in self.installed:
+                self.say(step=step.recording, kind=step.kind, skipped=f"needs {tree.needs}")
+                continue
+            if step.kind == "rebuild" and step.recording not in self.built:
+                self.say(step=step.recording, kind=step.kind, skipped="no first build")
+                continue
+            if guess > self.left_s():
+                self.say(
+                    step=step.recording,
+                    kind=step.kind,
+                    skipped=f"guess {guess:.0f} s, {self.left_s():.0f} s left",
+                )
+                continue
+            began = time.monotonic()
+            try:
+                outcome = self.build(step)
+            except (subprocess.SubprocessError, OSError) as error:
+                self.say(step=step.recording, kind=step.kind, failed=str(error)[-2000:])
+                continue
+            took = time.monotonic() - began
+            self.speed.append(took / guess)
+            self.say(
+                step=step.recording,
+                kind=step.kind,
+                guess_s=round(guess),
+                took_s=round(took, 1),
+                **outcome,
+            )
+            self.export()
+        return self.export()
+
+    def _unpacked(self, tree: Tree) -> Path:
+        source = self.work / "src" / tree.name
+        if not source.exists():
+            with tarfile.open(self.archives / f"{tree.name}.tar.xz", "r:xz") as archive:
+                archive.extractall(self.work / "src", filter="data")
+        return source
+
+    def configure_argv(self, tree: Tree, build: Path) -> list[str]:
+        options = list(tree.options)
+        if tree.needs is not None:
+            options.append(f"-DCMAKE_PREFIX_PATH={self.installed[tree.needs]}")
+        source = self._unpacked(tree) / tree.cmake_dir
+        return [
+            "cmake",
+            "-S",
+            str(source),
+            "-B",
+            str(build),
+            "-G",
+            "Ninja",
+            "-DCMAKE_BUILD_TYPE=Release",
+            *options,
+        ]
+
+    def build(self, step: Step) -> dict[str, Any]:
+        tree = self.trees[step.tree]
+        build = self.built.get(step.recording)
+        if step.kind == "rebuild":
+            assert build is not None
+            _quiet(["ninja", "-C", str(build), "-t", "clean"])
+            label = "clean rebuild"
+        else:
+            build = self.work / "build" / step.recording
+            shutil.rmtree(build, ignore_errors=True)
+            _quiet(self.configure_argv(tree, build), timeout=max(30.0, self.left_s()))
+            self.built[step.recording] = build
+            self.steps[step.recording] = step
+            label = "first build (no history)"
+        watcher = None
+        watch_file = self.work / f"watch-{step.recording}.json"
+        hogs = os.cpu_count() or 1
+        if step.kind == "busy":
+            latest = 0
+            if self.state.exists():
+                with History(self.state) as history:
+                    latest = max((r.id for r in history.builds(limit=5)), default=0)
+            watcher = subprocess.Popen(
+                [
+                    sys.executable,
+                    str(Path(__file__).resolve()),
+                    "watch",
+                    str(self.state),
+                    step.recording,
+                    str(watch_file),
+                    "--hogs",
+                    str(hogs),
+                    "--after",
+                    str(latest),
+                    "--timeout",
+                    str(max(60.0, self.left_s() + 30)),
+                ]
+            )
+            self.watched.setdefault(step.recording, []).append(watch_file)
+        load_before = os.getloadavg()[0]
+        argv = [
+            sys.executable,
+            "-m",
+            "workbench",
+            "--state-dir",
+            str(self.state),
+            "run",
+            "--name",
+            step.recording,
+            "--",
+            "ninja",
+            "-C",
+            str(build),
+            f"-j{step.jobs}",
+        ]
+        try:
+            _quiet(argv, timeout=max(10.0, self.left_s() + 30.0))
+        finally:
+            if watcher is not None:
+                try:
+                    watcher.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    watcher.terminate()  # ours: it stops its busy loops as it ends
+                    watcher.wait()
+        how = f"{label}, load average {load_before:.1f} before it"
+        if step.kind == "busy" and watch_file.exists():
+            seen = json.loads(watch_file.read_text())
+            if seen["hogs_from_s"] is None:
+                how += ", no busy loops (it ended before they were due)"
+            else:
+                how += (
+                    f", {hogs} busy loops from {seen['hogs_from_s']} s to {seen['hogs_until_s']} s"
+                )
+        self.labels.setdefault(step.recording, []).append(how)
+        if tree.name in {t.needs for t in self.trees.values()} and step.kind == "first":
+            prefix = self.work / "prefix" / tree.name
+            _quiet(["cmake", "--install", str(build), "--prefix", str(prefix)])
+            self.installed[tree.name] = prefix
+        return {"label": how, "jobs": step.jobs}
+
+    def host(self) -> str:
+        model = ""
+        with contextlib.suppress(OSError):
+            for line in Path("/proc/cpuinfo").read_text().splitlines():
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+        return f"{os.cpu_count()} cores ({model or 'model unknown'})"
+
+    def export(self) -> dict[str, Any]:
+        """Every recording so far, with the plan's log, to `out` (a JSON file)."""
+        documents = []
+        for recording in self.built:
+            tree = self.trees[self.steps[recording].tree]
+            steps = [e for e in self.log if e.get("step") == recording and "took_s" in e]
+            if not steps:
+                continue
+            watched = [
+                json.loads(p.read_text()) for p in self.watched.get(recording, []) if p.exists()
+            ]
+            jobs = steps[0]["jobs"]
+            notes = {
+                "project": recording,
+                "source": (
+                    f"github:{tree.repository}@{tree.commit[:10]} ({tree.tag})"
+                    if tree.repository
+                    else tree.tag
+                )
+                + ("" if tree.cmake_dir == "." else f" ({tree.cmake_dir})"),
+                "configure": " ".join(
+                    ["cmake -S SRC -B BUILD -G Ninja -DCMAKE_BUILD_TYPE=Release", *tree.options]
+                    + (
+                        ["-DCMAKE_PREFIX_PATH=<its installed " + tree.needs + ">"]
+                        if tree.needs
+                        else []
+                    )
+                ),
+                "build": f"workbench run -- ninja -C BUILD -j{jobs}",
+                "shape": tree.shape,
+                "host": f"{self.host()}, nothing else running but this plan's steps "
+                "(eta_recordings.py record)",
+            }
+            documents.append(
+                export(
+                    self.state,
+                    recording,
+                    notes,
+                    list(self.labels.get(recording, [])),
+                    {w["build_id"]: w for w in watched},
+                )
+            )
+        document = {"host": self.host(), "budget_s": self.budget_s, "log": self.log,
+                    "recordings": documents}  # fmt: skip
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        _write(self.out, document)
+        return document
+
+
+QUICK = Tree(
+    "quick",
+    "",
+    "",
+    "generated by eta_recordings.py record --quick",
+    (),
+    "a generated C library (static and shared) and two programs: a check of the driver",
+    4.0,
+)
+
+
+def quick_archive(archives: Path, units: int = 6) -> Path:
+    """A small CMake C tree (`QUICK`) as `archives/quick.tar.xz`, for `record --quick`."""
+    lines = [
+        "cmake_minimum_required(VERSION 3.13)",
+        "project(quick C)",
+        "set(SOURCES " + " ".join(f"u{n}.c" for n in range(units)) + ")",
+        "add_library(quick_static STATIC ${SOURCES})",
+        "add_library(quick_shared SHARED ${SOURCES})",
+        "add_executable(tool main.c)",
+        "target_link_libraries(tool quick_static)",
+        "add_executable(tool2 main.c)",
+        "target_link_libraries(tool2 quick_shared)",
+    ]
+    files = {"quick/CMakeLists.txt": "\n".join(lines) + "\n"}
+    for n in range(units):
+        files[f"quick/u{n}.c"] = f"int u{n}(int x) {{ return x * {n + 1}; }}\n"
+    files["quick/main.c"] = "int u0(int);\nint main(void) { return u0(0); }\n"
+    archives.mkdir(parents=True, exist_ok=True)
+    target = archives / "quick.tar.xz"
+    with tarfile.open(target, "w:xz") as archive:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mode = 0o644
+            archive.addfile(info, io.BytesIO(data))
+    return target
+
+
+def split(document: dict[str, Any], into: Path, tag: str) -> list[Path]:
+    """`record`'s recordings (its `eta-recordings.json`) as one file each under `into`, named
+    `TAG-RECORDING.json` (the project named the same way: "TAG RECORDING")."""
+    written = []
+    for recording in document["recordings"]:
+        name = f"{tag}-{recording['project']}"
+        target = into / f"{name}.json"
+        _write(target, {**recording, "project": f"{tag} {recording['project']}"})
+        written.append(target)
+    return written
+
+
+def _quiet(argv: list[str], timeout: float = 600.0) -> None:
+    """Run `argv`; on failure raise with the end of what it said."""
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+    if done.returncode != 0:
+        raise subprocess.SubprocessError(
+            f"{' '.join(argv)} exited {done.returncode}: {(done.stdout + done.stderr)[-1500:]}"
+        )
+
+
 def _write(path: Path, document: dict[str, Any]) -> None:
     """`document` to `path` atomically (a temporary file beside it, then renamed)."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}")
@@ -292,20 +875,99 @@ def main() -> None:
     follow.add_argument("--hogs", type=int, default=0, help="busy loops to run mid-build")
     follow.add_argument("--from", dest="start_at", type=float, default=0.3)
     follow.add_argument("--until", dest="stop_at", type=float, default=0.7)
+    follow.add_argument("--after", type=int, help="follow the first build after this id")
+    follow.add_argument("--timeout", type=float, default=7200.0, help="seconds at most")
     cpu = commands.add_parser(
         "add-cpu", help="add the sampled CPU to a recording, from the history that recorded it"
     )
     cpu.add_argument("state", type=Path)
     cpu.add_argument("name")
     cpu.add_argument("recording", type=Path)
+    archive = commands.add_parser(
+        "sources", help="archive each tree of `record` at its commit from git directories"
+    )
+    archive.add_argument("mirror", type=Path, help="a folder of owner+name/repo git dirs")
+    archive.add_argument("into", type=Path)
+    record = commands.add_parser(
+        "record", help="configure and build each tree of the plan under `workbench run`"
+    )
+    record.add_argument("--sources", type=Path, help="the archives `sources` wrote")
+    record.add_argument("--work", type=Path, help="where trees are unpacked and built")
+    record.add_argument(
+        "--out", type=Path, required=True, help="a folder: eta-recordings-partN.json goes here"
+    )
+    record.add_argument("--budget-s", type=float, default=480.0, help="stop starting steps then")
+    record.add_argument("--only", action="append", default=[], help="a tree of the plan (repeat)")
+    record.add_argument("--quick", action="store_true", help="a small generated tree only")
+    record.add_argument("--part", type=int, choices=(1, 2), default=1, help="which plan")
+    split_out = commands.add_parser(
+        "import", help="split `record`'s eta-recordings.json into one recording per file"
+    )
+    split_out.add_argument("recordings", type=Path, nargs="+", help="eta-recordings-*.json")
+    split_out.add_argument("--tag", required=True, help="e.g. h100: names the files and projects")
+    split_out.add_argument("--into", type=Path, default=DATA)
     args = parser.parse_args()
+    if args.command == "sources":
+        for path in sources(args.mirror, args.into):
+            print(f"{path}: {path.stat().st_size} bytes", file=sys.stderr)
+        return
+    if args.command == "import":
+        for recordings_file in args.recordings:
+            document = json.loads(recordings_file.read_text())
+            for path in split(document, args.into, args.tag):
+                print(path, file=sys.stderr)
+        return
+    if args.command == "record":
+        work = args.work or Path(tempfile.mkdtemp(prefix="eta-record-"))
+        if args.quick:
+            archives = work / "archives"
+            quick_archive(archives)
+            trees = {"quick": QUICK}
+            plan = [
+                Step("quick", 2, "first"),
+                Step("quick", 2, "rebuild"),
+                Step("quick", 2, "busy"),
+            ]
+        else:
+            if args.sources is None:
+                raise SystemExit("workbench: error: record: --sources DIR is needed (or --quick)")
+            archives, trees = args.sources, TREES
+            plan = plan_for(os.cpu_count() or 1, args.part)
+            if args.only:
+                plan = [step for step in plan if step.tree in args.only]
+        name = "eta-recordings-quick.json" if args.quick else f"eta-recordings-part{args.part}.json"
+        recorder = Recorder(archives, work, args.out / name, args.budget_s, trees)
+        document = recorder.run(plan)
+        summary = {
+            "eta_recordings record": {
+                "host": document["host"],
+                "recordings": {
+                    r["project"]: [run["label"] for run in r["runs"]]
+                    for r in document["recordings"]
+                },
+                "skipped": [e for e in document["log"] if "skipped" in e or "failed" in e],
+                "elapsed_s": round(time.monotonic() - recorder.began, 1),
+            }
+        }
+        print(json.dumps(summary, indent=1))
+        return
     if args.command == "add-cpu":
         document = add_cpu(json.loads(args.recording.read_text()), args.state, args.name)
         _write(args.recording, document)
         print(f"{args.recording}: CPU of {len(document['runs'])} runs", file=sys.stderr)
         return
     if args.command == "watch":
-        seen = watch(args.state, args.name, args.hogs, args.start_at, args.stop_at)
+        # Stopped from outside (`record` past its time): the busy loops go with it.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+        seen = watch(
+            args.state,
+            args.name,
+            args.hogs,
+            args.start_at,
+            args.stop_at,
+            args.timeout,
+            args.after,
+        )
         args.output.write_text(json.dumps(seen) + "\n")
         print(
             f"{args.output}: build #{seen['build_id']}, {len(seen['other'])} samples",
