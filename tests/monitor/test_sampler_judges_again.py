@@ -138,6 +138,48 @@ def test_a_root_fork_that_becomes_a_build_user_and_execs_gxx_is_taken() -> None:
             assert launcher.wait(timeout=120) == 0
 
 
+# A root shell started during the build that first runs a program (so it is no fork waiting to
+# exec, and "sh" switches no user), says it is ready, waits for the test's word, then execs
+# setpriv, which switches to the build user and execs g++ (reading its source from the same
+# pipe: the compile lasts until the test closes it). util-linux's setpriv
+# (sys-utils/setpriv.c: do_setresuid(), then execvp()) changes the user in place.
+_SETPRIV_SCRIPT = (
+    "/bin/true; echo ready; read go; "
+    "exec setpriv --reuid={uid} --regid={gid} --clear-groups "
+    "{gxx} -pipe -S -x c++ -o /dev/null -"
+)
+
+
+def test_a_root_shell_that_ran_a_program_then_execs_setpriv_to_gxx_is_taken() -> None:
+    """Seen as a root shell that has run a program (not a fork, not a user-switching program:
+    rejected), it later execs setpriv, which becomes the build user and execs g++: once g++'s
+    cc1plus is seen as the build's, the g++ above it is judged again and taken as the compiler,
+    with cc1plus in its job. Failed before: cc1plus was taken as a job of its own and the g++
+    was never in a sample (nor in the peaks or "now building")."""
+    with held_build_user() as user:
+        account = pwd.getpwnam(user)
+        gxx = shutil.which("g++")
+        assert gxx is not None
+        script = _SETPRIV_SCRIPT.format(uid=account.pw_uid, gid=account.pw_gid, gxx=gxx)
+        with Sampler(daemon=True) as sampler:
+            sampler.sample()
+            with _group(
+                ["sh", "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd="/"
+            ) as shell:
+                assert shell.stdin is not None and shell.stdout is not None
+                assert shell.stdout.readline() == b"ready\n"
+                first = sampler.sample()
+                assert _comm(shell.pid) == "sh"
+                assert shell.pid not in {p.pid for p in first.processes}  # root: not a builder
+                gxx_seen, cc1plus = _gxx_after_go(sampler, shell.stdin, shell.pid, "the shell")
+                assert (gxx_seen.tool, gxx_seen.kind) == ("g++", "compiler")
+                assert gxx_seen.job == shell.pid
+                assert (cc1plus.job, cc1plus.job_kind) == (shell.pid, "compiler")
+                shell.stdin.write(b"int main() { return 0; }\n")
+                shell.stdin.close()
+                assert shell.wait(timeout=120) == 0
+
+
 def test_a_build_users_shell_that_execs_gxx_on_its_build_directory_is_taken() -> None:
     """A build user's shell that names no derivation (not this build's as far as can be told)
     execs g++ on a source in this build's directory: the next sample takes it, with the
@@ -277,3 +319,40 @@ def _is_kernel_thread(pid: int) -> bool:
         return False
     flags = int(data[data.rindex(b")") + 2 :].split()[6])
     return bool(flags & 0x00200000)  # PF_KTHREAD, include/linux/sched.h
+
+
+# A root process's fork that waits, not exec'd: what runuser's child is before it switches user.
+_FORK_WAITS = """
+import os, sys
+child = os.fork()
+if child == 0:
+    os.read(0, 1)
+    os._exit(0)
+print(child, flush=True)
+os.waitpid(child, 0)
+"""
+
+
+def test_started_during_the_build_is_read_from_the_clock_the_sampler_is_given() -> None:
+    """Whether a root fork started during the build (and so may still become a builder) is
+    judged by the clock the Sampler is given, the one its samples are timed by. With a clock an
+    hour ahead, the build began an hour after a fork the test starts now: the fork is not
+    watched. Failed before: the mark came from time.time(), a second source of time, and the
+    fork was watched."""
+    with Sampler(daemon=True, clock=lambda: time.time() + 3600) as sampler:
+        sampler.sample()
+        argv = [sys.executable, "-c", _FORK_WAITS]
+        with _group(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as launcher:
+            assert launcher.stdin is not None and launcher.stdout is not None
+            child = int(launcher.stdout.readline())
+            sampler.sample()
+            assert child not in sampler._watched
+            launcher.stdin.close()
+    with Sampler(daemon=True) as sampler:  # the same fork, timed by the real clock: watched
+        sampler.sample()
+        with _group(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as launcher:
+            assert launcher.stdin is not None and launcher.stdout is not None
+            child = int(launcher.stdout.readline())
+            sampler.sample()
+            assert child in sampler._watched
+            launcher.stdin.close()

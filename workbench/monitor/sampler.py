@@ -27,7 +27,10 @@ one that is not the build's yet but may become a builder (with a nix-daemon: the
 processes, a root fork that has not exec'd or a program that switches user, started during the
 build; a build user's process of a derivation not known to be this build's) is watched, and
 judged again once it execs (its name, or fork's PF_FORKNOEXEC flag, changes) or changes user.
-A watched process that did not run since the last sample costs one schedstat pread.
+A watched process that did not run since the last sample costs one schedstat pread. Other
+processes are not read again, except the parent of a process just found to be the build's: a
+root shell that ran programs, then exec'd `setpriv` to a build user and g++, is judged again
+when its cc1plus appears, and heads that job.
 """
 
 from __future__ import annotations
@@ -252,7 +255,9 @@ class Sampler:
         on the host counts, unless `names_to_come` (a supervisor that learns them from the Nix
         log): then a daemon builder counts only once its derivation is known to be this build's
         (a daemon serves every user: before that it may be anyone's). `cpus`: cores the build
-        may use (default: all of this machine's).
+        may use (default: all of this machine's). `clock`: epoch seconds, the one source of
+        time: it stamps each sample and marks when the build began (a root process started
+        since then may yet become a builder).
         """
         if root_pid is None and not daemon:
             raise ValueError("give root_pid, daemon=True, or both")
@@ -272,8 +277,9 @@ class Sampler:
         # exec or change user: pid -> what their verdict was drawn from.
         self._watched: dict[int, _Watch] = {}
         self._watch_fds = 0
-        # A root process started since this tick (since boot) is one forked during the build.
-        self._young_from = (time.time() - self._boot - _YOUNG_S) * procfs.CLOCK_TICKS
+        # A root process started since this tick (since boot) is one forked during the build:
+        # read from the clock the samples are timed by (one source of time).
+        self._young_from = (clock() - self._boot - _YOUNG_S) * procfs.CLOCK_TICKS
         self._unattributed: set[int] = set()  # daemon builders of derivations not known (yet)
         self._rejudge: set[int] = set()
         self._last_t: float | None = None
@@ -518,6 +524,8 @@ class Sampler:
                         if fd is not None:
                             os.close(fd)
                         continue
+                    if self.daemon and stat.ppid not in members and pid != self.root_pid:
+                        ticks += self._parent_again(stat.ppid, now, previous_t)
                     ticks += self._join(pid, fd, data, stat, derivation, now, previous_t)
         finally:
             for fd, _data, _stat in pending.values():
@@ -578,6 +586,40 @@ class Sampler:
             self._unattributed.add(pid)
             return _Verdict.NOT_YET
         return derivation
+
+    def _parent_again(self, pid: int, now: float, previous_t: float | None, depth: int = 0) -> int:
+        """Judge again the parent `pid` of a process just found to be the build's, when it is
+        neither the build's nor watched; returns the CPU ticks it (and any ancestor taken with
+        it) already used.
+
+        A process rejected once is not looked at again: judging every root process that might
+        still switch user again each sample would cost a read of each, every sample (about the
+        sampler's own cost again with 200 idle ones beside the build). But a process that has
+        become a build user since (a root shell that ran programs, then exec'd `setpriv ...
+        g++`) shows itself when a child of it is found to be the build's (g++'s cc1plus): it is
+        judged then, before that child joins, so it takes its place at the top of the job.
+        Costs nothing while no new process of the build appears under one that is not.
+        """
+        if pid <= 1 or pid in self._members or pid in self._watched or depth > 16:
+            return 0
+        fd = procfs.open_stat(pid) if self._fds_open < self._fd_budget else None
+        if fd is not None:
+            data = procfs.read_fd(fd)
+            stat = procfs.parse_stat(data) if data is not None else None
+        else:
+            result = procfs.read_stat(pid)
+            data, stat = result if result is not None else (None, None)
+        derivation = self._judge(pid, stat) if stat is not None else _Verdict.NOT_OURS
+        if derivation is _Verdict.NOT_YET and stat is not None:
+            self._watch(pid, stat, fd)
+            return 0
+        if isinstance(derivation, _Verdict) or data is None or stat is None:
+            if fd is not None:
+                os.close(fd)
+            return 0
+        # Its parent first: a member takes its job from its parent when it joins.
+        ticks = self._parent_again(stat.ppid, now, previous_t, depth + 1)
+        return ticks + self._join(pid, fd, data, stat, derivation, now, previous_t)
 
     def _watch(self, pid: int, stat: procfs.Stat, fd: int | None) -> None:
         """Watch a process that is not the build's yet (`_Verdict.NOT_YET`); keeps `fd`."""
