@@ -154,6 +154,7 @@ class LogView(ScrollView, can_focus=True):
                 vertical=True, name="vertical", thickness=self.scrollbar_size_vertical
             )
             bar.display = False
+            bar.position = self.scroll_y  # where the view already is (see watch_scroll_y)
             self._vertical_scrollbar = bar
             self.app._start_widget(self, bar)
         return self._vertical_scrollbar
@@ -448,6 +449,11 @@ class LogView(ScrollView, can_focus=True):
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
+        if not self.show_vertical_scrollbar:
+            # Textual tells only a shown bar where the view is: following a log scrolls before
+            # the layout shows the bar, which then drew its thumb at the top until the next
+            # scroll (a poll later).
+            self.vertical_scrollbar.position = new_value
         # Scrolling up (keys, wheel, scrollbar) stops following; reaching the end resumes it.
         if new_value < old_value and new_value < self.max_scroll_y - 0.5:
             self.follow = False
