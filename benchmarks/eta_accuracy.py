@@ -497,8 +497,10 @@ def score_recordings(directory: Path) -> dict[str, Any]:
             with History(work) as history:
                 for build_id, run in eta_recordings.load(recording, work):
                     points = checkpoints(history, build_id, run)
+                    load = load_of(recording, run)
                     for point in points:
                         point["contention_kept"] = "contention" in run
+                        point["load"] = load
                     everything += points
                     scored_runs.append({"label": run["label"], "points": points})
                     for point in points:
@@ -519,10 +521,17 @@ def score_recordings(directory: Path) -> dict[str, Any]:
     # A recording's first run is its tree's first build: its checkpoints count whatever the ETA
     # said, none included (counting only those where it said "first build" left those out).
     first = [p for project in projects.values() for p in project["runs"][0]["points"]]
+    for project in projects.values():
+        for index, run in enumerate(project["runs"]):
+            for point in run["points"]:
+                point["run"] = "first build" if index == 0 else "rebuild"
+    conditions = by_condition(everything)
     as_first = replayed_as_first_builds(directory)
     kept = [p for p in everything if p.get("contention_kept")]
     return {
         "all": coverage(everything),
+        "by_condition": conditions,
+        "conditions_table": conditions_table(conditions, projects),
         "by_checkpoint": by_share,
         "first_builds": coverage(first) if first else None,
         "first_builds_by_project": {
@@ -535,6 +544,62 @@ def score_recordings(directory: Path) -> dict[str, Any]:
         "projects": projects,
         "table": "\n".join(rows),
     }
+
+
+QUIET = "quiet host"
+SHARED = "shared host"
+BUSY = "busy loops mid-build"
+
+
+def load_of(recording: dict[str, Any], run: dict[str, Any]) -> str:
+    """The load a run was recorded under: busy loops started and stopped mid-build (`watch`),
+    a host with nothing else running (`eta_recordings.py record` on an idle host: its host
+    note says so), else a host shared with others' work (the 2-core VM's recordings)."""
+    if run.get("contention", {}).get("hogs_from_s") is not None:
+        return BUSY
+    if "nothing else running" in str(recording.get("host", "")):
+        return QUIET
+    return SHARED
+
+
+def by_condition(points: list[dict[str, Any]]) -> dict[str, Any]:
+    """Coverage and error per condition: first builds and rebuilds, each per load
+    (`load_of`), and each of those over all loads."""
+    found: dict[str, Any] = {}
+    for run in ("first build", "rebuild"):
+        mine = [p for p in points if p["run"] == run]
+        found[f"{run}s"] = coverage(mine)
+        for load in (QUIET, SHARED, BUSY):
+            chosen = [p for p in mine if p["load"] == load]
+            if chosen:
+                found[f"{run}s, {load}"] = coverage(chosen)
+    for load in (QUIET, SHARED, BUSY):
+        chosen = [p for p in points if p["load"] == load]
+        if chosen:
+            found[f"all runs, {load}"] = coverage(chosen)
+    found["all"] = coverage(points)
+    return found
+
+
+def conditions_table(conditions: dict[str, Any], projects: dict[str, Any]) -> str:
+    """Markdown: coverage and median error per condition, then per recording."""
+    rows = [
+        "| condition / recording | checkpoints | with an ETA | truth inside | coverage | "
+        "median error |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+
+    def row(name: str, c: dict[str, Any]) -> str:
+        error = c["median_abs_error"]
+        return (
+            f"| {name} | {c['checkpoints']} | {c['with_eta']} | {c['truth_inside_range']} | "
+            f"{100 * (c['coverage'] or 0):.0f}% | "
+            f"{'-' if error is None else f'{100 * error:.1f}%'} |"
+        )
+
+    rows += [row(name, c) for name, c in conditions.items()]
+    rows += [row(name, c) for name, c in projects.items()]
+    return "\n".join(rows)
 
 
 def contention_scored(points: list[dict[str, Any]]) -> dict[str, Any]:

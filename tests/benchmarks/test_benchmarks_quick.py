@@ -77,6 +77,15 @@ def test_eta_accuracy_scores_the_recorded_third_party_builds(tmp_path: Path) -> 
     the ETA's range and the point error at 25/50/75 %, per run."""
     document = _run([sys.executable, str(BENCHMARKS / "eta_accuracy.py"), "--recordings"], tmp_path)
     assert "eta_accuracy --recordings" in json.dumps(document), document
+    # Per condition: every checkpoint is a first build's or a rebuild's, under one load.
+    conditions = document["by_condition"]
+    assert isinstance(conditions, dict)
+    assert (
+        conditions["first builds"]["checkpoints"] + conditions["rebuilds"]["checkpoints"]
+        == conditions["all"]["checkpoints"]
+        == document["all"]["checkpoints"]  # type: ignore[index]
+    )
+    assert "| first builds |" in str(document["conditions_table"])
 
 
 def _last_json(text: str) -> object:
