@@ -553,12 +553,15 @@ BUSY = "busy loops mid-build"
 
 def load_of(recording: dict[str, Any], run: dict[str, Any]) -> str:
     """The load a run was recorded under: busy loops started and stopped mid-build (`watch`),
-    a host with nothing else running (`eta_recordings.py record` on an idle host: its host
-    note says so), else a host shared with others' work (the 2-core VM's recordings)."""
+    else the recording's "load" (`eta_recordings.py record`: a quiet host when its load
+    average was under a quarter of its cores before the plan), else a host shared with others'
+    work (the 2-core VM's earlier recordings, which say so in their host notes)."""
     if run.get("contention", {}).get("hogs_from_s") is not None:
         return BUSY
+    if recording.get("load") in (QUIET, SHARED):
+        return str(recording["load"])
     if "nothing else running" in str(recording.get("host", "")):
-        return QUIET
+        return QUIET  # `record` before it wrote "load" (847910b): run on the idle H100 host
     return SHARED
 
 

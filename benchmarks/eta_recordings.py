@@ -306,6 +306,10 @@ def load(recording: dict[str, Any], state: Path) -> list[tuple[int, dict[str, An
 # -- recording real builds in one command (`record`) -------------------------------------------
 
 
+# A recording's load ("load"): the host had nothing else running, or it was shared.
+QUIET = "quiet host"
+SHARED = "shared host"
+
 # CMake 4 (the H100 host's) refuses a cmake_minimum_required older than 3.5 unless told which
 # policies to take. These trees ask for 3.5 or later at their top, so it is a safeguard (a
 # subdirectory may ask for less); CMake 3 ignores it (an unused variable).
@@ -571,6 +575,8 @@ class Recorder:
     """Each step's wall time against its guess (the guesses' error on this host)."""
     log: list[dict[str, Any]] = field(default_factory=list)
     began: float = field(default_factory=time.monotonic)
+    load_at_start: float = field(default_factory=lambda: os.getloadavg()[0])
+    """The host's load average before the plan's first step: what else ran on it."""
     built: dict[str, Path] = field(default_factory=dict)
     """Each recording's build directory."""
     steps: dict[str, Step] = field(default_factory=dict)
@@ -743,6 +749,22 @@ class Recorder:
             self.installed[tree.name] = prefix
         return {"label": how, "jobs": step.jobs}
 
+    def quiet(self) -> bool:
+        """Whether nothing else ran on the host when the plan began: a load average under a
+        quarter of its cores (the plan's own builds keep it high from one step to the next)."""
+        return self.load_at_start < 0.25 * (os.cpu_count() or 1)
+
+    def load_words(self) -> str:
+        if self.quiet():
+            return (
+                f"idle (load average {self.load_at_start:.1f} before the plan): nothing else "
+                "running but this plan's steps (eta_recordings.py record)"
+            )
+        return (
+            f"shared with other work (load average {self.load_at_start:.1f} before the plan; "
+            "each run's label says it before that run)"
+        )
+
     def host(self) -> str:
         model = ""
         with contextlib.suppress(OSError):
@@ -786,8 +808,8 @@ class Recorder:
                 ),
                 "build": f"workbench run -- ninja -C BUILD -j{jobs}",
                 "shape": tree.shape,
-                "host": f"{self.host()}, nothing else running but this plan's steps "
-                "(eta_recordings.py record)",
+                "host": f"{self.host()}, {self.load_words()}",
+                "load": QUIET if self.quiet() else SHARED,
             }
             documents.append(
                 export(

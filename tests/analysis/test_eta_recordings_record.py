@@ -49,6 +49,7 @@ def test_record_quick_keeps_every_run_and_import_splits_them(tmp_path: Path) -> 
     ]
     for recording in recordings.values():
         assert recording["build"] == "workbench run -- ninja -C BUILD -j2"
+        assert recording["load"] in ("quiet host", "shared host"), recording["host"]
         for run in recording["runs"]:
             # Every edge ninja ran, from the build's own log (6 units twice, 2 programs, the
             # library's links), with its times inside the run (ninja's clock starts a few ms
