@@ -356,3 +356,47 @@ def test_started_during_the_build_is_read_from_the_clock_the_sampler_is_given() 
             sampler.sample()
             assert child in sampler._watched
             launcher.stdin.close()
+
+
+def _state(pid: int) -> str | None:
+    try:
+        data = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    return data[data.rindex(b")") + 2 :].split()[0].decode()
+
+
+def test_zombies_are_never_watched() -> None:
+    """A root fork started during the build that has been killed but not yet reaped (a zombie
+    keeps fork's PF_FORKNOEXEC; an init that reaps orphans slowly leaves it for seconds) can
+    never exec a builder: it is not watched, whether first seen as a zombie or seen alive and
+    then dead. Real forks of this process, killed and left unreaped until the end. Failed
+    before: every such zombie cost a schedstat read each sample until it was reaped."""
+    with Sampler(daemon=True) as sampler:
+        sampler.sample()
+        alive: list[int] = []
+        dead: list[int] = []
+        try:
+            for group in (alive, dead):
+                for _ in range(5):
+                    pid = os.fork()
+                    if pid == 0:  # pragma: no cover - the child waits to be killed
+                        signal.pause()
+                        os._exit(0)
+                    group.append(pid)
+            for pid in dead:
+                os.kill(pid, signal.SIGKILL)
+            _until("the killed forks as zombies", lambda: all(_state(p) == "Z" for p in dead))
+            sampler.sample()
+            assert set(alive) <= set(sampler._watched)  # alive, not exec'd: may still switch
+            assert not set(dead) & set(sampler._watched), "zombies watched"
+            for pid in alive:
+                os.kill(pid, signal.SIGKILL)
+            _until("the other forks as zombies", lambda: all(_state(p) == "Z" for p in alive))
+            sampler.sample()
+            assert not set(alive) & set(sampler._watched), "forks watched after they died"
+        finally:
+            for pid in alive + dead:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)

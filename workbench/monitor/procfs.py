@@ -47,6 +47,8 @@ class Stat(NamedTuple):
 PF_FORKNOEXEC = 0x00000040
 # ... and set for a kernel thread, which never runs a program (and keeps PF_FORKNOEXEC).
 PF_KTHREAD = 0x00200000
+# ... and set once a process is exiting: it runs no program again (a zombie keeps it).
+PF_EXITING = 0x00000004
 
 
 def parse_stat(data: bytes) -> Stat | None:

@@ -213,6 +213,8 @@ class _Watch:
         self.sched = b""
 
 
+# Processes that never run a program again: kernel threads, and those exiting (zombies too).
+_NEVER_EXECS = procfs.PF_KTHREAD | procfs.PF_EXITING
 # Watched processes: at most this many, holding descriptors up to a quarter of the budget
 # (the build's own processes come first); past that a rejected process is rejected for good.
 _MOST_WATCHED = 1024
@@ -541,11 +543,13 @@ class Sampler:
         parent = self._members.get(stat.ppid)
         if parent is not None:
             return parent.derivation
-        if not self.daemon or pid == 1 or stat.flags & procfs.PF_KTHREAD:
+        if not self.daemon or pid == 1 or stat.flags & _NEVER_EXECS:
             # Its parent is not the build's, and a process's parent never becomes the build's
             # later (a member's children are judged after it): no change of program or user
             # makes it the build's. Nor can a kernel thread (a kworker started during the
-            # build is root and keeps fork's PF_FORKNOEXEC: it never execs).
+            # build is root and keeps fork's PF_FORKNOEXEC: it never execs), nor a process
+            # that is exiting or a zombie (a killed fork keeps that flag too until its parent,
+            # or an init slow to reap orphans, reaps it).
             return _Verdict.NOT_OURS
         if stat.comm == NIX_DAEMON:
             # The daemon, its workers, and forked children that have not exec'd the builder yet.
@@ -682,8 +686,10 @@ class Sampler:
                 result = procfs.read_stat(pid)
                 data = result[0] if result is not None else None
             stat = procfs.parse_stat(data) if data is not None else None
-            if stat is None or stat.starttime != watch.start:
-                gone.append(pid)  # gone, or its PID is another process's (the scanner says)
+            if stat is None or stat.starttime != watch.start or stat.flags & procfs.PF_EXITING:
+                # Gone, its PID another process's (the scanner says), or exiting: a zombie
+                # execs nothing, and stays until reaped (seconds, where init reaps slowly).
+                gone.append(pid)
                 continue
             if (
                 stat.comm != watch.comm
