@@ -16,20 +16,34 @@ as Nix holds its builders' (tests/nix_testing.held_build_user: the flock in
 - the zip shipped once per session to a host without an installed workbench.
 
 `--versus DIR` (another checkout or extract, e.g. of the commit before a sampler change) adds
-the two trees' daemon samplers side by side in the same window: one worker process per tree,
-each with its own `Sampler(daemon=True)` over the same processes, asked in turn for blocks of
-samples (their thread CPU time each), first with the build alone, then with the others; the
-medians and their ratio (this tree / DIR's) come out under "versus".
+the two trees' daemon samplers side by side in the same window, on equal terms: each round
+starts one fresh worker process per tree (which starts first alternates by round), each with
+its own `Sampler(daemon=True)` over the same processes, pinned by default to one CPU for both
+(they take turns, never run at once: the same core, clock and caches; `--pin apart|none`),
+asked in turn for blocks of samples (which goes first alternates by block; their thread CPU
+time each), first with the build alone, then with the others started beside it. Each round's
+forks are killed and reaped by this process (their subreaper) before the next round starts:
+an init that reaps orphans slowly (the VM's and the H100 host's take up to ~2 s) would leave
+them as zombies, root forks "started during the build" that one tree's sampler may watch and
+the other not. That is what made this harness read 1.35-1.72x on the H100 host for a sampler
+that costs the same (last session): the forks killed just before the workers started were
+still zombies, watched by the newer sampler, through the whole of that fast host's build
+phase. The medians per round, their ratio (this tree / DIR's), the ratios' spread
+(median, quartiles, min, max), and per round what each sampler watched and the CPUs its
+blocks ran on come out under "versus"; "host" says what may differ between hosts (kernel,
+schedstat, descriptor limit, init). `--versus .` compares this tree with itself (A/A).
 
 Needs root (runuser -u to a build user). Prints JSON.
 
     python benchmarks/remote_sampler_cost.py [--samples 200] [--processes 200] [--others 200]
-        [--versus DIR [--blocks 30]]
+        [--versus DIR [--blocks 30] [--rounds 5] [--pin same|apart|none]]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
 import json
 import os
 import platform
@@ -124,27 +138,37 @@ def _cpu_ms_per_sample(sampler: Sampler, samples: int) -> float:
 
 
 # One tree's daemon sampler, in a process of its own (run with the tree as its working
-# directory, so that `workbench` is that tree's): reads a count per line, takes that many
-# samples, answers with their thread CPU time per sample and what the last one saw.
+# directory, so that `workbench` is that tree's), pinned to the CPU set it is given (none: left
+# to the scheduler): reads a count per line, takes that many samples, answers with their thread
+# CPU time per sample, what the last one saw (the build's processes, the processes watched as
+# ones that may still become builders), and the CPU the block ended on.
 _WORKER = """
-import json, sys, time
+import json, os, sys, time
+cpus = sys.argv[1]
+if cpus != "none":
+    os.sched_setaffinity(0, {int(cpu) for cpu in cpus.split(",")})
 from workbench.monitor.sampler import Sampler
-sampler = Sampler(daemon=True)
+sampler = Sampler(daemon=True, cpus=os.cpu_count())
+def cpu():
+    with open("/proc/thread-self/stat", "rb") as stat:
+        return int(stat.read().rpartition(b")")[2].split()[36])
 for line in sys.stdin:
     count = int(line)
     started = time.thread_time()
     for _ in range(count):
         last = sampler.sample()
     spent = time.thread_time() - started
-    print(json.dumps({"ms": spent * 1000 / count, "processes": last.build.processes}), flush=True)
+    watched = len(getattr(sampler, "_watched", ()))
+    print(json.dumps({"ms": spent * 1000 / count, "processes": last.build.processes,
+                      "watched": watched, "cpu": cpu()}), flush=True)
 """
 
 
 class _Worker:
-    def __init__(self, tree: Path) -> None:
+    def __init__(self, tree: Path, pin: str) -> None:
         self.tree = tree
         self.process = subprocess.Popen(
-            [sys.executable, "-c", _WORKER],
+            [sys.executable, "-c", _WORKER, pin],
             cwd=tree,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -168,41 +192,174 @@ class _Worker:
         self.process.wait(timeout=60)
 
 
-def _versus(args: argparse.Namespace, build: int) -> dict[str, object]:
-    """This tree's daemon sampler against DIR's, interleaved block by block (see the top)."""
-    this, other = _Worker(REPO), _Worker(args.versus.resolve())
-    per_block = max(1, args.samples // args.blocks)
-    others = None
-    result: dict[str, object] = {"tree": str(args.versus), "blocks": args.blocks}
+def _reap(group: subprocess.Popen[bytes], pids: list[int]) -> int:
+    """Kill `group` and wait until every process of it (`pids`, listed before) is gone: this
+    process is their subreaper, so orphans come back to it and are reaped here, not left as
+    zombies (root forks "started during the build") for the next round's samplers to see.
+    Returns how many were still there after 60 s."""
+    _stop(group)
+    deadline = time.monotonic() + 60
+    left = set(pids)
+    while left and time.monotonic() < deadline:
+        for pid in list(left):
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+            if not os.path.exists(f"/proc/{pid}"):
+                left.discard(pid)
+        if left:
+            time.sleep(0.01)
+    return len(left)
+
+
+def _young_root_forks() -> int:
+    """Root processes on the host that are forks not exec'd (kernel threads aside): what a
+    daemon sampler watches when they started during the build."""
+    count = 0
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            data = Path(f"/proc/{name}/stat").read_bytes()
+            uid = os.stat(f"/proc/{name}").st_uid
+        except OSError:
+            continue
+        flags = int(data.rpartition(b")")[2].split()[6])
+        if uid == 0 and flags & 0x40 and not flags & 0x00200000:
+            count += 1
+    return count
+
+
+def _subreaper() -> None:
+    """Make this process the reaper of its descendants' orphans (prctl PR_SET_CHILD_SUBREAPER)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(36, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
+
+
+def _host() -> dict[str, object]:
+    """What may make this host's sampler costs differ from another's."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     try:
-        for worker in (this, other):
-            deadline = time.monotonic() + 60
-            while worker.block(1)["processes"] < build:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"{worker.tree}'s sampler never saw the build's {build}")
-                time.sleep(0.05)
-        for phase in ("build", "with_others"):
-            if phase == "with_others":
-                others = _others(args.others)
-                this.block(1), other.block(1)  # each sees them once
-            mine: list[float] = []
-            theirs: list[float] = []
-            for index in range(args.blocks):
-                # Alternate which goes first: the second may find caches warmed by the first.
-                pair = (this, other) if index % 2 == 0 else (other, this)
-                for worker in pair:
-                    (mine if worker is this else theirs).append(worker.block(per_block)["ms"])
-            a, b = statistics.median(mine), statistics.median(theirs)
-            result[phase] = {
-                "this_ms_per_sample": round(a, 4),
-                "versus_ms_per_sample": round(b, 4),
-                "this_over_versus": round(a / b, 3) if b else None,
-            }
-    finally:
-        if others is not None:
-            _stop(others)
-        this.close()
-        other.close()
+        init = Path("/proc/1/comm").read_text().strip()
+    except OSError:
+        init = None
+    return {
+        "kernel": platform.release(),
+        "schedstat": os.path.exists("/proc/self/schedstat"),
+        "ns_last_pid": os.path.exists("/proc/sys/kernel/ns_last_pid"),
+        "nofile_soft": soft,
+        "init": init,
+        "processes": sum(name.isdigit() for name in os.listdir("/proc")),
+    }
+
+
+def _spread(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    if len(ordered) > 1:
+        quartiles = statistics.quantiles(ordered, n=4, method="inclusive")
+    else:
+        quartiles = ordered * 3
+    return {
+        "median": round(statistics.median(ordered), 4),
+        "q1": round(quartiles[0], 4),
+        "q3": round(quartiles[2], 4),
+        "min": round(ordered[0], 4),
+        "max": round(ordered[-1], 4),
+    }
+
+
+def _pin(choice: str) -> tuple[str, str]:
+    """(this tree's worker's CPUs, the other's) for `--pin`: "same" puts both on one CPU (they
+    take turns, never run at once: the same core, clock and caches for each), "apart" each on
+    a CPU of its own, "none" leaves them to the scheduler."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if choice == "none" or len(allowed) < 2:
+        return "none", "none"
+    if choice == "same":
+        return str(allowed[-1]), str(allowed[-1])
+    return str(allowed[-1]), str(allowed[-2])
+
+
+def _versus(args: argparse.Namespace, build: int) -> dict[str, object]:
+    """This tree's daemon sampler against DIR's, fairly (see the top): each round starts a
+    fresh worker process per tree (which is started first alternates by round), takes blocks
+    of samples from each in turn (which goes first alternates by block), first with the build
+    alone, then with root forks started beside it, and kills and reaps those forks before the
+    next round. Each round gives a ratio of the two medians; their spread is reported."""
+    per_block = max(1, args.samples // args.blocks)
+    this_cpus, other_cpus = _pin(args.pin)
+    result: dict[str, object] = {
+        "tree": str(args.versus),
+        "rounds": args.rounds,
+        "blocks_per_round": args.blocks,
+        "samples_per_block": per_block,
+        "pin": {"mode": args.pin, "this": this_cpus, "versus": other_cpus},
+    }
+    phases: dict[str, dict[str, list[float]]] = {
+        phase: {"this": [], "versus": [], "ratio": []} for phase in ("build", "with_others")
+    }
+    rounds: list[dict[str, object]] = []
+    for index in range(args.rounds):
+        stragglers_before = _young_root_forks()
+        trees = [(REPO, this_cpus, "this"), (args.versus.resolve(), other_cpus, "versus")]
+        if index % 2:
+            trees.reverse()  # the other tree's worker starts first in odd rounds
+        workers = {name: _Worker(tree, cpus) for tree, cpus, name in trees}
+        others = None
+        others_pids: list[int] = []
+        record: dict[str, object] = {"started_first": trees[0][2]}
+        try:
+            watched_at_start: dict[str, float] = {}
+            for name, worker in workers.items():
+                deadline = time.monotonic() + 60
+                while (first := worker.block(1))["processes"] < build:
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"{worker.tree}'s sampler never saw the build's {build}")
+                    time.sleep(0.05)
+                watched_at_start[name] = first["watched"]
+            record["watched_at_start"] = watched_at_start
+            for phase in ("build", "with_others"):
+                if phase == "with_others":
+                    others = _others(args.others)
+                    others_pids = [p.pid for p in psutil.Process(others.pid).children(True)]
+                    for worker in workers.values():
+                        worker.block(1)  # each sees them once
+                ms: dict[str, list[float]] = {"this": [], "versus": []}
+                cpus_seen: dict[str, set[int]] = {"this": set(), "versus": set()}
+                watched: dict[str, float] = {}
+                for block in range(args.blocks):
+                    order = ["this", "versus"] if (block + index) % 2 == 0 else ["versus", "this"]
+                    for name in order:
+                        answer = workers[name].block(per_block)
+                        ms[name].append(answer["ms"])
+                        cpus_seen[name].add(int(answer["cpu"]))
+                        watched[name] = answer["watched"]
+                a, b = statistics.median(ms["this"]), statistics.median(ms["versus"])
+                phases[phase]["this"].append(a)
+                phases[phase]["versus"].append(b)
+                phases[phase]["ratio"].append(a / b if b else float("nan"))
+                record[phase] = {
+                    "this_ms_per_sample": round(a, 4),
+                    "versus_ms_per_sample": round(b, 4),
+                    "this_over_versus": round(a / b, 3) if b else None,
+                    "watched": watched,
+                    "cpus_ran_on": {name: sorted(seen) for name, seen in cpus_seen.items()},
+                }
+        finally:
+            if others is not None:
+                record["others_left_after_60s"] = _reap(others, [others.pid, *others_pids])
+            for worker in workers.values():
+                worker.close()
+        record["young_root_forks_before"] = stragglers_before
+        rounds.append(record)
+    for phase, values in phases.items():
+        result[phase] = {
+            "this_ms_per_sample": _spread(values["this"]),
+            "versus_ms_per_sample": _spread(values["versus"]),
+            "this_over_versus": _spread(values["ratio"]),
+            "ratios_by_round": [round(value, 3) for value in values["ratio"]],
+        }
+    result["by_round"] = rounds
     return result
 
 
@@ -212,7 +369,14 @@ def main() -> int:
     parser.add_argument("--processes", type=int, default=200)
     parser.add_argument("--others", type=int, default=200)
     parser.add_argument("--versus", type=Path, default=None)
-    parser.add_argument("--blocks", type=int, default=30)
+    parser.add_argument("--blocks", type=int, default=30, help="blocks a round, per tree")
+    parser.add_argument("--rounds", type=int, default=5, help="fresh workers each round")
+    parser.add_argument(
+        "--pin",
+        choices=("same", "apart", "none"),
+        default="same",
+        help="the two workers on one CPU (default), a CPU each, or left to the scheduler",
+    )
     parser.add_argument(
         "--quick",
         action="store_true",
@@ -220,10 +384,13 @@ def main() -> int:
     )
     args = parser.parse_args()
     if args.quick:
-        args.samples, args.processes, args.others, args.blocks = 5, 5, 5, 2
+        args.samples, args.processes, args.others, args.blocks, args.rounds = 5, 5, 5, 2, 2
     if os.geteuid() != 0:
         print(json.dumps({"error": "needs root to run processes as a Nix build user"}))
         return 2
+    # Orphans of the killed forks come back to this process, which reaps them (`_reap`): where
+    # init is slow to reap, or does not, they would linger as young root processes.
+    _subreaper()
     with held_build_user() as user:
         group = _sleepers(args.processes, user)
         others = None
@@ -233,10 +400,11 @@ def main() -> int:
                 members = _sampled_until(sampler, args.processes + 1)
                 baseline_ms = _cpu_ms_per_sample(sampler, args.samples)
                 others = _others(args.others)
+                others_pids = [p.pid for p in psutil.Process(others.pid).children(True)]
                 sampler.sample()  # sees them, not the build's
                 others_ms = _cpu_ms_per_sample(sampler, args.samples)
                 watched = len(sampler._watched)
-            _stop(others)
+            _reap(others, [others.pid, *others_pids])
             others = None
             versus = None if args.versus is None else _versus(args, args.processes + 1)
             start_cpu, _, _ = _stream(1)
@@ -252,6 +420,7 @@ def main() -> int:
             {
                 "python": platform.python_version(),
                 "cpus": os.cpu_count(),
+                "host": _host(),
                 "load_average": os.getloadavg(),
                 "samples": args.samples,
                 "build_user": user,
