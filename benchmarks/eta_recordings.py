@@ -733,7 +733,7 @@ class Recorder:
                 except subprocess.TimeoutExpired:
                     watcher.terminate()  # ours: it stops its busy loops as it ends
                     watcher.wait()
-        how = f"{label}, load average {load_before:.1f} before it"
+        how = f"{label}, load average {load_before:.1f} before it (earlier steps' builds included)"
         if step.kind == "busy" and watch_file.exists():
             seen = json.loads(watch_file.read_text())
             if seen["hogs_from_s"] is None:
