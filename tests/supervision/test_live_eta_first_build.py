@@ -5,10 +5,14 @@ compiles came first, its quick links last."""
 
 from __future__ import annotations
 
+import pytest
+
 from workbench.analysis import eta_model
 from workbench.analysis.eta_model import (
     FIRST_HIGH,
     FIRST_LOW,
+    RUNNING_REST,
+    EdgeCosts,
     extrapolate,
     extrapolate_by_kind,
     same_source,
@@ -273,3 +277,20 @@ def test_the_rest_of_the_longest_running_edge_bounds_the_eta() -> None:
     said = extrapolate_by_kind(330.0, 33, finished, None, 320.0, outputs, running)
     assert said is not None
     assert abs(said.remaining_s - 240.0) < 1e-6, said
+
+
+def test_a_source_with_a_copy_running_long_costs_that_much_in_its_other_copies() -> None:
+    """zstd's shape on 16 cores: one source (zstd_lazy.c) built for the static and the shared
+    library takes ten times its part's other units. While no copy of it finished, the copy that
+    has run 6 s says what the source costs: the copy started 0.5 s ago has about as much left
+    (not the part's 1 s mean), and a copy not started yet costs as much again."""
+    lazy = [f"lib/CMakeFiles/{t}.dir/src/lazy.c.o" for t in ("a_static", "a_shared", "b")]
+    units = [f"lib/CMakeFiles/a_static.dir/src/u{n}.c.o" for n in range(6)]
+    costs = EdgeCosts.of([*lazy, *units])
+    for output in units:
+        costs.add(output, 1.0)
+    work, longest = costs.left_of({lazy[0]: 6.0, lazy[1]: 0.5})
+    expected_total = (1 + RUNNING_REST) * 6.0
+    assert longest == pytest.approx(expected_total - 0.5)
+    # The first copy's rest, the second's, and the third (not started) at the whole.
+    assert work == pytest.approx(RUNNING_REST * 6.0 + (expected_total - 0.5) + expected_total)
