@@ -110,6 +110,18 @@ ODD_LINES = [
     '"type":105}',
     '@nix {"action":"result","fields":[1,,2],"id":7,"type":105}',
     '@nix {"action":"result","fields":["\\u001b[K[2/9] escaped first"],"id":7,"type":101}',
+    # counts that end like those of an activity whose counts are not kept (kept by their
+    # tail from one line to the next) but are not counts alone
+    '@nix {"action":"result","fields":[1,"x"],"id":7,"type":105}',
+    '@nix {"action":"result","fields":[1,2]],"id":7,"type":105}',
+    '@nix {"action":"result","fields":[],"id":7,"type":105}',
+    # id 7 started as a Builds activity: its counts are kept from here on
+    _event({"action": "start", "id": 7, "level": 5, "parent": 0, "text": "", "type": 104}),
+    _log(7, "lone \udc80 surrogate in TEXT"),
+    _log(99, "lone \udc80 surrogate of an unnamed id"),
+    _log(7, 'caf\u00e9 "quoted" [3/9]'),
+    _log(7, "[5/9] 100% of a percentage"),
+    "[6/9] 50% plain, a percentage",
     "@nix not json",
     "@nix ",
     "@nixos is not an event",
@@ -245,6 +257,26 @@ def _logs(tmp_path: Path) -> dict[str, bytes]:
     for odd in ODD_LINES:
         after += [_log(7, "warm"), odd]
     logs["odd-after-id-7"] = ("\n".join(after) + "\n").encode()
+
+    # progress counts of one activity, kept by their tail from one line to the next, across
+    # the start that makes their counts kept and the stop that ends it, between other lines
+    def counts(activity: int, done: int) -> str:
+        return _event({"action": "result", "fields": [done, 9, 1, 0], "id": activity, "type": 105})
+
+    seven = [_start(8, "eight"), counts(7, 1), _log(8, "[1/9] x"), counts(7, 2), counts(7, 3)]
+    seven += [ODD_LINES[ODD_LINES.index('@nix {"action":"result","fields":[],"id":7,"type":105}')]]
+    seven += [
+        _event({"action": "start", "id": 7, "level": 5, "parent": 0, "text": "", "type": 104})
+    ]
+    seven += [counts(7, 4), _log(8, "[2/9] y"), counts(7, 5), _event({"action": "stop", "id": 7})]
+    seven += [counts(7, 6), "plain", counts(7, 7), _log(8, "[3/9] z")]
+    # last, right after counts of 7 not kept: a line that ends as they do but is a start
+    # (JSON's last "action" wins), a line a person reads
+    forged = (
+        '@nix {"action":"result","fields":[1],"action":"start","text":"started in counts",'
+        '"level":0,"fields":[2],"id":7,"type":105}'
+    )
+    logs["counts-kept-by-their-tail"] = ("\n".join(seven * 3 + [forged]) + "\n").encode()
     # each odd line the last one (what it leaves, a step or a last line, is what is read)
     for index, odd in enumerate(ODD_LINES):
         last = [_start(7, "seven"), _log(7, "[1/9] warm"), "[2/9] warm", odd]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from io import BytesIO
 from json.decoder import scanstring  # type: ignore[attr-defined]  # the C scanner json uses, not in typeshed's stub
 from typing import BinaryIO
 
@@ -69,7 +70,21 @@ _QUOTE = ord('"')
 _BACKSLASH = ord("\\")
 _BRACKET = ord("[")
 _SPECIAL_FIRST_BYTES = frozenset(map(ord, _SPECIAL_FIRST))  # a line's first byte, an int
-_SPECIAL_JSON_FIRST_BYTES = frozenset(first.encode() for first in _SPECIAL_JSON_FIRST)
+_SPECIAL_JSON_FIRST_BYTES = frozenset(map(ord, _SPECIAL_JSON_FIRST))
+# The shared pass's lines keep their newline (`BytesIO.readlines`): what it cuts by, as kept
+# slice objects (a slice built for each line costs as much as the test).
+_TYPE_101_LINE = _TYPE_101_BYTES + b"\n"
+_TYPE_105_LINE = _TYPE_105_BYTES + b"\n"
+_ID_LINE_END = -len(_TYPE_101_LINE)
+_HEAD_AT = slice(_TEXT_AT)
+_RESULT_AT_SLICE = slice(_RESULT_AT)
+_NIX_BYTES = b"@nix "
+_NIX_AT = slice(len(_NIX_BYTES))
+_NOTHING = slice(0, 0)
+_NEWLINE = b"\n"
+_AT = ord("@")
+_CLOSE = ord("]")
+_PERCENT = ord("%")
 
 
 def _plain_text_end(line: str, tabs: bool) -> int:
@@ -244,25 +259,29 @@ class ReadableStream:
         The supervisor's pump with the readable map on (issue 23 item 4: one parse per line,
         shared). `block` is the lines' bytes (each with its newline), `text` the same decoded
         (UTF-8, errors replaced) without the last newline. The pass works on the block's bytes,
-        cut into lines once: a builder's line is cut once, its TEXT and id serving both sides;
-        the readable form is "name> TEXT", written as the bytes it was cut from (valid UTF-8:
-        no decode and encode of it); a line is decoded only where the tracker parses it (a
-        failure, a phase, an error, make's percentage, an event: the lines that
-        `ProgressTracker.feed_lines` hands to `fold`) or JSON's scanner decodes its TEXT (an
-        escape). Ninja's status lines are kept unparsed for the tracker (as bytes, decoded when
-        parsed) and the rest counted, as `feed_lines` does. Progress counts (105) are never
-        shown and, for an activity whose counts are not kept, folded to nothing. The same bytes
-        as `render_lines` and the same tracker as `feed` line by line (tests/logs compare them).
-        A tracker that raises on a line is bypassed for that line, as the pump did.
+        cut into lines once (by `BytesIO.readlines`, memchr, each line keeping its newline): a
+        builder's line is cut once, its TEXT and id serving both sides; the readable form is
+        "name> TEXT", written as the bytes it was cut from (valid UTF-8: no decode and encode
+        of it); a line is decoded only where the tracker parses it (a failure, a phase, an
+        error, make's percentage, an event: the lines that `ProgressTracker.feed_lines` hands
+        to `fold`) or JSON's scanner decodes its TEXT (an escape). Ninja's status lines are kept
+        unparsed for the tracker (as bytes, decoded when parsed) and the rest counted, as
+        `feed_lines` does. Progress counts (105) are never shown and, for an activity whose
+        counts are not kept, folded to nothing. The same bytes as `render_lines` and the same
+        tracker as `feed` line by line (tests/logs compare them). A tracker that raises on a
+        line is bypassed for that line, as the pump did.
 
-        Measured with valgrind's instruction counts (benchmarks/history_store.py
-        --instructions, the benchmark's mixed log, CPython 3.11): the same pass over str lines
-        cost 9,800 instructions a line against 7,300 for the pump without the map; the encode of
-        the whole rendered block alone was ~770, the str split ~1,200 where the bytes split is
-        ~900, and a bytes needle in `in` ~2,500 (an int needle, memchr: ~200). Whole-block
-        passes in C are not cheaper at ~117 bytes a line: CPython's replace and count go a byte
-        at a time (~6 instructions a byte), each pass as costly as two or three operations a
-        line in this loop."""
+        What a line costs is its operations, each a few hundred instructions in CPython
+        (benchmarks/history_store.py --instructions, valgrind): a slice or a method call
+        (arguments parsed) costs more than a test of one byte; `in` with a bytes needle goes
+        through a raised and cleared TypeError (~2,500 instructions: `find` instead); an int
+        needle is memchr. So what a builder's line of the id seen last shares with the one
+        before (where its TEXT ends, its id, its "name> ", its derivation) is kept, and what
+        holds for the whole block is tested once: whether any byte could make a "[" line
+        make's percentage ('%') or an error ("rror"); the cut slices are kept as objects.
+        Whole-block passes in C cost too (~3 instructions a byte for a substring search, ~8
+        for bytes.split and bytes.count of one byte, against ~0.1 for memchr), so the lines are
+        cut by readlines and each test kept to the lines it is about."""
         if (
             tracker.folds_every_line
             or b"\t" in block
@@ -281,186 +300,208 @@ class ReadableStream:
         known = tracker.knows_tool_error
         shown: list[bytes] = []
         append = shown.append
-        last: bytes | None = None
-        # '"],"id":N,"type":101}' of the builder id seen last (none yet: no line ends with a
-        # newline), where it starts from a line's end ...
-        tail = b"\n"
-        cut = 0
-        activity = ""  # ... its digits
-        prefix = b""  # ... and its "name> " (UTF-8)
+        last: bytes | None = None  # the latest line the tracker was not handed (a person reads)
+        # Of the builder id seen last: its tail '"],"id":N,"type":101}\n' (None: none yet, or
+        # an event was folded since, which may have named or started an id), where the tail
+        # starts from a line's end, the slices that cut it, TEXT and TEXT with its closing
+        # quote, the id's digits, its "name> " (UTF-8) and its running derivation.
+        tail: bytes | None = None
+        cut = -1
+        tail_at = words_at = quoted_at = _NOTHING
+        activity = ""
+        prefix = b""
+        drv = None
+        # Of the progress counts (105) of an activity whose counts are not kept, seen last:
+        # their tail '],"id":N,"type":105}\n' and the slices that cut it and the counts.
+        counts_tail: bytes | None = None
+        counts_at = numbers_at = _NOTHING
         # whether any line may read as an error (most blocks of a clean build: none, and the
-        # test per line is left out: a bytes `in` with a bytes needle costs as much as a slice)
-        errors = b"rror" in block
-        lines = block[:-1].split(b"\n")
+        # test per line is left out), and whether a "[" line may be make's percentage
+        errors = not known and b"rror" in block
+        percent = _PERCENT in block
+        lines = BytesIO(block).readlines()
         for line in lines:
-            if line[:_TEXT_AT] == _LOG_LINE_PREFIX_BYTES:
-                if line.endswith(tail):  # TEXT ends where the tail starts, if no quote is in it
-                    words = line[_TEXT_AT:cut]
-                    # (and if the prefix and the tail do not share their quote: no TEXT)
-                    simple = _QUOTE not in words and (words != b"" or len(line) + cut >= _TEXT_AT)
-                else:
-                    end = line.find(b'"', _TEXT_AT)
-                    simple = line.startswith(_TEXT_END_BYTES, end) and line.endswith(
-                        _TYPE_101_BYTES
-                    )
-                    if simple:
+            if line[_HEAD_AT] == _LOG_LINE_PREFIX_BYTES:
+                same = line[tail_at] == tail
+                if not same:
+                    end = line.find(_QUOTE, _TEXT_AT)
+                    if line.startswith(_TEXT_END_BYTES, end) and line.endswith(_TYPE_101_LINE):
+                        # the tail of another id (or the first): TEXT ends at the first quote
                         tail = line[end:]
                         cut = end - len(line)
-                        activity = line[end + _ID_AT : _ID_END].decode()
+                        tail_at = slice(cut, None)
+                        words_at = slice(_TEXT_AT, cut)
+                        quoted_at = slice(_TEXT_AT, cut + 1)
+                        activity = line[end + _ID_AT : _ID_LINE_END].decode()
                         prefix = by_id[activity].encode("utf-8", "replace")
-                        words = line[_TEXT_AT:end]
-                if simple and _BACKSLASH not in words:  # TEXT as it stands: the common line
-                    append(prefix + words)
-                    if not words or words[0] not in _SPECIAL_FIRST_BYTES:
-                        last = line
-                        continue
+                        drv = running(activity)
+                        same = True
+                if same:
+                    words = line[words_at]
+                    # TEXT ends where the tail starts if no quote is in it (and if the prefix
+                    # and the tail do not share their quote: no TEXT at all)
                     if (
-                        words[0] == _BRACKET
-                        and words[4:6] != b"%]"
-                        and words[:6].isascii()  # (else the 5th character need not be byte 5)
-                        and (known or not errors or b"rror" not in words)
+                        _QUOTE not in words
+                        and _BACKSLASH not in words
+                        and (words or len(line) + cut >= _TEXT_AT)
                     ):
-                        steps((words, running(activity)))  # ninja's status: kept unparsed
+                        # TEXT as it stands: the common line
+                        append(prefix)
+                        append(words)
+                        append(_NEWLINE)
+                        first = line[_TEXT_AT]  # (the tail's quote if TEXT is empty)
+                        if first not in _SPECIAL_FIRST_BYTES:
+                            last = line
+                            continue
+                        if first == _BRACKET and (
+                            (not percent and (known or not errors))
+                            or (
+                                words[4:6] != b"%]"
+                                and words[:6].isascii()  # (else the 5th character need not be
+                                # byte 5)
+                                and (known or not errors or words.find(b"rror") < 0)
+                            )
+                        ):
+                            steps((words, drv))  # ninja's status: kept unparsed
+                            last = line
+                            continue
+                        try:
+                            fold_builder(
+                                None if last is None else last[:-1].decode(),
+                                line[:-1].decode(),
+                                words.decode(),
+                                activity,
+                            )
+                        except Exception as raised:  # a parser bug must not stop the pump
+                            error = error or raised
+                        last = None
+                        known = tracker.knows_tool_error
+                        continue
+                    same = False  # (until a TEXT is decoded)
+                    if words:
+                        # TEXT up to the tail holds an escape (or a quote): JSON's scanner
+                        # decodes it once, as the whole of a string (its closing quote the
+                        # tail's first byte)
+                        decoded = line[quoted_at].decode()
+                        try:
+                            words_text, end = scanstring(decoded, 0)
+                        except ValueError:
+                            end = -1
+                        same = end == len(decoded)
+                        shown_prefix, digits = prefix, activity
+                if not same:
+                    decoded = line[:-1].decode()
+                    if line.endswith(_TYPE_101_LINE):
+                        # an escape, the TEXT of any id: JSON's scanner decodes TEXT once
+                        try:
+                            words_text, end = scanstring(decoded, _TEXT_AT)
+                        except ValueError:
+                            end = -1
+                        if end >= 0 and decoded.startswith(_ID_KEY, end):
+                            digits = decoded[end + _ID_KEY_LENGTH : _ID_END]
+                            shown_prefix = by_id[digits].encode("utf-8", "replace")
+                            same = True
+                if same:
+                    # TEXT decoded (of the id seen last or of any id): shown visible, folded
+                    # if its first character (as JSON writes it) may be progress
+                    if not words_text.isprintable():
+                        words_text = terminal_text(words_text)
+                    try:
+                        shown_text = words_text.encode()
+                    except UnicodeEncodeError:  # a lone surrogate: "?" for it
+                        shown_text = words_text.encode("utf-8", "replace")
+                    append(shown_prefix)
+                    append(shown_text)
+                    append(_NEWLINE)
+                    if line[_TEXT_AT] not in _SPECIAL_JSON_FIRST_BYTES:
                         last = line
                         continue
                     try:
                         fold_builder(
-                            None if last is None else last.decode(),
-                            line.decode(),
-                            words.decode(),
-                            activity,
+                            None if last is None else last[:-1].decode(),
+                            line[:-1].decode(),
+                            words_text,
+                            digits,
                         )
-                    except Exception as raised:  # a parser bug must not stop the pump
+                    except Exception as raised:  # as above
                         error = error or raised
                     last = None
                     known = tracker.knows_tool_error
                     continue
-                if line.endswith(tail) and words:  # (words: this line's, cut by the tail)
-                    # TEXT up to the tail of the id seen last holds an escape (or a quote):
-                    # JSON's scanner decodes it once, as the whole of a string
-                    decoded = words.decode()
-                    try:
-                        words_text, end = scanstring(decoded + '"', 0)
-                    except ValueError:
-                        end = -1
-                    if end == len(decoded) + 1:
-                        append(
-                            prefix
-                            + (
-                                words_text
-                                if words_text.isprintable()
-                                else terminal_text(words_text)
-                            ).encode("utf-8", "replace")
-                        )
-                        if words[:1] not in _SPECIAL_JSON_FIRST_BYTES:
-                            last = line
-                            continue
-                        try:
-                            fold_builder(
-                                None if last is None else last.decode(),
-                                line.decode(),
-                                words_text,
-                                activity,
-                            )
-                        except Exception as raised:  # as above
-                            error = error or raised
-                        last = None
-                        known = tracker.knows_tool_error
-                        continue
-                decoded = line.decode()
-                if line.endswith(_TYPE_101_BYTES):  # an escape: JSON's scanner decodes TEXT once
-                    try:
-                        words_text, end = scanstring(decoded, _TEXT_AT)
-                    except ValueError:
-                        end = -1
-                    if end >= 0 and decoded.startswith(_ID_KEY, end):
-                        digits = decoded[end + _ID_KEY_LENGTH : _ID_END]
-                        append(
-                            (
-                                by_id[digits]
-                                + (
-                                    words_text
-                                    if words_text.isprintable()
-                                    else terminal_text(words_text)
-                                )
-                            ).encode("utf-8", "replace")
-                        )
-                        if line[_TEXT_AT : _TEXT_AT + 1] not in _SPECIAL_JSON_FIRST_BYTES:
-                            last = line
-                            continue
-                        try:
-                            fold_builder(
-                                None if last is None else last.decode(),
-                                decoded,
-                                words_text,
-                                digits,
-                            )
-                        except Exception as raised:  # as above
-                            error = error or raised
-                        last = None
-                        known = tracker.knows_tool_error
-                        continue
                 rendered = self._event_line(decoded)
-                tail = b"\n"  # a start may have named an id again
+                tail = counts_tail = None  # a start may have named an id again
                 if rendered is not None:
                     append(rendered.encode("utf-8", "replace"))
-            elif line[:5] != b"@nix ":
+                    append(_NEWLINE)
+            elif line[0] != _AT or line[_NIX_AT] != _NIX_BYTES:
                 append(line)
-                if not line or line[0] not in _SPECIAL_FIRST_BYTES:
-                    if known or not errors or b"rror" not in line:
+                first = line[0]
+                if first not in _SPECIAL_FIRST_BYTES:
+                    if known or not errors or line.find(b"rror") < 0:
                         last = line
                         continue
-                elif (
-                    line[0] == _BRACKET
-                    and line[4:6] != b"%]"
-                    and line[:6].isascii()  # as above
-                    and (known or not errors or b"rror" not in line)
+                elif first == _BRACKET and (
+                    (not percent and (known or not errors))
+                    or (
+                        line[4:6] != b"%]"
+                        and line[:6].isascii()  # as above
+                        and (known or not errors or line.find(b"rror") < 0)
+                    )
                 ):
-                    steps((line, None))  # ninja's status: kept unparsed
+                    steps((line[:-1], None))  # ninja's status: kept unparsed
                     last = line
                     continue
-                decoded = line.decode()
-            elif line.endswith(_TYPE_105_BYTES) and line[:_RESULT_AT] == _RESULT_PREFIX_BYTES:
+                decoded = line[:-1].decode()
+            elif (
+                line[counts_at] == counts_tail
+                and line[_RESULT_AT_SLICE] == _RESULT_PREFIX_BYTES
+                and not line[numbers_at].strip(_NUMBERS_BYTES)
+            ):
+                continue  # the progress counts of the activity seen last: nothing to fold
+            elif line.endswith(_TYPE_105_LINE) and line[_RESULT_AT_SLICE] == _RESULT_PREFIX_BYTES:
                 # Nix's progress counts ('...fields":[2,9,1,0],"id":N,"type":105}'): never
                 # shown, and folded to nothing but for a Builds or CopyPaths activity (as
                 # `ProgressTracker._progress` folds them); by a few tests on its bytes, the
                 # pattern and the tracker's JSON decoder only for other shapes
-                close = line.find(b"]", _RESULT_AT)
-                digits_bytes = line[close + _ID_KEY_LENGTH : _ID_END]
+                close = line.find(_CLOSE, _RESULT_AT)
+                digits_bytes = line[close + _ID_KEY_LENGTH : _ID_LINE_END]
                 if (
                     line.startswith(_ID_KEY_BYTES, close)
                     and digits_bytes.isdigit()  # ASCII digits only, for bytes
                     and not line[_RESULT_AT:close].strip(_NUMBERS_BYTES)
                 ):
                     if types.get(int(digits_bytes)) not in _KEPT_COUNTS:
+                        # (the next counts of this activity: by their tail alone, above)
+                        counts_tail = line[close:]
+                        counts_at = slice(close - len(line), None)
+                        numbers_at = slice(_RESULT_AT, close - len(line))
                         continue
-                    decoded = line.decode()
+                    decoded = line[:-1].decode()
                 else:
-                    decoded = line.decode()
+                    decoded = line[:-1].decode()
                     if _PROGRESS_COUNTS.fullmatch(decoded) is None:
                         rendered = self._event_line(decoded)
-                        tail = b"\n"  # a start may have named an id again
+                        tail = counts_tail = None  # a start may have named an id again
                         if rendered is not None:
                             append(rendered.encode("utf-8", "replace"))
+                            append(_NEWLINE)
             else:
-                decoded = line.decode()
+                decoded = line[:-1].decode()
                 if _PROGRESS_COUNTS.fullmatch(decoded) is None:  # counts are never shown
                     rendered = self._event_line(decoded)
-                    tail = b"\n"  # a start may have named an id again
+                    tail = counts_tail = None  # a start may have named an id again
                     if rendered is not None:
                         append(rendered.encode("utf-8", "replace"))
+                        append(_NEWLINE)
             try:
-                fold_after(None if last is None else last.decode(), decoded)
+                fold_after(None if last is None else last[:-1].decode(), decoded)
             except Exception as raised:  # as above
                 error = error or raised
             last = None
             known = tracker.knows_tool_error
-        nix = block.startswith(b"@nix ") or b"\n@nix " in block
-        tracker.end_block(len(lines), None if last is None else last.decode(), nix)
-        if not shown:
-            return b"", error
-        shown.append(b"")
-        return b"\n".join(shown), error
+        nix = block.startswith(b"@nix ") or block.find(b"\n@nix ") >= 0
+        tracker.end_block(len(lines), None if last is None else last[:-1].decode(), nix)
+        return b"".join(shown), error
 
     def _learn(self, line: str) -> None:
         """Fold an event other than a result into the names (a start may name an activity, or
