@@ -121,3 +121,63 @@ async def test_each_line_is_drawn_as_datatable_draws_it_after_rows_move() -> Non
                     assert fast == own, (order, row, hover)
                     compared += 1
         assert compared == 3 * 3 * 7
+
+
+async def test_new_processes_take_the_rows_of_those_gone() -> None:
+    """A live build's second where some jobs ended and as many started (a quiet -j16 build: a
+    few a second): the table is not emptied and filled again (every row added through
+    DataTable, measured and drawn anew); the new processes take the rows of the ones gone, and
+    every line is still DataTable's own drawing of the rows in their order, the highlighted
+    process still highlighted (the cursor goes to the top where it is gone, as in a table
+    filled anew)."""
+    app = OneTable()
+    async with app.run_test(size=(140, 14)) as pilot:
+        table = app.query_one(ProcessTable)
+
+        def rows(pids: list[int]) -> list[ProcessRow]:
+            return [
+                ProcessRow(pid, "compiler", "cc1plus", f"/src/u{pid}.cc", cpu, 10**8, 9.0, "R")
+                for pid, cpu in zip(pids, (90, 80, 70, 60, 50, 40), strict=True)
+            ]
+
+        table.show(rows([100, 101, 102, 103, 104, 105]))
+        await pilot.pause()
+        table.move_cursor(row=2)  # process 102
+        await pilot.pause()
+        added: list[Any] = []
+        add_row = table.add_row
+
+        def counted(*cells: Any, **options: Any) -> Any:
+            added.append(options.get("key"))
+            return add_row(*cells, **options)
+
+        table.add_row = counted  # type: ignore[method-assign]
+        away = Coordinate(-2, 0)
+        for pids, highlighted in (
+            ([200, 102, 101, 201, 104, 105], 102),  # two ended, two started, 102 moved up
+            ([300, 301, 302, 201, 200, 105], None),  # 102 ended: the cursor to the top
+        ):
+            table.show(rows(pids))
+            await pilot.pause()
+            assert added == [], added
+            assert [table._row_locations.get_key(row).value for row in range(6)] == [
+                str(pid) for pid in pids
+            ]
+            for row, pid in enumerate(pids):
+                shown = [str(cell) for cell in table.get_row_at(row)]
+                assert shown[0] == str(pid) and shown[3] == f"/src/u{pid}.cc", shown
+            if highlighted is None:
+                assert table.cursor_coordinate.row == 0
+            else:
+                assert table.selected_pid() == highlighted
+            for row in range(-1, table.row_count):  # -1: the header
+                cursor = table.cursor_coordinate
+                key = table._row_locations.get_key(row) if row >= 0 else table._header_row_key
+                table._row_render_cache.clear()
+                fast = table._render_line_in_row(key, 0, table.rich_style, cursor, away)
+                own = _datatable_line(table, row, cursor, away)
+                assert fast == own, (pids, row)
+        # Fewer processes than rows: the table is filled anew, as before.
+        table.show(rows([400, 401, 402, 403, 404, 405])[:4])
+        await pilot.pause()
+        assert table.row_count == 4 and len(added) == 4
