@@ -63,6 +63,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench.analysis.graph import GraphError, read_graph
 from workbench.history.records import SUCCEEDED, EdgeRow, NewBuild, Sampled
 from workbench.history.store import History
 
@@ -584,6 +585,9 @@ class Recorder:
     labels: dict[str, list[str]] = field(default_factory=dict)
     watched: dict[str, list[Path]] = field(default_factory=dict)
     installed: dict[str, Path] = field(default_factory=dict)
+    dependencies: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    """Each recording's edges (by first output) and the edges each waited for, from its ninja
+    graph after its first build (`BuildGraph.executed_dependencies`)."""
 
     @property
     def state(self) -> Path:
@@ -743,6 +747,8 @@ class Recorder:
                     f", {hogs} busy loops from {seen['hogs_from_s']} s to {seen['hogs_until_s']} s"
                 )
         self.labels.setdefault(step.recording, []).append(how)
+        if step.kind != "rebuild":
+            self.dependencies[step.recording] = dependencies_of(build)
         if tree.name in {t.needs for t in self.trees.values()} and step.kind == "first":
             prefix = self.work / "prefix" / tree.name
             _quiet(["cmake", "--install", str(build), "--prefix", str(prefix)])
@@ -811,15 +817,16 @@ class Recorder:
                 "host": f"{self.host()}, {self.load_words()}",
                 "load": QUIET if self.quiet() else SHARED,
             }
-            documents.append(
-                export(
-                    self.state,
-                    recording,
-                    notes,
-                    list(self.labels.get(recording, [])),
-                    {w["build_id"]: w for w in watched},
-                )
+            document = export(
+                self.state,
+                recording,
+                notes,
+                list(self.labels.get(recording, [])),
+                {w["build_id"]: w for w in watched},
             )
+            if recording in self.dependencies:
+                document["dependencies"] = self.dependencies[recording]
+            documents.append(document)
         document = {"host": self.host(), "budget_s": self.budget_s, "log": self.log,
                     "recordings": documents}  # fmt: skip
         self.out.parent.mkdir(parents=True, exist_ok=True)
@@ -877,6 +884,18 @@ def split(document: dict[str, Any], into: Path, tag: str) -> list[Path]:
         _write(target, {**recording, "project": f"{tag} {recording['project']}"})
         written.append(target)
     return written
+
+
+def dependencies_of(build: Path) -> dict[str, list[str]]:
+    """Every edge of the ninja graph in `build` (by first output) and the edges it waits for
+    (phony ones looked through): what the rest of a build can run side by side, which the
+    edges' times alone do not say. Empty when ninja cannot print the graph."""
+    try:
+        graph = read_graph(build)
+    except GraphError:
+        return {}
+    edges = {id(edge): edge for edge in graph.producer.values() if edge.rule != "phony"}
+    return graph.executed_dependencies(edge.outputs for edge in edges.values())
 
 
 def _quiet(argv: list[str], timeout: float = 600.0) -> None:

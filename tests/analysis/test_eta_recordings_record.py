@@ -57,6 +57,12 @@ def test_record_quick_keeps_every_run_and_import_splits_them(tmp_path: Path) -> 
             assert run["edge_total"] == len(run["edges"]) >= 16, run
             assert all(-1 <= e[0] <= e[1] <= run["duration_s"] + 1 for e in run["edges"]), run
             assert "fractions" in run and "cpu" in run, sorted(run)
+    # What each edge waited for, from the tree's ninja graph: a program's link waits for its
+    # library (the static one for `tool`) and its own object; a compile waits for nothing built.
+    waits = plain["dependencies"]
+    assert len(waits) == plain["runs"][0]["edge_total"], sorted(waits)
+    assert "libquick_static.a" in waits["tool"] and "CMakeFiles/tool.dir/main.c.o" in waits["tool"]
+    assert waits["CMakeFiles/quick_static.dir/u0.c.o"] == []
     busy = recordings["quick-j2-busy-loops"]["runs"][0]
     assert busy["contention"]["hogs"] >= 1
     assert busy["contention"]["build_id"] is not None
