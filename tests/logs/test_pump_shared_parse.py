@@ -121,6 +121,9 @@ ODD_LINES = [
     _log(99, "lone \udc80 surrogate of an unnamed id"),
     _log(7, 'caf\u00e9 "quoted" [3/9]'),
     _log(7, "[5/9] 100% of a percentage"),
+    # escaped controls in TEXT that folds: shown visible, folded as they are
+    _log(7, "FAILED: bell\u0007.o"),
+    _log(7, "[7/9] a bell \u0007 in a status"),
     "[6/9] 50% plain, a percentage",
     "@nix not json",
     "@nix ",

@@ -404,12 +404,13 @@ class ReadableStream:
                 if same:
                     # TEXT decoded (of the id seen last or of any id): shown visible, folded
                     # if its first character (as JSON writes it) may be progress
-                    if not words_text.isprintable():
-                        words_text = terminal_text(words_text)
+                    seen = (
+                        words_text if words_text.isprintable() else terminal_text(words_text)
+                    )  # (the tracker folds TEXT as it is)
                     try:
-                        shown_text = words_text.encode()
+                        shown_text = seen.encode()
                     except UnicodeEncodeError:  # a lone surrogate: "?" for it
-                        shown_text = words_text.encode("utf-8", "replace")
+                        shown_text = seen.encode("utf-8", "replace")
                     append(shown_prefix)
                     append(shown_text)
                     append(_NEWLINE)
