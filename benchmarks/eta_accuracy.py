@@ -42,12 +42,17 @@ CPU, second by second) is played with it, as the supervisor read it, and again w
 ("contention": the input's own effect). Baselines measured in the same run: the first method
 (by progress, "baseline_*") and, for first builds, the edge-count-by-kind estimate the
 first-build ETA was before it costed edges by source and running age ("by_kind_only_*").
+Per condition ("by_condition", "conditions_table"): first builds and rebuilds, on a quiet host,
+a shared one or with busy loops mid-build. Recordings that keep their ninja graph
+("dependencies") are also replayed by scheduling what is left on the run's jobs, with every
+edge's true seconds and with the first-build model's costs ("scheduled_with_the_graph").
 """
 
 from __future__ import annotations
 
 import argparse
 import bisect
+import heapq
 import json
 import math
 import os
@@ -541,6 +546,7 @@ def score_recordings(directory: Path) -> dict[str, Any]:
         "every_run_as_a_first_build": as_first,
         "contention": contention_scored(kept) if kept else None,
         "cpu_costing": cpu_costed(directory),
+        "scheduled_with_the_graph": scheduled(directory),
         "projects": projects,
         "table": "\n".join(rows),
     }
@@ -603,6 +609,105 @@ def conditions_table(conditions: dict[str, Any], projects: dict[str, Any]) -> st
     rows += [row(name, c) for name, c in conditions.items()]
     rows += [row(name, c) for name, c in projects.items()]
     return "\n".join(rows)
+
+
+def schedule_left(
+    waits: dict[str, list[str]],
+    running: dict[str, float],
+    to_start: dict[str, float],
+    finished: set[str],
+    jobs: int,
+) -> float:
+    """Seconds until the last edge ends when what is left runs as ninja would: the edges
+    running (output → seconds still to run) hold their jobs, an edge not started (output → its
+    seconds) starts, in the graph's order, once every edge it waits for (`waits`) has ended and
+    a job is free."""
+    done = set(finished)
+    ends = [(rest, output) for output, rest in running.items()]
+    heapq.heapify(ends)
+    waiting = [output for output in waits if output in to_start]
+    waiting += [output for output in to_start if output not in waits]
+    now = 0.0
+    while True:
+        ready = [o for o in waiting if all(d in done for d in waits.get(o, ()))]
+        for output in ready[: max(0, jobs - len(ends))]:
+            waiting.remove(output)
+            heapq.heappush(ends, (now + to_start[output], output))
+        if not ends:
+            return now
+        now, output = heapq.heappop(ends)
+        done.add(output)
+
+
+def scheduled(directory: Path) -> dict[str, Any] | None:
+    """The first builds of recordings that keep their ninja graph (`dependencies`), replayed at
+    each checkpoint by scheduling what is left on the run's jobs (`schedule_left`): with every
+    edge's true seconds (does the graph explain the time left?) and with the costs the
+    first-build ETA gives the edges left (`EdgeCosts`: is the schedule what it lacks?),
+    against the shipped estimate at the same checkpoints."""
+    import eta_recordings
+
+    rows: list[dict[str, Any]] = []
+    for recording in eta_recordings.recordings(directory):
+        waits = recording.get("dependencies")
+        if not waits:
+            continue
+        work = Path(tempfile.mkdtemp(prefix="eta-scheduled-"))
+        try:
+            with History(work) as history:
+                build_id, run = eta_recordings.load(recording, work)[0]
+                replay = replay_of(history, build_id, run)
+                times = {edge[2]: (edge[0], edge[1]) for edge in run["edges"]}
+                for share in CHECKPOINTS:
+                    at = share * replay.duration_s
+                    truth = replay.duration_s - at
+                    said = replay.learned(at)
+                    finished = {o for o, (_, end) in times.items() if end <= at}
+                    running = {
+                        o: end - at for o, (start, end) in times.items() if start <= at < end
+                    }
+                    to_start = {o: end - start for o, (start, end) in times.items() if start > at}
+                    exact = schedule_left(waits, running, to_start, finished, run["jobs"])
+                    costs = replay.live.costs
+                    modelled = None
+                    if costs is not None:
+                        ages = replay.live.running_now() or {}
+                        means = costs._means(ages)
+                        rests = {o: 0.0 for o in running}
+                        for output, age in ages.items():
+                            cost, known = costs.cost(output, means)
+                            least = 0.0 if known else eta_model.RUNNING_REST * age
+                            rests[output] = max(cost - age, least)
+                        guesses = {o: costs.cost(o, means)[0] for o in to_start}
+                        modelled = schedule_left(waits, rests, guesses, finished, run["jobs"])
+                    rows.append(
+                        {
+                            "recording": recording["project"],
+                            "at": share,
+                            "truth_s": round(truth, 2),
+                            "true_costs_scheduled_s": round(exact, 2),
+                            "model_costs_scheduled_s": None
+                            if modelled is None
+                            else round(modelled, 2),
+                            "shipped_eta_s": None if said is None else round(said.remaining_s, 2),
+                        }
+                    )
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    if not rows:
+        return None
+
+    def median_error(key: str) -> float | None:
+        errors = [abs(r[key] - r["truth_s"]) / r["truth_s"] for r in rows if r[key] is not None]
+        return round(statistics.median(errors), 3) if errors else None
+
+    return {
+        "checkpoints": len(rows),
+        "true_costs_scheduled_median_abs_error": median_error("true_costs_scheduled_s"),
+        "model_costs_scheduled_median_abs_error": median_error("model_costs_scheduled_s"),
+        "shipped_median_abs_error": median_error("shipped_eta_s"),
+        "rows": rows,
+    }
 
 
 def contention_scored(points: list[dict[str, Any]]) -> dict[str, Any]:

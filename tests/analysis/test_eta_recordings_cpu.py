@@ -168,3 +168,16 @@ def test_cpu_costing_scores_both_ways_and_splits_the_error(
     # same 50 s; at 50% and 75% the recent rate is closer than the wall costs.
     recent = scored["first_builds"]["cpu_rate_recent"]
     assert (recent["closer_than_wall"], recent["further_than_wall"]) == (2, 0)
+
+
+def test_what_is_left_is_scheduled_as_ninja_runs_it(recordings_module: tuple[Any, Any]) -> None:
+    """`schedule_left`: the edges running hold their jobs, one not started waits for the
+    edges it depends on and for a free job. Two compiles (3 s running, 1 s to start), a link
+    of both (0.5 s), on 2 jobs and on 1."""
+    _recordings, accuracy = recordings_module
+    waits = {"a.o": [], "b.o": [], "lib.a": ["a.o", "b.o"]}
+    running = {"a.o": 3.0}
+    to_start = {"b.o": 1.0, "lib.a": 0.5}
+    assert accuracy.schedule_left(waits, running, to_start, set(), 2) == 3.5
+    assert accuracy.schedule_left(waits, running, to_start, set(), 1) == 4.5
+    assert accuracy.schedule_left(waits, {}, {"lib.a": 0.5}, {"a.o", "b.o"}, 2) == 0.5

@@ -86,6 +86,11 @@ def test_eta_accuracy_scores_the_recorded_third_party_builds(tmp_path: Path) -> 
         == document["all"]["checkpoints"]  # type: ignore[index]
     )
     assert "| first builds |" in str(document["conditions_table"])
+    # The recordings that keep their ninja graph, scheduled with each edge's true seconds,
+    # give the time left ninja took (the graph and the costs say it all).
+    scheduled = document["scheduled_with_the_graph"]
+    assert isinstance(scheduled, dict) and scheduled["checkpoints"] > 0
+    assert scheduled["true_costs_scheduled_median_abs_error"] < 0.05, scheduled
 
 
 def _last_json(text: str) -> object:
