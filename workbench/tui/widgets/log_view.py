@@ -341,8 +341,12 @@ class LogView(ScrollView, can_focus=True):
             self._last_status = text
             if self.pane_title is not None:
                 # It quotes what was searched for: a border title is markup, so it goes as Text.
+                # The title says it: no message (each line taken in changes the count, and a
+                # message bubbles through every node above the view, a handler looked up at
+                # each: half a millisecond a second of a quiet build's TUI, for no listener).
                 self.border_title = Text(f"{self.pane_title} · {text}")
-            self.post_message(self.Status(text))
+            else:
+                self.post_message(self.Status(text))
 
     @property
     def line_count(self) -> int:
