@@ -319,9 +319,19 @@ class ReadableStream:
         # test per line is left out), and whether a "[" line may be make's percentage
         errors = not known and b"rror" in block
         percent = _PERCENT in block
+        # (the module's constants the loop reads on every line, as locals)
+        head_at, head, text_at = _HEAD_AT, _LOG_LINE_PREFIX_BYTES, _TEXT_AT
+        quote, backslash, newline = _QUOTE, _BACKSLASH, _NEWLINE
+        special, bracket, at, nix_at, nix_bytes = (
+            _SPECIAL_FIRST_BYTES,
+            _BRACKET,
+            _AT,
+            _NIX_AT,
+            _NIX_BYTES,
+        )
         lines = BytesIO(block).readlines()
         for line in lines:
-            if line[_HEAD_AT] == _LOG_LINE_PREFIX_BYTES:
+            if line[head_at] == head:
                 same = line[tail_at] == tail
                 if not same:
                     end = line.find(_QUOTE, _TEXT_AT)
@@ -341,19 +351,19 @@ class ReadableStream:
                     # TEXT ends where the tail starts if no quote is in it (and if the prefix
                     # and the tail do not share their quote: no TEXT at all)
                     if (
-                        _QUOTE not in words
-                        and _BACKSLASH not in words
-                        and (words or len(line) + cut >= _TEXT_AT)
+                        quote not in words
+                        and backslash not in words
+                        and (words or len(line) + cut >= text_at)
                     ):
                         # TEXT as it stands: the common line
                         append(prefix)
                         append(words)
-                        append(_NEWLINE)
-                        first = line[_TEXT_AT]  # (the tail's quote if TEXT is empty)
-                        if first not in _SPECIAL_FIRST_BYTES:
+                        append(newline)
+                        first = line[text_at]  # (the tail's quote if TEXT is empty)
+                        if first not in special:
                             last = line
                             continue
-                        if first == _BRACKET and (
+                        if first == bracket and (
                             (not percent and (known or not errors))
                             or (
                                 words[4:6] != b"%]"
@@ -434,14 +444,14 @@ class ReadableStream:
                 if rendered is not None:
                     append(rendered.encode("utf-8", "replace"))
                     append(_NEWLINE)
-            elif line[0] != _AT or line[_NIX_AT] != _NIX_BYTES:
+            elif line[0] != at or line[nix_at] != nix_bytes:
                 append(line)
                 first = line[0]
-                if first not in _SPECIAL_FIRST_BYTES:
+                if first not in special:
                     if known or not errors or line.find(b"rror") < 0:
                         last = line
                         continue
-                elif first == _BRACKET and (
+                elif first == bracket and (
                     (not percent and (known or not errors))
                     or (
                         line[4:6] != b"%]"

@@ -136,9 +136,11 @@ class LogPipeline:
                 self._pending = b""
             return
         before = self._pending
-        block = before + chunk[: cut + 1] if before else chunk[: cut + 1]
+        # (each a copy less of the block: the partial line joined to a view of the chunk, the
+        # decode from a view)
+        block = b"".join((before, memoryview(chunk)[: cut + 1])) if before else chunk[: cut + 1]
         self._pending = chunk[cut + 1 :]
-        text = block[:-1].decode("utf-8", "replace")
+        text = str(memoryview(block)[:-1], "utf-8", "replace")
         if (
             readable is not None
             and written == len(chunk)
