@@ -124,6 +124,7 @@ ODD_LINES = [
     # escaped controls in TEXT that folds: shown visible, folded as they are
     _log(7, "FAILED: bell\u0007.o"),
     _log(7, "[7/9] a bell \u0007 in a status"),
+    _log(7, "two\nlines in one TEXT"),  # a newline, the only control: shown as ^J
     "[6/9] 50% plain, a percentage",
     "@nix not json",
     "@nix ",

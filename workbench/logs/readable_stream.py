@@ -85,6 +85,7 @@ _NEWLINE = b"\n"
 _AT = ord("@")
 _CLOSE = ord("]")
 _PERCENT = ord("%")
+_NEWLINE_BYTE = ord("\n")
 
 
 def _plain_text_end(line: str, tabs: bool) -> int:
@@ -318,7 +319,11 @@ class ReadableStream:
         # whether any line may read as an error (most blocks of a clean build: none, and the
         # test per line is left out), and whether a "[" line may be make's percentage
         errors = not known and b"rror" in block
-        percent = _PERCENT in block
+        # (then every "[" line but make's percentage is a ninja status to keep unparsed)
+        statuses = _PERCENT not in block and not errors
+        # where in `shown` the TEXTs JSON's scanner decoded are, and those TEXTs
+        decoded_at: list[int] = []
+        decoded_texts: list[str] = []
         # (the module's constants the loop reads on every line, as locals)
         head_at, head, text_at = _HEAD_AT, _LOG_LINE_PREFIX_BYTES, _TEXT_AT
         quote, backslash, newline = _QUOTE, _BACKSLASH, _NEWLINE
@@ -364,7 +369,7 @@ class ReadableStream:
                             last = line
                             continue
                         if first == bracket and (
-                            (not percent and (known or not errors))
+                            statuses
                             or (
                                 words[4:6] != b"%]"
                                 and words[:6].isascii()  # (else the 5th character need not be
@@ -414,16 +419,16 @@ class ReadableStream:
                 if same:
                     # TEXT decoded (of the id seen last or of any id): shown visible, folded
                     # if its first character (as JSON writes it) may be progress
-                    seen = (
-                        words_text if words_text.isprintable() else terminal_text(words_text)
-                    )  # (the tracker folds TEXT as it is)
+                    # (shown as decoded, made visible at the end if any has a control)
                     try:
-                        shown_text = seen.encode()
+                        shown_text = words_text.encode()
                     except UnicodeEncodeError:  # a lone surrogate: "?" for it
-                        shown_text = seen.encode("utf-8", "replace")
+                        shown_text = words_text.encode("utf-8", "replace")
                     append(shown_prefix)
+                    decoded_at.append(len(shown))
+                    decoded_texts.append(words_text)
                     append(shown_text)
-                    append(_NEWLINE)
+                    append(newline)
                     if line[_TEXT_AT] not in _SPECIAL_JSON_FIRST_BYTES:
                         last = line
                         continue
@@ -444,15 +449,14 @@ class ReadableStream:
                 if rendered is not None:
                     append(rendered.encode("utf-8", "replace"))
                     append(_NEWLINE)
-            elif line[0] != at or line[nix_at] != nix_bytes:
+            elif (first := line[0]) != at or line[nix_at] != nix_bytes:
                 append(line)
-                first = line[0]
                 if first not in special:
                     if known or not errors or line.find(b"rror") < 0:
                         last = line
                         continue
                 elif first == bracket and (
-                    (not percent and (known or not errors))
+                    statuses
                     or (
                         line[4:6] != b"%]"
                         and line[:6].isascii()  # as above
@@ -512,6 +516,14 @@ class ReadableStream:
             known = tracker.knows_tool_error
         nix = block.startswith(b"@nix ") or block.find(b"\n@nix ") >= 0
         tracker.end_block(len(lines), None if last is None else last[:-1].decode(), nix)
+        if decoded_at:
+            # A decoded TEXT may hold a control character (an escape: \u001b, \r, \n): then
+            # each that does is shown as `terminal_text` shows it. One test over all of them.
+            shown_texts = b"".join([shown[index] for index in decoded_at])
+            if _NEWLINE_BYTE in shown_texts or not _no_controls(shown_texts):
+                for index, words_text in zip(decoded_at, decoded_texts, strict=True):
+                    if not words_text.isprintable():
+                        shown[index] = terminal_text(words_text).encode("utf-8", "replace")
         return b"".join(shown), error
 
     def _learn(self, line: str) -> None:
