@@ -31,6 +31,8 @@ _RESULT_EVENT = '@nix {"action":"result"'
 # slower), and UTF-8's encoding of the C1 controls.
 _CONTROL_BYTES = tuple(i for i in (*range(0x20), 0x7F) if i not in (0x09, 0x0A))
 _C1 = re.compile(rb"\xc2[\x80-\x9f]")
+_C2 = 0xC2  # (the first byte of C1's UTF-8, an int needle: `in` with bytes raises inside first)
+_TAB = ord("\t")
 # A builder's log line as Nix writes it (sorted keys): '@nix {"action":"result","fields":
 # ["TEXT"],"id":N,"type":101}'. Without a backslash in the line, TEXT ends at the next quote.
 _LOG_LINE_PREFIX = '@nix {"action":"result","fields":["'
@@ -108,12 +110,16 @@ def _no_controls(block: bytes) -> bool:
     is its readable form as it stands, and so is a builder line's text without a JSON escape."""
     if _has_control(block):
         return False
-    return block.isascii() or b"\xc2" not in block or _C1.search(block) is None
+    return block.isascii() or _C2 not in block or _C1.search(block) is None
 
 
 def _has_control(block: bytes) -> bool:
     """Whether the block holds a C0 control byte but tab and newline, or DEL."""
-    return any(map(block.__contains__, _CONTROL_BYTES))
+    # (a loop: any() over a generator or a map of `block.__contains__` costs more a byte)
+    for byte in _CONTROL_BYTES:  # noqa: SIM110
+        if byte in block:
+            return True
+    return False
 
 
 def readable_as_is(block: bytes, decoded: str | None = None) -> bool:
@@ -121,11 +127,11 @@ def readable_as_is(block: bytes, decoded: str | None = None) -> bool:
 
     `decoded`: the block as the caller already decoded it (UTF-8, errors replaced), if it has:
     without a replacement character in it the block is valid UTF-8, not decoded again."""
-    if b"@nix " in block or _has_control(block):
+    if block.find(b"@nix ") >= 0 or _has_control(block):
         return False
     if block.isascii():
         return True
-    if b"\xc2" in block and _C1.search(block) is not None:
+    if _C2 in block and _C1.search(block) is not None:
         return False
     if decoded is not None and "\ufffd" not in decoded:
         return True
@@ -283,12 +289,7 @@ class ReadableStream:
         Whole-block passes in C cost too (~3 instructions a byte for a substring search, ~8
         for bytes.split and bytes.count of one byte, against ~0.1 for memchr), so the lines are
         cut by readlines and each test kept to the lines it is about."""
-        if (
-            tracker.folds_every_line
-            or b"\t" in block
-            or "\ufffd" in text
-            or not _no_controls(block)
-        ):
+        if tracker.folds_every_line or _TAB in block or "\ufffd" in text or not _no_controls(block):
             # A custom NINJA_STATUS (any line may be progress), a tab (JSON refuses a raw one
             # in TEXT), bytes that are not UTF-8 (or a U+FFFD: the same to the decoder) or
             # control characters in the block: each side on its own.
@@ -318,7 +319,7 @@ class ReadableStream:
         counts_at = numbers_at = _NOTHING
         # whether any line may read as an error (most blocks of a clean build: none, and the
         # test per line is left out), and whether a "[" line may be make's percentage
-        errors = not known and b"rror" in block
+        errors = not known and block.find(b"rror") >= 0
         # (then every "[" line but make's percentage is a ninja status to keep unparsed)
         statuses = _PERCENT not in block and not errors
         # where in `shown` the TEXTs JSON's scanner decoded are, and those TEXTs
