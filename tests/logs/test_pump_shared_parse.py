@@ -331,3 +331,34 @@ def test_the_shared_pass_makes_what_each_side_made_alone(
         assert _state(off) == _state(old), (name, "off")
         assert off.last_line == old.last_line, (name, "off")
     assert next(shared_blocks) > 20, "the shared pass never ran: nothing was compared"
+
+
+@pytest.mark.parametrize("readable", [True, False])
+def test_a_compiler_killed_is_kept_whole_lines_only(tmp_path: Path, readable: bool) -> None:
+    """The pump keeps the lines that say a compiler was killed (SIGKILL, most often the OOM
+    killer), a builder's or the build's own, whole; a line with only part of the phrase is not
+    one, with the readable map on (the shared pass) or off."""
+    killed = "g++: fatal error: Killed signal terminated program cc1plus"
+    lines = [
+        _start(7, "seven"),
+        "[1/2] a.o",
+        killed,
+        "a line that only says: terminated program",
+        _log(7, killed),
+        _log(7, "terminated program, and no more"),
+    ]
+    data = ("\n".join(lines) + "\n").encode()
+    directory = tmp_path / "pumped"
+    directory.mkdir()
+    path = directory / "build.log"
+    readable_path, map_path = readable_paths(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+    fds = [os.open(p, flags, 0o600) for p in (path, readable_path, map_path)]
+    writer = ReadableMapWriter(fds[1], fds[2], 0) if readable else None
+    pipeline = LogPipeline(fds[0], ProgressTracker(), readable=writer)
+    for chunk in _chunks(data, random.Random(7)):
+        pipeline.feed(chunk)
+    pipeline.close()
+    for fd in fds:
+        os.close(fd)
+    assert list(pipeline.killed_compilers) == [killed, _log(7, killed)]

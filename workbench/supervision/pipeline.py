@@ -31,7 +31,8 @@ READ_SIZE = 1 << 18
 # A "line" longer than this without a newline (a binary blob, a runaway progress bar) is fed
 # to the tracker in pieces, so the pump's memory stays bounded.
 MAX_PENDING = 1 << 20
-_KILLED_MARK = "terminated program"
+# (the whole phrase: a longer needle is found sooner, and a line is kept only if it has it)
+_KILLED_MARK = "Killed signal terminated program"
 # Gaps listed one by one; past this many only the totals grow.
 MAX_GAPS = 20
 
@@ -270,9 +271,7 @@ class LogPipeline:
 
     def _killed(self, text: str, lines: list[str]) -> None:
         if _KILLED_MARK in text:
-            self.killed_compilers.extend(
-                line for line in lines if "Killed signal terminated program" in line
-            )
+            self.killed_compilers.extend(line for line in lines if _KILLED_MARK in line)
 
     def close(self) -> None:
         """The pipe ended: fold in the last line if it had no newline; mark an open gap."""
