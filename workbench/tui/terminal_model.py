@@ -153,19 +153,8 @@ def _common_prefix(
     old_styles: list[Style | None],
     x: int,
 ) -> int:
-    """How many cells from the start already show these characters and styles: a binary
-    search over slice comparisons (each done in C), not a Python loop over a line's cells."""
-    low, high = 0, len(chars)  # the answer lies in [low, high]
-    while low < high:
-        middle = (low + high + 1) // 2
-        if (
-            chars[low:middle] == old_chars[x + low : x + middle]
-            and styles[low:middle] == old_styles[x + low : x + middle]
-        ):
-            low = middle
-        else:
-            high = middle - 1
-    return low
+    """How many cells from the start already show these characters and styles."""
+    return _matching_run(chars, styles, old_chars, old_styles, x, len(chars), from_end=False)
 
 
 def _common_suffix(
@@ -177,11 +166,28 @@ def _common_suffix(
     first: int,
 ) -> int:
     """How many cells at the end (after `first`, which differs) already show these."""
+    most = len(chars) - first - 1
+    return _matching_run(chars, styles, old_chars, old_styles, x, most, from_end=True)
+
+
+def _matching_run(
+    chars: list[str],
+    styles: list[Style | None],
+    old_chars: list[str | None],
+    old_styles: list[Style | None],
+    x: int,
+    most: int,
+    from_end: bool,
+) -> int:
+    """How many cells (at most `most`) from the start, or back from the end, already show these
+    characters and styles: a binary search over slice comparisons (each done in C), not a
+    Python loop over a line's cells."""
     count = len(chars)
-    low, high = 0, count - first - 1
+    low, high = 0, most  # the answer lies in [low, high]
     while low < high:
         middle = (low + high + 1) // 2
-        start, end = count - middle, count - low
+        # The cells between `low` and `middle` from the start (or from the end) of the piece.
+        start, end = (count - middle, count - low) if from_end else (low, middle)
         if (
             chars[start:end] == old_chars[x + start : x + end]
             and styles[start:end] == old_styles[x + start : x + end]
