@@ -46,6 +46,11 @@ Per condition ("by_condition", "conditions_table"): first builds and rebuilds, o
 a shared one or with busy loops mid-build. Recordings that keep their ninja graph
 ("dependencies") are also replayed by scheduling what is left on the run's jobs, with every
 edge's true seconds and with the first-build model's costs ("scheduled_with_the_graph").
+"sampled_schedule": a first build's rest scheduled on the run's jobs with each edge's cost
+drawn from the finished edges like it (the median of 16 seeded draws; `sampled_rest`, not
+shipped) against the shipped estimate, per set of recordings (the six earlier ones from the
+shared VM, its later ones, the H100 host's) and in all, with the spread over five seeds, and on
+the recordings that keep their graph scheduled with its dependencies.
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ import heapq
 import json
 import math
 import os
+import random
 import shutil
 import statistics
 import subprocess
@@ -321,9 +327,18 @@ def first_build_cost(edges: int = 12_000, running: int = 16) -> dict[str, Any]:
             half * 0.1 + 1 + tick, edges, live.pace.finished, live.planned, live.pace.last_end_s
         )
         baseline.append(time.perf_counter() - began)
+    # The sampled schedule (`sampled_rest`, scored in "sampled_schedule", not shipped) on the
+    # same graph and moment: this benchmark's version passes over the graph each call.
+    sampled: list[float] = []
+    assert live.costs is not None
+    for _tick in range(5):
+        began = time.perf_counter()
+        sampled_rest(live.costs, live.running_now() or {}, running, edges - half)
+        sampled.append(time.perf_counter() - began)
     return {
         "graph": f"{edges} edges, half done, {running} running",
         "first_build_tick_ms": round(statistics.median(ticks) * 1000, 3),
+        "sampled_schedule_call_ms (not shipped)": round(statistics.median(sampled) * 1000, 2),
         "first_build_tick_1k_new_edges_ms": round(with_new * 1000, 2),
         "baseline_by_kind_only_tick_ms": round(statistics.median(baseline) * 1000, 3),
     }
@@ -547,6 +562,7 @@ def score_recordings(directory: Path) -> dict[str, Any]:
         "contention": contention_scored(kept) if kept else None,
         "cpu_costing": cpu_costed(directory),
         "scheduled_with_the_graph": scheduled(directory),
+        "sampled_schedule": sampled_schedule(directory),
         "projects": projects,
         "table": "\n".join(rows),
     }
@@ -707,6 +723,317 @@ def scheduled(directory: Path) -> dict[str, Any] | None:
         "model_costs_scheduled_median_abs_error": median_error("model_costs_scheduled_s"),
         "shipped_median_abs_error": median_error("shipped_eta_s"),
         "rows": rows,
+    }
+
+
+def recording_set(project: str) -> str:
+    """Which set a recording is of: the idle 16-core H100 host's, the shared VM's later ones
+    (ONNX Runtime's pinned dependencies), or the six earlier ones from the shared VM."""
+    if project.startswith("h100 "):
+        return "H100 host"
+    if project.startswith("vm "):
+        return "VM, later"
+    return "VM, earlier six"
+
+
+# The sampled schedule's constants, chosen before any recording was scored with it (none fitted):
+# 16 draws (the median of 16 is steady to a few per cent and a tick stays in milliseconds), at
+# most 128 edges placed one by one a draw (8 per job at -j16: the tail; before them the others'
+# mean work fills the jobs evenly, so a 12,000-edge graph costs what a 128-edge one does), a
+# pool of at least 5 finished edges before a group's or kind's own costs are drawn from, seed
+# 0, and the range: the draws' 10% and 90% quantiles, widened to the first-build factors
+# (eta_model.FIRST_LOW, FIRST_HIGH) around the median where those are wider.
+SAMPLED_DRAWS = 16
+SAMPLED_TAIL = 128
+SAMPLED_MIN_POOL = 5
+SAMPLED_SEED = 0
+SAMPLED_QUANTILES = (0.1, 0.9)
+# The seeds the figures are also given for: 16 draws are few, the spread says how much of a
+# difference between the sampled estimate and the shipped one is the draws'.
+SAMPLED_SPREAD_SEEDS = (0, 1, 2, 3, 4)
+
+
+def _fill(free: list[float], work: float) -> list[float]:
+    """Jobs free at `free` (sorted) after `work` seconds spread over them, the first free
+    first: a water level."""
+    if work <= 0.0:
+        return free
+    level, spent = free[0], 0.0
+    for index in range(1, len(free) + 1):
+        following = free[index] if index < len(free) else math.inf
+        need = (following - level) * index
+        if spent + need >= work:
+            level += (work - spent) / index
+            break
+        spent += need
+        level = following
+    return [max(t, level) for t in free]
+
+
+def sampled_rest(
+    costs: eta_model.EdgeCosts,
+    running: dict[str, float],
+    jobs: int,
+    left: int | None = None,
+    waits: dict[str, list[str]] | None = None,
+    draws: int = SAMPLED_DRAWS,
+    seed: int = SAMPLED_SEED,
+) -> list[float] | None:
+    """The seconds until a first build's last edge ends, `draws` times (sorted), when what is
+    left runs on `jobs` jobs: the edges running (`running`: output → age) hold their jobs;
+    every other edge left starts on the first job free, in a random order (a list schedule),
+    or with `waits` (the ninja graph's dependencies) once what it waits for has ended
+    (`schedule_left`). An edge whose source finished elsewhere costs that source's mean; any
+    other is a draw from the finished edges like it: its group's (part of the tree, kind),
+    else its kind's (the first with `SAMPLED_MIN_POOL` edges), else its kind's however few,
+    else every finished edge's. A running edge of unknown cost is drawn from those longer than
+    its age (less its age; `eta_model.RUNNING_REST` of its age where none ran that long), a
+    copy of a source running likewise. `left`: the edges ninja will still run (a random subset
+    where fewer than the graph's). Without `waits` at most `SAMPLED_TAIL` edges are placed one
+    by one a draw, after the others' mean work. Seeded (`seed`): one state, one answer. None
+    before any edge finished."""
+    finished = costs.finished
+    if not finished or jobs <= 0:
+        return None
+    groups: dict[tuple[str, str], list[float]] = {}
+    kinds: dict[str, list[float]] = {}
+    for output, seconds in finished.items():
+        plan = costs.planned.get(output)
+        group = plan[2] if plan else (eta_model.part_of(output), eta_model._kind(output))
+        groups.setdefault(group, []).append(seconds)
+        kinds.setdefault(group[1], []).append(seconds)
+    every = sorted(finished.values())
+    for pool in (*groups.values(), *kinds.values()):
+        pool.sort()
+
+    def pool_of(group: tuple[str, str]) -> list[float]:
+        kind = kinds.get(group[1])
+        for pool in (groups.get(group), kind):
+            if pool is not None and len(pool) >= SAMPLED_MIN_POOL:
+                return pool
+        return kind if kind else every
+
+    ages = {o: a for o, a in running.items() if o in costs.planned and o not in finished}
+    known: dict[str, float] = {}
+    running_for: dict[str, float] = {}
+    population: list[str] = []
+    for output in costs.planned:
+        if output in finished:
+            continue
+        cost, is_known = costs.cost(output)
+        if is_known:
+            known[output] = cost
+        if output in ages:
+            key = costs.planned[output][0]
+            if key is not None and not is_known:
+                running_for[key] = max(running_for.get(key, 0.0), ages[output])
+        else:
+            population.append(output)
+    count = len(population)
+    if left is not None:
+        count = max(0, min(count, left - len(ages)))
+
+    means: dict[tuple[str, str], float] = {}
+
+    def expected(output: str) -> float:
+        if output in known:
+            return known[output]
+        group = costs.planned[output][2]
+        if group not in means:
+            means[group] = statistics.fmean(pool_of(group))
+        return means[group]
+
+    rng = random.Random(seed)
+
+    def draw(output: str, least: float = 0.0) -> float:
+        if output in known:
+            return known[output]
+        key = costs.planned[output][0]
+        if key in running_for:
+            least = max(least, running_for[key])
+        pool = pool_of(costs.planned[output][2])
+        if least > 0.0:
+            start = bisect.bisect_right(pool, least)
+            if start >= len(pool):
+                return (1.0 + eta_model.RUNNING_REST) * least
+            return pool[rng.randrange(start, len(pool))]
+        return pool[rng.randrange(len(pool))]
+
+    bulk_mean = 0.0
+    if waits is None and count > SAMPLED_TAIL:
+        bulk_mean = sum(expected(o) for o in population) * count / max(1, len(population))
+    spans: list[float] = []
+    for _ in range(draws):
+        rests = {
+            output: max(0.0, known[output] - age if output in known else draw(output, age) - age)
+            for output, age in ages.items()
+        }
+        chosen = rng.sample(population, min(count, SAMPLED_TAIL if waits is None else count))
+        if waits is not None:
+            to_start = {output: draw(output) for output in chosen}
+            spans.append(schedule_left(waits, rests, to_start, set(finished), jobs))
+            continue
+        free = sorted([*rests.values(), *[0.0] * max(0, jobs - len(rests))])
+        if count > SAMPLED_TAIL:
+            free = _fill(free, max(0.0, bulk_mean - sum(expected(o) for o in chosen)))
+        heapq.heapify(free)
+        for output in chosen:
+            heapq.heappush(free, heapq.heappop(free) + draw(output))
+        spans.append(max(free))
+    spans.sort()
+    return spans
+
+
+def sampled_estimate(
+    replay: live_eta.Replay,
+    said: live_eta.Eta,
+    at: float,
+    waits: Any = None,
+    seed: int = SAMPLED_SEED,
+) -> live_eta.Eta | None:
+    """What the first-build ETA `said` at `at` would say with its rest scheduled on the run's
+    jobs with sampled costs (`sampled_rest`): the median of the draws, the range their
+    quantiles widened to the first-build factors around it, at the host's contention as the
+    shipped one (`HostShare.apply`). None where the shipped one is no first-build estimate by
+    edges (by progress, or learned from earlier runs): it stands."""
+    live = replay.live
+    if not said.first_build or live.costs is None or not live.jobs or replay.edge_total is None:
+        return None
+    if "by source and kind of edge" not in said.basis:
+        return None
+    done = sum(1 for end, _, _ in replay.edges if end <= at)
+    spans = sampled_rest(
+        live.costs, live.running_now() or {}, live.jobs, replay.edge_total - done, waits, seed=seed
+    )
+    if not spans:
+        return None
+    middle = statistics.median(spans)
+    low = spans[int(SAMPLED_QUANTILES[0] * (len(spans) - 1))]
+    high = spans[math.ceil(SAMPLED_QUANTILES[1] * (len(spans) - 1))]
+    return live.host.apply(
+        live_eta.Eta(
+            middle,
+            f"the rest scheduled on {live.jobs} jobs (median of {len(spans)} draws)",
+            min(low, middle * eta_model.FIRST_LOW),
+            max(high, middle * eta_model.FIRST_HIGH),
+            True,
+        )
+    )
+
+
+def sampled_schedule(directory: Path) -> dict[str, Any]:
+    """A first build's rest scheduled on the run's jobs with sampled costs
+    (`sampled_estimate`): the edges left are not all of a mean, and at high -j one or two
+    long units end the build while the other jobs idle, which the shipped estimate (the work
+    left at the pace kept so far) cannot say. Against the shipped one at every checkpoint of
+    every recorded run, the same moment, the same edges: coverage and median error per set of
+    recordings (`recording_set`) and in all, for first builds, rebuilds (which rest on earlier
+    runs: both the same) and both. "graph": the first builds of recordings that keep their
+    ninja graph, the draws scheduled with its dependencies, against the list schedule and the
+    shipped estimate at the same checkpoints."""
+    import eta_recordings
+
+    points: list[dict[str, Any]] = []
+    for recording in eta_recordings.recordings(directory):
+        work = Path(tempfile.mkdtemp(prefix="eta-sampled-"))
+        waits = recording.get("dependencies")
+        try:
+            with History(work) as history:
+                for index, (build_id, run) in enumerate(eta_recordings.load(recording, work)):
+                    replay = replay_of(history, build_id, run)
+                    for share in CHECKPOINTS:
+                        at = share * replay.duration_s
+                        truth = replay.duration_s - at
+                        point: dict[str, Any] = {
+                            "recording": recording["project"],
+                            "set": recording_set(recording["project"]),
+                            "run": "first build" if index == 0 else "rebuild",
+                            "at": share,
+                            "truth_s": round(truth, 1),
+                        }
+                        said = replay.learned(at)
+                        ways = {"shipped": said, "sampled": said}
+                        if said is not None:
+                            for seed in SAMPLED_SPREAD_SEEDS:
+                                name = "sampled" if seed == SAMPLED_SEED else f"seed_{seed}"
+                                ways[name] = sampled_estimate(replay, said, at, seed=seed) or said
+                            if waits and index == 0:
+                                ways["graph"] = sampled_estimate(replay, said, at, waits) or said
+                        for name, eta in ways.items():
+                            if eta is None:
+                                continue
+                            point[f"{name}_eta_s"] = round(eta.remaining_s, 1)
+                            point[f"{name}_error"] = round((eta.remaining_s - truth) / truth, 3)
+                            point[f"{name}_inside"] = (
+                                eta.low_s is not None and eta.low_s <= truth <= (eta.high_s or 0.0)
+                            )
+                        points.append(point)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    def figures(chosen: list[dict[str, Any]], name: str) -> dict[str, Any]:
+        errors = [abs(p[f"{name}_error"]) for p in chosen if f"{name}_error" in p]
+        inside = sum(1 for p in chosen if p.get(f"{name}_inside"))
+        return {
+            "coverage": round(inside / len(chosen), 3) if chosen else None,
+            "median_abs_error": round(statistics.median(errors), 3) if errors else None,
+        }
+
+    def pct(value: float | None) -> str:
+        return "-" if value is None else f"{100 * value:.1f}%"
+
+    table: dict[str, Any] = {}
+    rows = [
+        "| set | runs | checkpoints | coverage shipped | coverage sampled | median error shipped "
+        "| median error sampled | sampled over seeds 0-4 |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for group in ("VM, earlier six", "VM, later", "H100 host", "all"):
+        for run in ("first builds", "rebuilds", "both"):
+            chosen = [
+                p for p in points if group in ("all", p["set"]) and run in ("both", p["run"] + "s")
+            ]
+            shipped, sampled = figures(chosen, "shipped"), figures(chosen, "sampled")
+            seeds = [
+                figures(chosen, "sampled" if seed == SAMPLED_SEED else f"seed_{seed}")
+                for seed in SAMPLED_SPREAD_SEEDS
+            ]
+            errors = [f["median_abs_error"] for f in seeds if f["median_abs_error"] is not None]
+            covered = [f["coverage"] for f in seeds if f["coverage"] is not None]
+            table[f"{group}, {run}"] = {
+                "checkpoints": len(chosen),
+                "shipped": shipped,
+                "sampled": sampled,
+                "sampled_over_the_seeds": {
+                    "median_abs_error": [min(errors), max(errors)] if errors else None,
+                    "coverage": [min(covered), max(covered)] if covered else None,
+                },
+            }
+            rows.append(
+                f"| {group} | {run} | {len(chosen)} | {pct(shipped['coverage'])} | "
+                f"{pct(sampled['coverage'])} | {pct(shipped['median_abs_error'])} | "
+                f"{pct(sampled['median_abs_error'])} | "
+                f"{pct(min(errors) if errors else None)}-{pct(max(errors) if errors else None)} |"
+            )
+    with_graph = [p for p in points if p["run"] == "first build" and "graph_eta_s" in p]
+    return {
+        "constants": {
+            "draws": SAMPLED_DRAWS,
+            "tail_edges_placed_one_by_one": SAMPLED_TAIL,
+            "min_pool": SAMPLED_MIN_POOL,
+            "seed": SAMPLED_SEED,
+            "range_quantiles": list(SAMPLED_QUANTILES),
+            "spread_seeds": list(SAMPLED_SPREAD_SEEDS),
+        },
+        "by_set": table,
+        "table": "\n".join(rows),
+        "graph": {
+            "checkpoints": len(with_graph),
+            "shipped": figures(with_graph, "shipped"),
+            "sampled_list_schedule": figures(with_graph, "sampled"),
+            "sampled_with_the_graph": figures(with_graph, "graph"),
+        },
+        "checkpoints": points,
     }
 
 

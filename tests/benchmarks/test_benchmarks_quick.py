@@ -91,6 +91,18 @@ def test_eta_accuracy_scores_the_recorded_third_party_builds(tmp_path: Path) -> 
     scheduled = document["scheduled_with_the_graph"]
     assert isinstance(scheduled, dict) and scheduled["checkpoints"] > 0
     assert scheduled["true_costs_scheduled_median_abs_error"] < 0.05, scheduled
+    # The sampled schedule against the shipped estimate: every checkpoint in its set's rows,
+    # first builds and rebuilds adding up; rebuilds rest on earlier runs, both say the same.
+    sampled = document["sampled_schedule"]["by_set"]  # type: ignore[index]
+    assert sampled["all, both"]["checkpoints"] == document["all"]["checkpoints"]  # type: ignore[index]
+    assert (
+        sum(
+            sampled[f"{group}, both"]["checkpoints"]
+            for group in ("VM, earlier six", "VM, later", "H100 host")
+        )
+        == sampled["all, both"]["checkpoints"]
+    )
+    assert sampled["all, rebuilds"]["shipped"] == sampled["all, rebuilds"]["sampled"]
 
 
 def _last_json(text: str) -> object:
