@@ -318,9 +318,10 @@ class ReadableStream:
         counts_tail: bytes | None = None
         counts_at = numbers_at = _NOTHING
         # whether any line may read as an error (most blocks of a clean build: none, and the
-        # test per line is left out), and whether a "[" line may be make's percentage
+        # test per line is left out) ...
         errors = not known and block.find(b"rror") >= 0
-        # (then every "[" line but make's percentage is a ninja status to keep unparsed)
+        # ... and whether every "[" line is a ninja status to keep unparsed (no '%': none is
+        # make's percentage; no "rror": none is an error to fold)
         statuses = _PERCENT not in block and not errors
         # where in `shown` the TEXTs JSON's scanner decoded are, and those TEXTs
         decoded_at: list[int] = []
