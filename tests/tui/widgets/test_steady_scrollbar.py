@@ -31,18 +31,24 @@ def _shown(bar: SteadyScrollBar) -> list[list[Any]]:
     return [list(strip) for strip in bar.render_lines(Region(0, 0, *bar.size))]
 
 
+async def _following_at_the_end(app: LogApp, pilot: Any) -> tuple[LogView, SteadyScrollBar]:
+    """The log view once its file is read, its bar shown and its end in view, and that bar."""
+    log = app.query_one(LogView)
+    await app.workers.wait_for_complete()
+    await wait_until(pilot, "the bar shown", lambda: log.show_vertical_scrollbar, 20)
+    await wait_until(pilot, "the end shown", lambda: log.scroll_y == log.max_scroll_y, 20)
+    bar = log.vertical_scrollbar
+    assert isinstance(bar, SteadyScrollBar)
+    return log, bar
+
+
 async def test_the_bar_draws_again_only_when_its_thumb_moves(tmp_path: Path) -> None:
     path = tmp_path / "build.log"
     path.write_text("".join(f"line {n}\n" for n in range(2000)))
     app = LogApp(path)
     async with app.run_test(size=(80, 20)) as pilot:
-        log = app.query_one(LogView)
-        await app.workers.wait_for_complete()
-        await wait_until(pilot, "the bar shown", lambda: log.show_vertical_scrollbar, 20)
-        await wait_until(pilot, "the end shown", lambda: log.scroll_y == log.max_scroll_y, 20)
+        log, bar = await _following_at_the_end(app, pilot)
         await pilot.pause()
-        bar = log.vertical_scrollbar
-        assert isinstance(bar, SteadyScrollBar)
         drawn = 0
         render = bar.render
 
@@ -92,12 +98,7 @@ async def test_a_moved_thumb_draws_only_the_rows_it_changes(tmp_path: Path) -> N
     path.write_text("".join(f"line {n}\n" for n in range(40)))
     app = LogApp(path)
     async with app.run_test(size=(80, 20)) as pilot:
-        log = app.query_one(LogView)
-        await app.workers.wait_for_complete()
-        await wait_until(pilot, "the bar shown", lambda: log.show_vertical_scrollbar, 20)
-        await wait_until(pilot, "the end shown", lambda: log.scroll_y == log.max_scroll_y, 20)
-        bar = log.vertical_scrollbar
-        assert isinstance(bar, SteadyScrollBar)
+        log, bar = await _following_at_the_end(app, pilot)
         rows: list[int] = []
         render_line = bar.render_line
 
