@@ -76,6 +76,45 @@ def test_the_binarys_read_is_evidence_for_a_thread_that_never_saw_the_stub_call(
     ), diagnosis.primary.evidence
 
 
+def test_a_thread_caught_only_in_the_stub_is_in_the_loop_the_binary_confirmed() -> None:
+    # A loaded 2-core host (a fresh-clone suite beside CPU hogs): every program-counter read
+    # of the looping thread fell on the same instruction of the stub with the same registers
+    # (it ran between the reads, but was caught there each time), never in Provider_GetHost
+    # or the host method; the verdict said "spins in DataTypeImpl::GetType<float>", though
+    # the binary's read (bridge_code: the host method jumps straight back to that stub) and
+    # the stack say which loop it is. The recorded capture, cut to that.
+    document = json.loads((RECORDED / "bridge_o2_threads.json").read_text())
+    document["samples"] = document["samples"][:1]
+    sample = document["samples"][0]
+    # (no stack caught in Provider_GetHost either)
+    sample["threads"] = [
+        thread
+        for thread in sample["threads"]
+        if not any(frame["function"].endswith("Provider_GetHost") for frame in thread["frames"])
+    ]
+    kept = {str(thread["tid"]) for thread in sample["threads"]}
+    document["pc_samples"] = {
+        tid: hits for tid, hits in document["pc_samples"].items() if tid in kept
+    }
+    for thread in sample["threads"]:
+        thread.pop("trail", None)
+    document["bridge_code"] = {
+        "onnxruntime::DataTypeImpl::GetType<float>": {
+            "host_method": "onnxruntime::ProviderHostImpl::DataTypeImpl__GetType_float",
+            "instruction": "jmp 0x556e20b38340 <onnxruntime::DataTypeImpl::GetType<float>>",
+        }
+    }
+    for hits in document["pc_samples"].values():
+        stub = next(h for h in hits if h["function"].endswith("GetType<float>"))
+        for hit in hits:
+            hit.update(address=stub["address"], sp=stub["sp"], state=stub["state"])
+            hit["function"] = stub["function"]
+    diagnosis = diagnose(capture_from_json(document))
+    assert diagnosis.kind == "call-cycle" and diagnosis.hung is True, diagnosis.summary
+    assert diagnosis.primary.bridge is not None
+    assert diagnosis.primary.bridge.counterpart == "DataTypeImpl::GetType<float>"
+
+
 def test_recorded_bridge_recursion_at_o0() -> None:
     diagnosis = diagnose(recorded("bridge_o0"))
     assert diagnosis.kind == "call-cycle" and diagnosis.primary.pattern == "recursion"

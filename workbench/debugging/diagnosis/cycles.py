@@ -7,6 +7,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from workbench.debugging.bridge import bridge_names
+from workbench.debugging.cpp_names import strip_signature
 from workbench.debugging.diagnosis.evidence import (
     LOOP_STACK_SPREAD,
     MAX_CYCLE_PERIOD,
@@ -293,6 +294,14 @@ def tail_call_loop(
     if not loop and sampled:
         loop = sampled
     stub_callers = _stub_callers(history) | sampled_stub_callers(pc)
+    # A stub whose host method the binary's read shows jumping straight back to it, where this
+    # thread was caught (its stack's top, its counters): the loop is the binary's, even where
+    # no read caught the stub calling Provider_GetHost (on a loaded host every read of a
+    # thread can fall on the same instruction of the stub).
+    caught = {strip_signature(stack[0]) for stack in stacks if stack}
+    if pc is not None:
+        caught |= {strip_signature(name) for name in pc.places}
+    stub_callers |= {stub for stub in (bridge_code or {}) if strip_signature(stub) in caught}
     # The host method read from the binary: it jumps (or calls) to a stub this thread was
     # seen calling Provider_GetHost from, so it is the loop's other side.
     read = {stub: entry for stub, entry in (bridge_code or {}).items() if stub in stub_callers}
