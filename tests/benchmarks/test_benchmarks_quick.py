@@ -103,6 +103,36 @@ def test_eta_accuracy_scores_the_recorded_third_party_builds(tmp_path: Path) -> 
         == sampled["all, both"]["checkpoints"]
     )
     assert sampled["all, rebuilds"]["shipped"] == sampled["all, rebuilds"]["sampled"]
+    # The censored fit against the shipped estimate: its sets add up to every checkpoint, its
+    # "shipped" is the conditions table's, its weight was chosen on the earlier six; with every
+    # edge not started at its true cost the first builds' error falls below the shipped one's
+    # (where the error is: the costs of the edges not started).
+    fitted = document["censored_fit"]  # type: ignore[index]
+    by_set = fitted["by_set"]
+    assert by_set["all, all runs"]["checkpoints"] == document["all"]["checkpoints"]  # type: ignore[index]
+    assert (
+        sum(
+            by_set[f"{group}, all runs"]["checkpoints"]
+            for group in ("VM, earlier six", "VM, later", "H100 host")
+        )
+        == by_set["all, all runs"]["checkpoints"]
+    )
+    shipped = by_set["all, all runs"]["shipped"]
+    assert shipped["median_abs_error"] == document["all"]["median_abs_error"]  # type: ignore[index]
+    assert shipped["coverage"] == document["all"]["coverage"]  # type: ignore[index]
+    weight = fitted["constants"]["weight_chosen_on_the_earlier_six"]
+    assert weight in fitted["constants"]["weights_tried"]
+    first = by_set["all, first builds"]
+    assert (
+        first[f"true costs not started, weight {weight}"]["median_abs_error"]
+        < first["shipped"]["median_abs_error"]
+    )
+    # The rebuilds replayed with each rule of trusting their own pace: the shipped rule's are
+    # the conditions table's rebuilds.
+    trust = document["pace_trust"]  # type: ignore[index]
+    rebuilds = trust["rebuilds"][trust["shipped"]]["all"]
+    assert rebuilds == conditions["rebuilds"]
+    assert len(trust["rebuilds"]) == 2
 
 
 def _last_json(text: str) -> object:
