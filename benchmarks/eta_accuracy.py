@@ -57,7 +57,10 @@ censored at their age (so it can reach beyond the longest edge finished), with a
 the spread chosen by a rule stated before scoring and its weight chosen on the six earlier VM
 recordings, the other sets held out (`censored_rest`, not shipped); with the expectations, with
 draws, and with the running edges' rests or the costs of the edges not started at their truth
-(where the error is).
+(where the error is). "pace_trust": the rebuilds replayed with their own pace trusted by
+other rules. "other_tree_prior": each first build of a tree another recording also built,
+replayed as if that recording were in the history as another tree of the same sources
+(`other_tree_rest`, not shipped; not the nothing-to-learn-from condition).
 """
 
 from __future__ import annotations
@@ -580,6 +583,7 @@ def score_recordings(directory: Path) -> dict[str, Any]:
         "sampled_schedule": sampled_schedule(directory),
         "censored_fit": censored_fit(directory),
         "pace_trust": pace_trust(directory),
+        "other_tree_prior": other_tree_prior(directory),
         "projects": projects,
         "table": "\n".join(rows),
     }
@@ -1444,6 +1448,162 @@ def censored_fit(directory: Path) -> dict[str, Any]:
             for point in points
         ],
     }
+
+
+# Another recording's first build stands for another tree of the same sources in the history
+# when it built at least this share of the keys (`_source_key`) this first build builds.
+OTHER_TREE_COVERS = 0.8
+
+
+def _source_key(output: str) -> str:
+    """What an edge is across trees: a compile's source (`eta_model.same_source`: its last two
+    path parts), anything else its output's file name (`bin/format-test`, `libzstd.a`)."""
+    return eta_model.same_source(output) or output.rsplit("/", 1)[-1]
+
+
+def other_tree_rest(
+    costs: eta_model.EdgeCosts,
+    running: dict[str, float],
+    jobs: int,
+    elsewhere: dict[str, float],
+    waits: dict[str, list[str]] | None = None,
+) -> float | None:
+    """The seconds until a first build's last edge ends when another tree of the same sources
+    built before says what each edge costs (`elsewhere`: `_source_key` → its seconds there):
+    each edge left at its cost there times this build's pace against it (its finished edges'
+    seconds over theirs there), an edge whose source finished here at that, one the other tree
+    did not build as the shipped model costs it; a running one at its cost less its age;
+    scheduled on `jobs` jobs with the graph (`schedule_graph`). None before an edge the other
+    tree built has finished here."""
+    finished = costs.finished
+    here = [s for o, s in finished.items() if _source_key(o) in elsewhere]
+    there = [elsewhere[_source_key(o)] for o in finished if _source_key(o) in elsewhere]
+    if not here or sum(there) <= 0 or jobs <= 0:
+        return None
+    pace = sum(here) / sum(there)
+    means = costs._means(running)
+
+    def cost(output: str) -> float:
+        own, known = costs.cost(output, means)
+        if known:
+            return own
+        seen = elsewhere.get(_source_key(output))
+        return own if seen is None else seen * pace
+
+    rests = {
+        output: max(0.0, cost(output) - age)
+        for output, age in running.items()
+        if output in costs.planned and output not in finished
+    }
+    order = list(waits) if waits else []
+    order += [o for o in costs.planned if o not in (waits or {})]
+    to_start = {
+        output: cost(output)
+        for output in order
+        if output in costs.planned and output not in finished and output not in rests
+    }
+    return schedule_graph(waits, rests, to_start, jobs)
+
+
+def other_tree_prior(directory: Path) -> dict[str, Any]:
+    """The first builds of recordings of a tree that another recording also built (the same
+    sources at the same commit: `OTHER_TREE_COVERS` of its keys), replayed as if that other
+    recording's first build were in the history as another tree (another checkout, another
+    host, another -j): `other_tree_rest` at each checkpoint, once per other recording, against
+    the shipped estimate (which reads no other tree: nothing to learn from), per set. Not the
+    "first builds" condition of the conditions table, which has nothing to learn from: a
+    build of a tree whose sources were built before elsewhere. Not shipped."""
+    import eta_recordings
+
+    recordings = eta_recordings.recordings(directory)
+    firsts = {
+        r["project"]: {_source_key(edge[2]): edge[1] - edge[0] for edge in r["runs"][0]["edges"]}
+        for r in recordings
+    }
+    points: list[dict[str, Any]] = []
+    for recording in recordings:
+        name = recording["project"]
+        keys = firsts[name]
+        others = [
+            other
+            for other, seconds in firsts.items()
+            if other != name
+            and sum(1 for k in keys if k in seconds) >= OTHER_TREE_COVERS * len(keys)
+        ]
+        if not others:
+            continue
+        work = Path(tempfile.mkdtemp(prefix="eta-other-tree-"))
+        waits = recording.get("dependencies") or None
+        try:
+            with History(work) as history:
+                build_id, run = eta_recordings.load(recording, work)[0]
+                replay = replay_of(history, build_id, run)
+                for share in CHECKPOINTS:
+                    at = share * replay.duration_s
+                    truth = replay.duration_s - at
+                    said = replay.learned(at)
+                    live = replay.live
+                    for other in others:
+                        point: dict[str, Any] = {
+                            "recording": name,
+                            "set": recording_set(name),
+                            "other_tree": other,
+                            "at": share,
+                            "truth_s": round(truth, 2),
+                        }
+                        if said is not None:
+                            point["shipped_error"] = round((said.remaining_s - truth) / truth, 3)
+                            point["shipped_inside"] = (
+                                said.low_s is not None
+                                and said.low_s <= truth <= (said.high_s or 0.0)
+                            )
+                        rest = None
+                        if live.costs is not None and live.jobs:
+                            rest = other_tree_rest(
+                                live.costs,
+                                live.running_now() or {},
+                                live.jobs,
+                                firsts[other],
+                                waits,
+                            )
+                        eta = said
+                        if rest is not None:
+                            eta = live.host.apply(
+                                live_eta.Eta(
+                                    rest,
+                                    "another tree",
+                                    rest * eta_model.FIRST_LOW,
+                                    rest * eta_model.FIRST_HIGH,
+                                    True,
+                                )
+                            )
+                        if eta is not None:
+                            point["other_tree_error"] = round((eta.remaining_s - truth) / truth, 3)
+                            point["other_tree_inside"] = (
+                                eta.low_s is not None and eta.low_s <= truth <= (eta.high_s or 0.0)
+                            )
+                        points.append(point)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    def figures(chosen: list[dict[str, Any]], way: str) -> dict[str, Any]:
+        errors = [abs(p[f"{way}_error"]) for p in chosen if f"{way}_error" in p]
+        inside = sum(1 for p in chosen if p.get(f"{way}_inside"))
+        return {
+            "coverage": round(inside / len(chosen), 3) if chosen else None,
+            "median_abs_error": round(statistics.median(errors), 3) if errors else None,
+        }
+
+    by_set = {}
+    for group in (EARLIER_SIX, "VM, later", "H100 host", "all"):
+        chosen = [p for p in points if group in ("all", p["set"])]
+        by_set[group] = {
+            "first_builds": len({p["recording"] for p in chosen}),
+            "pairings_x_checkpoints": len(chosen),
+            "shipped (nothing to learn from)": figures(chosen, "shipped"),
+            "another tree in the history": figures(chosen, "other_tree"),
+        }
+    return {"covers": OTHER_TREE_COVERS, "by_set": by_set, "checkpoints": points}
 
 
 # The trust rules `pace_trust` replays the rebuilds with (evaluated; the first is shipped).

@@ -72,6 +72,7 @@ def test_every_benchmark_has_a_case() -> None:
     assert all(name in globals() for name in HELPERS.values()), "a helper's test is gone"
 
 
+@pytest.mark.slow  # 20-30 s on the 2-core VM: every recording replayed in each section
 def test_eta_accuracy_scores_the_recorded_third_party_builds(tmp_path: Path) -> None:
     """The recorded real builds (benchmarks/data/eta_runs/) load and are scored: coverage of
     the ETA's range and the point error at 25/50/75 %, per run."""
@@ -133,6 +134,14 @@ def test_eta_accuracy_scores_the_recorded_third_party_builds(tmp_path: Path) -> 
     rebuilds = trust["rebuilds"][trust["shipped"]]["all"]
     assert rebuilds == conditions["rebuilds"]
     assert len(trust["rebuilds"]) == 2
+    # Another tree of the same sources in the history: every pairing in its set's rows, the
+    # shipped figures those of first builds with nothing to learn from (each a first build's).
+    other = document["other_tree_prior"]["by_set"]  # type: ignore[index]
+    assert other["all"]["pairings_x_checkpoints"] == sum(
+        other[group]["pairings_x_checkpoints"]
+        for group in ("VM, earlier six", "VM, later", "H100 host")
+    )
+    assert 0 < other["all"]["first_builds"] <= conditions["first builds"]["checkpoints"] // 3
 
 
 def _last_json(text: str) -> object:
