@@ -58,8 +58,9 @@ the spread chosen by a rule stated before scoring and its weight chosen on the s
 recordings, the other sets held out (`censored_rest`, not shipped); with the expectations, with
 draws, and with the running edges' rests or the costs of the edges not started at their truth
 (where the error is). "pace_trust": the rebuilds replayed with their own pace trusted by
-other rules. "other_tree_prior": each first build of a tree another recording also built,
-replayed as if that recording were in the history as another tree of the same sources
+other rules (the one before this session's, the share of the work alone, the shipped one at
+other evidence thresholds). "other_tree_prior": each first build of a tree another recording
+also built, replayed as if that recording were in the history as another tree of the same sources
 (`other_tree_rest`, not shipped; not the nothing-to-learn-from condition).
 """
 
@@ -1606,25 +1607,42 @@ def other_tree_prior(directory: Path) -> dict[str, Any]:
     return {"covers": OTHER_TREE_COVERS, "by_set": by_set, "checkpoints": points}
 
 
-# The trust rules `pace_trust` replays the rebuilds with (evaluated; the first is shipped).
-PACE_TRUST_RULES = (eta_model.PACE_TRUSTED_AT, 1.0)
+# The trust rules `pace_trust` replays the rebuilds with: (name, full trust at this share of
+# the work, trusted fully beyond this evidence: `eta_model.PACE_EVIDENCE`; inf: never). The
+# last is shipped; the first was until this session.
+PACE_TRUST_RULES = (
+    ("trusted fully at 0.25 of the work (before)", 0.25, math.inf),
+    ("weighed by the share of the work done", 1.0, math.inf),
+    (
+        "weighed by the share done, or the edges' evidence (shipped)",
+        eta_model.PACE_TRUSTED_AT,
+        eta_model.PACE_EVIDENCE,
+    ),
+)
+# The evidence thresholds replayed to choose `PACE_EVIDENCE` on the six earlier VM recordings
+# (the smallest scoring there as well as none), the other sets held out.
+PACE_EVIDENCE_TRIED = (2.0, 2.5, 3.0, 4.0)
 
 
 def pace_trust(directory: Path) -> dict[str, Any]:
     """The recorded rebuilds (which rest on earlier runs of their tree) replayed with the learned
-    ETA's own pace trusted fully from each share of the work in `PACE_TRUST_RULES` (before it,
-    blended with the earlier runs' plain time left by the share done over it; 1.0: weighed by
-    the share of the work done), per set of recordings: coverage and median error. Not a
-    choice on its own: every recorded rebuild ran the same -j on a host much like its first
-    build's, where the pace is mostly noise; a rebuild at another -j or on a slower host is
-    what the pace is for (tests/supervision/test_live_eta_learning.py: a 3x slower host)."""
+    ETA's own pace trusted by each rule in `PACE_TRUST_RULES` (before full trust, blended with
+    the earlier runs' plain time left), and with the shipped rule at each evidence threshold in
+    `PACE_EVIDENCE_TRIED`, per set of recordings: coverage and median error. Every recorded
+    rebuild ran the same -j on a host much like its first build's; a rebuild on a slower host is
+    what the evidence is for (tests/supervision/test_live_eta_learning.py: a 3x slower host)."""
     import eta_recordings
 
-    shipped = eta_model.PACE_TRUSTED_AT
+    kept = (eta_model.PACE_TRUSTED_AT, eta_model.PACE_EVIDENCE)
+    rules = [*PACE_TRUST_RULES]
+    rules += [
+        (f"share done, or evidence beyond {e:g}", eta_model.PACE_TRUSTED_AT, e)
+        for e in PACE_EVIDENCE_TRIED
+    ]
     found: dict[str, Any] = {}
     try:
-        for rule in PACE_TRUST_RULES:
-            eta_model.PACE_TRUSTED_AT = rule
+        for name, trusted_at, evidence in rules:
+            eta_model.PACE_TRUSTED_AT, eta_model.PACE_EVIDENCE = trusted_at, evidence
             points: list[dict[str, Any]] = []
             for recording in eta_recordings.recordings(directory):
                 work = Path(tempfile.mkdtemp(prefix="eta-pace-"))
@@ -1637,13 +1655,17 @@ def pace_trust(directory: Path) -> dict[str, Any]:
                                 points.append(point)
                 finally:
                     shutil.rmtree(work, ignore_errors=True)
-            found[f"trusted fully at {rule:g} of the work"] = {
+            found[name] = {
                 group: coverage([p for p in points if group in ("all", p["set"])])
                 for group in (EARLIER_SIX, "VM, later", "H100 host", "all")
             }
     finally:
-        eta_model.PACE_TRUSTED_AT = shipped
-    return {"shipped": f"trusted fully at {shipped:g} of the work", "rebuilds": found}
+        eta_model.PACE_TRUSTED_AT, eta_model.PACE_EVIDENCE = kept
+    return {
+        "shipped": PACE_TRUST_RULES[-1][0],
+        "evidence_chosen_on_the_earlier_six": eta_model.PACE_EVIDENCE,
+        "rebuilds": found,
+    }
 
 
 def contention_scored(points: list[dict[str, Any]]) -> dict[str, Any]:

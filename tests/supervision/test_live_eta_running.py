@@ -38,11 +38,12 @@ def test_the_rest_of_a_running_edge_bounds_the_learned_eta() -> None:
     blind = pace.estimate(150.0, 11, 10)
     said = pace.estimate(150.0, 11, 10, {HEAVY: 100.0})
     assert blind is not None and said is not None
-    # Its pace to 20% of the work: 50 s against the earlier 100 s, trusted at 80%: x0.6. The
-    # heavy unit at that pace is 240 s, 100 s of which ran: 140 s left at least. Without it the
-    # 300 s the earlier run still needed, x0.6, less the 100 s since the last edge: 80 s.
-    assert abs(blind.remaining_s - 80.0) < 1e-6, blind
-    assert abs(said.remaining_s - 140.0) < 1e-6, said
+    # Its pace to 20% of the work: 50 s against the earlier 100 s, trusted at 20% (the share
+    # done; its edges took what they took before, so no evidence of another host): x0.9. The
+    # heavy unit at that pace is 360 s, 100 s of which ran: 260 s left at least. Without it the
+    # 300 s the earlier run still needed, x0.9, less the 100 s since the last edge: 170 s.
+    assert abs(blind.remaining_s - 170.0) < 1e-6, blind
+    assert abs(said.remaining_s - 260.0) < 1e-6, said
     # An edge running that the earlier run did not have, or one already finished, bounds nothing.
     assert pace.estimate(150.0, 11, 10, {"CMakeFiles/t.dir/new.cc.o": 100.0}) == blind
 
@@ -58,5 +59,5 @@ def test_the_live_eta_hands_the_sampled_running_edges_to_the_learned_one() -> No
     )
     after = live.estimate_at(150.0, None, (10, 11))
     assert before is not None and after is not None
-    assert abs(before.remaining_s - 80.0) < 1e-6 and abs(after.remaining_s - 140.0) < 1e-6
+    assert abs(before.remaining_s - 170.0) < 1e-6 and abs(after.remaining_s - 260.0) < 1e-6
     assert not after.first_build
