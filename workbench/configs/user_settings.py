@@ -24,11 +24,18 @@ from workbench.errors import ConfigError
 USER_SETTINGS_FILE = "settings.toml"
 # Build settings kept per user and host: settings.toml keys of workbench.configs.settings.
 BUILD_KEYS = ("ninja_jobs", "max_jobs", "cxx_job_memory_gb", "cuda_job_memory_gb")
+# The build screen's panes are drawn every this many seconds (`refresh`; htop's default is
+# 1.5 s, btop's 2 s, top's 3 s); the supervisor samples once a second whatever it is.
+REFRESH_DEFAULT_S = 2
+REFRESH_RANGE = (1, 60)
 # Settings of the workbench itself, kept only here.
 OWN_KEYS = {
     "checkout": "the checkout used when the current directory is in none (a directory with "
     "configs/; `workbench init DIR` writes one)",
     "theme": "the TUI's colour theme (a Textual theme name, e.g. textual-dark)",
+    "refresh": "seconds between redraws of the build screen's processes, graphs and log "
+    f"(whole seconds {REFRESH_RANGE[0]}-{REFRESH_RANGE[1]}, default {REFRESH_DEFAULT_S}; "
+    "as htop's -d): the build's samples stay once a second",
 }
 KEYS_TABLE = "keys"  # [keys] binding-id = "key", remapping the TUI's bindings
 _HEADER = (
@@ -100,6 +107,8 @@ def check_own(key: str, value: Any) -> Any:
                 "theme name such as textual-dark, textual-light, nord, gruvbox"
             )
         return value
+    if key == "refresh":
+        return _refresh_seconds(value, f"{path}: refresh = {value!r}")
     raise ConfigError(f"unknown per-user setting {key!r}; settings: {', '.join(OWN_KEYS)}")
 
 
@@ -109,6 +118,27 @@ def get_own(key: str) -> Any:
         raise ConfigError(f"unknown per-user setting {key!r}; settings: {', '.join(OWN_KEYS)}")
     data, _ = load_user_settings()
     return data.get(key)
+
+
+def _refresh_seconds(value: Any, where: str) -> int:
+    low, high = REFRESH_RANGE
+    text = str(value).strip()
+    if isinstance(value, bool) or not text.isdigit() or not low <= int(text) <= high:
+        raise ConfigError(
+            f"{where}: refused (not a whole number of seconds from {low} to {high}); allowed: "
+            f"{low}-{high}, e.g. 1 for a redraw every second (default {REFRESH_DEFAULT_S})"
+        )
+    return int(text)
+
+
+def refresh_seconds() -> int:
+    """`refresh`, checked: seconds between redraws of the build screen's panes."""
+    data, text = load_user_settings()
+    value = data.get("refresh")
+    if value is None:
+        return REFRESH_DEFAULT_S
+    where = f"{user_settings_path()}{_line(text, 'refresh')}: refresh = {value!r}"
+    return _refresh_seconds(value, where)
 
 
 def key_bindings() -> dict[str, str]:

@@ -23,6 +23,7 @@ from textual.worker import WorkerFailed, get_current_worker
 
 from workbench.configs.matrix import Matrix, load_matrix
 from workbench.configs.paths import config_dir, state_dir
+from workbench.configs.user_settings import REFRESH_DEFAULT_S
 from workbench.errors import WorkbenchError
 from workbench.tui.clock import Clock
 from workbench.tui.commands import ScreenCommands
@@ -131,6 +132,8 @@ class WorkbenchApp(App[None]):
         self.clock = clock  # what "ago" is measured against (frozen in snapshots)
         self.report: DoctorReport | None = None  # the last detection, shared by the screens
         self.user_errors: list[str] = []  # shown on the error screen; quitting then exits 2
+        # Seconds between redraws of the build screen's panes (the per-user `refresh`).
+        self.panes_refresh_s: float = REFRESH_DEFAULT_S
         # What the terminal shows, so a frame writes only the cells that changed (over SSH the
         # bytes are the cost of watching); None: every frame as Textual writes it.
         self.terminal_model: TerminalModel | None = TerminalModel() if enabled() else None

@@ -12,17 +12,25 @@ from typing import Any
 from textual.app import App
 
 from workbench.atomic_file import replace_file
-from workbench.configs.user_settings import get_own, key_bindings, write_user_settings
+from workbench.configs.user_settings import (
+    get_own,
+    key_bindings,
+    refresh_seconds,
+    write_user_settings,
+)
 
 
 def apply_saved(app: App[Any], saved_theme: str | None = None) -> None:
-    """The user's saved theme (when Textual knows it) and key bindings, onto `app`."""
+    """The user's saved theme (when Textual knows it), key bindings and the build screen's
+    refresh (`refresh`, seconds between redraws of its panes), onto `app`."""
     theme = saved_theme if saved_theme is not None else get_own("theme")
     if isinstance(theme, str) and theme in app.available_themes:
         app.theme = theme
     keys = key_bindings()
     if keys:
         app.set_keymap(keys)
+    if hasattr(app, "panes_refresh_s"):
+        app.panes_refresh_s = refresh_seconds()
 
 
 def remember_theme(theme: str) -> None:

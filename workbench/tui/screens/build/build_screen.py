@@ -356,6 +356,12 @@ class BuildScreen(Screen[None]):
         self._shown: dict[str, Text] = {}  # what each line of the head shows now
         self._shown_title = ""  # the process table's border title, as last set
         self.peak_rss: int | None = None  # an ended build's measured peak, once polled
+        # The panes (processes, graphs, log) are drawn every `refresh` seconds: what the polls
+        # found meanwhile waits here (the latest poll, every live sample since the last draw).
+        self._pending: Poll | None = None
+        self._samples: list[tuple[float, float, float, float, LiveView]] = []
+        self._polls_since_panes = 0
+        self._panes_due = True  # the first poll's panes are drawn at once
 
     # -- layout -------------------------------------------------------------------------------
 
@@ -519,25 +525,63 @@ class BuildScreen(Screen[None]):
             self.peak_rss = poll.peak_rss
         head = poll.head if poll.head is not None else HeadView.of(poll.record)
         self._show_head(head)
-        # The log's new lines in the same frame as the rest of this second (between polls the
-        # view takes them in itself only when many wait).
-        self.query_one(LogView).take_in_new_lines(now=True)
         live = head.live
         if head.active and live.t is not None:
-            self.query_one("#build-cpu", TimeGraph).add(live.cpu_percent, t=live.t)
-            self.query_one("#build-memory", TimeGraph).add(
-                float(live.rss), live.memory_scale, t=live.t
-            )
-            self.query_one(ParallelismGraph).show_sampled(
-                sampled_jobs(live.compile_jobs, live.link_jobs), live.t
-            )
-        if poll.parallelism is not None:
-            self.query_one(ParallelismGraph).show_exact(
-                poll.parallelism.values, poll.parallelism.first_t, poll.parallelism.interval_s
+            # Every sample is kept (the graphs' columns are seconds), drawn with the panes.
+            self._samples.append(
+                (live.cpu_percent, float(live.rss), live.memory_scale, live.t, live)
             )
         stall = None
         if head.active and self.stall_watch is not None:
             stall = self.stall_watch.observe(time.time(), head.progress_key, poll.processes)
+        if (stall is None) != (self.stall is None):
+            self._panes_due = True  # a stall found or gone: its row is marked (or not) at once
+        self._show_stall(stall)
+        self._pending = poll
+        self._polls_since_panes += 1
+        if f"sorted by {self.query_one(ProcessTable).sort_label}" not in self._shown_title:
+            self._panes_due = True  # sorted by a key (o, O): the title says so at once
+        if (
+            self._panes_due
+            or poll.finished
+            or poll.parallelism is not None
+            or self._polls_since_panes * POLL_INTERVAL_S >= self._panes_refresh_s() - 0.01
+        ):
+            self._show_panes()
+
+    def _panes_refresh_s(self) -> float:
+        """Seconds between redraws of the panes: the per-user `refresh` (htop's -d)."""
+        return float(getattr(self.app, "panes_refresh_s", POLL_INTERVAL_S))
+
+    def _show_panes(self) -> None:
+        """Draw what the polls since the last redraw found: the processes, every sample taken
+        meanwhile into the graphs, the log's new lines. Each poll's head (the title's clock,
+        progress, ETA) is drawn at once; these panes, most of a frame's lines (a live build
+        changes nearly every row of them each second), every `refresh` seconds (the per-user
+        setting, 2 by default), and at once after a key that changes them."""
+        poll = self._pending
+        if poll is None:
+            return
+        self._pending = None
+        self._panes_due = False
+        self._polls_since_panes = 0
+        stall = self.stall
+        # The log's new lines in the same frame as the rest of the panes (between polls the
+        # view takes them in itself only when many wait).
+        self.query_one(LogView).take_in_new_lines(now=True)
+        samples, self._samples = self._samples, []
+        if samples:
+            cpu = self.query_one("#build-cpu", TimeGraph)
+            rss = self.query_one("#build-memory", TimeGraph)
+            edges = self.query_one(ParallelismGraph)
+            for cpu_percent, rss_bytes, scale, t, live in samples:
+                cpu.add(cpu_percent, t=t)
+                rss.add(rss_bytes, scale, t=t)
+                edges.show_sampled(sampled_jobs(live.compile_jobs, live.link_jobs), t)
+        if poll.parallelism is not None:
+            self.query_one(ParallelismGraph).show_exact(
+                poll.parallelism.values, poll.parallelism.first_t, poll.parallelism.interval_s
+            )
         table = self.query_one(ProcessTable)
         if poll.finished and table.sort_key == "cpu":
             table.sort_key, table.descending = "time", True
@@ -550,8 +594,10 @@ class BuildScreen(Screen[None]):
             else "Build tools (a: every process)"
         )
         title = f"{what} · {len(poll.processes)} · sorted by {table.sort_label}"
+        every = self._panes_refresh_s()
+        if not poll.finished and every > POLL_INTERVAL_S:
+            title += f" · every {every:g}s"  # sampled each second, drawn this often
         self._set_border_title(table, title)
-        self._show_stall(stall)
         if poll.finished:
             for graph in self.query(TimeGraph):
                 graph.live = False
@@ -714,6 +760,7 @@ class BuildScreen(Screen[None]):
         self.notify(
             "Every process of the build" if self.show_all else "Compilers, linkers and builders"
         )
+        self._panes_due = True  # the next poll's processes are drawn at once
         # The toast says the key was taken; the look at the processes (a worker, then the
         # table refilled, the longest frame of the screen) comes after the frame that draws it
         # (the toast is mounted in one refresh and drawn in the next), not before it.
