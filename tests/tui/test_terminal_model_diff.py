@@ -6,9 +6,14 @@ from __future__ import annotations
 
 import random
 
+import pytest
+from rich.color import ColorSystem
+from rich.segment import Segment
 from rich.style import Style
+from textual._compositor import ChopsUpdate
+from textual.strip import Strip
 
-from workbench.tui.terminal_model import _common_prefix, _common_suffix
+from workbench.tui.terminal_model import TerminalModel, _common_prefix, _common_suffix
 
 STYLES = [None, Style(bold=True), Style(color="red"), Style(color="red")]  # two equal, not same
 
@@ -44,3 +49,34 @@ def test_the_changed_stretch_is_the_one_the_plain_loop_finds() -> None:
         first = _common_prefix(chars, styles, old_chars, old_styles, x)
         last = count - 1 - _common_suffix(chars, styles, old_chars, old_styles, x, first)
         assert (first, last) == _plain(chars, styles, old_chars, old_styles, x)
+
+
+def test_equal_styles_of_new_strips_are_compared_once_a_piece_not_once_a_cell(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each frame's strips are new objects: a line drawn again with equal styles (other
+    objects) writes nothing, and costs a style comparison a piece, not one a cell."""
+    model = TerminalModel()
+    model.reset(80, 2)
+
+    def line(text: str) -> ChopsUpdate:
+        segments = [
+            Segment(text[:40], Style(color="red", bold=True)),
+            Segment(text[40:], Style(color="blue")),
+        ]
+        return ChopsUpdate([{0: Strip(segments)}, {0: None}], [(0, 0, 80)], [[80], [80]])
+
+    first = model.render(line("x" * 80), ColorSystem.TRUECOLOR)
+    assert first and "x" * 40 in first
+    calls: list[int] = []
+    original = Style.__eq__
+
+    def counted(self: Style, other: object) -> bool:
+        calls.append(1)
+        return original(self, other)
+
+    monkeypatch.setattr(Style, "__eq__", counted)
+    assert model.render(line("x" * 80), ColorSystem.TRUECOLOR) == ""  # nothing changed
+    assert len(calls) <= 4, len(calls)  # was 80: one for each cell
+    changed = model.render(line("x" * 79 + "y"), ColorSystem.TRUECOLOR)
+    assert changed is not None and changed.endswith("y\x1b[0m") and "x" not in changed
