@@ -56,10 +56,16 @@ class StillProgressBar(ProgressBar):
         return super().set_interval(interval, callback, name=name, repeat=repeat, pause=pause)
 
     def update(self, **changes: Any) -> None:
-        """`ProgressBar.update`; a call with nothing to change (its own 1 s ETA timer) does
-        nothing."""
-        if changes:
-            super().update(**changes)
+        """`ProgressBar.update`; a call with nothing to change (its own 1 s ETA timer, or the
+        total and progress it already has: a build screen's poll where no step ended) does
+        nothing (ProgressBar's works out its ETA again, and a changed ETA redraws the bar)."""
+        if not changes:
+            return
+        if "advance" not in changes and all(
+            value == getattr(self, name) for name, value in changes.items()
+        ):
+            return
+        super().update(**changes)
 
     def compose(self) -> ComposeResult:
         for child in super().compose():

@@ -19,6 +19,7 @@ from driving import open_screen, wait_until
 from recorded_builds import new_build
 from recorded_host import recorded_doctor
 from supervision.supervised import Bench
+from textual.widgets import Static
 
 from workbench.configs.user_settings import REFRESH_DEFAULT_S, check_own
 from workbench.errors import ConfigError
@@ -62,12 +63,17 @@ def _update(history: History, build_id: int, done: int, t: float) -> None:
 
 
 def _handled(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The step of each poll the screen handled, in order."""
+    """The step of each poll the screen handled, in order; after each, its title (the clock)
+    is checked to be the one drawn."""
     handled: list[int] = []
     handler = BuildScreen.on_build_screen_polled
 
     def watched(self: BuildScreen, message: BuildScreen.Polled) -> None:
         handler(self, message)
+        head = message.poll.head
+        assert head is not None
+        drawn = str(self.query_one("#build-title", Static).render())
+        assert drawn == head.title.plain, (drawn, head.title.plain)  # the clock at every poll
         handled.append(message.poll.record.progress["step"]["done"])
 
     monkeypatch.setattr(BuildScreen, "on_build_screen_polled", watched)
@@ -98,20 +104,22 @@ async def test_the_panes_are_drawn_every_refresh_the_head_every_poll(
         )
         # Three seconds of the supervisor, each seen by its own poll; the panes are drawn
         # after some of them, not after each.
-        steps: list[tuple[int, str, int]] = []  # (step, the table's time cell, CPU samples)
+        # (step, the table's time cell, the progress line's step, CPU samples)
+        steps: list[tuple[int, int, int, int]] = []
         for done in (4, 5, 6):
             with History(bench.state) as history:
                 _update(history, build_id, done, t + done - 3)
             await wait_until(pilot, f"the poll of step {done}", lambda d=done: d in handled, 15)
-            progress = str(screen.query_one("#build-progress-text").render())
-            assert f"{done}/12" in progress  # the head at every poll
             text = _table_text(screen)
-            shown = next((m for m in (3, 4, 5, 6) if f"{m}m00s" in text), 0)
-            steps.append((done, f"{shown}m", cpu.history.total))
+            progress = str(screen.query_one("#build-progress-text").render())
+            cell = next((m for m in (3, 4, 5, 6) if f"{m}m00s" in text), 0)
+            step = next((m for m in (3, 4, 5, 6) if f"{m}/12" in progress), 0)
+            steps.append((done, cell, step, cpu.history.total))
         # Drawn at two of the three polls at most, and one poll at least left undrawn: the
-        # time shown then is an earlier poll's and the CPU graph has not had its sample yet.
-        stale = [(done, cell) for done, cell, _ in steps if cell != f"{done}m"]
+        # time and progress shown then are an earlier poll's, the same one's for both.
+        stale = [each for each in steps if each[1] != each[0]]
         assert stale, f"the panes were drawn at every poll: {steps}"
+        assert all(cell == step for _, cell, step, _ in steps), steps
         # Every sample reaches the graph when the panes are drawn: none skipped, none filled.
         await wait_until(pilot, "step 6 drawn", lambda: "6m00s" in _table_text(screen), 15)
         assert cpu.history.total == 4, steps  # samples of steps 3, 4, 5, 6

@@ -104,7 +104,13 @@ async def test_the_poll_handler_reads_and_parses_nothing_on_the_event_loop(
         with History(bench.state) as history:
             _update(history, build_id, 4)
         await wait_until(pilot, "the poll of step 4 handled", lambda: 4 in handled, 15)
-        assert "4/12" in str(screen.query_one("#build-progress-text").render())
+        # Drawn with the panes: at that poll or the next (the build screen's `refresh`).
+        await wait_until(
+            pilot,
+            "step 4 drawn",
+            lambda: "4/12" in str(screen.query_one("#build-progress-text").render()),
+            15,
+        )
     assert _events == [], f"file or SQLite I/O on the event loop: {_events[:5]}"
     assert parsed == [], f"the row's JSON parsed on the event loop: {parsed[:5]}"
 

@@ -524,7 +524,7 @@ class BuildScreen(Screen[None]):
         if poll.peak_rss is not None:
             self.peak_rss = poll.peak_rss
         head = poll.head if poll.head is not None else HeadView.of(poll.record)
-        self._show_head(head)
+        self._show_head(head, whole=False)  # the clock each second; the rest with the panes
         live = head.live
         if head.active and live.t is not None:
             # Every sample is kept (the graphs' columns are seconds), drawn with the panes.
@@ -554,11 +554,12 @@ class BuildScreen(Screen[None]):
         return float(getattr(self.app, "panes_refresh_s", POLL_INTERVAL_S))
 
     def _show_panes(self) -> None:
-        """Draw what the polls since the last redraw found: the processes, every sample taken
-        meanwhile into the graphs, the log's new lines. Each poll's head (the title's clock,
-        progress, ETA) is drawn at once; these panes, most of a frame's lines (a live build
-        changes nearly every row of them each second), every `refresh` seconds (the per-user
-        setting, 2 by default), and at once after a key that changes them."""
+        """Draw what the polls since the last redraw found: the head's lines but the title (what
+        runs now, progress and ETA, the bar), the processes, every sample taken meanwhile into
+        the graphs, the log's new lines. Each poll's title (its clock, the build's state) is
+        drawn at once; the rest, most of a frame's lines (a live build changes nearly every row
+        of them each second), every `refresh` seconds (the per-user setting, 2 by default), and
+        with the next poll after a key that changes them."""
         poll = self._pending
         if poll is None:
             return
@@ -566,6 +567,7 @@ class BuildScreen(Screen[None]):
         self._panes_due = False
         self._polls_since_panes = 0
         stall = self.stall
+        self._show_head(poll.head if poll.head is not None else HeadView.of(poll.record))
         # The log's new lines in the same frame as the rest of the panes (between polls the
         # view takes them in itself only when many wait).
         self.query_one(LogView).take_in_new_lines(now=True)
@@ -611,11 +613,21 @@ class BuildScreen(Screen[None]):
         self._polling = False
         self.query_one("#build-title", Static).update(Text(f"#{self.build_id}: {message.text}"))
 
-    def _show_head(self, head: HeadView) -> None:
+    def _show_head(self, head: HeadView, whole: bool = True) -> None:
+        """The head's lines: the title (its clock, the state) always; with `whole`, the rest
+        (what runs now, progress and ETA, the bar, the host's other builds), which come with the
+        panes' drawing (`_show_panes`) on a live build."""
         # Formatted in the worker; here each line is drawn only where its text changed, and
         # without a layout of the screen where its height cannot have changed.
         self.query_one(LogView).recorded_error = head.first_error
         self._set_text("#build-title", head.title)
+        for state in ("running", "succeeded", "failed", "stopped"):
+            self.set_class(head.state == state, f"-{state}")
+        sub_title = f"build #{self.build_id} · {head.state}"
+        if self.sub_title != sub_title:
+            self.sub_title = sub_title
+        if not whole:
+            return
         self._set_text("#build-detail", head.detail)
         wide = self.has_class("-wide")
         self._set_text("#build-progress-text", head.progress_wide if wide else head.progress_narrow)
@@ -634,11 +646,6 @@ class BuildScreen(Screen[None]):
             if bool(host) != self._host_shown:
                 self._host_shown = bool(host)
                 self.refresh_bindings()  # w: the other builds, now there are some
-        for state in ("running", "succeeded", "failed", "stopped"):
-            self.set_class(head.state == state, f"-{state}")
-        sub_title = f"build #{self.build_id} · {head.state}"
-        if self.sub_title != sub_title:
-            self.sub_title = sub_title
 
     def _set_text(self, selector: str, text: Text) -> None:
         """Show `text` in a Static only if it differs from what it shows; lay the screen out
