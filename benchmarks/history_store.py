@@ -23,12 +23,12 @@ map covers the whole log, and its progress must come out identical.
 Figures are medians of `--repeat` runs.
 
 `--instructions` counts instead, with valgrind (cachegrind, no cache simulation): the
-instructions a line costs the pump itself (`LogPipeline.feed` in 64 KiB reads, as the pipe gives
-them, the log and the readable form written to /dev/null), map on and off, for each checkout: a
-count that the load of a shared machine does not move, where its timings do. The process's start
-is taken out (two runs over different lengths of the log, the difference divided by the lines
-between them). It leaves out what the kernel does (the writes) and what the supervisor does
-around the pump (its loop, sampling, SQLite).
+instructions a line costs the pump itself (`LogPipeline.feed` in reads of the supervisor's size,
+`pipeline.READ_SIZE`, the log and the readable form written to /dev/null), map on and off, for
+each checkout: a count that the load of a shared machine does not move, where its timings do.
+The process's start is taken out (two runs over different lengths of the log, the difference
+divided by the lines between them). It leaves out what the kernel does (the writes) and what
+the supervisor does around the pump (its loop, sampling, SQLite).
 
     python benchmarks/history_store.py [--lines 2000000] [--repeat 3] [--baseline DIR]
         [--map on|off|both] [--keep DIR] [--instructions]
@@ -144,12 +144,14 @@ def supervise(
 
 
 # The pump alone, in a process of its own: LogPipeline.feed over the log's first LIMIT bytes
-# (whole lines) in 64 KiB reads, the readable map on or off, everything written to /dev/null.
+# (whole lines) in reads of the supervisor's size (pipeline.READ_SIZE, 256 KiB: what it asks
+# of a pipe that holds 1 MiB, and gets while the build writes faster than it reads), the
+# readable map on or off, everything written to /dev/null.
 PUMP_ALONE = """
 import os, sys
 from workbench.logs.readable_map import ReadableMapWriter
 from workbench.progress import ProgressTracker
-from workbench.supervision.pipeline import LogPipeline
+from workbench.supervision.pipeline import READ_SIZE, LogPipeline
 path, readable_map, limit = sys.argv[1], sys.argv[2] == "on", int(sys.argv[3])
 with open(path, "rb") as handle:
     data = handle.read(limit)
@@ -157,8 +159,8 @@ data = data[: data.rfind(b"\\n") + 1]
 fds = [os.open(os.devnull, os.O_WRONLY) for _ in range(3)]
 writer = ReadableMapWriter(fds[1], fds[2], 0) if readable_map else None
 pipeline = LogPipeline(fds[0], ProgressTracker(), readable=writer)
-for start in range(0, len(data), 1 << 16):
-    pipeline.feed(data[start : start + (1 << 16)])
+for start in range(0, len(data), READ_SIZE):
+    pipeline.feed(data[start : start + READ_SIZE])
 pipeline.close()
 """
 
@@ -313,9 +315,9 @@ def main() -> int:
             report = {
                 "benchmark": "history_store --instructions",
                 "what": "instructions a line (valgrind cachegrind, user space) of LogPipeline.feed "
-                "alone in 64 KiB reads, the log and its readable form written to /dev/null: the "
-                "difference between the log's first fifth and the whole log, over the lines "
-                "between",
+                "alone in reads of pipeline.READ_SIZE, the log and its readable form written to "
+                "/dev/null: the difference between the log's first fifth and the whole log, over "
+                "the lines between",
                 "lines": args.lines,
                 "mix": mix,
                 "python": sys.version.split()[0],

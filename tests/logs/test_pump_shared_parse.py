@@ -136,6 +136,15 @@ ODD_LINES = [
     '"type":101}',
     "[\u00e9 5/9] not ninja's",
     '@nix {"action":"result","fields":["\u00e9[1/9] \u00fc"],"id":7,"type":101}',
+    # the same escaped TEXT under another id (its decoding is kept by TEXT, its name is not)
+    _log(9, 'say "hi" \\ back'),
+    # TEXT that holds the tail itself, escaped
+    _log(7, 'x"],"id":7,"type":101}'),
+    # lines that end as the counts of id 7 (not kept, until it starts as Builds) but are not
+    'x],"id":7,"type":105}',
+    '@x],"id":7,"type":105}',
+    '1,2],"id":7,"type":105}',
+    '@nix {"action":"result","fields":["1"],"id":7,"type":105}',
     "[10/20] plain ninja",
     "[ 50%] plain make",
     "FAILED: plain.o",
@@ -362,3 +371,84 @@ def test_a_compiler_killed_is_kept_whole_lines_only(tmp_path: Path, readable: bo
     for fd in fds:
         os.close(fd)
     assert list(pipeline.killed_compilers) == [killed, _log(7, killed)]
+
+
+# Escaped TEXTs the shared pass decodes once and keeps by their JSON bytes (a warning repeated):
+# with a control (shown visible wherever it comes again), a C1 control, a newline, a lone
+# surrogate, characters that are not printable but no control, a quote and a backslash; under
+# two ids, so the name shown is the line's, not the one the TEXT was first seen with.
+REPEATED_TEXTS = [
+    'nvcc warning : The "compute_35" architecture is deprecated \u00e9',
+    "\u001b[31mred\u001b[0m warning",
+    "[1/9] \u001b[Kstatus, escaped",
+    "a C1 \u009b control",
+    "two\nlines",
+    "lone \udc80 surrogate",
+    "soft\u00adhyphen and a line\u2028separator",
+    'FAILED: "quoted".o',
+    "back \\ slash",
+]
+
+
+def _repeated_log(seed: int, lines: int) -> bytes:
+    rng = random.Random(seed)
+    out = [_start(7, "seven"), _start(9, "nine")]
+    for index in range(lines):
+        roll = rng.random()
+        activity = 7 if rng.random() < 0.8 else 9
+        if roll < 0.4:
+            out.append(_log(activity, rng.choice(REPEATED_TEXTS)))
+        elif roll < 0.5:
+            out.append(_log(activity, f'a "distinct" TEXT {index}'))  # more than are kept
+        elif roll < 0.52:
+            out.append(_log(activity, '"long" ' + "x" * 2000))  # longer than kept
+        elif roll < 0.55:
+            out.append(rng.choice(ODD_LINES))
+        elif roll < 0.8:
+            out.append(_log(activity, f"[{index}/99999] plain TEXT"))
+        else:
+            out.append(f"plain line {index}")
+    return ("\n".join(out) + "\n").encode()
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_escaped_texts_repeated_come_out_as_each_side_made_them(tmp_path: Path, seed: int) -> None:
+    """An escaped TEXT seen before is not decoded again (`ReadableStream.render_folding` keeps
+    what JSON's scanner made of it, up to a bound): the same readable form, map and tracker as
+    each side alone, wherever it comes again (its control made visible each time, under the
+    line's own id), in reads of every size."""
+    data = _repeated_log(seed, 6_000)
+    chunks = _chunks(data, random.Random(seed))
+    old_dir, new_dir = tmp_path / "old", tmp_path / "new"
+    old_dir.mkdir()
+    new_dir.mkdir()
+    old = ProgressTracker(clock=itertools.count().__next__)
+    new = ProgressTracker(clock=itertools.count().__next__)
+    assert _pumped(new_dir, chunks, new) == _reference(old_dir, chunks, old)
+    for part in ("build.log", "build.readable", "build.readable.map"):
+        assert (new_dir / part).read_bytes() == (old_dir / part).read_bytes(), part
+    assert _state(new) == _state(old)
+    assert new.last_line == old.last_line
+    readable = (new_dir / "build.readable").read_bytes()
+    # (the colour resolved as a terminal shows it, under each id's name, no escape left)
+    assert b"\nseven> red warning\n" in readable
+    assert b"\nnine> red warning\n" in readable
+    assert b"\x1b" not in readable
+
+
+def test_escaped_texts_kept_are_bounded() -> None:
+    """What the shared pass keeps of escaped TEXTs stays bounded: at most `_UNESCAPED_KEPT`
+    TEXTs, none longer than `_UNESCAPED_LENGTH` bytes."""
+    from workbench.logs import readable_stream
+
+    stream = ReadableStream()
+    tracker = ProgressTracker()
+    lines = [_start(7, "seven")]
+    lines += [_log(7, f'"{index}"') for index in range(3 * readable_stream._UNESCAPED_KEPT)]
+    lines += [_log(7, '"long" ' + "x" * readable_stream._UNESCAPED_LENGTH)] * 3
+    block = ("\n".join(lines) + "\n").encode()
+    rendered, error = stream.render_folding(block, block[:-1].decode(), tracker)
+    assert error is None
+    assert rendered.endswith(b'seven> "long" ' + b"x" * readable_stream._UNESCAPED_LENGTH + b"\n")
+    assert 0 < len(stream._unescaped) <= readable_stream._UNESCAPED_KEPT
+    assert max(map(len, stream._unescaped)) <= readable_stream._UNESCAPED_LENGTH

@@ -83,6 +83,12 @@ _RESULT_AT_SLICE = slice(_RESULT_AT)
 _NIX_BYTES = b"@nix "
 _NIX_AT = slice(len(_NIX_BYTES))
 _NOTHING = slice(0, 0)
+# What no line ends with (each ends with one newline): the tail of no id.
+_NO_TAIL = b"\n\n"
+# Escaped TEXTs decoded are kept (the same warning comes again and again) up to this many, each
+# at most this long.
+_UNESCAPED_KEPT = 1024
+_UNESCAPED_LENGTH = 1024
 _NEWLINE = b"\n"
 _AT = ord("@")
 _CLOSE = ord("]")
@@ -103,6 +109,14 @@ def _plain_text_end(line: str, tabs: bool) -> int:
     ):
         return end
     return 0
+
+
+def _utf8(text: str) -> bytes:
+    """`text` as UTF-8, a lone surrogate (JSON may write one) as "?"."""
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace")
 
 
 def _no_controls(block: bytes) -> bool:
@@ -194,6 +208,9 @@ class ReadableStream:
         self._names = ProgressTracker()
         self._cutter = LineCutter()
         self._by_id = _Prefixes(self._names.activity_names)
+        # escaped TEXT of a builder line (its JSON bytes) -> (decoded, as UTF-8, whether it is
+        # not printable): `render_folding`
+        self._unescaped: dict[bytes, tuple[str, bytes, bool]] = {}
 
     def feed(self, data: bytes) -> bytes:
         """Readable bytes for the complete lines of `data` (a partial last line waits)."""
@@ -283,12 +300,16 @@ class ReadableStream:
         (arguments parsed) costs more than a test of one byte; `in` with a bytes needle goes
         through a raised and cleared TypeError (~2,500 instructions: `find` instead); an int
         needle is memchr. So what a builder's line of the id seen last shares with the one
-        before (where its TEXT ends, its id, its "name> ", its derivation) is kept, and what
-        holds for the whole block is tested once: whether any byte could make a "[" line
-        make's percentage ('%') or an error ("rror"); the cut slices are kept as objects.
-        Whole-block passes in C cost too (~3 instructions a byte for a substring search, ~8
-        for bytes.split and bytes.count of one byte, against ~0.1 for memchr), so the lines are
-        cut by readlines and each test kept to the lines it is about."""
+        before (its tail '"],"id":N,"type":101}', its "name> ", its derivation) is kept, and
+        such a line is cut by two calls that make one object each (`removesuffix` of the tail,
+        `removeprefix` of the head: TEXT, where slicing both ends and comparing them made three
+        objects and cost twice as much); an escaped TEXT seen before (a warning repeated) is
+        taken as JSON's scanner decoded it then; what holds for the whole block is tested
+        once: whether any byte could make a "[" line make's percentage ('%') or an error
+        ("rror"). Whole-block passes in C cost too (~3 instructions a byte for a substring
+        search or a regular expression's ~60, ~8 for bytes.split and bytes.count of one byte,
+        against ~0.1 for memchr), so the lines are cut by readlines and each test kept to the
+        lines it is about."""
         if tracker.folds_every_line or _TAB in block or "\ufffd" in text or not _no_controls(block):
             # A custom NINJA_STATUS (any line may be progress), a tab (JSON refuses a raw one
             # in TEXT), bytes that are not UTF-8 (or a U+FFFD: the same to the decoder) or
@@ -296,6 +317,7 @@ class ReadableStream:
             return self.render_lines(block), tracker.feed_lines(text.split("\n"))
         error: Exception | None = None
         by_id = self._by_id
+        unescaped = self._unescaped
         steps, running, types = tracker.block_hooks()
         fold_after = tracker.fold_after
         fold_builder = tracker.fold_builder
@@ -303,27 +325,26 @@ class ReadableStream:
         shown: list[bytes] = []
         append = shown.append
         last: bytes | None = None  # the latest line the tracker was not handed (a person reads)
-        # Of the builder id seen last: its tail '"],"id":N,"type":101}\n' (None: none yet, or
-        # an event was folded since, which may have named or started an id), where the tail
-        # starts from a line's end, the slices that cut it, TEXT and TEXT with its closing
-        # quote, the id's digits, its "name> " (UTF-8) and its running derivation.
-        tail: bytes | None = None
-        cut = -1
-        tail_at = words_at = quoted_at = _NOTHING
+        # Of the builder id seen last: its tail '"],"id":N,"type":101}\n' (_NO_TAIL: none yet,
+        # or an event was folded since, which may have named or started an id), the slice of
+        # a line that is its TEXT with its closing quote, the id's digits, its "name> " (UTF-8)
+        # and its running derivation.
+        tail = _NO_TAIL
+        quoted_at = _NOTHING
         activity = ""
         prefix = b""
         drv = None
-        # Of the progress counts (105) of an activity whose counts are not kept, seen last:
-        # their tail '],"id":N,"type":105}\n' and the slices that cut it and the counts.
-        counts_tail: bytes | None = None
-        counts_at = numbers_at = _NOTHING
+        # the tail '],"id":N,"type":105}\n' of the progress counts (105) seen last of an
+        # activity whose counts are not kept
+        counts_tail = _NO_TAIL
         # whether any line may read as an error (most blocks of a clean build: none, and the
         # test per line is left out) ...
         errors = not known and block.find(b"rror") >= 0
         # ... and whether every "[" line is a ninja status to keep unparsed (no '%': none is
         # make's percentage; no "rror": none is an error to fold)
         statuses = _PERCENT not in block and not errors
-        # where in `shown` the TEXTs JSON's scanner decoded are, and those TEXTs
+        # where in `shown` the TEXTs JSON's scanner decoded that may hold a control are, and
+        # those TEXTs
         decoded_at: list[int] = []
         decoded_texts: list[str] = []
         # (the module's constants the loop reads on every line, as locals)
@@ -338,74 +359,153 @@ class ReadableStream:
         )
         lines = BytesIO(block).readlines()
         for line in lines:
-            if line[head_at] == head:
-                same = line[tail_at] == tail
-                if not same:
-                    end = line.find(_QUOTE, _TEXT_AT)
-                    if line.startswith(_TEXT_END_BYTES, end) and line.endswith(_TYPE_101_LINE):
-                        # the tail of another id (or the first): TEXT ends at the first quote
+            # (a line keeps its newline; `removesuffix` and `removeprefix` cut a line by what
+            # it ends and starts with in one call each, where a slice and a comparison cost
+            # two operations and an object more)
+            rest = line.removesuffix(tail)
+            tailed = rest != line
+            if not tailed:
+                first = line[0]
+                if (
+                    first == at
+                    and (counted := line.removesuffix(counts_tail)) != line
+                    and (numbers := counted.removeprefix(_RESULT_PREFIX_BYTES)) != counted
+                    and not numbers.strip(_NUMBERS_BYTES)
+                ):
+                    continue  # the progress counts of the activity seen last: nothing to fold
+                headed = first == at and line[head_at] == head
+                if headed:
+                    # a builder line of another id than the one seen last (or the first since
+                    # an event): its tail, from the last '"],"id":' (what lies before it is
+                    # TEXT if it has no quote, or if JSON's scanner ends a string there)
+                    end = line.rfind(_TEXT_END_BYTES, text_at)
+                    if end >= 0 and line.endswith(_TYPE_101_LINE):
                         tail = line[end:]
-                        cut = end - len(line)
-                        tail_at = slice(cut, None)
-                        words_at = slice(_TEXT_AT, cut)
-                        quoted_at = slice(_TEXT_AT, cut + 1)
+                        quoted_at = slice(text_at, end - len(line) + 1)
                         activity = line[end + _ID_AT : _ID_LINE_END].decode()
                         prefix = by_id[activity].encode("utf-8", "replace")
                         drv = running(activity)
-                        same = True
-                if same:
-                    words = line[words_at]
-                    # TEXT ends where the tail starts if no quote is in it (and if the prefix
-                    # and the tail do not share their quote: no TEXT at all)
-                    if (
-                        quote not in words
-                        and backslash not in words
-                        and (words or len(line) + cut >= text_at)
-                    ):
-                        # TEXT as it stands: the common line
-                        append(prefix)
-                        append(words)
-                        append(newline)
-                        first = line[text_at]  # (the tail's quote if TEXT is empty)
-                        if first not in special:
-                            last = line
-                            continue
-                        if first == bracket and (
-                            statuses
-                            or (
-                                words[4:6] != b"%]"
-                                and words[:6].isascii()  # (else the 5th character need not be
-                                # byte 5)
-                                and (known or not errors or words.find(b"rror") < 0)
-                            )
-                        ):
-                            steps((words, drv))  # ninja's status: kept unparsed
-                            last = line
-                            continue
-                        try:
-                            fold_builder(
-                                None if last is None else last[:-1].decode(),
-                                line[:-1].decode(),
-                                words.decode(),
-                                activity,
-                            )
-                        except Exception as raised:  # a parser bug must not stop the pump
-                            error = error or raised
-                        last = None
-                        known = tracker.knows_tool_error
+                        rest = line[:end]
+                        tailed = True
+            if tailed and (words := rest.removeprefix(head)) != rest:
+                # a builder line of the id seen last: TEXT is what lies between the two
+                if quote not in words and backslash not in words:
+                    # TEXT as it stands: the common line
+                    append(prefix)
+                    append(words)
+                    append(newline)
+                    first = line[text_at]  # (the tail's quote if TEXT is empty)
+                    if first not in special:
+                        last = line
                         continue
-                    same = False  # (until a TEXT is decoded)
-                    if words:
-                        # TEXT up to the tail holds an escape (or a quote): JSON's scanner
-                        # decodes it once, as the whole of a string (its closing quote the
-                        # tail's first byte)
-                        decoded = line[quoted_at].decode()
-                        try:
-                            words_text, end = scanstring(decoded, 0)
-                        except ValueError:
-                            end = -1
-                        same = end == len(decoded)
-                        shown_prefix, digits = prefix, activity
+                    if first == bracket and (
+                        statuses
+                        or (
+                            words[4:6] != b"%]"
+                            and words[:6].isascii()  # (else the 5th character need not be
+                            # byte 5)
+                            and (known or not errors or words.find(b"rror") < 0)
+                        )
+                    ):
+                        steps((words, drv))  # ninja's status: kept unparsed
+                        last = line
+                        continue
+                    try:
+                        fold_builder(
+                            None if last is None else last[:-1].decode(),
+                            line[:-1].decode(),
+                            words.decode(),
+                            activity,
+                        )
+                    except Exception as raised:  # a parser bug must not stop the pump
+                        error = error or raised
+                    last = None
+                    known = tracker.knows_tool_error
+                    continue
+                # TEXT holds an escape (or a quote): JSON's scanner decodes it once, as the
+                # whole of a string (its closing quote the tail's first byte); the same TEXT
+                # again (a warning repeated) is taken from what it gave
+                found = unescaped.get(words)
+                if found is None:
+                    decoded = line[quoted_at].decode()
+                    try:
+                        words_text, end = scanstring(decoded, 0)
+                    except ValueError:
+                        end = -1
+                    same = end == len(decoded)
+                    if same:
+                        shown_text = _utf8(words_text)
+                        control = not words_text.isprintable()
+                        if len(words) <= _UNESCAPED_LENGTH:
+                            if len(unescaped) >= _UNESCAPED_KEPT:
+                                unescaped.clear()
+                            unescaped[words] = words_text, shown_text, control
+                else:
+                    words_text, shown_text, control = found
+                    same = True
+                shown_prefix, digits = prefix, activity
+                builder = True
+            else:
+                if tailed:  # the tail of the id seen last, not its head
+                    first = line[0]
+                    headed = first == at and line[head_at] == head
+                builder = same = False
+                if first != at or line[nix_at] != nix_bytes:
+                    append(line)
+                    if first not in special:
+                        if known or not errors or line.find(b"rror") < 0:
+                            last = line
+                            continue
+                    elif first == bracket and (
+                        statuses
+                        or (
+                            line[4:6] != b"%]"
+                            and line[:6].isascii()  # as above
+                            and (known or not errors or line.find(b"rror") < 0)
+                        )
+                    ):
+                        steps((line[:-1], None))  # ninja's status: kept unparsed
+                        last = line
+                        continue
+                    decoded = line[:-1].decode()
+                elif headed:
+                    builder = True
+                elif (
+                    line.endswith(_TYPE_105_LINE) and line[_RESULT_AT_SLICE] == _RESULT_PREFIX_BYTES
+                ):
+                    # Nix's progress counts ('...fields":[2,9,1,0],"id":N,"type":105}'): never
+                    # shown, and folded to nothing but for a Builds or CopyPaths activity (as
+                    # `ProgressTracker._progress` folds them); by a few tests on its bytes, the
+                    # pattern and the tracker's JSON decoder only for other shapes
+                    close = line.find(_CLOSE, _RESULT_AT)
+                    digits_bytes = line[close + _ID_KEY_LENGTH : _ID_LINE_END]
+                    if (
+                        line.startswith(_ID_KEY_BYTES, close)
+                        and digits_bytes.isdigit()  # ASCII digits only, for bytes
+                        and not line[_RESULT_AT:close].strip(_NUMBERS_BYTES)
+                    ):
+                        if types.get(int(digits_bytes)) not in _KEPT_COUNTS:
+                            # (the next counts of this activity: by their tail alone, above)
+                            counts_tail = line[close:]
+                            continue
+                        decoded = line[:-1].decode()
+                    else:
+                        decoded = line[:-1].decode()
+                        if _PROGRESS_COUNTS.fullmatch(decoded) is None:
+                            rendered = self._event_line(decoded)
+                            tail = counts_tail = _NO_TAIL  # a start may have named an id again
+                            if rendered is not None:
+                                append(rendered.encode("utf-8", "replace"))
+                                append(_NEWLINE)
+                else:
+                    decoded = line[:-1].decode()
+                    if _PROGRESS_COUNTS.fullmatch(decoded) is None:  # counts are never shown
+                        rendered = self._event_line(decoded)
+                        tail = counts_tail = _NO_TAIL  # a start may have named an id again
+                        if rendered is not None:
+                            append(rendered.encode("utf-8", "replace"))
+                            append(_NEWLINE)
+            if builder:
                 if not same:
                     decoded = line[:-1].decode()
                     if line.endswith(_TYPE_101_LINE):
@@ -417,21 +517,19 @@ class ReadableStream:
                         if end >= 0 and decoded.startswith(_ID_KEY, end):
                             digits = decoded[end + _ID_KEY_LENGTH : _ID_END]
                             shown_prefix = by_id[digits].encode("utf-8", "replace")
-                            same = True
+                            shown_text = _utf8(words_text)
+                            control = same = True
                 if same:
                     # TEXT decoded (of the id seen last or of any id): shown visible, folded
                     # if its first character (as JSON writes it) may be progress
                     # (shown as decoded, made visible at the end if any has a control)
-                    try:
-                        shown_text = words_text.encode()
-                    except UnicodeEncodeError:  # a lone surrogate: "?" for it
-                        shown_text = words_text.encode("utf-8", "replace")
                     append(shown_prefix)
-                    decoded_at.append(len(shown))
-                    decoded_texts.append(words_text)
+                    if control:
+                        decoded_at.append(len(shown))
+                        decoded_texts.append(words_text)
                     append(shown_text)
                     append(newline)
-                    if line[_TEXT_AT] not in _SPECIAL_JSON_FIRST_BYTES:
+                    if line[text_at] not in _SPECIAL_JSON_FIRST_BYTES:
                         last = line
                         continue
                     try:
@@ -447,69 +545,10 @@ class ReadableStream:
                     known = tracker.knows_tool_error
                     continue
                 rendered = self._event_line(decoded)
-                tail = counts_tail = None  # a start may have named an id again
+                tail = counts_tail = _NO_TAIL  # a start may have named an id again
                 if rendered is not None:
                     append(rendered.encode("utf-8", "replace"))
                     append(_NEWLINE)
-            elif (first := line[0]) != at or line[nix_at] != nix_bytes:
-                append(line)
-                if first not in special:
-                    if known or not errors or line.find(b"rror") < 0:
-                        last = line
-                        continue
-                elif first == bracket and (
-                    statuses
-                    or (
-                        line[4:6] != b"%]"
-                        and line[:6].isascii()  # as above
-                        and (known or not errors or line.find(b"rror") < 0)
-                    )
-                ):
-                    steps((line[:-1], None))  # ninja's status: kept unparsed
-                    last = line
-                    continue
-                decoded = line[:-1].decode()
-            elif (
-                line[counts_at] == counts_tail
-                and line[_RESULT_AT_SLICE] == _RESULT_PREFIX_BYTES
-                and not line[numbers_at].strip(_NUMBERS_BYTES)
-            ):
-                continue  # the progress counts of the activity seen last: nothing to fold
-            elif line.endswith(_TYPE_105_LINE) and line[_RESULT_AT_SLICE] == _RESULT_PREFIX_BYTES:
-                # Nix's progress counts ('...fields":[2,9,1,0],"id":N,"type":105}'): never
-                # shown, and folded to nothing but for a Builds or CopyPaths activity (as
-                # `ProgressTracker._progress` folds them); by a few tests on its bytes, the
-                # pattern and the tracker's JSON decoder only for other shapes
-                close = line.find(_CLOSE, _RESULT_AT)
-                digits_bytes = line[close + _ID_KEY_LENGTH : _ID_LINE_END]
-                if (
-                    line.startswith(_ID_KEY_BYTES, close)
-                    and digits_bytes.isdigit()  # ASCII digits only, for bytes
-                    and not line[_RESULT_AT:close].strip(_NUMBERS_BYTES)
-                ):
-                    if types.get(int(digits_bytes)) not in _KEPT_COUNTS:
-                        # (the next counts of this activity: by their tail alone, above)
-                        counts_tail = line[close:]
-                        counts_at = slice(close - len(line), None)
-                        numbers_at = slice(_RESULT_AT, close - len(line))
-                        continue
-                    decoded = line[:-1].decode()
-                else:
-                    decoded = line[:-1].decode()
-                    if _PROGRESS_COUNTS.fullmatch(decoded) is None:
-                        rendered = self._event_line(decoded)
-                        tail = counts_tail = None  # a start may have named an id again
-                        if rendered is not None:
-                            append(rendered.encode("utf-8", "replace"))
-                            append(_NEWLINE)
-            else:
-                decoded = line[:-1].decode()
-                if _PROGRESS_COUNTS.fullmatch(decoded) is None:  # counts are never shown
-                    rendered = self._event_line(decoded)
-                    tail = counts_tail = None  # a start may have named an id again
-                    if rendered is not None:
-                        append(rendered.encode("utf-8", "replace"))
-                        append(_NEWLINE)
             try:
                 fold_after(None if last is None else last[:-1].decode(), decoded)
             except Exception as raised:  # as above
