@@ -357,6 +357,8 @@ class ReadableStream:
             _NIX_AT,
             _NIX_BYTES,
         )
+        # a builder's TEXT to fold, as JSON decodes it (None: fold the line as it is)
+        folded: str | None = None
         lines = BytesIO(block).readlines()
         for line in lines:
             # (a line keeps its newline; `removesuffix` and `removeprefix` cut a line by what
@@ -366,15 +368,15 @@ class ReadableStream:
             tailed = rest != line
             if not tailed:
                 first = line[0]
-                if (
-                    first == at
-                    and (counted := line.removesuffix(counts_tail)) != line
+                if first != at:
+                    headed = False
+                elif (
+                    (counted := line.removesuffix(counts_tail)) != line
                     and (numbers := counted.removeprefix(_RESULT_PREFIX_BYTES)) != counted
                     and not numbers.strip(_NUMBERS_BYTES)
                 ):
                     continue  # the progress counts of the activity seen last: nothing to fold
-                headed = first == at and line[head_at] == head
-                if headed:
+                elif headed := line[head_at] == head:
                     # a builder line of another id than the one seen last (or the first since
                     # an event): its tail, from the last '"],"id":' (what lies before it is
                     # TEXT if it has no quote, or if JSON's scanner ends a string there)
@@ -410,46 +412,37 @@ class ReadableStream:
                         steps((words, drv))  # ninja's status: kept unparsed
                         last = line
                         continue
-                    try:
-                        fold_builder(
-                            None if last is None else last[:-1].decode(),
-                            line[:-1].decode(),
-                            words.decode(),
-                            activity,
-                        )
-                    except Exception as raised:  # a parser bug must not stop the pump
-                        error = error or raised
-                    last = None
-                    known = tracker.knows_tool_error
-                    continue
-                # TEXT holds an escape (or a quote): JSON's scanner decodes it once, as the
-                # whole of a string (its closing quote the tail's first byte); the same TEXT
-                # again (a warning repeated) is taken from what it gave
-                found = unescaped.get(words)
-                if found is None:
-                    decoded = line[quoted_at].decode()
-                    try:
-                        words_text, end = scanstring(decoded, 0)
-                    except ValueError:
-                        end = -1
-                    same = end == len(decoded)
-                    if same:
-                        shown_text = _utf8(words_text)
-                        control = not words_text.isprintable()
-                        if len(words) <= _UNESCAPED_LENGTH:
-                            if len(unescaped) >= _UNESCAPED_KEPT:
-                                unescaped.clear()
-                            unescaped[words] = words_text, shown_text, control
+                    folded, digits = words.decode(), activity  # (folded below)
+                    builder = False
                 else:
-                    words_text, shown_text, control = found
-                    same = True
-                shown_prefix, digits = prefix, activity
-                builder = True
+                    # TEXT holds an escape (or a quote): JSON's scanner decodes it once, as
+                    # the whole of a string (its closing quote the tail's first byte); the same
+                    # TEXT again (a warning repeated) is taken from what it gave
+                    found = unescaped.get(words)
+                    if found is None:
+                        decoded = line[quoted_at].decode()
+                        try:
+                            words_text, end = scanstring(decoded, 0)
+                        except ValueError:
+                            end = -1
+                        same = end == len(decoded)
+                        if same:
+                            shown_text = _utf8(words_text)
+                            control = not words_text.isprintable()
+                            if len(words) <= _UNESCAPED_LENGTH:
+                                if len(unescaped) >= _UNESCAPED_KEPT:
+                                    unescaped.clear()
+                                unescaped[words] = words_text, shown_text, control
+                    else:
+                        words_text, shown_text, control = found
+                        same = True
+                    shown_prefix, digits = prefix, activity
+                    builder = True
             else:
                 if tailed:  # the tail of the id seen last, not its head
                     first = line[0]
                     headed = first == at and line[head_at] == head
-                builder = same = False
+                builder = False
                 if first != at or line[nix_at] != nix_bytes:
                     append(line)
                     if first not in special:
@@ -470,6 +463,7 @@ class ReadableStream:
                     decoded = line[:-1].decode()
                 elif headed:
                     builder = True
+                    same = False
                 elif (
                     line.endswith(_TYPE_105_LINE) and line[_RESULT_AT_SLICE] == _RESULT_PREFIX_BYTES
                 ):
@@ -532,28 +526,28 @@ class ReadableStream:
                     if line[text_at] not in _SPECIAL_JSON_FIRST_BYTES:
                         last = line
                         continue
-                    try:
-                        fold_builder(
-                            None if last is None else last[:-1].decode(),
-                            line[:-1].decode(),
-                            words_text,
-                            digits,
-                        )
-                    except Exception as raised:  # as above
-                        error = error or raised
-                    last = None
-                    known = tracker.knows_tool_error
-                    continue
-                rendered = self._event_line(decoded)
-                tail = counts_tail = _NO_TAIL  # a start may have named an id again
-                if rendered is not None:
-                    append(rendered.encode("utf-8", "replace"))
-                    append(_NEWLINE)
+                    folded = words_text
+                else:
+                    rendered = self._event_line(decoded)
+                    tail = counts_tail = _NO_TAIL  # a start may have named an id again
+                    if rendered is not None:
+                        append(rendered.encode("utf-8", "replace"))
+                        append(_NEWLINE)
+            # The tracker folds the line: a builder's TEXT that may be progress (`folded`, as
+            # JSON decodes it, of the id `digits`), or any other line as it is (`decoded`).
             try:
-                fold_after(None if last is None else last[:-1].decode(), decoded)
-            except Exception as raised:  # as above
+                if folded is None:
+                    fold_after(None if last is None else last[:-1].decode(), decoded)
+                else:
+                    fold_builder(
+                        None if last is None else last[:-1].decode(),
+                        line[:-1].decode(),
+                        folded,
+                        digits,
+                    )
+            except Exception as raised:  # a parser bug must not stop the pump
                 error = error or raised
-            last = None
+            last = folded = None
             known = tracker.knows_tool_error
         nix = block.startswith(b"@nix ") or block.find(b"\n@nix ") >= 0
         tracker.end_block(len(lines), None if last is None else last[:-1].decode(), nix)
