@@ -62,6 +62,11 @@ other rules (the one before this session's, the share of the work alone, the shi
 other evidence thresholds). "other_tree_prior": each first build of a tree another recording
 also built, replayed as if that recording were in the history as another tree of the same sources
 (`other_tree_rest`, not shipped; not the nothing-to-learn-from condition).
+"source_size_prior": each first build replayed with the units not started costed by their
+source's bytes, with and without the tree's headers they include (`SizedCosts`: a slope fitted
+to the finished units within their groups, shrunk by a ridge chosen on the earlier six; the
+recordings keep the bytes, `eta_recordings.py source-bytes`), in the shipped formula and in the
+censored fit's schedule (not shipped).
 """
 
 from __future__ import annotations
@@ -79,10 +84,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from workbench.analysis import eta_model
+from workbench.analysis.edges import source_of
 from workbench.history.store import History
 from workbench.samples import sample_project
 from workbench.supervision import live_eta
@@ -584,6 +592,7 @@ def score_recordings(directory: Path) -> dict[str, Any]:
         "sampled_schedule": sampled_schedule(directory),
         "censored_fit": censored_fit(directory),
         "pace_trust": pace_trust(directory),
+        "source_size_prior": source_size_prior(directory),
         "other_tree_prior": other_tree_prior(directory),
         "projects": projects,
         "table": "\n".join(rows),
@@ -1188,6 +1197,7 @@ def censored_rest(
     seed: int = CENSORED_SEED,
     truth: dict[str, float] | None = None,
     oracle: str | None = None,
+    unknown_cost: Callable[[str], float] | None = None,
 ) -> list[float] | None:
     """The seconds until a first build's last edge ends, scheduled on `jobs` jobs with its graph
     (`waits`, `schedule_graph`), each edge's cost from a log-normal fitted per kind
@@ -1197,8 +1207,9 @@ def censored_rest(
     (`rest_after`), the other copies of a running source at least that copy's expected whole.
     `draws` > 0: that many schedules with every unknown cost drawn from the fit instead (sorted);
     else one, with the expectations. `oracle` ("running" or "unstarted", with `truth`: every
-    edge's true seconds): those edges at their true cost, to say where the error is. None before
-    any edge finished."""
+    edge's true seconds): those edges at their true cost, to say where the error is. `unknown_cost`:
+    what an edge not started whose source did not finish elsewhere costs, in place of the fit's
+    mean (the expectations only; `source_size_prior`). None before any edge finished."""
     finished = costs.finished
     if not finished or jobs <= 0:
         return None
@@ -1254,6 +1265,8 @@ def censored_rest(
                 continue
             mu, sigma = fits[_cost_kind(output)]
             cost = math.exp(rng.gauss(mu, sigma)) if draws else lognormal_mean(mu, sigma)
+            if unknown_cost is not None and not draws:
+                cost = unknown_cost(output)
             key = costs.planned[output][0]
             to_start[output] = max(cost, whole_of.get(key, 0.0)) if key is not None else cost
         spans.append(schedule_graph(waits, rests, to_start, jobs))
@@ -1666,6 +1679,337 @@ def pace_trust(directory: Path) -> dict[str, Any]:
         "evidence_chosen_on_the_earlier_six": eta_model.PACE_EVIDENCE,
         "rebuilds": found,
     }
+
+
+# The ridges `source_size_prior` fits the slope with (pseudo-observations of "no relation", in
+# log-bytes squared), the one scored best on the six earlier VM recordings' first builds chosen;
+# a unit's factor is at most e^3 (20x) either way. 2, 5 and 20 were tried first, the others after
+# those had been scored (the choice among seven on 18 checkpoints is itself noise: say so).
+SIZE_RIDGES = (2.0, 5.0, 10.0, 20.0, 35.0, 50.0, 100.0)
+# The ridge of the sized costs in the censored fit's schedule (fixed before scoring it).
+SCHEDULED_RIDGE = 5.0
+SIZE_FACTOR_CLIP = 3.0
+
+
+def unit_of_output(source_bytes: Mapping[str, Any]) -> Callable[[str], str | None]:
+    """The compile unit of the tree (a path `source_bytes` names) an edge's output compiles, as
+    a live ETA would find it in the build's source directory: the longest ending of the object's
+    source path (its CMake part joined with the path after `.dir/`) that names a unit, the
+    shortest such path where several do; None for what is no compile."""
+    by_ending: dict[str, str] = {}
+    for unit in sorted(source_bytes, key=lambda p: (len(p), p)):
+        parts = unit.split("/")
+        for start in range(len(parts)):
+            by_ending.setdefault("/".join(parts[start:]), unit)
+
+    def find(output: str) -> str | None:
+        source = source_of(output)
+        if source is None:
+            return None
+        path = os.path.normpath(os.path.join(eta_model.part_of(output) or ".", source))
+        parts = [part for part in path.split("/") if part not in ("..", ".")]
+        for start in range(len(parts)):
+            unit = by_ending.get("/".join(parts[start:]))
+            if unit is not None:
+                return unit
+        return None
+
+    return find
+
+
+@dataclass
+class SizedCosts(eta_model.EdgeCosts):
+    """`EdgeCosts` with each compile edge whose source did not finish elsewhere costed at its
+    group's (else kind's) mean times exp(slope · (its log bytes − the finished ones' mean log
+    bytes in its group, else its kind)): log(own bytes), log(bytes with the tree's headers it
+    includes). The slope is fitted per build to its finished compile edges within their groups
+    (log seconds on log bytes), shrunk towards no relation by a ridge (`fit`)."""
+
+    features: dict[str, tuple[float, float]] = field(default_factory=dict)
+    slope: tuple[float, float] = (0.0, 0.0)
+    centres: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)
+
+    def fit(self, ridge: float, timed: Mapping[str, float] | None = None) -> None:
+        """The slope from the finished edges (`timed`: these instead, e.g. every edge of the
+        build at its true cost: the slope in hindsight); the centres from the finished ones."""
+        self.slope = _within_slope(self._by_group(timed), ridge)
+        self.centres = {}
+        by_kind: dict[str, list[tuple[float, float]]] = {}
+        for group, (xs, _ys) in self._by_group(None).items():
+            self.centres[group] = _centre(xs)
+            by_kind.setdefault(group[1], []).extend(xs)
+        for kind, xs in by_kind.items():
+            self.centres[("*", kind)] = _centre(xs)
+
+    def _by_group(
+        self, timed: Mapping[str, float] | None
+    ) -> dict[tuple[str, str], tuple[list[tuple[float, float]], list[float]]]:
+        found: dict[tuple[str, str], tuple[list[tuple[float, float]], list[float]]] = {}
+        for output, seconds in (self.finished if timed is None else timed).items():
+            x = self.features.get(output)
+            if x is None or seconds <= 0:
+                continue
+            xs, ys = found.setdefault((eta_model.part_of(output), _cost_kind(output)), ([], []))
+            xs.append(x)
+            ys.append(math.log(max(seconds, 0.01)))
+        return found
+
+    def factor(self, output: str) -> float:
+        x = self.features.get(output)
+        if x is None:
+            return 1.0
+        kind = _cost_kind(output)
+        centre = self.centres.get((eta_model.part_of(output), kind)) or self.centres.get(
+            ("*", kind)
+        )
+        if centre is None:
+            return 1.0
+        z = self.slope[0] * (x[0] - centre[0]) + self.slope[1] * (x[1] - centre[1])
+        return math.exp(max(-SIZE_FACTOR_CLIP, min(SIZE_FACTOR_CLIP, z)))
+
+    def cost(
+        self,
+        output: str,
+        means: tuple[dict[tuple[str, str], float | None], dict[str, float | None]] | None = None,
+    ) -> tuple[float, bool]:
+        found, known = super().cost(output, means)
+        return (found, True) if known else (found * self.factor(output), False)
+
+    def left_of(self, running: Mapping[str, float] | None = None) -> tuple[float, float]:
+        work, longest = super().left_of(running)
+        ages = {
+            output: age
+            for output, age in (running or {}).items()
+            if output not in self.finished and output in self.planned
+        }
+        means = self._means(ages)
+        for output, (key, _kind, group) in self.planned.items():
+            if output in self.finished or output in ages:
+                continue
+            if key is not None and key in self._source_done:
+                continue
+            factor = self.factor(output)
+            if factor != 1.0:
+                work += self._group_cost(group, means) * (factor - 1.0)
+        return max(0.0, work), longest
+
+
+def _centre(xs: list[tuple[float, float]]) -> tuple[float, float]:
+    return statistics.fmean(x[0] for x in xs), statistics.fmean(x[1] for x in xs)
+
+
+def _within_slope(
+    groups: Mapping[tuple[str, str], tuple[list[tuple[float, float]], list[float]]], ridge: float
+) -> tuple[float, float]:
+    """The ridge regression of log seconds on the two log sizes within groups (each group's own
+    means taken out), shrunk towards (0, 0) by `ridge`."""
+    sxx = [[ridge, 0.0], [0.0, ridge]]
+    sxy = [0.0, 0.0]
+    for xs, ys in groups.values():
+        centre = _centre(xs)
+        y_mean = statistics.fmean(ys)
+        for x, y in zip(xs, ys, strict=True):
+            d = (x[0] - centre[0], x[1] - centre[1])
+            for i in range(2):
+                sxy[i] += d[i] * (y - y_mean)
+                for j in range(2):
+                    sxx[i][j] += d[i] * d[j]
+    det = sxx[0][0] * sxx[1][1] - sxx[0][1] * sxx[1][0]
+    if abs(det) < 1e-12:
+        return 0.0, 0.0
+    return (
+        (sxx[1][1] * sxy[0] - sxx[0][1] * sxy[1]) / det,
+        (sxx[0][0] * sxy[1] - sxx[1][0] * sxy[0]) / det,
+    )
+
+
+def sized_costs(
+    live: live_eta.LiveEta, find: Callable[[str], str | None], source_bytes: Mapping[str, Any]
+) -> SizedCosts | None:
+    """A `SizedCosts` of the live ETA's graph, with the edges it has seen finish."""
+    if live.planned_outputs is None or live.pace is None:
+        return None
+    costs = SizedCosts.of(live.planned_outputs)
+    assert isinstance(costs, SizedCosts)
+    for output in live.planned_outputs:
+        unit = find(output)
+        if unit is not None:
+            own, whole = source_bytes[unit]
+            costs.features[output] = (math.log(own + 1.0), math.log(whole + 1.0))
+    for output, seconds in live.pace.finished.items():
+        costs.add(output, seconds)
+    return costs
+
+
+SIZED_WAYS = (
+    *(f"sized, ridge {ridge:g}" for ridge in SIZE_RIDGES),
+    "sized, the whole build's slope",
+    "scheduled fit",
+    "scheduled fit, sized",
+)
+
+
+def source_size_prior(directory: Path) -> dict[str, Any]:
+    """Every recorded first build whose recording has its tree's `source_bytes`
+    (`eta_recordings.py source-bytes`), replayed with each compile edge left whose source did
+    not finish elsewhere costed by its source's bytes (`SizedCosts`): in the shipped formula,
+    for each ridge in `SIZE_RIDGES` (chosen on the earlier six, the other sets held out), and
+    with the slope of the whole build (every edge at its true cost: the best a slope could do);
+    and in the censored fit's schedule (`censored_rest`, weight 5, the expectations) without and
+    with it (ridge 5). Per set of recordings, the same moments, the same edges."""
+    import eta_recordings
+
+    points: list[dict[str, Any]] = []
+    slopes: dict[str, list[float]] = {}
+    calls_s: list[float] = []
+    for recording in eta_recordings.recordings(directory):
+        source_bytes = recording.get("source_bytes")
+        if not source_bytes:
+            continue
+        find = unit_of_output(source_bytes)
+        waits = recording.get("dependencies") or None
+        work = Path(tempfile.mkdtemp(prefix="eta-sized-"))
+        try:
+            with History(work) as history:
+                build_id, run = eta_recordings.load(recording, work)[0]
+                replay = replay_of(history, build_id, run)
+                truth_of = {edge[2]: edge[1] - edge[0] for edge in run["edges"]}
+                whole = sized_costs(replay.live, find, source_bytes)
+                whole_slope = (0.0, 0.0)
+                if whole is not None:
+                    whole_slope = _within_slope(whole._by_group(truth_of), 0.0)
+                    slopes[recording["project"]] = [round(v, 2) for v in whole_slope]
+                for share in CHECKPOINTS:
+                    point = _sized_point(
+                        recording, replay, share, find, source_bytes, waits, whole_slope, calls_s
+                    )
+                    points.append(point)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    def figures(chosen: list[dict[str, Any]], way: str) -> dict[str, Any]:
+        errors = [abs(p[f"{way}: error"]) for p in chosen if f"{way}: error" in p]
+        inside = sum(1 for p in chosen if p.get(f"{way}: inside"))
+        return {
+            "coverage": round(inside / len(chosen), 3) if chosen else None,
+            "median_abs_error": round(statistics.median(errors), 3) if errors else None,
+        }
+
+    by_set: dict[str, Any] = {}
+    for group in (EARLIER_SIX, "VM, later", "H100 host", "all"):
+        chosen = [p for p in points if group in ("all", p["set"])]
+        by_set[group] = {
+            "checkpoints": len(chosen),
+            **{way: figures(chosen, way) for way in ("shipped", *SIZED_WAYS)},
+        }
+    earlier = by_set[EARLIER_SIX]
+    chosen_ridge = min(
+        SIZE_RIDGES,
+        key=lambda r: earlier[f"sized, ridge {r:g}"]["median_abs_error"] or math.inf,
+    )
+    return {
+        "ridges_tried": list(SIZE_RIDGES),
+        "ridge_chosen_on_the_earlier_six": chosen_ridge,
+        "factor_at_most": f"e^{SIZE_FACTOR_CLIP:g} either way",
+        "slope_of_each_whole_build (log own bytes, log with headers)": slopes,
+        "sized_call_ms (the shipped formula with the slope fitted, on the recordings' graphs of "
+        "at most 245 edges: O(edges) a call, not shipped)": (
+            round(1000 * statistics.median(calls_s), 2) if calls_s else None
+        ),
+        "by_set": by_set,
+        "checkpoints": points,
+    }
+
+
+def _sized_point(
+    recording: dict[str, Any],
+    replay: live_eta.Replay,
+    share: float,
+    find: Callable[[str], str | None],
+    source_bytes: Mapping[str, Any],
+    waits: dict[str, list[str]] | None,
+    whole_slope: tuple[float, float],
+    calls_s: list[float],
+) -> dict[str, Any]:
+    """One checkpoint of `source_size_prior`: each way's error and whether the truth is inside."""
+    at = share * replay.duration_s
+    truth = replay.duration_s - at
+    said = replay.learned(at)
+    point: dict[str, Any] = {
+        "recording": recording["project"],
+        "set": recording_set(recording["project"]),
+        "at": share,
+        "truth_s": round(truth, 2),
+    }
+    etas: dict[str, live_eta.Eta | None] = {way: said for way in ("shipped", *SIZED_WAYS)}
+    live = replay.live
+    pace = live.pace
+    total = replay.edge_total
+    first = said is not None and said.first_build and "by source and kind" in said.basis
+    costs = sized_costs(live, find, source_bytes) if first else None
+    if costs is not None and pace is not None and total is not None:
+        running = live.running_now() or {}
+        for way in SIZED_WAYS:
+            if way.startswith("scheduled"):
+                if not live.jobs:
+                    continue
+                costs.fit(SCHEDULED_RIDGE)
+                plain = eta_model.EdgeCosts.of(costs.planned)
+                for output, seconds in costs.finished.items():
+                    plain.add(output, seconds)
+                sized = costs
+
+                def unknown(output: str, sized: SizedCosts = sized) -> float:
+                    return sized.cost(output)[0]
+
+                spans = censored_rest(
+                    plain,
+                    running,
+                    live.jobs,
+                    1.011,
+                    5.0,
+                    waits,
+                    unknown_cost=None if way == "scheduled fit" else unknown,
+                )
+                if spans:
+                    etas[way] = live.host.apply(
+                        live_eta.Eta(
+                            spans[0],
+                            way,
+                            spans[0] * eta_model.FIRST_LOW,
+                            spans[0] * eta_model.FIRST_HIGH,
+                            True,
+                        )
+                    )
+                continue
+            started = time.perf_counter()
+            if way == "sized, the whole build's slope":
+                costs.fit(0.0)
+                costs.slope = whole_slope
+            else:
+                costs.fit(float(way.rsplit(" ", 1)[1]))
+            estimate = eta_model.extrapolate_by_kind(
+                at, total, pace.finished, live.planned, pace.last_end_s, None, running, costs
+            )
+            calls_s.append(time.perf_counter() - started)
+            if estimate is not None:
+                etas[way] = live.host.apply(
+                    live_eta.Eta(
+                        estimate.remaining_s,
+                        estimate.basis,
+                        estimate.low_s,
+                        estimate.high_s,
+                        True,
+                    )
+                )
+    for way, eta in etas.items():
+        if eta is None:
+            continue
+        point[f"{way}: error"] = round((eta.remaining_s - truth) / truth, 3)
+        point[f"{way}: inside"] = eta.low_s is not None and eta.low_s <= truth <= (
+            eta.high_s or 0.0
+        )
+    return point
 
 
 def contention_scored(points: list[dict[str, Any]]) -> dict[str, Any]:

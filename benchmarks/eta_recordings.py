@@ -37,6 +37,13 @@ time left is skipped and the log says so. `import` splits that file into one rec
         --out OUT [--part 1|2] [--budget-s 480] [--only TREE]   # --quick: a small generated tree
     python benchmarks/eta_recordings.py import OUT/eta-recordings-part1.json --tag h100
 
+`source-bytes` adds to each recording what a live ETA could read of its tree before building
+it: each compiled source's own bytes and its bytes with the tree's own headers it includes,
+transitively (`source_bytes`), from the archives `sources` wrote (a path in the tree, not the
+code):
+
+    python benchmarks/eta_recordings.py source-bytes benchmarks/results/tmp/eta-src
+
 `load` replays a recording into a fresh history, build after build as they ran, so that
 `eta.Replay` sees exactly what the supervisor would have read before each run. No source code
 of those projects is kept here: only output names and times.
@@ -50,6 +57,8 @@ import io
 import json
 import lzma
 import os
+import posixpath
+import re
 import shutil
 import signal
 import statistics
@@ -58,7 +67,7 @@ import sys
 import tarfile
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -914,6 +923,90 @@ def _write(path: Path, document: dict[str, Any]) -> None:
     os.replace(temporary, path)
 
 
+# A quoted include (`#include "fmt/format.h"`): the tree's own headers; `<...>` are the system's.
+_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.MULTILINE)
+# What a tree's compile units and the headers they include are named.
+TEXT_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".cu", ".h", ".hh", ".hpp", ".hxx", ".inc", ".ipp")
+UNIT_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".cu")
+
+
+def source_bytes(files: Mapping[str, bytes]) -> dict[str, tuple[int, int]]:
+    """Each compile unit of a tree (`files`: path in the tree → its text): its own bytes and
+    its bytes with every header of the tree it includes, transitively, each counted once. An
+    include resolves beside the including file, else to the tree's shortest path ending with it
+    (an include directory the scan does not know: `absl/base/config.h` is `absl/base/config.h`
+    wherever the tree keeps it); one that resolves nowhere (a generated header, the system's)
+    counts nothing."""
+    includes = {path: _INCLUDE.findall(text) for path, text in files.items()}
+    by_ending: dict[str, str] = {}
+    for path in sorted(files, key=lambda p: (len(p), p)):
+        parts = path.split("/")
+        for start in range(len(parts)):
+            by_ending.setdefault("/".join(parts[start:]), path)
+
+    def resolve(including: str, name: bytes) -> str | None:
+        wanted = posixpath.normpath(name.decode("utf-8", "replace"))
+        beside = posixpath.normpath(posixpath.join(posixpath.dirname(including), wanted))
+        return beside if beside in files else by_ending.get(wanted)
+
+    found: dict[str, tuple[int, int]] = {}
+    for unit in files:
+        if not unit.endswith(UNIT_SUFFIXES):
+            continue
+        seen = {unit}
+        waiting = [unit]
+        while waiting:
+            including = waiting.pop()
+            for name in includes[including]:
+                header = resolve(including, name)
+                if header is not None and header not in seen:
+                    seen.add(header)
+                    waiting.append(header)
+        found[unit] = (len(files[unit]), sum(len(files[path]) for path in seen))
+    return found
+
+
+def archive_texts(archive: Path) -> dict[str, bytes]:
+    """The C/C++ sources and headers of a `git archive` tarball (`sources`), by path in the
+    tree (its top folder, the tree's name, left out)."""
+    texts: dict[str, bytes] = {}
+    with tarfile.open(archive) as tar:
+        for member in tar:
+            if member.isfile() and member.name.endswith(TEXT_SUFFIXES):
+                handle = tar.extractfile(member)
+                if handle is not None:
+                    texts[member.name.split("/", 1)[-1]] = handle.read()
+    return texts
+
+
+def tree_of(recording: dict[str, Any]) -> str:
+    """The tree a recording built: `github:fmtlib/fmt@60ccad51 ...` → `fmt`."""
+    return str(recording["source"]).split("@", 1)[0].rsplit("/", 1)[-1]
+
+
+def add_source_bytes(archives: Path, directory: Path = DATA) -> list[Path]:
+    """Each recording under `directory` with `source_bytes` of its tree's archive in `archives`
+    (`<tree>.tar.xz`): {path in the tree: [own bytes, with the tree's headers it includes]}."""
+    written = []
+    cache: dict[str, dict[str, tuple[int, int]]] = {}
+    for path in sorted(directory.glob("*.json")):
+        recording = json.loads(path.read_text())
+        tree = tree_of(recording)
+        archive = archives / f"{tree}.tar.xz"
+        if not archive.is_file():
+            continue
+        if tree not in cache:
+            cache[tree] = source_bytes(archive_texts(archive))
+        recording["source_bytes"] = {unit: list(sizes) for unit, sizes in cache[tree].items()}
+        recording["source_bytes_from"] = (
+            f"{archive.name} (`sources`, the commit in `source`): each compile unit's bytes and "
+            'its bytes with the tree\'s own headers it includes (`#include "..."`), transitively'
+        )
+        _write(path, recording)
+        written.append(path)
+    return written
+
+
 def recordings(directory: Path = DATA) -> list[dict[str, Any]]:
     """Every recording kept under `directory`, by file name."""
     return [json.loads(path.read_text()) for path in sorted(directory.glob("*.json"))]
@@ -973,7 +1066,16 @@ def main() -> None:
     split_out.add_argument("recordings", type=Path, nargs="+", help="eta-recordings-*.json")
     split_out.add_argument("--tag", required=True, help="e.g. h100: names the files and projects")
     split_out.add_argument("--into", type=Path, default=DATA)
+    sized = commands.add_parser(
+        "source-bytes", help="add each compile unit's bytes (with its headers) to the recordings"
+    )
+    sized.add_argument("archives", type=Path, help="the archives `sources` wrote")
+    sized.add_argument("--into", type=Path, default=DATA)
     args = parser.parse_args()
+    if args.command == "source-bytes":
+        for path in add_source_bytes(args.archives, args.into):
+            print(path, file=sys.stderr)
+        return
     if args.command == "sources":
         for path in sources(args.mirror, args.into):
             print(f"{path}: {path.stat().st_size} bytes", file=sys.stderr)

@@ -135,6 +135,19 @@ def test_eta_accuracy_scores_the_recorded_third_party_builds(tmp_path: Path) -> 
     assert rebuilds == conditions["rebuilds"]
     chosen = trust["evidence_chosen_on_the_earlier_six"]
     assert trust["rebuilds"][f"share done, or evidence beyond {chosen:g}"]["all"] == rebuilds
+    # The units' bytes as a prior (every recording keeps its tree's): every first build's
+    # checkpoint in its set's rows, "shipped" the conditions table's first builds.
+    sized = document["source_size_prior"]  # type: ignore[index]
+    assert sized["by_set"]["all"]["checkpoints"] == conditions["first builds"]["checkpoints"]
+    assert sized["by_set"]["all"]["checkpoints"] == sum(
+        sized["by_set"][group]["checkpoints"]
+        for group in ("VM, earlier six", "VM, later", "H100 host")
+    )
+    assert (
+        sized["by_set"]["all"]["shipped"]["median_abs_error"]
+        == (conditions["first builds"]["median_abs_error"])
+    )
+    assert sized["ridge_chosen_on_the_earlier_six"] in sized["ridges_tried"]
     # Another tree of the same sources in the history: every pairing in its set's rows, the
     # shipped figures those of first builds with nothing to learn from (each a first build's).
     other = document["other_tree_prior"]["by_set"]  # type: ignore[index]
