@@ -1633,7 +1633,7 @@ PACE_TRUST_RULES = (
     ),
 )
 # The evidence thresholds replayed to choose `PACE_EVIDENCE` on the six earlier VM recordings
-# (the smallest scoring there as well as none), the other sets held out.
+# (the best there, the smallest of those tied), the other sets held out.
 PACE_EVIDENCE_TRIED = (2.0, 2.5, 3.0, 4.0)
 
 

@@ -50,13 +50,15 @@ MIN_WEIGHT_S = 0.001
 PACE_TRUSTED_AT = 1.0
 # ... unless the finished edges themselves say the ratio is real: a slower host (or one that is
 # faster) makes every edge slower by about the same factor, where a passing load spreads them.
-# The evidence is the mean of the edges' log(time here / time there) over the spread of those
-# logs (a 3x slower host: log 3 = 1.1 over a spread of 0.05-0.3). Beyond `PACE_EVIDENCE`
-# spreads the pace is trusted, fully one spread further. Chosen on the six earlier VM
-# recordings' rebuilds (the smallest value that scores as well there as none; 2.5: 12.3% against
-# 9.3%), the later VM and H100 ones held out. The edges' logs spread 0.16-0.6 in the recorded
-# same-host rebuilds, a mean over the spread of at most 3.0 but in one that was 3x faster.
-PACE_EVIDENCE = 3.0
+# The evidence is the mean of the edges' log(time here / time in the newest earlier run that
+# built them) over the spread of those logs (a 3x slower host: log 3 = 1.1 over a spread of
+# 0.05-0.3). Beyond `PACE_EVIDENCE` spreads the pace is trusted, fully one spread further.
+# Chosen on the six earlier VM recordings' rebuilds from 2, 2.5, 3 and 4 (the best there: 8.9%
+# against 9.3% for the others and for none; benchmarks/eta_accuracy.py --recordings,
+# "pace_trust"), the later VM and H100 ones held out. In the recorded same-host rebuilds the
+# evidence reached at most 2.3 (partly trusted, once), but in one that ran 3x faster than its
+# first build, every edge alike (re2 on the VM: 7-8).
+PACE_EVIDENCE = 2.0
 # Fewer edges than this say nothing of their spread; edges shorter than `RATIO_MIN_S` in
 # either run are ninja's bookkeeping and process start-up, not the host's speed.
 PACE_EVIDENCE_EDGES = 3
@@ -216,24 +218,11 @@ class _Against:
     extra: int = 0
     extra_weight: float = 0.0
     """Finished edges with no counterpart in the reference, by their weights elsewhere."""
-    ratios: int = 0
-    ratio_sum: float = 0.0
-    ratio_squares: float = 0.0
-    """Count, sum and sum of squares of log(seconds here / seconds in the reference) of the
-    finished edges the reference built too (`RATIO_MIN_S` or longer in both)."""
 
-    def add(
-        self, reference: ReferenceRun, output: str, known: float | None, seconds: float = 0.0
-    ) -> None:
+    def add(self, reference: ReferenceRun, output: str, known: float | None) -> None:
         counterpart: str | None = None
         if output in reference.weights and output not in self.matched:
             counterpart = output
-            there = reference.weights[output]
-            if there >= RATIO_MIN_S and seconds >= RATIO_MIN_S:
-                ratio = math.log(seconds / there)
-                self.ratios += 1
-                self.ratio_sum += ratio
-                self.ratio_squares += ratio * ratio
         else:
             waiting = self.unmatched.get(edge_kind(output))
             while waiting and waiting[0] in self.matched:
@@ -245,18 +234,6 @@ class _Against:
             return
         self.matched.add(counterpart)
         self.matched_weight += reference.weights[counterpart]
-
-    def evidence(self) -> float:
-        """How far the finished edges' own times say this run's pace really differs from the
-        reference's: their mean log ratio over its spread (see `PACE_EVIDENCE`); 0.0 with
-        fewer than `PACE_EVIDENCE_EDGES`."""
-        count = self.ratios
-        if count < PACE_EVIDENCE_EDGES:
-            return 0.0
-        mean = self.ratio_sum / count
-        variance = max(0.0, (self.ratio_squares - count * mean * mean) / (count - 1))
-        # A floor: edges that all took the same time (sleeps) do not make the evidence endless.
-        return abs(mean) / max(math.sqrt(variance), 0.05)
 
 
 @dataclass
@@ -273,6 +250,12 @@ class EdgePace:
     _against: dict[int, _Against] = field(default_factory=dict)
     _known: dict[str, float] = field(default_factory=dict)
     _chosen: tuple[int, list[ReferenceRun]] | None = None
+    _ratios: int = 0
+    _ratio_sum: float = 0.0
+    _ratio_squares: float = 0.0
+    """Count, sum and sum of squares of log(seconds here / seconds in the newest earlier run
+    that built it) of the finished edges (`RATIO_MIN_S` or longer in both): one log an edge,
+    whatever the number of references."""
 
     def __post_init__(self) -> None:
         for reference in self.references:
@@ -293,8 +276,25 @@ class EdgePace:
                 continue  # rebuilt in the same run: already counted against the references
             self.finished[output] = seconds
             known = self._known.get(output)
+            if known is not None and known >= RATIO_MIN_S and seconds >= RATIO_MIN_S:
+                ratio = math.log(seconds / known)
+                self._ratios += 1
+                self._ratio_sum += ratio
+                self._ratio_squares += ratio * ratio
             for reference in self.references:
-                self._against[reference.build_id].add(reference, output, known, seconds)
+                self._against[reference.build_id].add(reference, output, known)
+
+    def evidence(self) -> float:
+        """How far the finished edges' own times say this run's pace really differs from the
+        earlier runs': their mean log ratio over its spread (see `PACE_EVIDENCE`); 0.0 with
+        fewer than `PACE_EVIDENCE_EDGES`."""
+        count = self._ratios
+        if count < PACE_EVIDENCE_EDGES:
+            return 0.0
+        mean = self._ratio_sum / count
+        variance = max(0.0, (self._ratio_squares - count * mean * mean) / (count - 1))
+        # A floor: edges that all took the same time (sleeps) do not make the evidence endless.
+        return abs(mean) / max(math.sqrt(variance), 0.05)
 
     def _references_for(self, edge_total: int) -> list[ReferenceRun]:
         if self._chosen is None or self._chosen[0] != edge_total:
@@ -353,11 +353,11 @@ class EdgePace:
         estimates: list[float] = []
         paces: list[float] = []
         shares: list[float] = []
+        evidence = self.evidence()
         for reference in references:
             share = self.share_done(reference, edge_total, edges_done)
             reached = reference.time_at(share)
             left = max(0.0, reference.duration_s - reached)
-            evidence = self._against[reference.build_id].evidence()
             trust = min(1.0, max(share / PACE_TRUSTED_AT, evidence - PACE_EVIDENCE))
             stretch = 1.0
             if reached > 0 and share > 0 and anchor > 0:
