@@ -20,7 +20,10 @@ supervisor (a `git worktree` of an older commit) alike, interleaved with this on
 are measured in the same run; what `workbench logs` prints from its readable form and map (the
 map's own bytes follow the pipe's reads: where a record falls moves with the load), whether the
 map covers the whole log, and its progress must come out identical.
-Figures are medians of `--repeat` runs.
+Figures are medians of `--repeat` runs, with their spread; against a baseline also the ratios of
+each round's two runs (they ran one after the other, which tree first alternating by round), whose
+median a host that drifts moves less. `--pin` runs the supervisor on one CPU and the build on
+another core's (a host whose scheduler moves them reads the same code 1.5x apart from run to run).
 
 `--instructions` counts instead, with valgrind (cachegrind, no cache simulation): the
 instructions a line costs the pump itself (`LogPipeline.feed` in reads of the supervisor's size,
@@ -31,7 +34,7 @@ divided by the lines between them). It leaves out what the kernel does (the writ
 the supervisor does around the pump (its loop, sampling, SQLite).
 
     python benchmarks/history_store.py [--lines 2000000] [--repeat 3] [--baseline DIR]
-        [--map on|off|both] [--keep DIR] [--instructions]
+        [--map on|off|both] [--log mixed|plain|both] [--pin] [--keep DIR] [--instructions]
 """
 
 from __future__ import annotations
@@ -80,16 +83,46 @@ def _digest(path: Path) -> str:
     return digest.hexdigest()
 
 
+def pinned_cpus() -> tuple[int, int] | None:
+    """(the supervisor's CPU, the build's): two CPUs this process may run on, not threads of one
+    core (sysfs's thread_siblings_list), the last ones; None where there are not two."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        return None
+    supervisor = allowed[-1]
+    siblings = {supervisor}
+    topology = Path(f"/sys/devices/system/cpu/cpu{supervisor}/topology/thread_siblings_list")
+    try:
+        for part in topology.read_text().strip().split(","):
+            first, _, last = part.partition("-")
+            siblings.update(range(int(first), int(last or first) + 1))
+    except (OSError, ValueError):
+        pass
+    others = [cpu for cpu in allowed if cpu not in siblings] or allowed[:-1]
+    return supervisor, others[-1]
+
+
 def supervise(
-    log: Path, state: Path, lines: int, checkout: Path = ROOT, readable_map: bool = True
+    log: Path,
+    state: Path,
+    lines: int,
+    checkout: Path = ROOT,
+    readable_map: bool = True,
+    cpus: tuple[int, int] | None = None,
 ) -> dict[str, object]:
-    """Run `checkout`'s supervisor with `cat LOG` as the build; its figures and checks."""
+    """Run `checkout`'s supervisor with `cat LOG` as the build; its figures and checks.
+
+    `cpus`: (the supervisor's CPU, the build's): each pinned to its own (`taskset` runs the
+    build), so that where the host's scheduler puts them moves no figure."""
+    build: tuple[str, ...] = ("cat", str(log))
+    if cpus is not None:
+        build = ("taskset", "--cpu-list", str(cpus[1]), *build)
     with History(state) as history:
         record = history.create(
             NewBuild(
                 name="history-store-benchmark",
                 backend="run",
-                argv=("cat", str(log)),
+                argv=build,
                 cwd=str(log.parent),
                 checkout=str(log.parent),
                 settings={},
@@ -103,7 +136,12 @@ def supervise(
     started = time.perf_counter()
     with open(state / "supervisor.log", "wb") as output:
         child = subprocess.Popen(
-            argv, cwd=checkout, env=environment, stdout=output, stderr=subprocess.STDOUT
+            argv,
+            cwd=checkout,
+            env=environment,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            preexec_fn=None if cpus is None else lambda: os.sched_setaffinity(0, {cpus[0]}),
         )
     _pid, status, usage = os.wait4(child.pid, 0)
     child.returncode = os.waitstatus_to_exitcode(status)
@@ -265,6 +303,10 @@ def _summary(runs: list[dict[str, object]], lines: int) -> dict[str, object]:
             run["state"] == "succeeded" and run["log_identical"] and run["lines_counted"] == lines
             for run in runs
         ),
+        "lines_per_second_spread": [
+            round(lines / max(float(run["seconds"]) for run in runs)),  # type: ignore[arg-type]
+            round(lines / min(float(run["seconds"]) for run in runs)),  # type: ignore[arg-type]
+        ],
         "runs": [{k: v for k, v in run.items() if not k.startswith("_")} for run in runs],
     }
 
@@ -279,6 +321,17 @@ def main() -> int:
         help="another checkout (e.g. `git worktree add /tmp/base COMMIT`) run alike, interleaved",
     )
     parser.add_argument("--map", choices=("on", "off", "both"), default="both")
+    parser.add_argument(
+        "--log",
+        choices=("mixed", "plain", "both"),
+        default="both",
+        help="which generated log (mixed: the Nix internal-json one)",
+    )
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="the supervisor on one CPU, the build (`cat`, by taskset) on another core's",
+    )
     parser.add_argument("--keep", metavar="DIR", help="write the logs and state here, keep them")
     parser.add_argument(
         "--instructions",
@@ -304,9 +357,16 @@ def main() -> int:
     directory.mkdir(parents=True, exist_ok=True)
     try:
         mixed, plain = directory / "nix-build.log", directory / "plain.log"
-        mix = generate(mixed, args.lines)
-        generate_plain(plain, args.lines)
         logs = {"nix_internal_json_mixed": mixed, "plain": plain}
+        if args.log != "both":
+            logs = {label: log for label, log in logs.items() if label.endswith(args.log)}
+        mix = generate(mixed, args.lines) if mixed in logs.values() else None
+        if plain in logs.values():
+            generate_plain(plain, args.lines)
+        cpus = pinned_cpus() if args.pin else None
+        if args.pin and cpus is None:
+            print("history_store.py: error: --pin: fewer than two CPUs to run on")
+            return 2
         wc: dict[str, dict[str, object]] = {}
         for label, log in logs.items():
             wc_lines(log)  # warm the page cache for both readers alike
@@ -331,11 +391,13 @@ def main() -> int:
         for _round in range(args.repeat):  # interleaved: a load that comes and goes hits all
             for label, log in logs.items():
                 for readable_map in maps:
-                    for name, checkout in checkouts.items():
+                    # which tree goes first alternates by round (a host that drifts hits both)
+                    order = list(checkouts.items())[:: -1 if _round % 2 else 1]
+                    for name, checkout in order:
                         count += 1
                         state = directory / f"state-{count}"
                         lines = int(wc[label]["lines"])  # type: ignore[call-overload]
-                        run = supervise(log, state, lines, checkout, readable_map)
+                        run = supervise(log, state, lines, checkout, readable_map, cpus)
                         results.setdefault((name, label, readable_map), []).append(run)
                         if not args.keep:
                             shutil.rmtree(state, ignore_errors=True)
@@ -362,12 +424,28 @@ def main() -> int:
                 for readable_map in maps:
                     setting = f"map_{'on' if readable_map else 'off'}"
                     this, base = entry[f"this_{setting}"], entry[f"baseline_{setting}"]
+                    # each round's two runs ran one after the other: their ratios, round by
+                    # round, move less with a host whose speed drifts than the medians' ratio
+                    paired = [
+                        float(mine["seconds"]) / float(theirs["seconds"])  # type: ignore[arg-type]
+                        for mine, theirs in zip(
+                            results[("this", label, readable_map)],
+                            results[("baseline", label, readable_map)],
+                            strict=True,
+                        )
+                    ]
                     entry[f"this_over_baseline_{setting}"] = {
                         "lines_per_second": round(
                             this["lines_per_second"] / base["lines_per_second"],  # type: ignore[index]
                             2,
                         ),
                         "cpu_seconds": round(this["cpu_seconds"] / base["cpu_seconds"], 2),  # type: ignore[index]
+                        "lines_per_second_round_by_round": [
+                            round(1 / ratio, 2) for ratio in paired
+                        ],
+                        "lines_per_second_median_of_rounds": round(
+                            1 / statistics.median(paired), 2
+                        ),
                     }
                     outputs = [
                         run["_outputs"]
@@ -414,6 +492,7 @@ def main() -> int:
             "repeat": args.repeat,
             "mix": mix,
             "cpus": len(os.sched_getaffinity(0)),
+            "pinned": None if cpus is None else {"supervisor": cpus[0], "build": cpus[1]},
             "load_average_after": os.getloadavg(),
             "checkouts": {name: str(path) for name, path in checkouts.items()},
             "runs": runs,

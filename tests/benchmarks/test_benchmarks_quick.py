@@ -46,7 +46,7 @@ CASES: dict[str, tuple[list[str], list[pytest.MarkDecorator]]] = {
         ["--out-dir", "{tmp}", "--name", "quick"],
         [pytest.mark.slow, _root, _needs("nvcc", "cmake", "ninja")],
     ),
-    "history_store.py": ([], []),
+    "history_store.py": (["--pin"], [_needs("taskset")]),
     "iterate_cycle.py": ([], [pytest.mark.slow, _needs("git", "cmake", "ninja", "g++", "nix")]),
     "log_pipeline.py": ([], []),
     "logs_readable.py": ([], [pytest.mark.slow]),
