@@ -83,6 +83,13 @@ def _digest(path: Path) -> str:
     return digest.hexdigest()
 
 
+# taskset's work where there is none: `python -c PIN_AND_EXEC CPU PROGRAM ARGS...`
+PIN_AND_EXEC = (
+    "import os, sys; os.sched_setaffinity(0, {int(sys.argv[1])}); "
+    "os.execvp(sys.argv[2], sys.argv[2:])"
+)
+
+
 def pinned_cpus() -> tuple[int, int] | None:
     """(the supervisor's CPU, the build's): two CPUs this process may run on, not threads of one
     core (sysfs's thread_siblings_list), the last ones; None where there are not two."""
@@ -115,8 +122,10 @@ def supervise(
     `cpus`: (the supervisor's CPU, the build's): each pinned to its own (`taskset` runs the
     build), so that where the host's scheduler puts them moves no figure."""
     build: tuple[str, ...] = ("cat", str(log))
-    if cpus is not None:
+    if cpus is not None and shutil.which("taskset"):
         build = ("taskset", "--cpu-list", str(cpus[1]), *build)
+    elif cpus is not None:  # (no util-linux: the same by Python, its start in the build's time)
+        build = (sys.executable, "-c", PIN_AND_EXEC, str(cpus[1]), *build)
     with History(state) as history:
         record = history.create(
             NewBuild(
