@@ -71,3 +71,26 @@ async def test_each_row_is_one_strip_with_the_cells_it_had(monkeypatch: pytest.M
             for y, strip in enumerate(drawn):
                 assert strip.cell_length == graph.size.width
                 assert _cells(strip) == _cells(_as_before(graph, y)), (graph.id, y)
+
+
+async def test_a_new_sample_makes_no_column_anew(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The graph makes all its rows again to find those a sample changed: each column's cells
+    are made once for each height, not again for every column at every sample."""
+    import workbench.tui.widgets.time_graph as time_graph
+
+    app = Graphs()
+    async with app.run_test(size=(90, 30)) as pilot:
+        cpu = app.query_one("#cpu", TimeGraph)
+        for second in range(40):
+            cpu.add(float(second * 7 % 100), t=1000.0 + second)
+        await pilot.pause()
+        cpu.render_line(0)
+        made: list[int] = []
+        original = time_graph._column
+        monkeypatch.setattr(time_graph, "_column", lambda e, r: (made.append(e), original(e, r))[1])
+        before = [list(row) for row in cpu.rows(cpu.size.width, cpu.size.height)]
+        cpu.add(float(7 * 40 % 100), t=1040.0)
+        after = cpu.rows(cpu.size.width, cpu.size.height)
+        assert len(made) <= 1, made  # at most the new sample's height (was every column's)
+        assert after != before
+        assert time_graph.column_cells(0.5, 6) == [" "] * 3 + ["█"] * 3

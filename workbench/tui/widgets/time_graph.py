@@ -64,11 +64,24 @@ def column_cells(fraction: float, rows: int) -> list[str]:
     eighths = round(max(0.0, min(1.0, fraction)) * rows * 8)
     if fraction > 0 and eighths == 0:
         eighths = 1  # a small value still shows: 60 MB against 250 GB is not nothing
+    cells = _COLUMNS.get((eighths, rows))
+    if cells is None:
+        cells = _COLUMNS[eighths, rows] = _column(eighths, rows)
+    return cells
+
+
+def _column(eighths: int, rows: int) -> list[str]:
+    """A column `eighths` eighths of a row tall, top to bottom (made once for each height: a
+    frame of a graph made every column of its plot, 45 of them at 160 columns, a cell at a
+    time)."""
     cells = []
     for row in range(rows - 1, -1, -1):  # from the top row down
         filled = eighths - row * 8
         cells.append(BLOCKS[max(0, min(8, filled))])
     return cells
+
+
+_COLUMNS: dict[tuple[int, int], list[str]] = {}
 
 
 def nice_ceiling(value: float, unit: float = 1024**2) -> float:
