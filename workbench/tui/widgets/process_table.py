@@ -17,7 +17,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
 from textual.coordinate import Coordinate
-from textual.geometry import Region
+from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
@@ -131,6 +131,7 @@ class ProcessTable(SteadyTable):
         self._header_drawn: tuple[tuple[Any, ...], tuple[list[Any], list[Any]]] | None = None
         self._styles_made: dict[tuple[Any, ...], tuple[Style, Style]] = {}
         self._styles_applied: dict[tuple[Style, Style], tuple[Style | None, Style | None]] = {}
+        self._sizing_from: Size | None = None  # the virtual size before, while it is updated
 
     def on_mount(self) -> None:
         for label, key in COLUMNS:
@@ -558,6 +559,46 @@ class ProcessTable(SteadyTable):
         if header is not None:
             self._header_drawn = (header, pair)
         return pair
+
+    # -- a new row count without a layout of the screen ---------------------------------------
+
+    def _update_dimensions(self, new_rows: Iterable[Any]) -> None:
+        before = self.virtual_size
+        self._sizing_from = before
+        try:
+            super()._update_dimensions(new_rows)
+        finally:
+            self._sizing_from = None
+
+    def refresh(
+        self,
+        *regions: Region,
+        repaint: bool = True,
+        layout: bool = False,
+        recompose: bool = False,
+    ) -> ProcessTable:
+        """Widget.refresh; the layout DataTable asks for when only its number of rows changed
+        (its virtual size, a reactive that lays the whole screen out) is its scrollbars told
+        instead: the table's height is its own (CSS), nothing else moves. A live build's jobs
+        end and start every second, and each new count laid the screen out: a frame of twice
+        the cost (VM). Where a scrollbar comes or goes, that still lays the screen out (the
+        scrollbar's reactive asks for it)."""
+        before = getattr(self, "_sizing_from", None)  # (DataTable's __init__ refreshes too)
+        if (
+            layout
+            and before is not None
+            and not regions
+            and not recompose
+            and self.virtual_size.width == before.width
+            and self.is_mounted
+        ):
+            self._sizing_from = None
+            self._scroll_update(self.virtual_size)
+            if self.scroll_y > self.max_scroll_y:
+                self.scroll_to(y=self.max_scroll_y, animate=False, force=True)
+            layout = False
+        super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
+        return self
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
