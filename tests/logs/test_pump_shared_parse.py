@@ -452,3 +452,43 @@ def test_escaped_texts_kept_are_bounded() -> None:
     assert rendered.endswith(b'seven> "long" ' + b"x" * readable_stream._UNESCAPED_LENGTH + b"\n")
     assert 0 < len(stream._unescaped) <= readable_stream._UNESCAPED_KEPT
     assert max(map(len, stream._unescaped)) <= readable_stream._UNESCAPED_LENGTH
+
+
+@pytest.mark.parametrize("readable", [True, False])
+def test_a_line_the_tracker_raises_on_is_said_once_and_the_rest_folded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, readable: bool
+) -> None:
+    """A parser bug on some line must not stop the pump: with the map on (the shared pass) or
+    off (the same pass for the tracker alone, `ReadableStream.fold_lines`), the line is skipped,
+    the failure said once, and the lines after it folded."""
+    real_plain = ProgressTracker._plain
+
+    def plain(self: ProgressTracker, text: str, drv: object) -> None:
+        if text.startswith("FAILED: boom"):
+            raise RuntimeError("a parser bug")
+        real_plain(self, text, drv)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ProgressTracker, "_plain", plain)
+    lines = [_start(7, "seven"), _log(7, "FAILED: boom.o"), "FAILED: boom plain.o"]
+    lines += [_log(7, "FAILED: after.o"), "[3/9] after"] * 2
+    said: list[str] = []
+    directory = tmp_path / "pumped"
+    directory.mkdir()
+    path = directory / "build.log"
+    readable_path, map_path = readable_paths(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+    fds = [os.open(p, flags, 0o600) for p in (path, readable_path, map_path)]
+    tracker = ProgressTracker()
+    writer = ReadableMapWriter(fds[1], fds[2], 0) if readable else None
+    pipeline = LogPipeline(fds[0], tracker, say=said.append, readable=writer)
+    pipeline.feed(("\n".join(lines) + "\n").encode())
+    pipeline.close()
+    for fd in fds:
+        os.close(fd)
+    assert [line for line in said if "tracker failed" in line] == [
+        "the progress tracker failed on a line (RuntimeError('a parser bug')); reading goes on"
+    ]
+    progress = tracker.snapshot()
+    assert progress.step_failures == ("after.o", "after.o")
+    assert progress.step is not None and (progress.step.done, progress.step.total) == (3, 9)
+    assert progress.lines == len(lines)

@@ -127,6 +127,15 @@ def _no_controls(block: bytes) -> bool:
     return block.isascii() or _C2 not in block or _C1.search(block) is None
 
 
+def _pass_takes(block: bytes, text: str, tracker: ProgressTracker) -> bool:
+    """Whether the shared pass (`ReadableStream.render_folding`) can take a block: not with a
+    custom NINJA_STATUS (any line may be progress), a tab (JSON refuses a raw one in TEXT),
+    bytes that are not UTF-8 (or a U+FFFD: the same to the decoder) or a control character."""
+    return not (
+        tracker.folds_every_line or _TAB in block or "\ufffd" in text or not _no_controls(block)
+    )
+
+
 def _has_control(block: bytes) -> bool:
     """Whether the block holds a C0 control byte but tab and newline, or DEL."""
     # (a loop: any() over a generator or a map of `block.__contains__` costs more a byte)
@@ -310,11 +319,25 @@ class ReadableStream:
         search or a regular expression's ~60, ~8 for bytes.split and bytes.count of one byte,
         against ~0.1 for memchr), so the lines are cut by readlines and each test kept to the
         lines it is about."""
-        if tracker.folds_every_line or _TAB in block or "\ufffd" in text or not _no_controls(block):
-            # A custom NINJA_STATUS (any line may be progress), a tab (JSON refuses a raw one
-            # in TEXT), bytes that are not UTF-8 (or a U+FFFD: the same to the decoder) or
-            # control characters in the block: each side on its own.
-            return self.render_lines(block), tracker.feed_lines(text.split("\n"))
+        if not _pass_takes(block, text, tracker):
+            return self.render_lines(block), tracker.feed_lines(text.split("\n"))  # each alone
+        return self._render_folding(block, tracker)
+
+    def fold_lines(self, block: bytes, text: str, tracker: ProgressTracker) -> Exception | None:
+        """`tracker.feed_lines` of complete lines (`block` and `text` as for `render_folding`)
+        by `render_folding`'s pass, its readable text left unused: the pump with the readable
+        map off (a supervisor that adopted a build). On a Nix log the pass costs two thirds of
+        `feed_lines`'s split into str lines and tests on them (issue 23 item 4); a block
+        without an `@nix ` event, or one the pass does not take, goes to `feed_lines`, as it
+        does with the map on. The first exception the tracker raised on a line, else None."""
+        if block.find(b"@nix ") < 0 or not _pass_takes(block, text, tracker):
+            return tracker.feed_lines(text.split("\n"))
+        return self._render_folding(block, tracker)[1]
+
+    def _render_folding(
+        self, block: bytes, tracker: ProgressTracker
+    ) -> tuple[bytes, Exception | None]:
+        """`render_folding`'s pass, for a block it takes (`_pass_takes`)."""
         error: Exception | None = None
         by_id = self._by_id
         unescaped = self._unescaped

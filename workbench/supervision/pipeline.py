@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.logs.readable_map import ReadableMapWriter
+from workbench.logs.readable_stream import ReadableStream
 from workbench.progress import ProgressTracker
 
 READ_SIZE = 1 << 18
@@ -116,6 +117,8 @@ class LogPipeline:
         self._gap: list[int] | None = None  # [offset, bytes] of the gap being lost now
         self._tracker_failed = False
         self._append_error: OSError | None = None
+        # (the shared pass's own state where no writer of the readable form has one)
+        self._stream = ReadableStream()
 
     def feed(self, chunk: bytes) -> None:
         """Write a chunk to the log as it is, then fold its complete lines in.
@@ -123,7 +126,8 @@ class LogPipeline:
         With the readable form on, its writer and the tracker share one decode, one split and
         one pass over the lines (`ReadableStream.render_folding`) whenever the writer waits on
         the same partial line as the pump (always, but after a write failure or a runaway
-        line): issue 23 item 4, the map on at most 1.2x the pump without it."""
+        line): issue 23 item 4, the map on at most 1.2x the pump without it. With it off, the
+        tracker is fed by the same pass over the block's bytes (`ReadableStream.fold_lines`)."""
         written = self._write(chunk)
         self.bytes += len(chunk)
         readable = self.readable
@@ -142,19 +146,19 @@ class LogPipeline:
         block = b"".join((before, memoryview(chunk)[: cut + 1])) if before else chunk[: cut + 1]
         self._pending = chunk[cut + 1 :]
         text = str(memoryview(block)[:-1], "utf-8", "replace")
-        if (
-            readable is not None
-            and written == len(chunk)
-            and not readable.failure
-            and readable.pending == before
-        ):
-            self._tracker_error(readable.feed_folding(block, text, self._pending, self.tracker))
-            if _KILLED_MARK in text:
-                self._killed(text, text.split("\n"))
+        if readable is None:
+            # the map off: the same pass over the block's bytes, for the tracker alone
+            error = self._stream.fold_lines(block, text, self.tracker)
+        elif written == len(chunk) and not readable.failure and readable.pending == before:
+            error = readable.feed_folding(block, text, self._pending, self.tracker)
+        else:
+            if written:
+                readable.feed(chunk[:written])
+            self._feed_text(text)
             return
-        if readable is not None and written:
-            readable.feed(chunk[:written])
-        self._feed_text(text)
+        self._tracker_error(error)
+        if _KILLED_MARK in text:
+            self._killed(text, text.split("\n"))
 
     def replay(self, chunk: bytes) -> None:
         """Fold in output already in the log (a supervisor adopting a build reads the log its
