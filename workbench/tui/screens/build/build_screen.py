@@ -49,6 +49,7 @@ from workbench.supervision.stall import (
     stall_threshold,
 )
 from workbench.tui.commands import ScreenCommands
+from workbench.tui.cropped_compositor import CroppedCompositor
 from workbench.tui.screens.build.build_modals import ConfirmStop, NoticesScreen
 from workbench.tui.screens.build.build_tree import TreeReader
 from workbench.tui.widgets.key_footer import KeyFooter
@@ -337,6 +338,8 @@ class BuildScreen(Screen[None]):
 
     def __init__(self, state_directory: Path, build_id: int, notices: tuple[str, ...] = ()) -> None:
         super().__init__()
+        # Each frame draws only the rows it changes (the title's clock: one line a second).
+        self._compositor = CroppedCompositor()
         self.state_directory = Path(state_directory)
         self.build_id = build_id
         self.notices = notices
