@@ -94,3 +94,31 @@ async def test_a_new_sample_makes_no_column_anew(monkeypatch: pytest.MonkeyPatch
         assert len(made) <= 1, made  # at most the new sample's height (was every column's)
         assert after != before
         assert time_graph.column_cells(0.5, 6) == [" "] * 3 + ["█"] * 3
+
+
+async def test_samples_added_while_held_queue_no_callback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The build screen adds its polls' samples at once and draws each graph once: no callback
+    is queued (each of Textual's callbacks works out its function's signature again)."""
+    app = Graphs()
+    async with app.run_test(size=(90, 30)) as pilot:
+        cpu = app.query_one("#cpu", TimeGraph)
+        for second in range(10):
+            cpu.add(50.0, t=1000.0 + second)
+        await pilot.pause()
+        cpu.render_line(0)
+        queued: list[object] = []
+        monkeypatch.setattr(cpu, "call_next", lambda *a, **k: queued.append(a))
+        cpu.holding = True
+        cpu.add(90.0, t=1010.0)
+        cpu.add(95.0, t=1011.0)
+        cpu.holding = False
+        assert queued == []
+        refreshed: list[object] = []
+        original = cpu.refresh
+        monkeypatch.setattr(
+            cpu, "refresh", lambda *a, **k: (refreshed.append(a), original(*a, **k))[1]
+        )
+        cpu.draw_changed()
+        assert refreshed and cpu._rows is not None
+        assert "now 95%" in "".join(cells for cells, _ in cpu._rows[0])
+        assert queued == []

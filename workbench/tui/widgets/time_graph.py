@@ -245,6 +245,8 @@ class TimeGraph(Widget):
         self._styles: dict[str, Style] = {}  # each component's style ("": the widget's own)
         self._styled: dict[str, Style] = {}  # the widget's style with each component's on top
         self._diff_due = False
+        self.holding = False
+        """While True, a change waits for `draw_changed` instead of queueing its redraw."""
 
     def add(self, value: float, maximum: float | None = None, t: float | None = None) -> bool:
         """Append a sample (O(1)); `maximum` moves the full scale (e.g. available memory).
@@ -380,9 +382,19 @@ class TimeGraph(Widget):
         """The series or what frames it changed: once the current message is handled, the rows
         are made again and only those that differ are drawn (a new sample of a live graph: the
         heading and the plot rows its newest column reaches; the axes stay)."""
+        if self.holding:
+            self._diff_due = True  # drawn by the holder's `draw_changed`
+            return
         if not self._diff_due:
             self._diff_due = True
-            self.call_next(self._redraw_changed_rows)
+            self.call_next(self.draw_changed)
+
+    def draw_changed(self) -> None:
+        """Draw now the rows the samples added while `holding` changed (the build screen adds
+        the samples of its polls at once and draws each graph once, with no callback queued:
+        each of Textual's callbacks works out its function's signature again)."""
+        if self._diff_due:
+            self._redraw_changed_rows()
 
     def _redraw_changed_rows(self) -> None:
         self._diff_due = False

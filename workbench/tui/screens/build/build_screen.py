@@ -579,10 +579,18 @@ class BuildScreen(Screen[None]):
             cpu = self.query_one("#build-cpu", TimeGraph)
             rss = self.query_one("#build-memory", TimeGraph)
             edges = self.query_one(ParallelismGraph)
-            for cpu_percent, rss_bytes, scale, t, live in samples:
-                cpu.add(cpu_percent, t=t)
-                rss.add(rss_bytes, scale, t=t)
-                edges.show_sampled(sampled_jobs(live.compile_jobs, live.link_jobs), t)
+            graphs = (cpu, rss, edges)
+            for graph in graphs:
+                graph.holding = True
+            try:
+                for cpu_percent, rss_bytes, scale, t, live in samples:
+                    cpu.add(cpu_percent, t=t)
+                    rss.add(rss_bytes, scale, t=t)
+                    edges.show_sampled(sampled_jobs(live.compile_jobs, live.link_jobs), t)
+            finally:
+                for graph in graphs:
+                    graph.holding = False
+                    graph.draw_changed()
         if poll.parallelism is not None:
             self.query_one(ParallelismGraph).show_exact(
                 poll.parallelism.values, poll.parallelism.first_t, poll.parallelism.interval_s
