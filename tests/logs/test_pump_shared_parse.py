@@ -492,3 +492,27 @@ def test_a_line_the_tracker_raises_on_is_said_once_and_the_rest_folded(
     assert progress.step_failures == ("after.o", "after.o")
     assert progress.step is not None and (progress.step.done, progress.step.total) == (3, 9)
     assert progress.lines == len(lines)
+
+
+@pytest.mark.parametrize("readable", [True, False])
+def test_a_custom_ninja_status_not_in_brackets_is_progress(tmp_path: Path, readable: bool) -> None:
+    """With a NINJA_STATUS whose lines do not start with "[" any line may be progress: the
+    shared pass (which keeps only "[" lines as ninja's) leaves such a block to `feed_lines`,
+    map on or off, plain lines or a builder's."""
+    lines = ["3/9 compiling a.o", "plain", _start(7, "seven"), _log(7, "4/9 compiling b.o")]
+    for index, done in ((2, 3), (4, 4)):  # a plain block, then one with events
+        directory = tmp_path / f"{index}"
+        directory.mkdir()
+        path = directory / "build.log"
+        readable_path, map_path = readable_paths(path)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+        fds = [os.open(p, flags, 0o600) for p in (path, readable_path, map_path)]
+        tracker = ProgressTracker("%f/%t ")
+        writer = ReadableMapWriter(fds[1], fds[2], 0) if readable else None
+        pipeline = LogPipeline(fds[0], tracker, readable=writer)
+        pipeline.feed(("\n".join(lines[:index]) + "\n").encode())
+        pipeline.close()
+        for fd in fds:
+            os.close(fd)
+        step = tracker.snapshot().step
+        assert step is not None and (step.done, step.total) == (done, 9), (index, step)

@@ -126,7 +126,7 @@ class ReadableMapWriter:
         if self.failure:
             return tracker.feed_lines(text.split("\n"))
         if readable_as_is(block, text):
-            error = tracker.feed_lines(text.split("\n"))
+            error = self._stream.fold_lines(block, text, tracker, as_is=True)
             self._take(block, None)
             return error
         rendered, error = self._stream.render_folding(block, text, tracker)

@@ -323,14 +323,22 @@ class ReadableStream:
             return self.render_lines(block), tracker.feed_lines(text.split("\n"))  # each alone
         return self._render_folding(block, tracker)
 
-    def fold_lines(self, block: bytes, text: str, tracker: ProgressTracker) -> Exception | None:
+    def fold_lines(
+        self, block: bytes, text: str, tracker: ProgressTracker, *, as_is: bool = False
+    ) -> Exception | None:
         """`tracker.feed_lines` of complete lines (`block` and `text` as for `render_folding`)
         by `render_folding`'s pass, its readable text left unused: the pump with the readable
-        map off (a supervisor that adopted a build). On a Nix log the pass costs two thirds of
-        `feed_lines`'s split into str lines and tests on them (issue 23 item 4); a block
-        without an `@nix ` event, or one the pass does not take, goes to `feed_lines`, as it
-        does with the map on. The first exception the tracker raised on a line, else None."""
-        if block.find(b"@nix ") < 0 or not _pass_takes(block, text, tracker):
+        map off (a supervisor that adopted a build), and with it on for lines that are their
+        own readable form (`as_is`: the caller found them so, `readable_as_is`: only what else
+        the pass needs is tested). The pass costs about two thirds of `feed_lines`'s split into
+        str lines and tests on them on a Nix log, and half on a plain one (issue 23 item 4); a
+        block the pass does not take goes to `feed_lines`. The first exception the tracker
+        raised on a line, else None."""
+        if as_is:
+            takes = not (tracker.folds_every_line or _TAB in block)
+        else:
+            takes = _pass_takes(block, text, tracker)
+        if not takes:
             return tracker.feed_lines(text.split("\n"))
         return self._render_folding(block, tracker)[1]
 
