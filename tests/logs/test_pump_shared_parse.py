@@ -19,6 +19,7 @@ import json
 import os
 import random
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -229,6 +230,31 @@ def _pumped(
     return seen
 
 
+def _pump_once(
+    directory: Path,
+    data: bytes,
+    tracker: ProgressTracker,
+    readable: bool,
+    say: Callable[[str], None] | None = None,
+    rng: random.Random | None = None,
+) -> LogPipeline:
+    """`LogPipeline` (the readable map on or off) fed `data` whole, or cut by `rng` into reads
+    of every size, into a new `directory`; closed."""
+    directory.mkdir()
+    path = directory / "build.log"
+    readable_path, map_path = readable_paths(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+    fds = [os.open(p, flags, 0o600) for p in (path, readable_path, map_path)]
+    writer = ReadableMapWriter(fds[1], fds[2], 0) if readable else None
+    pipeline = LogPipeline(fds[0], tracker, say=say, readable=writer)
+    for chunk in [data] if rng is None else _chunks(data, rng):
+        pipeline.feed(chunk)
+    pipeline.close()
+    for fd in fds:
+        os.close(fd)
+    return pipeline
+
+
 def _state(tracker: ProgressTracker) -> tuple[object, ...]:
     return (
         tracker.snapshot(),
@@ -357,19 +383,9 @@ def test_a_compiler_killed_is_kept_whole_lines_only(tmp_path: Path, readable: bo
         _log(7, "terminated program, and no more"),
     ]
     data = ("\n".join(lines) + "\n").encode()
-    directory = tmp_path / "pumped"
-    directory.mkdir()
-    path = directory / "build.log"
-    readable_path, map_path = readable_paths(path)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
-    fds = [os.open(p, flags, 0o600) for p in (path, readable_path, map_path)]
-    writer = ReadableMapWriter(fds[1], fds[2], 0) if readable else None
-    pipeline = LogPipeline(fds[0], ProgressTracker(), readable=writer)
-    for chunk in _chunks(data, random.Random(7)):
-        pipeline.feed(chunk)
-    pipeline.close()
-    for fd in fds:
-        os.close(fd)
+    pipeline = _pump_once(
+        tmp_path / "pumped", data, ProgressTracker(), readable, rng=random.Random(7)
+    )
     assert list(pipeline.killed_compilers) == [killed, _log(7, killed)]
 
 
@@ -472,19 +488,9 @@ def test_a_line_the_tracker_raises_on_is_said_once_and_the_rest_folded(
     lines = [_start(7, "seven"), _log(7, "FAILED: boom.o"), "FAILED: boom plain.o"]
     lines += [_log(7, "FAILED: after.o"), "[3/9] after"] * 2
     said: list[str] = []
-    directory = tmp_path / "pumped"
-    directory.mkdir()
-    path = directory / "build.log"
-    readable_path, map_path = readable_paths(path)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
-    fds = [os.open(p, flags, 0o600) for p in (path, readable_path, map_path)]
     tracker = ProgressTracker()
-    writer = ReadableMapWriter(fds[1], fds[2], 0) if readable else None
-    pipeline = LogPipeline(fds[0], tracker, say=said.append, readable=writer)
-    pipeline.feed(("\n".join(lines) + "\n").encode())
-    pipeline.close()
-    for fd in fds:
-        os.close(fd)
+    data = ("\n".join(lines) + "\n").encode()
+    _pump_once(tmp_path / "pumped", data, tracker, readable, say=said.append)
     assert [line for line in said if "tracker failed" in line] == [
         "the progress tracker failed on a line (RuntimeError('a parser bug')); reading goes on"
     ]
@@ -501,18 +507,8 @@ def test_a_custom_ninja_status_not_in_brackets_is_progress(tmp_path: Path, reada
     map on or off, plain lines or a builder's."""
     lines = ["3/9 compiling a.o", "plain", _start(7, "seven"), _log(7, "4/9 compiling b.o")]
     for index, done in ((2, 3), (4, 4)):  # a plain block, then one with events
-        directory = tmp_path / f"{index}"
-        directory.mkdir()
-        path = directory / "build.log"
-        readable_path, map_path = readable_paths(path)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
-        fds = [os.open(p, flags, 0o600) for p in (path, readable_path, map_path)]
         tracker = ProgressTracker("%f/%t ")
-        writer = ReadableMapWriter(fds[1], fds[2], 0) if readable else None
-        pipeline = LogPipeline(fds[0], tracker, readable=writer)
-        pipeline.feed(("\n".join(lines[:index]) + "\n").encode())
-        pipeline.close()
-        for fd in fds:
-            os.close(fd)
+        data = ("\n".join(lines[:index]) + "\n").encode()
+        _pump_once(tmp_path / f"{index}", data, tracker, readable)
         step = tracker.snapshot().step
         assert step is not None and (step.done, step.total) == (done, 9), (index, step)
