@@ -10,7 +10,8 @@ import pytest
 from rich.color import ColorSystem
 from rich.segment import Segment
 from rich.style import Style
-from textual._compositor import ChopsUpdate
+from textual._compositor import ChopsUpdate, LayoutUpdate
+from textual.geometry import Region
 from textual.strip import Strip
 
 from workbench.tui.terminal_model import TerminalModel, _common_prefix, _common_suffix
@@ -80,3 +81,21 @@ def test_equal_styles_of_new_strips_are_compared_once_a_piece_not_once_a_cell(
     assert len(calls) <= 4, len(calls)  # was 80: one for each cell
     changed = model.render(line("x" * 79 + "y"), ColorSystem.TRUECOLOR)
     assert changed is not None and changed.endswith("y\x1b[0m") and "x" not in changed
+
+
+@pytest.mark.parametrize("one_strip_a_line", [True, False])
+def test_a_layout_update_of_either_textual_shape_is_written(one_strip_a_line: bool) -> None:
+    # Textual 8 gives a LayoutUpdate a list of Strips a line; the pin's Textual (6.2.1, the
+    # lower bound pyproject.toml states and `nix run .#workbench` is built with) one Strip a
+    # line. The model read only the first: on 6.2.1 the app died at its first frame.
+    red = Style(color="red")
+    rows = [Strip([Segment("ab", red), Segment("cd")]), Strip([Segment("efgh")])]
+    strips = rows if one_strip_a_line else [[row] for row in rows]
+    model = TerminalModel()
+    model.reset(4, 2)
+    written = model.render(LayoutUpdate(strips, Region(0, 0, 4, 2)), ColorSystem.TRUECOLOR)
+    assert written is not None
+    assert "ab" in written and "cd" in written and "efgh" in written, repr(written)
+    # Drawn again, nothing changed: nothing is written.
+    again = model.render(LayoutUpdate(strips, Region(0, 0, 4, 2)), ColorSystem.TRUECOLOR)
+    assert again == ""

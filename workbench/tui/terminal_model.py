@@ -27,6 +27,7 @@ from typing import Any
 from rich.cells import get_character_cell_size
 from rich.style import Style
 from textual._compositor import ChopsUpdate, CompositorUpdate, LayoutUpdate
+from textual.strip import Strip
 
 # Blank runs at least this long are erased with ECH (+ a cursor move) instead of written.
 ERASE_AT = 8
@@ -230,6 +231,11 @@ def _pieces(update: Any) -> list[tuple[int, int, Iterable[Any]]] | None:
     if isinstance(update, LayoutUpdate):
         x = update.region.x
         for y, line in enumerate(update.strips, update.region.y):
+            if isinstance(line, Strip):
+                # Textual before 8 holds one Strip a line (textual/_compositor.py, LayoutUpdate,
+                # 6.2.1), 8 a list of Strips: the pin's Textual is 6.2.1.
+                pieces.append((y, x, line))
+                continue
             segments: list[Any] = []
             for strip in line:
                 segments.extend(strip)
