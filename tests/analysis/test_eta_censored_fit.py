@@ -9,27 +9,11 @@ from __future__ import annotations
 import math
 import random
 import statistics
-import sys
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from workbench.analysis import eta_model
-
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-
-
-@pytest.fixture
-def accuracy() -> Iterator[Any]:
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        import eta_accuracy
-
-        yield eta_accuracy
-    finally:
-        sys.path.remove(str(BENCHMARKS))
 
 
 def _lognormal_sample(mu: float, sigma: float, count: int) -> list[float]:

@@ -6,8 +6,6 @@ the supervisor writes them; the recordings' files are plain JSON."""
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,20 +13,6 @@ import pytest
 
 from workbench.history.records import SUCCEEDED, EdgeRow, NewBuild, Sampled
 from workbench.history.store import History
-
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-
-
-@pytest.fixture
-def recordings_module() -> Iterator[tuple[Any, Any]]:
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        import eta_accuracy
-        import eta_recordings
-
-        yield eta_recordings, eta_accuracy
-    finally:
-        sys.path.remove(str(BENCHMARKS))
 
 
 def _record(state: Path, durations: list[float]) -> None:

@@ -9,28 +9,11 @@ from __future__ import annotations
 import io
 import json
 import math
-import sys
 import tarfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-
-
-@pytest.fixture
-def bench() -> Iterator[tuple[Any, Any]]:
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        import eta_accuracy
-        import eta_recordings
-
-        yield eta_accuracy, eta_recordings
-    finally:
-        sys.path.remove(str(BENCHMARKS))
-
 
 TREE = {
     # a.cc includes its header beside it, a header by the path an include directory gives it,
@@ -46,9 +29,9 @@ TREE = {
 
 
 def test_a_unit_counts_its_own_bytes_and_each_header_of_the_tree_it_reaches_once(
-    bench: tuple[Any, Any],
+    source_size_modules: tuple[Any, Any],
 ) -> None:
-    _accuracy, recordings = bench
+    _accuracy, recordings = source_size_modules
     found = recordings.source_bytes(TREE)
     assert set(found) == {"src/a.cc", "src/alone.c", "tests/t.cpp"}  # headers are no units
     size = {path: len(text) for path, text in TREE.items()}
@@ -60,9 +43,9 @@ def test_a_unit_counts_its_own_bytes_and_each_header_of_the_tree_it_reaches_once
 
 
 def test_source_bytes_are_added_to_a_recording_from_its_tree_archive(
-    bench: tuple[Any, Any], tmp_path: Path
+    source_size_modules: tuple[Any, Any], tmp_path: Path
 ) -> None:
-    _accuracy, recordings = bench
+    _accuracy, recordings = source_size_modules
     archives = tmp_path / "archives"
     archives.mkdir()
     # As `git archive --prefix=tree/` writes it: one top folder, the tree's name.
@@ -84,8 +67,8 @@ def test_source_bytes_are_added_to_a_recording_from_its_tree_archive(
     assert "source_bytes" not in json.loads((into / "other.json").read_text())
 
 
-def test_an_object_is_traced_to_the_unit_it_compiles(bench: tuple[Any, Any]) -> None:
-    accuracy, _recordings = bench
+def test_an_object_is_traced_to_the_unit_it_compiles(source_size_modules: tuple[Any, Any]) -> None:
+    accuracy, _recordings = source_size_modules
     units = {
         "lib/common/debug.c": [1, 1],
         "programs/util.c": [1, 1],
@@ -123,9 +106,9 @@ def _sized(accuracy: Any, costs_of: dict[str, float], sizes: dict[str, int]) -> 
 
 
 def test_a_unit_not_started_is_costed_by_its_bytes_as_the_finished_ones_were(
-    bench: tuple[Any, Any],
+    source_size_modules: tuple[Any, Any],
 ) -> None:
-    accuracy, _recordings = bench
+    accuracy, _recordings = source_size_modules
     # Finished: a second per thousand bytes. Left: a unit of 16,000 bytes and one of 1,000.
     sizes = {"a": 1000, "b": 2000, "c": 4000, "d": 8000, "big": 16000, "small": 1000}
     costs = _sized(accuracy, {"a": 1.0, "b": 2.0, "c": 4.0, "d": 8.0}, sizes)
@@ -147,9 +130,9 @@ def test_a_unit_not_started_is_costed_by_its_bytes_as_the_finished_ones_were(
 
 
 def test_with_no_relation_in_the_finished_units_the_bytes_change_nothing(
-    bench: tuple[Any, Any],
+    source_size_modules: tuple[Any, Any],
 ) -> None:
-    accuracy, _recordings = bench
+    accuracy, _recordings = source_size_modules
     sizes = {"a": 1000, "b": 2000, "c": 4000, "d": 8000, "big": 16000}
     costs = _sized(accuracy, {"a": 3.0, "b": 3.0, "c": 3.0, "d": 3.0}, sizes)
     costs.fit(5.0)
