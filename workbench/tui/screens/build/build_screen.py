@@ -362,7 +362,7 @@ class BuildScreen(Screen[None]):
         # The panes (processes, graphs, log) are drawn every `refresh` seconds: what the polls
         # found meanwhile waits here (the latest poll, every live sample since the last draw).
         self._pending: Poll | None = None
-        self._samples: list[tuple[float, float, float, float, LiveView]] = []
+        self._samples: list[tuple[float, LiveView]] = []  # (its time, the live view)
         self._polls_since_panes = 0
         self._panes_due = True  # the first poll's panes are drawn at once
 
@@ -531,9 +531,7 @@ class BuildScreen(Screen[None]):
         live = head.live
         if head.active and live.t is not None:
             # Every sample is kept (the graphs' columns are seconds), drawn with the panes.
-            self._samples.append(
-                (live.cpu_percent, float(live.rss), live.memory_scale, live.t, live)
-            )
+            self._samples.append((live.t, live))
         stall = None
         if head.active and self.stall_watch is not None:
             stall = self.stall_watch.observe(time.time(), head.progress_key, poll.processes)
@@ -583,9 +581,9 @@ class BuildScreen(Screen[None]):
             for graph in graphs:
                 graph.holding = True
             try:
-                for cpu_percent, rss_bytes, scale, t, live in samples:
-                    cpu.add(cpu_percent, t=t)
-                    rss.add(rss_bytes, scale, t=t)
+                for t, live in samples:
+                    cpu.add(live.cpu_percent, t=t)
+                    rss.add(float(live.rss), live.memory_scale, t=t)
                     edges.show_sampled(sampled_jobs(live.compile_jobs, live.link_jobs), t)
             finally:
                 for graph in graphs:
