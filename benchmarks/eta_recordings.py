@@ -37,6 +37,30 @@ time left is skipped and the log says so. `import` splits that file into one rec
         --out OUT [--part 1|2] [--budget-s 480] [--only TREE]   # --quick: a small generated tree
     python benchmarks/eta_recordings.py import OUT/eta-recordings-part1.json --tag h100
 
+Pairs of releases (`record --part 3`, `plan_for`): for each tree, a first build of an earlier
+release of it (`EARLIER`: a tag some months to a year before the recorded commit, archived by
+`sources` as `NAME-VERSION.tar.xz`, e.g. `json-c-0.19.tar.xz`), then at once a first build of the
+tree at its recorded commit (`TREES`) in a fresh build directory, both with the same -j, in one
+state directory: the second build has no history of its own tree, and its history holds the
+first, another tree of the same sources (another release; another variant's build directory is
+the same case), as a user's does. Each build is a recording of its own, one run each:
+`TREE-jN-earlier-release` and `TREE-jN-after-earlier-release`; besides the fields every
+recording has ("source" names each one's own commit and tag, "host", "load", "configure",
+"build", "dependencies" of its own graph), each has:
+
+    "pair":       the other recording's "project" (`import` renames both: "h100 zstd-j16-...")
+    "pair_order": "1 of 2: built first; ..." or "2 of 2: built right after its pair (TAG) ...",
+                  saying the host, the same -j and the one state directory
+    "archive":    its own source archive (`source-bytes` reads it: NAME-VERSION.tar.xz)
+
+A pair whose two builds do not fit the time left is skipped whole; a recording whose pair did not
+run has no "pair" (only "archive"). A replay of the second's first build with the first's
+recording in its history (`load` them both into one history, the first first: their projects
+differ, so their work keys do) is what the product meets on a user's host.
+
+    python benchmarks/eta_recordings.py record --sources benchmarks/results/tmp/eta-src \
+        --out OUT --part 3 --budget-s 470          # --quick --part 3: a generated pair
+
 `source-bytes` adds to each recording what a live ETA could read of its tree before building
 it: each compiled source's own bytes and its bytes with the tree's own headers it includes,
 transitively (`source_bytes`), from the archives `sources` wrote (a path in the tree, not the
@@ -470,11 +494,136 @@ TREES = {
 }
 
 
+# Each tree's earlier release, by the name of the tree in `TREES` (`record --part 3`): a first
+# build of it, then, in the same history, a first build of the tree at its recorded commit in a
+# fresh build directory, as a user who built one release (or variant) builds the next. Tags some
+# months to a year before the recorded commit, so that most compile units keep their names;
+# configured as the recorded tree is (the same options exist at these tags). `paths`: what the
+# build reads, where the whole tree would make a large archive.
+_EARLIER = (
+    Tree(
+        "json-c-0.19",
+        "json-c/json-c",
+        "aa716cd8d663c976b99b0f30f102ee1d8ef63146",
+        "json-c-0.19-20260627 (2 months before the recorded commit)",
+        (),
+        "at its recorded commit: " + TREES["json-c"].shape,
+        9.3,
+        tail_s=0.7,
+    ),
+    Tree(
+        "libuv-1.51.0",
+        "libuv/libuv",
+        "5152db2cbfeb5582e9c27c5ea1dba2cd9e10759b",
+        "v1.51.0 (a year before the recorded commit)",
+        TREES["libuv"].options,
+        "at its recorded commit: " + TREES["libuv"].shape,
+        21.0,
+        tail_s=1.2,
+        paths=(
+            "CMakeLists.txt",
+            "src",
+            "include",
+            "cmake-toolchains",
+            "libuv.pc.in",
+            "libuv-static.pc.in",
+            "configure.ac",
+            "LICENSE",
+            "LICENSE-extra",
+        ),
+    ),
+    Tree(
+        "zstd-1.5.6",
+        "facebook/zstd",
+        "794ea1b0afca0f020f4e57b6732332231fb23c70",
+        "v1.5.6 (7 months before the recorded commit)",
+        (),
+        "at its recorded commit: " + TREES["zstd"].shape,
+        125.0,
+        tail_s=10.7,
+        cmake_dir="build/cmake",
+        paths=("build/cmake", "lib", "programs", "LICENSE", "COPYING"),
+    ),
+    Tree(
+        "flatbuffers-23.1.21",
+        "google/flatbuffers",
+        "ee848a02e17a94edaacd1dd95a1664b59c6f06b2",
+        "v23.1.21 (4 months before v23.5.26)",
+        TREES["flatbuffers"].options,
+        "at its recorded commit: " + TREES["flatbuffers"].shape,
+        300.0,
+        tail_s=35.0,
+        paths=("CMakeLists.txt", "CMake", "src", "include", "grpc", "LICENSE.txt"),
+    ),
+    Tree(
+        "abseil-cpp-20240116.2",
+        "abseil/abseil-cpp",
+        "d7aaad83b488fd62bd51c81ecf16cd938532cc0a",
+        "20240116.2 (the release before 20240722.0)",
+        TREES["abseil-cpp"].options,
+        "at its recorded commit: " + TREES["abseil-cpp"].shape,
+        500.0,
+        tail_s=15.0,
+        paths=("CMakeLists.txt", "CMake", "absl", "LICENSE"),
+    ),
+    Tree(
+        "re2-2024-02-01",
+        "google/re2",
+        "9665465b69ab699279ef9fb9454559d90fed1d76",
+        "2024-02-01 (5 months before 2024-07-02)",
+        TREES["re2"].options,
+        "at its recorded commit: " + TREES["re2"].shape,
+        60.0,
+        tail_s=15.0,
+        needs="abseil-cpp",
+    ),
+    Tree(
+        "protobuf-21.5",
+        "protocolbuffers/protobuf",
+        "ab840345966d0fa8e7100d771c92a73bfbadd25c",
+        "v21.5 (4 months before v21.12)",
+        TREES["protobuf"].options,
+        "at its recorded commit: " + TREES["protobuf"].shape,
+        900.0,
+        tail_s=40.0,
+        paths=TREES["protobuf"].paths,
+    ),
+    Tree(
+        "fmt-12.0.0",
+        "fmtlib/fmt",
+        "e424e3f2e607da02742f73db84873b8084fc714c",
+        "12.0.0 (11 months before the recorded commit)",
+        TREES["fmt"].options,
+        "at its recorded commit: " + TREES["fmt"].shape,
+        600.0,
+        tail_s=73.0,
+    ),
+    Tree(
+        "googletest-1.17.0",
+        "google/googletest",
+        "52eb8108c5bdec04579160ae17225d66034bd723",
+        "v1.17.0 (15 months before the recorded commit)",
+        TREES["googletest"].options,
+        "at its recorded commit: " + TREES["googletest"].shape,
+        750.0,
+        tail_s=160.0,
+    ),
+)
+EARLIER = {
+    recorded.name: earlier
+    for recorded in TREES.values()
+    for earlier in _EARLIER
+    if earlier.repository == recorded.repository
+}
+
+
 @dataclass(frozen=True)
 class Step:
     """One build of the plan: `kind` is "first" (a fresh build tree), "rebuild" (the same
-    tree after `ninja -t clean`) or "busy" (a first build with busy loops from 30 to 70% of
-    its progress, one per core, `watch`)."""
+    tree after `ninja -t clean`), "busy" (a first build with busy loops from 30 to 70% of
+    its progress, one per core, `watch`), "earlier" (a first build of the tree's earlier
+    release, `EARLIER`) or "later" (then a first build of the tree at its recorded commit in
+    a fresh build directory, the earlier release's build in the history: a pair)."""
 
     tree: str
     jobs: int
@@ -483,8 +632,18 @@ class Step:
     @property
     def recording(self) -> str:
         """The recording it belongs to (one build tree, its runs in order)."""
-        busy = "-busy-loops" if self.kind == "busy" else ""
-        return f"{self.tree}-j{self.jobs}{busy}"
+        suffix = {
+            "busy": "-busy-loops",
+            "earlier": "-earlier-release",
+            "later": "-after-earlier-release",
+        }.get(self.kind, "")
+        return f"{self.tree}-j{self.jobs}{suffix}"
+
+    @property
+    def pair(self) -> Step | None:
+        """The other step of an "earlier"/"later" pair."""
+        other = {"earlier": "later", "later": "earlier"}.get(self.kind)
+        return None if other is None else Step(self.tree, self.jobs, other)
 
 
 def plan_for(cpus: int, part: int = 1) -> list[Step]:
@@ -493,9 +652,12 @@ def plan_for(cpus: int, part: int = 1) -> list[Step]:
     Part 1: first builds of every tree but googletest with all cores, a clean rebuild of the
     quicker ones, a slower first build (4 jobs, from a fresh tree), then first builds with busy
     loops beside them. Part 2 (a second call, when there is one): googletest (its one long
-    unit makes it the dearest), then more 4-job first builds. The small trees run 2 jobs: with
-    all 16 cores they would end in a second or two, too short for a checkpoint at 25% to mean
-    anything."""
+    unit makes it the dearest), then more 4-job first builds. Part 3: pairs, tree after tree,
+    the jobs of part 1's first builds: a first build of the tree's earlier release
+    (`EARLIER`), then at once a first build of the tree at its recorded commit in a fresh
+    build directory, in the same history (`Step.pair`; a pair whose two builds do not fit the
+    time left is skipped whole). The small trees run 2 jobs: with all 16 cores they would end
+    in a second or two, too short for a checkpoint at 25% to mean anything."""
     wide = max(1, cpus)
     narrow = min(4, wide)
     small = min(2, wide)
@@ -514,6 +676,19 @@ def _once(plan: list[Step]) -> list[Step]:
 
 
 def _plan(wide: int, narrow: int, small: int, part: int) -> list[Step]:
+    if part == 3:
+        jobs = [
+            ("json-c", small),
+            ("libuv", small),
+            ("zstd", wide),
+            ("abseil-cpp", wide),
+            ("re2", narrow),
+            ("flatbuffers", wide),
+            ("protobuf", wide),
+            ("fmt", wide),
+            ("googletest", wide),
+        ]
+        return [Step(tree, n, kind) for tree, n in jobs for kind in ("earlier", "later")]
     if part == 2:
         return [
             Step("googletest", wide, "first"),
@@ -544,13 +719,13 @@ def _plan(wide: int, narrow: int, small: int, part: int) -> list[Step]:
     ]
 
 
-def sources(mirror: Path, into: Path, trees: Iterable[str] = TREES) -> list[Path]:
+def sources(mirror: Path, into: Path, trees: Iterable[Tree] | None = None) -> list[Path]:
     """Each tree's source at its commit as `into/NAME.tar.xz` (`git archive` from the git
-    directories under `mirror`, `owner+name/repo`, as the `fetch` tool lays them out)."""
+    directories under `mirror`, `owner+name/repo`, as the `fetch` tool lays them out); by
+    default every tree of `TREES` and its earlier release (`EARLIER`: `json-c-0.19.tar.xz`)."""
     into.mkdir(parents=True, exist_ok=True)
     written = []
-    for name in trees:
-        tree = TREES[name]
+    for tree in [*TREES.values(), *EARLIER.values()] if trees is None else trees:
         git_dir = mirror / tree.repository.replace("/", "+") / "repo"
         archive = subprocess.run(
             [
@@ -581,6 +756,8 @@ class Recorder:
     out: Path
     budget_s: float
     trees: dict[str, Tree]
+    earlier: dict[str, Tree] = field(default_factory=lambda: dict(EARLIER))
+    """Each tree's earlier release, for the plan's "earlier" steps."""
     speed: list[float] = field(default_factory=list)
     """Each step's wall time against its guess (the guesses' error on this host)."""
     log: list[dict[str, Any]] = field(default_factory=list)
@@ -605,15 +782,30 @@ class Recorder:
     def left_s(self) -> float:
         return self.budget_s - (time.monotonic() - self.began)
 
+    def tree_for(self, step: Step) -> Tree:
+        """The tree `step` builds: its earlier release for an "earlier" step."""
+        return self.earlier[step.tree] if step.kind == "earlier" else self.trees[step.tree]
+
+    def done(self, step: Step) -> bool:
+        """Whether `step` ran to its end (the log has its time)."""
+        return any(
+            e.get("step") == step.recording and e.get("kind") == step.kind and "took_s" in e
+            for e in self.log
+        )
+
     def guess_s(self, step: Step) -> float:
         """How long `step` should take here: its tree's VM CPU over the cores it can use (at
         most its jobs, never more than the host's), a few seconds for configure and start,
-        scaled by how far the guesses were off so far; busy loops halve its cores."""
+        scaled by how far the guesses were off so far; busy loops halve its cores. An
+        "earlier" step's guess is its pair's: both builds, the later one's at once after it."""
         cores = max(1, min(step.jobs, os.cpu_count() or 1))
-        tree = self.trees[step.tree]
+        tree = self.tree_for(step)
         seconds = max(tree.cpu_s / cores, tree.tail_s) + 8.0
         if step.kind == "busy":
             seconds *= 1.6
+        if step.kind == "earlier":
+            later = self.trees[step.tree]
+            seconds += max(later.cpu_s / cores, later.tail_s) + 8.0
         scale = statistics.median(self.speed) if self.speed else 1.0
         return seconds * scale
 
@@ -624,10 +816,13 @@ class Recorder:
 
     def run(self, plan: Sequence[Step]) -> dict[str, Any]:
         for step in plan:
-            tree = self.trees[step.tree]
+            tree = self.tree_for(step)
             guess = self.guess_s(step)
             if tree.needs is not None and tree.needs not in self.installed:
                 self.say(step=step.recording, kind=step.kind, skipped=f"needs {tree.needs}")
+                continue
+            if step.kind == "later" and step.pair is not None and not self.done(step.pair):
+                self.say(step=step.recording, kind=step.kind, skipped="no earlier release built")
                 continue
             if step.kind == "rebuild" and step.recording not in self.built:
                 self.say(step=step.recording, kind=step.kind, skipped="no first build")
@@ -683,12 +878,28 @@ class Recorder:
         ]
 
     def build(self, step: Step) -> dict[str, Any]:
-        tree = self.trees[step.tree]
+        tree = self.tree_for(step)
         build = self.built.get(step.recording)
         if step.kind == "rebuild":
             assert build is not None
             _quiet(["ninja", "-C", str(build), "-t", "clean"])
             label = "clean rebuild"
+        elif step.kind in ("earlier", "later"):
+            build = self.work / "build" / step.recording
+            shutil.rmtree(build, ignore_errors=True)
+            _quiet(self.configure_argv(tree, build), timeout=max(30.0, self.left_s()))
+            self.built[step.recording] = build
+            self.steps[step.recording] = step
+            release = self.earlier[step.tree].tag.split(" ")[0]
+            label = (
+                f"first build of {release} (no history)"
+                if step.kind == "earlier"
+                else (
+                    f"first build of {tree.commit[:10] or tree.name} in a fresh build directory "
+                    f"(no history of this tree; the history holds {release}'s first build just "
+                    "before)"
+                )
+            )
         else:
             build = self.work / "build" / step.recording
             shutil.rmtree(build, ignore_errors=True)
@@ -758,7 +969,8 @@ class Recorder:
         self.labels.setdefault(step.recording, []).append(how)
         if step.kind != "rebuild":
             self.dependencies[step.recording] = dependencies_of(build)
-        if tree.name in {t.needs for t in self.trees.values()} and step.kind == "first":
+        needed = {t.needs for t in (*self.trees.values(), *self.earlier.values())}
+        if tree.name in needed and step.kind in ("first", "later"):
             prefix = self.work / "prefix" / tree.name
             _quiet(["cmake", "--install", str(build), "--prefix", str(prefix)])
             self.installed[tree.name] = prefix
@@ -789,11 +1001,41 @@ class Recorder:
                     break
         return f"{os.cpu_count()} cores ({model or 'model unknown'})"
 
+    def pair_notes(self, step: Step) -> dict[str, Any]:
+        """What a recording of a pair says of it (see the module docstring): the other
+        recording's name, which was built first, and its own archive; nothing for a recording
+        that is not of a pair."""
+        if step.pair is None:
+            return {}
+        tree = self.tree_for(step)
+        notes: dict[str, Any] = {"archive": f"{tree.name}.tar.xz"}
+        if not (self.done(step) and self.done(step.pair)):
+            return notes
+        earlier = self.tree_for(step if step.kind == "earlier" else step.pair)
+        later = self.trees[step.tree]
+        order = (
+            f"1 of 2: built first; its pair ({step.pair.recording}: "
+            f"{later.commit[:10]}) right after it"
+            if step.kind == "earlier"
+            else f"2 of 2: built right after its pair ({step.pair.recording}: "
+            f"{earlier.tag.split(' ')[0]})"
+        )
+        notes.update(
+            pair=step.pair.recording,
+            pair_order=(
+                f"{order}, on this host with the same -j, in one state directory (the "
+                "supervisor's history held the earlier release's build when the later one ran), "
+                "each in a fresh build directory: two trees of the same sources"
+            ),
+        )
+        return notes
+
     def export(self) -> dict[str, Any]:
         """Every recording so far, with the plan's log, to `out` (a JSON file)."""
         documents = []
         for recording in self.built:
-            tree = self.trees[self.steps[recording].tree]
+            step = self.steps[recording]
+            tree = self.tree_for(step)
             steps = [e for e in self.log if e.get("step") == recording and "took_s" in e]
             if not steps:
                 continue
@@ -825,6 +1067,7 @@ class Recorder:
                 "shape": tree.shape,
                 "host": f"{self.host()}, {self.load_words()}",
                 "load": QUIET if self.quiet() else SHARED,
+                **self.pair_notes(step),
             }
             document = export(
                 self.state,
@@ -854,12 +1097,28 @@ QUICK = Tree(
 )
 
 
-def quick_archive(archives: Path, units: int = 6) -> Path:
-    """A small CMake C tree (`QUICK`) as `archives/quick.tar.xz`, for `record --quick`."""
+# `record --quick --part 3`'s earlier release of `QUICK`: one unit fewer, one of another name.
+QUICK_EARLIER = Tree(
+    "quick-earlier",
+    "",
+    "",
+    "quick-earlier (generated by eta_recordings.py record --quick --part 3)",
+    (),
+    "the quick tree with one unit fewer and one named otherwise",
+    4.0,
+)
+
+
+def quick_archive(archives: Path, units: int = 6, name: str = "quick", older: bool = False) -> Path:
+    """A small CMake C tree (`QUICK`) as `archives/NAME.tar.xz`, for `record --quick`; `older`:
+    its earlier release (`QUICK_EARLIER`: the last unit gone, the first named otherwise)."""
+    names = [f"u{n}" for n in range(units)]
+    if older:
+        names = ["u0_old", *names[1:-1]]
     lines = [
         "cmake_minimum_required(VERSION 3.13)",
         "project(quick C)",
-        "set(SOURCES " + " ".join(f"u{n}.c" for n in range(units)) + ")",
+        "set(SOURCES " + " ".join(f"{unit}.c" for unit in names) + ")",
         "add_library(quick_static STATIC ${SOURCES})",
         "add_library(quick_shared SHARED ${SOURCES})",
         "add_executable(tool main.c)",
@@ -867,16 +1126,16 @@ def quick_archive(archives: Path, units: int = 6) -> Path:
         "add_executable(tool2 main.c)",
         "target_link_libraries(tool2 quick_shared)",
     ]
-    files = {"quick/CMakeLists.txt": "\n".join(lines) + "\n"}
-    for n in range(units):
-        files[f"quick/u{n}.c"] = f"int u{n}(int x) {{ return x * {n + 1}; }}\n"
-    files["quick/main.c"] = "int u0(int);\nint main(void) { return u0(0); }\n"
+    files = {f"{name}/CMakeLists.txt": "\n".join(lines) + "\n"}
+    for n, unit in enumerate(names):
+        files[f"{name}/{unit}.c"] = f"int {unit}(int x) {{ return x * {n + 1}; }}\n"
+    files[f"{name}/main.c"] = f"int {names[0]}(int);\nint main(void) {{ return {names[0]}(0); }}\n"
     archives.mkdir(parents=True, exist_ok=True)
-    target = archives / "quick.tar.xz"
+    target = archives / f"{name}.tar.xz"
     with tarfile.open(target, "w:xz") as archive:
-        for name, text in files.items():
+        for path, text in files.items():
             data = text.encode()
-            info = tarfile.TarInfo(name)
+            info = tarfile.TarInfo(path)
             info.size = len(data)
             info.mode = 0o644
             archive.addfile(info, io.BytesIO(data))
@@ -885,12 +1144,16 @@ def quick_archive(archives: Path, units: int = 6) -> Path:
 
 def split(document: dict[str, Any], into: Path, tag: str) -> list[Path]:
     """`record`'s recordings (its `eta-recordings.json`) as one file each under `into`, named
-    `TAG-RECORDING.json` (the project named the same way: "TAG RECORDING")."""
+    `TAG-RECORDING.json` (the project named the same way: "TAG RECORDING", and the `pair` it
+    names)."""
     written = []
     for recording in document["recordings"]:
         name = f"{tag}-{recording['project']}"
         target = into / f"{name}.json"
-        _write(target, {**recording, "project": f"{tag} {recording['project']}"})
+        renamed = {**recording, "project": f"{tag} {recording['project']}"}
+        if recording.get("pair"):
+            renamed["pair"] = f"{tag} {recording['pair']}"
+        _write(target, renamed)
         written.append(target)
     return written
 
@@ -986,12 +1249,13 @@ def tree_of(recording: dict[str, Any]) -> str:
 
 def add_source_bytes(archives: Path, directory: Path = DATA) -> list[Path]:
     """Each recording under `directory` with `source_bytes` of its tree's archive in `archives`
-    (`<tree>.tar.xz`): {path in the tree: [own bytes, with the tree's headers it includes]}."""
+    (`<tree>.tar.xz`, or the recording's own `archive`: an earlier release's): {path in the
+    tree: [own bytes, with the tree's headers it includes]}."""
     written = []
     cache: dict[str, dict[str, tuple[int, int]]] = {}
     for path in sorted(directory.glob("*.json")):
         recording = json.loads(path.read_text())
-        tree = tree_of(recording)
+        tree = recording.get("archive", f"{tree_of(recording)}.tar.xz").removesuffix(".tar.xz")
         archive = archives / f"{tree}.tar.xz"
         if not archive.is_file():
             continue
@@ -1059,7 +1323,9 @@ def main() -> None:
     record.add_argument("--budget-s", type=float, default=480.0, help="stop starting steps then")
     record.add_argument("--only", action="append", default=[], help="a tree of the plan (repeat)")
     record.add_argument("--quick", action="store_true", help="a small generated tree only")
-    record.add_argument("--part", type=int, choices=(1, 2), default=1, help="which plan")
+    record.add_argument(
+        "--part", type=int, choices=(1, 2, 3), default=1, help="which plan (3: release pairs)"
+    )
     split_out = commands.add_parser(
         "import", help="split `record`'s eta-recordings.json into one recording per file"
     )
@@ -1088,7 +1354,14 @@ def main() -> None:
         return
     if args.command == "record":
         work = args.work or Path(tempfile.mkdtemp(prefix="eta-record-"))
-        if args.quick:
+        earlier = dict(EARLIER)
+        if args.quick and args.part == 3:
+            archives = work / "archives"
+            quick_archive(archives)
+            quick_archive(archives, name=QUICK_EARLIER.name, older=True)
+            trees, earlier = {"quick": QUICK}, {"quick": QUICK_EARLIER}
+            plan = [Step("quick", 2, "earlier"), Step("quick", 2, "later")]
+        elif args.quick:
             archives = work / "archives"
             quick_archive(archives)
             trees = {"quick": QUICK}
@@ -1104,8 +1377,10 @@ def main() -> None:
             plan = plan_for(os.cpu_count() or 1, args.part)
             if args.only:
                 plan = [step for step in plan if step.tree in args.only]
-        name = "eta-recordings-quick.json" if args.quick else f"eta-recordings-part{args.part}.json"
-        recorder = Recorder(archives, work, args.out / name, args.budget_s, trees)
+        name = f"eta-recordings-part{args.part}.json"
+        if args.quick:
+            name = "eta-recordings-quick.json" if args.part != 3 else "eta-recordings-quick3.json"
+        recorder = Recorder(archives, work, args.out / name, args.budget_s, trees, earlier)
         document = recorder.run(plan)
         summary = {
             "eta_recordings record": {
