@@ -60,8 +60,9 @@ draws, and with the running edges' rests or the costs of the edges not started a
 (where the error is). "pace_trust": the rebuilds replayed with their own pace trusted by
 other rules (the one before this session's, the share of the work alone, the shipped one at
 other evidence thresholds). "other_tree_prior": each first build of a tree another recording
-also built, replayed as if that recording were in the history as another tree of the same sources
-(`other_tree_rest`, not shipped; not the nothing-to-learn-from condition).
+also built, replayed with that recording in the history as another tree of the same sources
+(shipped: `LiveEta.find_other_tree`; not the nothing-to-learn-from condition), by pairing: one
+host's own recordings ("same host", what a user's history holds) or another host's.
 "source_size_prior": each first build replayed with the units not started costed by their
 source's bytes, with and without the tree's headers they include (`SizedCosts`: a slope fitted
 to the finished units within their groups, shrunk by a ridge chosen on the earlier six; the
@@ -361,9 +362,32 @@ def first_build_cost(edges: int = 12_000, running: int = 16) -> dict[str, Any]:
         began = time.perf_counter()
         censored_rest(live.costs, live.running_now() or {}, running, 1.0, 5.0)
         fitted.append(time.perf_counter() - began)
+    # The shipped tick when another tree of the same sources is in the history
+    # (`eta_model.from_other_tree`: each edge left costed and the rest scheduled on 16 jobs,
+    # every compile before one link).
+    live.other = eta_model.OtherTree(
+        2, {eta_model.tree_key(o): 1.0 + n % 5 for n, o in enumerate(outputs)}, 1.0
+    )
+    live.waits = {"libonnxruntime.a": outputs}
+    live.jobs = 16
+    other: list[float] = []
+    for tick in range(30):
+        began = time.perf_counter()
+        live.observe(1e6 + tick, 16, None, seen)
+        said = live.estimate_at(half * 0.1 + 1 + tick, 0.5, (half, edges))
+        other.append(time.perf_counter() - began)
+        assert said is not None and "another tree" in said.basis
+    computed: list[float] = []
+    for _tick in range(5):
+        began = time.perf_counter()
+        eta_model.from_other_tree(live.costs, live.other, 16, live.running_now(), live.waits)
+        computed.append(time.perf_counter() - began)
     return {
         "graph": f"{edges} edges, half done, {running} running",
         "first_build_tick_ms": round(statistics.median(ticks) * 1000, 3),
+        "other_tree_schedule_ms": round(statistics.median(computed) * 1000, 2),
+        "other_tree_tick_mean_ms (30 ticks a second apart: computed again at most 1% of the "
+        "time, counted down between)": round(statistics.fmean(other) * 1000, 2),
         "sampled_schedule_call_ms (not shipped)": round(statistics.median(sampled) * 1000, 2),
         "censored_fit_scheduled_call_ms (not shipped)": round(statistics.median(fitted) * 1000, 2),
         "first_build_tick_1k_new_edges_ms": round(with_new * 1000, 2),
@@ -1148,42 +1172,9 @@ def _cost_kind(output: str) -> str:
     return "compile" if eta_model._kind(output) in (eta_model.COMPILE, eta_model.CUDA) else "other"
 
 
-def schedule_graph(
-    waits: dict[str, list[str]] | None,
-    running: dict[str, float],
-    to_start: dict[str, float],
-    jobs: int,
-) -> float:
-    """`schedule_left` in O(edges log edges) (a 12,000-edge graph each tick): the edges running
-    (output → seconds still to run) hold their jobs; an edge not started (`to_start`, in the order
-    ninja would pick it) starts once every edge it waits for (`waits`; None: none) that is not
-    finished has ended and a job is free."""
-    pending: dict[str, int] = {}
-    dependents: dict[str, list[str]] = {}
-    for output in to_start:
-        count = 0
-        for before in (waits or {}).get(output, ()):
-            if before in to_start or before in running:
-                dependents.setdefault(before, []).append(output)
-                count += 1
-        pending[output] = count
-    order = {output: index for index, output in enumerate(to_start)}
-    ready = [(order[o], o) for o, count in pending.items() if count == 0]
-    heapq.heapify(ready)
-    ends = [(rest, output) for output, rest in running.items()]
-    heapq.heapify(ends)
-    now = 0.0
-    while True:
-        while ready and len(ends) < max(1, jobs):
-            _, output = heapq.heappop(ready)
-            heapq.heappush(ends, (now + to_start[output], output))
-        if not ends:
-            return now
-        now, output = heapq.heappop(ends)
-        for after in dependents.get(output, ()):
-            pending[after] -= 1
-            if pending[after] == 0:
-                heapq.heappush(ready, (order[after], after))
+# The shipped schedule (a heap, for a 12,000-edge graph each tick); `schedule_left` above is
+# the plain one it is tested against.
+schedule_graph = eta_model.schedule_left
 
 
 def censored_rest(
@@ -1464,141 +1455,49 @@ def censored_fit(directory: Path) -> dict[str, Any]:
     }
 
 
-# Another recording's first build stands for another tree of the same sources in the history
-# when it built at least this share of the keys (`_source_key`) this first build builds.
-OTHER_TREE_COVERS = 0.8
-
-
-def _source_key(output: str) -> str:
-    """What an edge is across trees: a compile's source (`eta_model.same_source`: its last two
-    path parts), anything else its output's file name (`bin/format-test`, `libzstd.a`)."""
-    return eta_model.same_source(output) or output.rsplit("/", 1)[-1]
-
-
-def other_tree_rest(
-    costs: eta_model.EdgeCosts,
-    running: dict[str, float],
-    jobs: int,
-    elsewhere: dict[str, float],
-    waits: dict[str, list[str]] | None = None,
-) -> float | None:
-    """The seconds until a first build's last edge ends when another tree of the same sources
-    built before says what each edge costs (`elsewhere`: `_source_key` → its seconds there):
-    each edge left at its cost there times this build's pace against it (its finished edges'
-    seconds over theirs there), an edge whose source finished here at that, one the other tree
-    did not build as the shipped model costs it; a running one at its cost less its age;
-    scheduled on `jobs` jobs with the graph (`schedule_graph`). None before an edge the other
-    tree built has finished here."""
-    finished = costs.finished
-    here = [s for o, s in finished.items() if _source_key(o) in elsewhere]
-    there = [elsewhere[_source_key(o)] for o in finished if _source_key(o) in elsewhere]
-    if not here or sum(there) <= 0 or jobs <= 0:
-        return None
-    pace = sum(here) / sum(there)
-    means = costs._means(running)
-
-    def cost(output: str) -> float:
-        own, known = costs.cost(output, means)
-        if known:
-            return own
-        seen = elsewhere.get(_source_key(output))
-        return own if seen is None else seen * pace
-
-    rests = {
-        output: max(0.0, cost(output) - age)
-        for output, age in running.items()
-        if output in costs.planned and output not in finished
-    }
-    order = list(waits) if waits else []
-    order += [o for o in costs.planned if o not in (waits or {})]
-    to_start = {
-        output: cost(output)
-        for output in order
-        if output in costs.planned and output not in finished and output not in rests
-    }
-    return schedule_graph(waits, rests, to_start, jobs)
-
-
 def other_tree_prior(directory: Path) -> dict[str, Any]:
-    """The first builds of recordings of a tree that another recording also built (the same
-    sources at the same commit: `OTHER_TREE_COVERS` of its keys), replayed as if that other
-    recording's first build were in the history as another tree (another checkout, another
-    host, another -j): `other_tree_rest` at each checkpoint, once per other recording, against
-    the shipped estimate (which reads no other tree: nothing to learn from), per set. Not the
-    "first builds" condition of the conditions table, which has nothing to learn from: a
-    build of a tree whose sources were built before elsewhere. Not shipped."""
+    """The first builds of recordings of a tree that another recording also built (at least
+    `eta_model.OTHER_TREE_COVERS` of its edges by `eta_model.tree_key`), replayed with that
+    other recording loaded first into the same history as another tree on this host (another
+    build directory, another -j, another release): what the supervisor's ETA, which looks for
+    such a tree (`LiveEta.find_other_tree`, `eta_model.from_other_tree`), says at each
+    checkpoint, once per other recording, against what it says with nothing to learn from,
+    per set and per pairing (`pairing_of`: one host, alike hosts, another host)."""
     import eta_recordings
 
     recordings = eta_recordings.recordings(directory)
-    firsts = {
-        r["project"]: {_source_key(edge[2]): edge[1] - edge[0] for edge in r["runs"][0]["edges"]}
+    keys = {
+        r["project"]: {eta_model.tree_key(edge[2]) for edge in r["runs"][0]["edges"]}
         for r in recordings
     }
+    by_name = {r["project"]: r for r in recordings}
     points: list[dict[str, Any]] = []
     for recording in recordings:
         name = recording["project"]
-        keys = firsts[name]
+        own = keys[name]
         others = [
             other
-            for other, seconds in firsts.items()
-            if other != name
-            and sum(1 for k in keys if k in seconds) >= OTHER_TREE_COVERS * len(keys)
+            for other, seen in keys.items()
+            if other != name and len(own & seen) >= eta_model.OTHER_TREE_COVERS * len(own)
         ]
-        if not others:
-            continue
-        work = Path(tempfile.mkdtemp(prefix="eta-other-tree-"))
-        waits = recording.get("dependencies") or None
-        try:
-            with History(work) as history:
-                build_id, run = eta_recordings.load(recording, work)[0]
-                replay = replay_of(history, build_id, run)
-                for share in CHECKPOINTS:
-                    at = share * replay.duration_s
-                    truth = replay.duration_s - at
-                    said = replay.learned(at)
-                    live = replay.live
-                    for other in others:
-                        point: dict[str, Any] = {
-                            "recording": name,
-                            "set": recording_set(name),
-                            "other_tree": other,
-                            "at": share,
-                            "truth_s": round(truth, 2),
-                        }
-                        if said is not None:
-                            point["shipped_error"] = round((said.remaining_s - truth) / truth, 3)
-                            point["shipped_inside"] = (
-                                said.low_s is not None
-                                and said.low_s <= truth <= (said.high_s or 0.0)
-                            )
-                        rest = None
-                        if live.costs is not None and live.jobs:
-                            rest = other_tree_rest(
-                                live.costs,
-                                live.running_now() or {},
-                                live.jobs,
-                                firsts[other],
-                                waits,
-                            )
-                        eta = said
-                        if rest is not None:
-                            eta = live.host.apply(
-                                live_eta.Eta(
-                                    rest,
-                                    "another tree",
-                                    rest * eta_model.FIRST_LOW,
-                                    rest * eta_model.FIRST_HIGH,
-                                    True,
-                                )
-                            )
-                        if eta is not None:
-                            point["other_tree_error"] = round((eta.remaining_s - truth) / truth, 3)
-                            point["other_tree_inside"] = (
-                                eta.low_s is not None and eta.low_s <= truth <= (eta.high_s or 0.0)
-                            )
-                        points.append(point)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
+        for other in others:
+            for share, truth, said, with_other in _with_other_tree(recording, by_name[other]):
+                point: dict[str, Any] = {
+                    "recording": name,
+                    "set": recording_set(name),
+                    "other_tree": other,
+                    "pairing": pairing_of(recording, by_name[other]),
+                    "at": share,
+                    "truth_s": round(truth, 2),
+                    "other_tree_basis": None if with_other is None else with_other.basis,
+                }
+                for way, eta in (("shipped", said), ("other_tree", with_other)):
+                    if eta is not None:
+                        point[f"{way}_error"] = round((eta.remaining_s - truth) / truth, 3)
+                        point[f"{way}_inside"] = eta.low_s is not None and eta.low_s <= truth <= (
+                            eta.high_s or 0.0
+                        )
+                points.append(point)
 
     def figures(chosen: list[dict[str, Any]], way: str) -> dict[str, Any]:
         errors = [abs(p[f"{way}_error"]) for p in chosen if f"{way}_error" in p]
@@ -1617,7 +1516,66 @@ def other_tree_prior(directory: Path) -> dict[str, Any]:
             "shipped (nothing to learn from)": figures(chosen, "shipped"),
             "another tree in the history": figures(chosen, "other_tree"),
         }
-    return {"covers": OTHER_TREE_COVERS, "by_set": by_set, "checkpoints": points}
+    by_pairing = {}
+    for kind in sorted({p["pairing"] for p in points}):
+        chosen = [p for p in points if p["pairing"] == kind]
+        by_pairing[kind] = {
+            "first_builds": len({p["recording"] for p in chosen}),
+            "pairings_x_checkpoints": len(chosen),
+            "shipped (nothing to learn from)": figures(chosen, "shipped"),
+            "another tree in the history": figures(chosen, "other_tree"),
+        }
+    return {
+        "covers": eta_model.OTHER_TREE_COVERS,
+        "by_set": by_set,
+        "by_pairing": by_pairing,
+        "checkpoints": points,
+    }
+
+
+def _with_other_tree(
+    recording: dict[str, Any], other: dict[str, Any]
+) -> list[tuple[float, float, live_eta.Eta | None, live_eta.Eta | None]]:
+    """(share, the time really left, the ETA with nothing to learn from, the ETA with `other`
+    in the history) at each checkpoint of `recording`'s first build."""
+    import eta_recordings
+
+    found = []
+    work = Path(tempfile.mkdtemp(prefix="eta-other-tree-"))
+    alone_work = Path(tempfile.mkdtemp(prefix="eta-other-alone-"))
+    try:
+        with History(work) as history, History(alone_work) as alone_history:
+            eta_recordings.load(other, work)
+            build_id, run = eta_recordings.load(recording, work)[0]
+            alone_id, _ = eta_recordings.load(recording, alone_work)[0]
+            waits = recording.get("dependencies") or None
+            replay = live_eta.Replay.of(history, build_id, None, run.get("jobs"), waits)
+            alone = replay_of(alone_history, alone_id, run)
+            for share in CHECKPOINTS:
+                at = share * replay.duration_s
+                truth = replay.duration_s - at
+                found.append((share, truth, alone.learned(at), replay.learned(at)))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(alone_work, ignore_errors=True)
+    return found
+
+
+def pairing_of(recording: dict[str, Any], other: dict[str, Any]) -> str:
+    """Where the two recordings were made: "one host" (one plan on one host: the same `host`
+    text, or they name each other as a pair, `pair`), "alike hosts" (two leases of the idle
+    H100 host, or the shared VM in two sessions) or "another host" (the VM's against the
+    H100's). A history is kept per user on one host: the first is what a user meets."""
+    if recording.get("pair") == other["project"] or other.get("pair") == recording["project"]:
+        return "one host"
+    if recording.get("host") == other.get("host"):
+        return "one host"
+    if (
+        recording_set(recording["project"]).split(",")[0]
+        == (recording_set(other["project"]).split(",")[0])
+    ):
+        return "alike hosts"
+    return "another host"
 
 
 # The trust rules `pace_trust` replays the rebuilds with: (name, full trust at this share of

@@ -73,8 +73,9 @@ def test_what_is_left_of_a_running_edge_is_the_fits_expectation(accuracy: Any) -
 
 
 def test_the_graph_schedule_is_the_benchmarks_schedule(accuracy: Any) -> None:
-    """`schedule_graph` (a heap, for a 12,000-edge graph) ends each random graph's rest when
-    the benchmark's plain `schedule_left` does: the same order, the same waits."""
+    """The shipped schedule (`eta_model.schedule_left`, a heap, for a 12,000-edge graph) ends
+    each random graph's rest when the benchmark's plain `schedule_left` does: the same order,
+    the same waits."""
     rng = random.Random(7)
     for case in range(30):
         names = [f"e{n}" for n in range(40)]
@@ -116,24 +117,3 @@ def test_heavy_units_running_at_j16_are_costed_beyond_what_finished(accuracy: An
     assert drawn == accuracy.censored_rest(costs, running, 16, 1.0, 5.0, draws=32, seed=3)
     # Nothing finished: nothing to fit.
     assert accuracy.censored_rest(eta_model.EdgeCosts.of(outputs), running, 16, 1.0, 5.0) is None
-
-
-def test_another_tree_of_the_same_sources_says_which_unit_is_heavy(accuracy: Any) -> None:
-    """Another tree built the same library at half this host's speed: its big.c took 60 s, its
-    units 2 s. Here 20 units finished at 1 s each (the pace: half their time there) and big.c
-    has not started: it costs 30 s and, at -j16 behind the 20 units left (1 s, 16 at a time, in
-    the graph's order), ends the build 31 s on; the shipped model, which knows only this tree,
-    costs it as a unit (1 s)."""
-    outputs = [f"lib/CMakeFiles/lib.dir/src/u{n}.c.o" for n in range(40)]
-    outputs.append("lib/CMakeFiles/lib.dir/src/big.c.o")
-    costs = eta_model.EdgeCosts.of(outputs)
-    for output in outputs[:20]:
-        costs.add(output, 1.0)
-    elsewhere = {accuracy._source_key(o): 2.0 for o in outputs[:40]}
-    elsewhere["src/big.c"] = 60.0
-    assert costs.cost(outputs[40])[0] == pytest.approx(1.0)
-    rest = accuracy.other_tree_rest(costs, {}, 16, elsewhere)
-    assert rest == pytest.approx(31.0)
-    # Nothing the other tree built has finished here: no pace, no estimate.
-    unknown = {"src/other.c": 5.0}
-    assert accuracy.other_tree_rest(costs, {}, 16, unknown) is None

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import heapq
 import math
 import statistics
 from collections import deque
@@ -414,6 +415,12 @@ def extrapolate(
 # three third-party trees (benchmarks/eta_accuracy.py --recordings).
 FIRST_LOW = 0.35
 FIRST_HIGH = 2.2
+# A first build costed from another tree of the same sources (`from_other_tree`): narrower, the
+# edges' own times are known. On the recordings' 156 pairings (benchmarks/eta_accuracy.py
+# --recordings, "other_tree_prior"; chosen on them, not held out) 0.35-2.2 held the truth at
+# 99% of checkpoints, 0.6-1.7 at 95% (the H100 host's own pairings: 95%), 0.7-1.5 at 84%.
+OTHER_LOW = 0.6
+OTHER_HIGH = 1.7
 
 
 def planned_kinds(outputs_and_rules: Iterable[tuple[str, str | None]]) -> dict[str, int]:
@@ -803,3 +810,166 @@ def extrapolate_by_kind(
     elif planned:
         how += ", by kind of edge"
     return Estimate(remaining_s, remaining_s * FIRST_LOW, remaining_s * FIRST_HIGH, how)
+
+
+# -- another tree of the same sources --------------------------------------------------------
+
+# Another tree stands for this one when it built at least this share of this build's edges (by
+# `tree_key`): another build directory of the same checkout, another variant's, the same
+# project at another release. Below it, too much of the build is unknown to it.
+OTHER_TREE_COVERS = 0.8
+# Another tree's runs read at most, newest first, for the one that covers this build.
+OTHER_TREE_CANDIDATES = 10
+
+
+@functools.lru_cache(maxsize=1 << 17)
+def tree_key(output: str) -> str:
+    """What an edge is whatever tree built it: a compile by its source (`same_source`: the
+    source's last two path parts, as CMake names the object after it), anything else by its
+    output's file name (`bin/format-test`, `libzstd.a`)."""
+    return same_source(output) or output.rsplit("/", 1)[-1]
+
+
+@dataclass(frozen=True)
+class OtherTree:
+    """What each edge took in the newest full run of another tree of the same sources."""
+
+    build_id: int
+    seconds: dict[str, float]
+    """Seconds by `tree_key` (the mean where one key was built several times)."""
+    covers: float
+    """The share of this build's planned edges it built."""
+
+
+def other_tree(
+    planned_outputs: Sequence[str],
+    candidates: Iterable[tuple[int, Iterable[tuple[str, float]]]],
+) -> OtherTree | None:
+    """The first of `candidates` ((build id, its edges: (first output, seconds)), newest first)
+    that built at least `OTHER_TREE_COVERS` of `planned_outputs` by `tree_key`; None when none
+    did."""
+    planned = {tree_key(output) for output in planned_outputs}
+    if not planned:
+        return None
+    for build_id, edges in candidates:
+        sums: dict[str, tuple[int, float]] = {}
+        for output, seconds in edges:
+            key = tree_key(output)
+            count, total = sums.get(key, (0, 0.0))
+            sums[key] = (count + 1, total + max(0.0, seconds))
+        covers = sum(1 for key in planned if key in sums) / len(planned)
+        if covers >= OTHER_TREE_COVERS:
+            seconds_of = {key: total / count for key, (count, total) in sums.items()}
+            return OtherTree(build_id, seconds_of, covers)
+    return None
+
+
+def schedule_left(
+    waits: Mapping[str, Sequence[str]] | None,
+    running: Mapping[str, float],
+    to_start: Mapping[str, float],
+    jobs: int,
+) -> float:
+    """Seconds until the last edge ends, ninja's way: the edges running (output → seconds still
+    to run) hold their jobs; an edge not started (`to_start`: output → its seconds, in the order
+    ninja picks them) starts once every edge it waits for (`waits`; None: none) that is running
+    or not started has ended, and a job is free. O(edges log edges)."""
+    pending: dict[str, int] = {}
+    dependents: dict[str, list[str]] = {}
+    for output in to_start:
+        count = 0
+        for before in (waits or {}).get(output, ()):
+            if before in to_start or before in running:
+                dependents.setdefault(before, []).append(output)
+                count += 1
+        pending[output] = count
+    order = {output: index for index, output in enumerate(to_start)}
+    # In ninja's order already: a sorted list is a heap.
+    ready = [(order[o], o) for o, count in pending.items() if count == 0]
+    ends = [(rest, output) for output, rest in running.items()]
+    heapq.heapify(ends)
+    jobs = max(1, jobs)
+    now = 0.0
+    while ready and len(ends) < jobs:
+        _, output = heapq.heappop(ready)
+        heapq.heappush(ends, (to_start[output], output))
+    while ends:
+        now, output = ends[0]
+        for after in dependents.get(output, ()):
+            pending[after] -= 1
+            if pending[after] == 0:
+                heapq.heappush(ready, (order[after], after))
+        if ready and len(ends) <= jobs:
+            # The job the edge ending now held goes to the next edge ready: one heap operation.
+            _, start = heapq.heappop(ready)
+            heapq.heapreplace(ends, (now + to_start[start], start))
+            while ready and len(ends) < jobs:
+                _, start = heapq.heappop(ready)
+                heapq.heappush(ends, (now + to_start[start], start))
+        else:
+            heapq.heappop(ends)
+    return now
+
+
+def from_other_tree(
+    costs: EdgeCosts,
+    other: OtherTree,
+    jobs: int,
+    running: Mapping[str, float] | None = None,
+    waits: Mapping[str, Sequence[str]] | None = None,
+) -> Estimate | None:
+    """A first build of its tree, when another tree of the same sources was built before
+    (`other`): each edge left at its time there times this build's pace against it (its
+    finished edges' seconds over theirs there: a slower host, another compiler flag), an edge
+    whose source finished here at that, one the other tree did not build as `EdgeCosts` costs
+    it; a running one (`running`: output → its age) at that less its age; scheduled on `jobs`
+    jobs with the graph's dependencies (`waits`: output → the edges it waits for), as ninja
+    runs them: the other tree's -j does not matter, only what each edge costs. None before an
+    edge the other tree built has finished here."""
+    finished = costs.finished
+    here = there = 0.0
+    for output, seconds in finished.items():
+        seen = other.seconds.get(tree_key(output))
+        if seen is not None:
+            here += seconds
+            there += seen
+    if here <= 0 or there <= 0 or jobs <= 0:
+        return None
+    pace = here / there
+    ages = {
+        output: age
+        for output, age in (running or {}).items()
+        if output in costs.planned and output not in finished
+    }
+    means = costs._means(ages)
+    by_group: dict[tuple[str, str], float] = {}
+
+    def cost(output: str) -> float:
+        """`EdgeCosts.cost` where this tree has no time of its own: the other tree's."""
+        key, _kind, group = costs.planned[output]
+        done = costs._source_done.get(key) if key is not None else None
+        if done:
+            return done[1] / done[0]
+        seen = other.seconds.get(tree_key(output))
+        if seen is not None:
+            return seen * pace
+        found = by_group.get(group)
+        if found is None:
+            found = by_group[group] = costs._group_cost(group, means)
+        return found
+
+    rests = {output: max(0.0, cost(output) - age) for output, age in ages.items()}
+    if waits is None:
+        order: Iterable[str] = costs.planned
+    else:
+        order = [o for o in waits if o in costs.planned]
+        order += [o for o in costs.planned if o not in waits]
+    to_start = {o: cost(o) for o in order if o not in finished and o not in rests}
+    remaining = schedule_left(waits, rests, to_start, jobs)
+    how = (
+        f"first build of this tree: each edge at its time in build #{other.build_id} "
+        f"(another tree of the same sources, {other.covers:.0%} of these edges)"
+    )
+    if abs(pace - 1.0) >= 0.1:
+        how += f", this run {pace:.1f}× its time"
+    return Estimate(remaining, remaining * OTHER_LOW, remaining * OTHER_HIGH, how, pace)

@@ -933,6 +933,23 @@ class History:
             )
         ]
 
+    def runs_of_other_work(self, work_key: str, before_id: int, limit: int = 10) -> list[int]:
+        """For each other tree or targets built on this host (its latest 50 successful runs
+        with edges), the run of it that ran the most edges (its full build, not a rebuild of
+        one file); newest first, at most `limit`."""
+        rows = self._db.execute(
+            "SELECT b.id, b.work_key, (SELECT COUNT(*) FROM edges e WHERE e.build_id = b.id) "
+            "FROM builds b WHERE b.work_key IS NOT NULL AND b.work_key != ? AND b.id < ? "
+            "AND b.state = ? AND b.duration_s IS NOT NULL AND b.host IS ? "
+            "ORDER BY b.id DESC LIMIT 50",
+            (work_key, before_id, SUCCEEDED, socket.gethostname()),
+        )
+        fullest: dict[str, tuple[int, int]] = {}
+        for build_id, key, edges in rows:
+            if edges and edges > fullest.get(key, (0, 0))[0]:
+                fullest[key] = (edges, build_id)
+        return sorted((build_id for _, build_id in fullest.values()), reverse=True)[:limit]
+
 
 def _user() -> str:
     try:

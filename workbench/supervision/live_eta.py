@@ -36,9 +36,12 @@ those it got on average, and the range spans both (the contention lasts, or it g
 from __future__ import annotations
 
 import bisect
+import functools
+import os
 import statistics
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from workbench.analysis import eta_model
@@ -50,6 +53,7 @@ from workbench.progress import Progress
 from workbench.progress.live_view import Contention, EtaView, ProgressView
 
 if TYPE_CHECKING:
+    from workbench.analysis.graph import BuildGraph
     from workbench.analysis.recorder import EdgeRecorder
 
 # Extrapolating from the first per cent of a build is noise: configure steps, then fast files.
@@ -224,6 +228,11 @@ def estimate(elapsed_s: float, fraction: float | None, earlier: Sequence[Earlier
     return None
 
 
+# The most of one core the estimate from another tree of the same sources may take, on average
+# (`LiveEta._estimate_from_other`).
+OTHER_TREE_SHARE = 0.01
+
+
 # -- learned from exact edges ----------------------------------------------------------------
 
 
@@ -279,6 +288,30 @@ def planned_edges_of(recorder: Any) -> list[tuple[str, str | None]] | None:
     return None
 
 
+def ninja_default_jobs() -> int:
+    """The jobs ninja runs without -j (its GuessParallelism: the CPUs + 2, 2 on one CPU and 3
+    on two)."""
+    cpus = os.cpu_count() or 1
+    return {0: 2, 1: 2, 2: 3}.get(cpus, cpus + 2)
+
+
+def dependencies_of(recorder: Any) -> Callable[[], Mapping[str, Sequence[str]]] | None:
+    """What reads, from the ninja graph of an `EdgeRecorder`'s build once it read one, the
+    edges each of its edges waits for (by first output, `BuildGraph.executed_dependencies`
+    with every edge executed: a first build runs them all)."""
+    if recorder is None:
+        return None
+    for followed in recorder.followed.values():
+        if followed.graph is not None:
+            return functools.partial(_all_dependencies, followed.graph)
+    return None
+
+
+def _all_dependencies(graph: BuildGraph) -> Mapping[str, Sequence[str]]:
+    edges = {id(edge): edge for edge in graph.producer.values() if edge.rule != "phony"}
+    return graph.executed_dependencies(edge.outputs for edge in edges.values())
+
+
 def ninja_counts(progress: Progress) -> tuple[int, int] | None:
     """(edges done, edges ninja will run) of a plain ninja build; None otherwise (a Nix build's
     counts are one derivation's)."""
@@ -312,6 +345,17 @@ class LiveEta:
     running: tuple[tuple[str, str, float], ...] | None = None
     """What the sampler saw running at the latest sample: (file or output, kind, seconds);
     None before any sample."""
+    other: eta_model.OtherTree | None = None
+    """Another tree of the same sources built on this host, for a first build of this work
+    (`find_other_tree`)."""
+    waits: Mapping[str, Sequence[str]] | None = None
+    """The graph's edges each planned edge waits for (read once another tree is found)."""
+    dependencies: Callable[[], Mapping[str, Sequence[str]]] | None = None
+    """Reads `waits` from the build's ninja graph (`dependencies_of`), when it has one."""
+    _looked_for_other: bool = False
+    _from_other: tuple[float, float, eta_model.Estimate] | None = None
+    """The latest estimate from the other tree: (when, seconds into the build; what computing
+    it cost, seconds; it)."""
 
     def observe(
         self, t: float, cpus: int, other: Any, running: Iterable[Any] | None = None
@@ -347,6 +391,34 @@ class LiveEta:
         self.costs = eta_model.EdgeCosts.of(self.planned_outputs)
         for output, seconds in self.pace.finished.items() if self.pace is not None else ():
             self.costs.add(output, seconds)
+        self.find_other_tree()
+
+    def find_other_tree(self) -> None:
+        """For a first build of its work (no earlier run of it), once its graph is known: the
+        newest full run of another tree on this host that built the same sources
+        (`eta_model.other_tree`: another build directory, variant or release)."""
+        if (
+            self._looked_for_other
+            or self.history is None
+            or self.pace is None
+            or self.pace.references
+            or not self.planned_outputs
+        ):
+            return
+        self._looked_for_other = True
+        history = self.history
+        candidates = (
+            (
+                build_id,
+                ((edge.outputs[0], edge.ended - edge.started) for edge in history.edges(build_id)),
+            )
+            for build_id in history.runs_of_other_work(
+                self.work_key or "", self.build_id, eta_model.OTHER_TREE_CANDIDATES
+            )
+        )
+        self.other = eta_model.other_tree(self.planned_outputs, candidates)
+        if self.other is not None and self.waits is None and self.dependencies is not None:
+            self.waits = self.dependencies()
 
     def learn(self, work_key: str | None) -> None:
         """Read the earlier runs of `work_key` (once; a later call with the same key is free)."""
@@ -355,6 +427,7 @@ class LiveEta:
         self.work_key = work_key
         found = references(self.history, work_key, self.build_id) if self.history else []
         self.pace = eta_model.EdgePace(found)
+        self.find_other_tree()
 
     def add_edges(self, edges: Iterable[Any], offset_s: float = 0.0) -> None:
         """Edges the build finished (`analysis.edges.Edge`s from the recorder's poll, timed from
@@ -391,6 +464,12 @@ class LiveEta:
         by_progress = estimate(elapsed_s, fraction, self.earlier)
         first = not [run for run in self.earlier if did_work(run)]
         if first and self.pace is not None and counts is not None:
+            costs = self._synced_costs()
+            if self.other is not None and costs is not None and costs.left > 0:
+                # Another tree of the same sources: each edge at its time there.
+                other = self._estimate_from_other(elapsed_s, costs, self.other)
+                if other is not None:
+                    return Eta(other.remaining_s, other.basis, other.low_s, other.high_s)
             # A first run of this work: only its own edges so far, each kind at its own pace.
             learned = eta_model.extrapolate_by_kind(
                 elapsed_s,
@@ -413,6 +492,31 @@ class LiveEta:
                     first_build=True,
                 )
         return by_progress
+
+    def _estimate_from_other(
+        self, elapsed_s: float, costs: eta_model.EdgeCosts, other: eta_model.OtherTree
+    ) -> eta_model.Estimate | None:
+        """`eta_model.from_other_tree`, computed again once the time since the last one is
+        `OTHER_TREE_SHARE`'s worth of what that one cost, counted down in between: on an ONNX
+        Runtime-sized graph a schedule takes tens of milliseconds (benchmarks/eta_accuracy.py,
+        "cost"), which each second would be more than the rest of the supervisor's work."""
+        kept = self._from_other
+        if kept is not None:
+            when, spent, estimate = kept
+            since = elapsed_s - when
+            if 0.0 <= since < spent / OTHER_TREE_SHARE:
+                return replace(
+                    estimate,
+                    remaining_s=max(0.0, estimate.remaining_s - since),
+                    low_s=max(0.0, estimate.low_s - since),
+                    high_s=max(0.0, estimate.high_s - since),
+                )
+        began = time.perf_counter()
+        jobs = self.jobs or ninja_default_jobs()
+        found = eta_model.from_other_tree(costs, other, jobs, self.running_now(), self.waits)
+        spent = time.perf_counter() - began
+        self._from_other = None if found is None else (elapsed_s, spent, found)
+        return found
 
 
 @dataclass
@@ -440,10 +544,12 @@ class Replay:
         build_id: int,
         contention: tuple[int, list[tuple[float, float, float, int]]] | None = None,
         jobs: int | None = None,
+        waits: Mapping[str, Sequence[str]] | None = None,
     ) -> Replay:
         """Load build `build_id` and the earlier runs each method would have read; with the
         contention the build's live view said (`contention`) and its `jobs`, the ETA reads it
-        as the supervisor's does (`LiveEta.observe`)."""
+        as the supervisor's does (`LiveEta.observe`); `waits`: its graph's dependencies (what
+        each edge waited for), which the supervisor reads from the build's ninja graph."""
         record = history.get(build_id)
         if record.started is None or record.duration_s is None:
             raise ValueError(f"build #{build_id} has not finished")
@@ -461,6 +567,7 @@ class Replay:
         ]
         live = LiveEta(history, build_id, history.earlier_runs(record.eta_key, build_id))
         live.learn(history.edge_build_info(build_id)[1])
+        live.waits = waits
         # What the build's ninja graph would have said: its own edges, by kind.
         live.plan([(output, None) for _, output, _ in edges])
         live.jobs = jobs
@@ -473,6 +580,7 @@ class Replay:
     def learned(self, elapsed_s: float) -> Eta | None:
         """What the supervisor's ETA now says at `elapsed_s`."""
         done = [(output, seconds, end) for end, output, seconds in self.edges if end <= elapsed_s]
+        self.live._from_other = None  # each moment computed afresh, not counted down
         if self.live.pace is not None:
             self.live.pace = eta_model.EdgePace(self.live.pace.references)
             self.live.pace.add(done)

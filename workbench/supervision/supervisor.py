@@ -1030,7 +1030,10 @@ class Supervisor:
         origin = self.edge_recorder.origin()
         self.eta.add_edges(new, 0.0 if origin is None else origin - self.started_wall)
         if self.eta.planned is None:
-            self.eta.plan(live_eta.planned_edges_of(self.edge_recorder))
+            edges = live_eta.planned_edges_of(self.edge_recorder)
+            self.eta.dependencies = live_eta.dependencies_of(self.edge_recorder)
+            # A first build of its work looks for another tree of the same sources here.
+            self._guarded("reading another tree's edges", lambda: self.eta.plan(edges))
 
     def _retried(self, what: str, action: Callable[[], Any], kept: str = "") -> Any:
         """`action`, tried again while the database cannot be written (disk full, I/O error);

@@ -1,0 +1,110 @@
+"""A first build of a tree whose sources another tree on this host built before (another build
+directory, another variant, another release): each edge left at its time there, at this build's
+pace against it, scheduled on this build's jobs with the graph (`eta_model.other_tree`,
+`from_other_tree`, `History.runs_of_other_work`). The recordings' side is
+benchmarks/eta_accuracy.py --recordings, "other_tree_prior"; the real-ninja side
+tests/supervision/test_live_eta_other_tree.py."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from workbench.analysis import eta_model
+from workbench.history.records import SUCCEEDED, EdgeRow, NewBuild
+from workbench.history.store import History
+
+UNITS = [f"lib/CMakeFiles/lib.dir/src/u{n}.c.o" for n in range(40)]
+BIG = "lib/CMakeFiles/lib.dir/src/big.c.o"
+
+
+def _other(seconds: dict[str, float], covers: float = 1.0) -> eta_model.OtherTree:
+    return eta_model.OtherTree(7, seconds, covers)
+
+
+def test_another_tree_says_which_unit_is_heavy() -> None:
+    """The other tree built the same library at half this host's speed: its big.c took 60 s,
+    its units 2 s. Here 20 units finished at 1 s each (the pace: half their time there) and
+    big.c has not started: it costs 30 s and, at -j16 behind the 20 units left (1 s, 16 at a
+    time, in the graph's order), ends the build 31 s on. With nothing to learn from, big.c
+    costs what a unit costs (1 s)."""
+    costs = eta_model.EdgeCosts.of([*UNITS, BIG])
+    for output in UNITS[:20]:
+        costs.add(output, 1.0)
+    there = {eta_model.tree_key(o): 2.0 for o in UNITS}
+    there["src/big.c"] = 60.0
+    assert costs.cost(BIG)[0] == pytest.approx(1.0)
+    said = eta_model.from_other_tree(costs, _other(there), 16)
+    assert said is not None
+    assert said.remaining_s == pytest.approx(31.0)
+    assert said.pace == pytest.approx(0.5)
+    assert "build #7" in said.basis and "0.5× its time" in said.basis
+    assert said.low_s < said.remaining_s < said.high_s
+    # Nothing the other tree built has finished here: no pace, no estimate.
+    assert eta_model.from_other_tree(costs, _other({"src/other.c": 5.0}), 16) is None
+
+
+def test_a_running_edge_counts_what_is_left_of_it_and_the_graph_orders_the_rest() -> None:
+    """big.c has run 20 of its 30 s (60 s there at pace 0.5) while the units are done; the link
+    waits for it: the build ends when big.c does, plus the link (4 s there: 2 s here)."""
+    link = "lib/liblib.a"
+    costs = eta_model.EdgeCosts.of([*UNITS, BIG, link])
+    for output in UNITS:
+        costs.add(output, 1.0)
+    there = {eta_model.tree_key(o): 2.0 for o in UNITS}
+    there.update({"src/big.c": 60.0, "liblib.a": 4.0})
+    waits = {link: [*UNITS, BIG]}
+    said = eta_model.from_other_tree(costs, _other(there), 16, {BIG: 20.0}, waits)
+    assert said is not None
+    assert said.remaining_s == pytest.approx(12.0)
+    # Without the graph the link would start at once, beside big.c.
+    alone = eta_model.from_other_tree(costs, _other(there), 16, {BIG: 20.0}, None)
+    assert alone is not None and alone.remaining_s == pytest.approx(10.0)
+
+
+def test_the_other_tree_must_cover_most_of_this_build() -> None:
+    """Candidates newest first: one that built a third of this tree's edges is passed over; the
+    next, which built 36 of the 41 (88%), stands for it; the mean of a key built twice."""
+    planned = [*UNITS, BIG]
+    small = [(o, 1.0) for o in UNITS[:14]]
+    fuller = [(o, 2.0) for o in UNITS[:35]]
+    fuller += [("lib/CMakeFiles/lib_shared.dir/src/big.c.o", 50.0), (BIG, 70.0)]
+    found = eta_model.other_tree(planned, [(9, small), (8, fuller)])
+    assert found is not None
+    assert found.build_id == 8
+    assert found.covers == pytest.approx(36 / 41)
+    assert found.seconds["src/big.c"] == pytest.approx(60.0)
+    assert eta_model.other_tree(planned, [(9, small)]) is None
+    assert eta_model.other_tree([], [(8, fuller)]) is None
+
+
+def _build(
+    history: History, name: str, work_key: str, edges: int, *, host: str | None = None
+) -> int:
+    record = history.create(NewBuild(name, "run", ("ninja",), "/", "/", {}, name, False))
+    history.mark_running(record.id, 1, 1, 1000.0)
+    rows = [EdgeRow((f"o{n}.o",), 1000.0 + n, 1001.0 + n, 0, "0") for n in range(edges)]
+    history.record_edges(record.id, None, rows, work_key)
+    history.finish(record.id, SUCCEEDED, 1000.0 + edges, float(edges), 0, None, None, 0, {})
+    if host is not None:
+        with history._write() as db:
+            db.execute("UPDATE builds SET host = ? WHERE id = ?", (host, record.id))
+    return record.id
+
+
+def test_the_history_offers_each_other_trees_fullest_run_on_this_host(tmp_path: Path) -> None:
+    with History(tmp_path) as history:
+        full_a = _build(history, "a", "ninja:/a", 30)
+        _build(history, "a", "ninja:/a", 2)  # a rebuild of one file in tree a
+        _build(history, "far", "ninja:/far", 40, host=f"not-{socket.gethostname()}")
+        full_b = _build(history, "b", "ninja:/b", 20)
+        own = _build(history, "c", "ninja:/c", 25)
+        now = _build(history, "c", "ninja:/c", 1)
+        found = history.runs_of_other_work("ninja:/c", now, 10)
+        # Newest first; tree a by its full build, not its later rebuild; never tree c itself
+        # nor the tree another host built.
+        assert found == [full_b, full_a]
+        assert own not in found
+        assert history.runs_of_other_work("ninja:/c", now, 1) == [full_b]

@@ -1,0 +1,87 @@
+"""A first build of a tree whose sources another tree built before on this host, through the real
+supervisor and real ninja: the second build directory's ETA costs each edge at its time in the
+first tree's run (`LiveEta.find_other_tree`, `eta_model.from_other_tree`) and says so, where a
+first build with nothing to learn from would cost the heavy unit like the light ones."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from needed_tools import needs
+from supervised import Bench
+
+pytestmark = [
+    needs("ninja"),
+    pytest.mark.slow(reason="two real builds, the second held until its ETA is seen"),
+]
+
+LIGHT = 6
+HEAVY_S = 4.0
+
+
+def write_tree(directory: Path) -> None:
+    """Six light units (0.2 s), a held one (`held.c`: it waits while a file named `hold` is
+    there, so the second build stays before its heavy unit, whatever the machine's load), the
+    heavy unit (4 s) and the link, in that order at -j1."""
+    (directory / "src").mkdir(parents=True)
+    lines = [
+        "rule cc",
+        "  command = sleep $seconds; touch $out",
+        "rule held",
+        "  command = while [ -e hold ]; do sleep 0.05; done; touch $out",
+        "rule link",
+        "  command = cat $in > $out",
+    ]
+    objects = []
+    for n in range(LIGHT):
+        (directory / "src" / f"u{n}.c").touch()
+        output = f"CMakeFiles/lib.dir/src/u{n}.c.o"
+        objects.append(output)
+        lines += [f"build {output}: cc src/u{n}.c", "  seconds = 0.2"]
+    for name in ("held", "heavy"):
+        (directory / "src" / f"{name}.c").touch()
+    objects.append("CMakeFiles/lib.dir/src/held.c.o")
+    lines.append("build CMakeFiles/lib.dir/src/held.c.o: held src/held.c")
+    objects.append("CMakeFiles/lib.dir/src/heavy.c.o")
+    lines += ["build CMakeFiles/lib.dir/src/heavy.c.o: cc src/heavy.c", f"  seconds = {HEAVY_S}"]
+    lines.append("build liblib.a: link " + " ".join(objects))
+    (directory / "build.ninja").write_text("\n".join(lines) + "\n")
+
+
+def test_a_first_build_learns_from_another_tree_of_the_same_sources(
+    bench: Bench, tmp_path: Path
+) -> None:
+    first = tmp_path / "release-a"
+    write_tree(first)
+    process = bench.start("run", "--", "ninja", "-C", str(first), "-j1")
+    assert process.wait(timeout=120) == 0
+    earlier = bench.latest_id()
+    assert bench.wait_ended(earlier).state == "succeeded"
+
+    second = tmp_path / "release-b"
+    write_tree(second)
+    (second / "hold").touch()
+    process = bench.start("run", "-d", "--", "ninja", "-C", str(second), "-j1")
+    assert process.wait(timeout=60) == 0
+    build = bench.latest_id()
+    assert build != earlier
+
+    def estimated() -> object:
+        record = bench.record(build)
+        live = record.live or {}
+        if live.get("eta_s") is not None and "another tree" in (live.get("eta_basis") or ""):
+            return record
+        return None if record.active else record
+
+    record = bench.wait_for("an ETA from the other tree", estimated, timeout=120)
+    assert record.active, "the build ended before its ETA learned from the other tree"
+    live = record.live
+    assert live["eta_first_build"] is False
+    assert f"build #{earlier}" in live["eta_basis"], live["eta_basis"]
+    # Held before its heavy unit: 4 s of it (at this build's pace against the other tree's,
+    # sleeps either way) are still to come. Costed like the light units it would be 0.2 s.
+    assert live["eta_s"] >= 0.5 * HEAVY_S, live
+    assert live["eta_low_s"] <= live["eta_s"] <= live["eta_high_s"]
+    (second / "hold").unlink()
+    assert bench.wait_ended(build).state == "succeeded"
