@@ -796,16 +796,12 @@ class Recorder:
     def guess_s(self, step: Step) -> float:
         """How long `step` should take here: its tree's VM CPU over the cores it can use (at
         most its jobs, never more than the host's), a few seconds for configure and start,
-        scaled by how far the guesses were off so far; busy loops halve its cores. An
-        "earlier" step's guess is its pair's: both builds, the later one's at once after it."""
+        scaled by how far the guesses were off so far; busy loops halve its cores."""
         cores = max(1, min(step.jobs, os.cpu_count() or 1))
         tree = self.tree_for(step)
         seconds = max(tree.cpu_s / cores, tree.tail_s) + 8.0
         if step.kind == "busy":
             seconds *= 1.6
-        if step.kind == "earlier":
-            later = self.trees[step.tree]
-            seconds += max(later.cpu_s / cores, later.tail_s) + 8.0
         scale = statistics.median(self.speed) if self.speed else 1.0
         return seconds * scale
 
@@ -818,6 +814,10 @@ class Recorder:
         for step in plan:
             tree = self.tree_for(step)
             guess = self.guess_s(step)
+            # An earlier release's build starts only if its pair's later build fits after it.
+            needed = guess + (
+                self.guess_s(step.pair) if step.kind == "earlier" and step.pair else 0
+            )
             if tree.needs is not None and tree.needs not in self.installed:
                 self.say(step=step.recording, kind=step.kind, skipped=f"needs {tree.needs}")
                 continue
@@ -827,11 +827,11 @@ class Recorder:
             if step.kind == "rebuild" and step.recording not in self.built:
                 self.say(step=step.recording, kind=step.kind, skipped="no first build")
                 continue
-            if guess > self.left_s():
+            if needed > self.left_s():
                 self.say(
                     step=step.recording,
                     kind=step.kind,
-                    skipped=f"guess {guess:.0f} s, {self.left_s():.0f} s left",
+                    skipped=f"guess {needed:.0f} s, {self.left_s():.0f} s left",
                 )
                 continue
             began = time.monotonic()
