@@ -58,10 +58,29 @@ def test_a_running_edge_counts_what_is_left_of_it_and_the_graph_orders_the_rest(
     waits = {link: [*UNITS, BIG]}
     said = eta_model.from_other_tree(costs, _other(there), 16, {BIG: 20.0}, waits)
     assert said is not None
-    assert said.remaining_s == pytest.approx(12.0)
+    assert said.remaining_s == pytest.approx(12.0, abs=0.01)
     # Without the graph the link would start at once, beside big.c.
     alone = eta_model.from_other_tree(costs, _other(there), 16, {BIG: 20.0}, None)
-    assert alone is not None and alone.remaining_s == pytest.approx(10.0)
+    assert alone is not None and alone.remaining_s == pytest.approx(10.0, abs=0.01)
+    # big.c has run 40 s, then 60 s, past its 30: it is not about to end (the file changed
+    # here, or the host is busier for it): more than the link's 2 s is left, not the link alone.
+    for age in (40.0, 60.0):
+        late = eta_model.from_other_tree(costs, _other(there), 16, {BIG: age}, waits)
+        assert late is not None and late.remaining_s > 2.0 + 0.5, (age, late)
+
+
+def test_what_is_left_of_an_edge_past_its_expected_time() -> None:
+    """`rest_beyond`: a log-normal's mean residual life. Well short of its mean an edge has its
+    mean less its age left; at its mean, with a spread of 0.25, about a fifth of it more; past
+    it the rest shrinks slowly and never to nothing (at twice its mean still a tenth of it),
+    and a wider spread leaves more."""
+    assert eta_model.rest_beyond(64.0, 0.25, 0.0) == pytest.approx(64.0)
+    assert eta_model.rest_beyond(64.0, 0.25, 10.0) == pytest.approx(54.0, abs=0.01)
+    at_mean = eta_model.rest_beyond(64.0, 0.25, 64.0)
+    assert 0.1 * 64 < at_mean < 0.3 * 64
+    assert eta_model.rest_beyond(64.0, 0.25, 128.0) > 0.1 * 64
+    assert eta_model.rest_beyond(64.0, 0.5, 80.0) > eta_model.rest_beyond(64.0, 0.25, 80.0)
+    assert eta_model.rest_beyond(64.0, 0.25, 1e6) > 0.0
 
 
 def test_the_other_tree_must_cover_most_of_this_build() -> None:

@@ -911,6 +911,39 @@ def schedule_left(
     return now
 
 
+# How far an edge's time here strays from its time in the other tree, in log units, once its
+# pace is taken out (`from_other_tree`): the spread of the finished edges' log ratios, within
+# these bounds; this before 3 of them finished. Not fitted: the spread of the whole builds'
+# edges between the H100 host's nine release pairs was 0.18-0.47 (median 0.23;
+# benchmarks/data/eta_runs/h100-*-after-earlier-release.json against their earlier release).
+OTHER_SPREAD = 0.25
+OTHER_SPREAD_LEAST = 0.1
+OTHER_SPREAD_MOST = 1.0
+
+
+def rest_beyond(mean: float, spread: float, age: float) -> float:
+    """E[T - age | T > age] for a log-normal T of this mean and log spread (`spread` > 0):
+    what is left of an edge expected to take `mean` seconds once it has run `age`: about
+    `mean - age` while `age` is well short of `mean`; past it, less and less but never
+    nothing."""
+    if mean <= 0.0:
+        return 0.0
+    if age <= 0.0:
+        return mean
+    mu = math.log(mean) - spread * spread / 2.0
+    z = (math.log(age) - mu) / spread
+    if z > 8.0:
+        # Far in the tail the log's overshoot beyond log(age) is about exponential with rate
+        # z / spread (the normal's tail), whose exp has the mean rate / (rate - 1).
+        return age * spread / (z - spread)
+
+    def upper(x: float) -> float:
+        return 0.5 * math.erfc(x / math.sqrt(2.0))
+
+    beyond = mean * upper(z - spread) / upper(z)
+    return max(0.0, beyond - age)
+
+
 def from_other_tree(
     costs: EdgeCosts,
     other: OtherTree,
@@ -928,14 +961,20 @@ def from_other_tree(
     edge the other tree built has finished here."""
     finished = costs.finished
     here = there = 0.0
+    logs: list[float] = []
     for output, seconds in finished.items():
         seen = other.seconds.get(tree_key(output))
         if seen is not None:
             here += seconds
             there += seen
+            if seconds >= RATIO_MIN_S and seen >= RATIO_MIN_S:
+                logs.append(math.log(seconds / seen))
     if here <= 0 or there <= 0 or jobs <= 0:
         return None
     pace = here / there
+    spread = OTHER_SPREAD
+    if len(logs) >= PACE_EVIDENCE_EDGES:
+        spread = min(OTHER_SPREAD_MOST, max(OTHER_SPREAD_LEAST, statistics.stdev(logs)))
     ages = {
         output: age
         for output, age in (running or {}).items()
@@ -958,7 +997,20 @@ def from_other_tree(
             found = by_group[group] = costs._group_cost(group, means)
         return found
 
-    rests = {output: max(0.0, cost(output) - age) for output, age in ages.items()}
+    def rest(output: str, age: float) -> float:
+        """What is left of an edge that has run `age` seconds: of one whose time is known here
+        or there, what a log-normal of that mean and this build's `spread` leaves beyond `age`
+        (an edge past its time is not about to end: the files changed, the host is busier);
+        of one whose time is not, at least `RUNNING_REST` of its age again (`EdgeCosts`)."""
+        key = costs.planned[output][0]
+        known = (key is not None and key in costs._source_done) or (
+            tree_key(output) in other.seconds
+        )
+        if known:
+            return rest_beyond(cost(output), spread, age)
+        return max(cost(output) - age, RUNNING_REST * age)
+
+    rests = {output: rest(output, age) for output, age in ages.items()}
     if waits is None:
         order: Iterable[str] = costs.planned
     else:
