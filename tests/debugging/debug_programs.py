@@ -34,6 +34,7 @@ PROGRAMS: dict[str, tuple[list[str], list[str]]] = {
     "deep_sleep": (["deep_sleep.cc"], ["-O0"]),
     "primes": (["primes.cc"], ["-O2"]),
     "livelock": (["livelock.cc"], ["-O2"]),
+    "kernel_work": (["kernel_work.cc"], ["-O2"]),
 }
 
 

@@ -20,7 +20,11 @@ The JSON document (`bt_document`), schema "workbench-bt/1":
       "pc_samples": {"TID": [{"address", "sp", "function", "library",
                       "state",      # digest of all general registers at that read
                       "at_s",       # seconds after the capture's first read
-                      "ran_ns"}]},  # CPU time the thread had run (/proc/TID/schedstat)
+                      "ran_ns",     # CPU time the thread had run (/proc/TID/schedstat)
+                      "timeslices",  # times it had been switched in (schedstat)
+                      "timeslices_asked",  # the same when the round asked it to stop
+                      "faults",     # page faults handled for it (/proc/TID/stat minflt+majflt)
+                      "in_syscall"}]},  # the stop came at a system call's end (x86_64)
       "activity": [{"tid", "observations", "states": {"R": 40}, "cpu_seconds", "seconds",
                     "cpu_share", "wchan",
                     "io": {"rchar", "wchar", "syscr", "syscw"},  # advance, first to last look

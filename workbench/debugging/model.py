@@ -200,7 +200,12 @@ class PcHit:
     function is None where the code has no symbols; library is the file mapped there;
     state is a digest of all the thread's general registers (equal registers, equal digest);
     at is when it was read, in seconds after the first read of the capture; ran_ns the CPU
-    time the thread had run by then (what tells whether it ran between two reads).
+    time the thread had run by then (what tells whether it ran between two reads), user and
+    kernel time together. What tells kernel time apart: timeslices and timeslices_asked, how
+    many times the thread had been switched in, at the read and when the round asked it to
+    stop (not switched in between its read before and the ask, it ran nothing but the stop);
+    faults, the page faults the kernel had handled for it; in_syscall, whether the stop came
+    at the end of a system call. Each is None where it was not recorded.
     """
 
     address: int
@@ -210,6 +215,10 @@ class PcHit:
     state: int | None = None
     at: float | None = None
     ran_ns: int | None = None
+    timeslices: int | None = None
+    timeslices_asked: int | None = None
+    faults: int | None = None
+    in_syscall: bool | None = None
 
     def place(self) -> str:
         """The function, else `?? in LIBRARY+0xOFFSET-ish` base name: what a reader can look up."""
@@ -226,6 +235,10 @@ class PcHit:
             "state": None if self.state is None else f"0x{self.state:x}",
             "at_s": None if self.at is None else round(self.at, 4),
             "ran_ns": self.ran_ns,
+            "timeslices": self.timeslices,
+            "timeslices_asked": self.timeslices_asked,
+            "faults": self.faults,
+            "in_syscall": self.in_syscall,
         }
 
 
@@ -489,6 +502,10 @@ def capture_from_json(document: dict[str, Any]) -> Capture:
                 state=_address(hit.get("state")),
                 at=hit.get("at_s"),
                 ran_ns=hit.get("ran_ns"),
+                timeslices=hit.get("timeslices"),
+                timeslices_asked=hit.get("timeslices_asked"),
+                faults=hit.get("faults"),
+                in_syscall=hit.get("in_syscall"),
             )
             for hit in hits
         )

@@ -74,6 +74,34 @@ def test_a_busy_program_is_never_called_hung(start, capsys) -> None:
         ]
 
 
+def test_a_thread_the_kernel_works_for_at_one_place_is_not_called_hung(
+    start, capsys, tmp_path
+) -> None:
+    # Its CPU time is the kernel's, spent for it at one place in its code: reading a file
+    # (the file position moves on in the kernel, not in a register) or mapping pages (each
+    # one a page fault the kernel handles). Each stop comes where the same system call ends,
+    # with the same registers, after milliseconds of CPU time: it used to be "spins in
+    # read_again without progress", HUNG, every time.
+    data = tmp_path / "data.bin"
+    data.write_bytes(bytes(range(256)) * (16 << 12))  # 16 MiB
+    for mode, function in (("read", "read_again"), ("populate", "populate_again")):
+        program = start("kernel_work", mode, str(data), settle=0.2)
+        for _ in range(2):
+            document = _bt(program.pid, capsys, "--no-step")
+            findings = document["diagnosis"]["findings"]
+            assert all(finding["hung"] is not True for finding in findings), [
+                finding["summary"] for finding in findings
+            ]
+            assert any(function in finding["summary"] for finding in findings), findings
+            hits = document["pc_samples"][str(program.pid)]
+            # What the verdict rests on is in the record: the stops at a system call's end,
+            # the page faults counted (64 MiB mapped is 16,384 of them each time).
+            assert any(hit["in_syscall"] for hit in hits), hits
+            if mode == "populate":
+                assert hits[-1]["faults"] - hits[0]["faults"] >= 16384, hits
+        program.process.kill()
+
+
 def test_an_inlined_atomic_load_is_not_a_call_cycle(start, capsys) -> None:
     # Stepping the spin goes "wait_for_release → __atomic_base<bool>::load → …": gdb names the
     # inlined load as a function of its own. Its program counters never leave one function,

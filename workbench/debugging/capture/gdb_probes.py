@@ -235,6 +235,10 @@ def symbolised(
                 state=read.state,
                 at=read.at - first,
                 ran_ns=read.ran_ns,
+                timeslices=read.timeslices,
+                timeslices_asked=read.timeslices_asked,
+                faults=read.faults,
+                in_syscall=read.in_syscall,
             )
             for read in reads
         )

@@ -15,6 +15,19 @@ thread has run (/proc/TID/schedstat, in nanoseconds): a loop caught twice at one
 the same registers, having run in between, changed nothing the registers hold (a spin on a
 flag, a call cycle), while a counting loop's registers differ. Without the CPU time two
 reads could be one moment twice: on a busy machine a thread may not run between rounds.
+
+CPU time is user and kernel time together, and only user time runs the program's own
+instructions. So each read also keeps what tells kernel time apart: how many times the
+thread had been switched in (schedstat's third field), at the read and when the round asked
+it to stop: a thread not switched in between its read before and the ask ran nothing but the
+stop itself, which is charged as its own time (2-80 µs measured under load, more with an
+interrupt's work on top); the page faults the kernel handled for it (/proc/TID/stat's minflt
+and majflt, exact counts); and whether the stop came at the end of a system call (x86_64's
+orig_rax: the call's number, else -1). A thread that reads a file or maps memory in a loop
+stands at one place with the same registers while the kernel does its work; that time is no
+evidence of a loop. (The CPU time itself cannot be read at the ask: schedstat's figure for a
+thread on a CPU lags until the scheduler next updates it, ticks apart or more; and
+/proc/TID/stat's utime counts in clock ticks of 10 ms.)
 """
 
 from __future__ import annotations
@@ -42,6 +55,10 @@ STOP_SIGNALS = {signal.SIGSTOP, signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU}
 # Where the program counter and stack pointer sit in NT_PRSTATUS, in 64-bit words:
 # x86_64's user_regs_struct (rip, rsp) and aarch64's user_pt_regs (pc, sp).
 REGISTER_SLOTS = {"x86_64": (16, 19), "aarch64": (32, 31)}
+# x86_64's orig_rax: the number of the system call the thread stopped at the end of, -1 when it
+# entered the kernel otherwise (an interrupt, a page fault). aarch64 keeps it out of
+# NT_PRSTATUS.
+SYSCALL_SLOT = {"x86_64": 15}
 WAIT_LIMIT_S = 0.5
 LAST_WAIT_LIMIT_S = 10.0  # detaching needs the stop: worth waiting for on a loaded machine
 
@@ -52,13 +69,22 @@ class _Iovec(ctypes.Structure):
 
 class RegisterRead(NamedTuple):
     """One read of a stopped thread: pc, sp, a digest of every general register, when
-    (seconds on the monotonic clock) and the CPU time it had run (ns; None unknown)."""
+    (seconds on the monotonic clock) and the CPU time it had run (ns; None unknown).
+
+    timeslices and timeslices_asked: how many times it had been switched in, at the read and
+    when this round asked it to stop; faults: page faults the kernel had handled for it (minor
+    and major); in_syscall: whether the stop came at the end of a system call (None where the
+    registers do not say)."""
 
     pc: int
     sp: int
     state: int
     at: float
     ran_ns: int | None
+    timeslices: int | None = None
+    timeslices_asked: int | None = None
+    faults: int | None = None
+    in_syscall: bool | None = None
 
 
 @dataclass
@@ -80,11 +106,25 @@ def _ptrace() -> Callable[..., int] | None:
     return function
 
 
-def _ran_ns(tid: int) -> int | None:
-    """Nanoseconds the thread has run on a CPU (schedstat's first field), None if unreadable."""
+def _schedstat(tid: int) -> tuple[int | None, int | None]:
+    """Nanoseconds the thread has run on a CPU and how many times it was switched in
+    (schedstat's first and third fields); None where unreadable."""
     try:
         with open(f"/proc/{tid}/schedstat", "rb") as file:
-            return int(file.read().split()[0])
+            fields = file.read().split()
+        return int(fields[0]), int(fields[2])
+    except (OSError, ValueError, IndexError):
+        return None, None
+
+
+def _faults(tid: int) -> int | None:
+    """Page faults the kernel handled for the thread: /proc/TID/stat's minflt + majflt
+    (fields 10 and 12), None if unreadable."""
+    try:
+        with open(f"/proc/{tid}/stat", "rb") as file:
+            fields = file.read().rpartition(b")")[2].split()
+        # fields[0] is field 3 (state): minflt is field 10, majflt field 12.
+        return int(fields[7]) + int(fields[9])
     except (OSError, ValueError, IndexError):
         return None
 
@@ -97,6 +137,10 @@ class PcSampler:
         self._ptrace = _ptrace()
         slots = REGISTER_SLOTS.get(os.uname().machine)
         self._slots = slots
+        self._syscall_slot = SYSCALL_SLOT.get(os.uname().machine)
+        # Per thread, how many times it had been switched in when the round now under way
+        # asked it to stop.
+        self._asked: dict[int, int | None] = {}
         self._traced: list[int] = []
         self._pending: set[int] = set()
         if self._ptrace is None or slots is None:
@@ -129,7 +173,11 @@ class PcSampler:
         gone: set[int] = set()
         for tid in self._traced:
             # A thread still owing the stop of an earlier round is not interrupted again.
-            if tid in self._pending or self._call(PTRACE_INTERRUPT, tid, 0, 0) == 0:
+            if tid in self._pending:
+                stopped.append(tid)
+                continue
+            self._asked[tid] = _schedstat(tid)[1]
+            if self._call(PTRACE_INTERRUPT, tid, 0, 0) == 0:
                 stopped.append(tid)
             else:
                 gone.add(tid)  # ESRCH: it exited
@@ -185,6 +233,7 @@ class PcSampler:
             return
         pc_slot, sp_slot = self._slots
         words = self._iovec.length // ctypes.sizeof(ctypes.c_uint64)
+        ran_ns, timeslices = _schedstat(tid)
         read = RegisterRead(
             pc=int(self._buffer[pc_slot]),
             sp=int(self._buffer[sp_slot]),
@@ -192,7 +241,16 @@ class PcSampler:
             # registers, equal digest.
             state=hash(tuple(self._buffer[:words])) & 0xFFFF_FFFF_FFFF_FFFF,
             at=time.monotonic(),
-            ran_ns=_ran_ns(tid),
+            ran_ns=ran_ns,
+            timeslices=timeslices,
+            timeslices_asked=self._asked.pop(tid, None),
+            faults=_faults(tid),
+            in_syscall=(
+                None
+                if self._syscall_slot is None or words <= self._syscall_slot
+                # orig_rax is -1 (all bits set) unless the thread entered by a system call.
+                else self._buffer[self._syscall_slot] < 1 << 63
+            ),
         )
         self.samples.by_thread.setdefault(tid, []).append(read)
 

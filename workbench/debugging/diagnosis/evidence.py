@@ -30,8 +30,10 @@ LOOP_STACK_SPREAD = 2048
 MIN_STILL_HITS = 4
 # CPU time a thread must have run between two reads for them to be two moments: each stop
 # and continue costs it a few microseconds of kernel time without running a user
-# instruction (2–20 µs measured here), while a thread scheduled between rounds runs 0.5 ms
-# and more.
+# instruction (2–20 µs measured here, up to 78 µs at load 15), while a thread scheduled
+# between rounds runs 0.5 ms and more. Where the sampler recorded how many times the thread
+# had been switched in, a thread not switched in between its read before and the round's ask
+# to stop ran nothing but the stop, whatever CPU time the stop was charged.
 MIN_RAN_BETWEEN_NS = 100_000
 
 
@@ -60,18 +62,23 @@ class PcEvidence:
         return max(times) - min(times) if times else 0.0
 
     def ran_between(self) -> list[PcHit]:
-        """The reads with registers taken after the thread had run since its read before: two
-        reads with no CPU time between them (beyond the stop's own few microseconds) are one
-        moment read twice, as a busy machine may not schedule a thread between rounds. The
+        """The reads with registers taken after the thread had run its own code since its read
+        before. Two reads with no CPU time between them (beyond the stop's own few
+        microseconds), or with the thread not switched in before the round asked it to stop,
+        are one moment read twice, as a busy machine may not schedule a thread between rounds.
+        CPU time the kernel spent for the thread does not count either, as it
+        runs none of the program's instructions (a file read, pages mapped, its progress out of
+        the registers' sight): the read is left out when the kernel handled page faults for the
+        thread since the read before, or when the stop came at the end of a system call. The
         first read counts."""
         kept: list[PcHit] = []
-        before: int | None = None
+        before: PcHit | None = None
         for hit in self.samples:
             if hit.state is None or hit.ran_ns is None:
                 continue
-            if before is None or hit.ran_ns - before >= MIN_RAN_BETWEEN_NS:
+            if before is None or _ran_own_code(before, hit):
                 kept.append(hit)
-            before = hit.ran_ns
+            before = hit
         return kept
 
     @property
@@ -117,6 +124,24 @@ class PcEvidence:
             or self.addresses > BUSY_DISTINCT_ADDRESSES
             or self.spread > BUSY_STACK_SPREAD
         )
+
+
+def _ran_own_code(before: PcHit, hit: PcHit) -> bool:
+    """Whether the thread ran at least MIN_RAN_BETWEEN_NS between the two reads, was switched
+    in before the round asked it to stop, and shows no sign that the kernel spent that time
+    for it (page faults handled, a system call ended)."""
+    assert before.ran_ns is not None and hit.ran_ns is not None
+    if hit.ran_ns - before.ran_ns < MIN_RAN_BETWEEN_NS:
+        return False
+    if (
+        hit.timeslices_asked is not None
+        and before.timeslices is not None
+        and hit.timeslices_asked <= before.timeslices
+    ):
+        return False
+    if hit.in_syscall:
+        return False
+    return before.faults is None or hit.faults is None or hit.faults == before.faults
 
 
 def pc_evidence(hits: tuple[PcHit, ...]) -> PcEvidence | None:
