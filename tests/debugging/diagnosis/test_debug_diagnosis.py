@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pygdbmi import gdbmiparser
 
@@ -325,6 +325,7 @@ def test_find_cycle_prefers_the_shortest_period_covering_the_stack() -> None:
     assert find_cycle(["f"] * 30).period == 1
 
 
+@settings(deadline=None)
 @given(
     prefix=st.lists(st.sampled_from(["x", "y", "z"]), max_size=5),
     block=st.lists(st.sampled_from(["f", "g", "h", "k"]), min_size=1, max_size=4, unique=True),
@@ -399,6 +400,9 @@ _VALUES = st.recursive(
 )
 
 
+# Generating nested MI values is slow on a loaded machine: neither the health check's time
+# limit nor a per-example deadline says anything about the parser.
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     token=st.one_of(st.none(), st.integers(min_value=0, max_value=99999)),
     sigil=st.sampled_from(["^", "*", "="]),
