@@ -8,21 +8,24 @@ named otherwise)."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from needed_tools import needs
 
 from workbench.history.store import History
+from workbench.supervision import live_eta
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
-pytestmark = [needs("cmake", "ninja", "cc"), pytest.mark.slow(reason="two real builds")]
 
-
+@needs("cmake", "ninja", "cc")
+@pytest.mark.slow(reason="two real builds")
 def test_record_quick_part_3_keeps_a_pair_in_one_history(tmp_path: Path) -> None:
     out = tmp_path / "out"
     work = tmp_path / "work"
@@ -92,3 +95,39 @@ def test_record_quick_part_3_keeps_a_pair_in_one_history(tmp_path: Path) -> None
     assert imported["project"] == "vm quick-j2-after-earlier-release"
     assert imported["pair"] == "vm quick-j2-earlier-release"
     assert split["vm-quick-j2-earlier-release.json"]["pair"] == imported["project"]
+
+
+def _module(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    return importlib.import_module("eta_recordings")
+
+
+def test_a_joined_pair_replays_its_second_build_with_the_first_as_another_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The VM's json-c pair (benchmarks/data/eta_runs/), joined: loaded into one history, the
+    second build has no earlier run of its own tree, the first is another tree of the same
+    sources on this host, and the shipped ETA learns from it."""
+    recordings = _module(monkeypatch)
+    kept = {r["project"]: r for r in recordings.recordings()}
+    first, second = kept["vm json-c-j2-earlier-release"], kept["vm json-c-j2-after-earlier-release"]
+    pair = recordings.joined(first, second)
+    joined = {r["project"]: r for r in recordings.pairs(list(kept.values()))}
+    assert joined["vm json-c-j2-after-earlier-release"] == pair
+    assert all(name.endswith("-after-earlier-release") for name in joined), sorted(joined)
+    with pytest.raises(ValueError, match="not a pair"):
+        recordings.joined(second, kept["vm json-c-j2"])
+    (earlier_id, _), (later_id, run) = recordings.load(pair, tmp_path)
+    with History(tmp_path) as history:
+        later_key = history.edge_build_info(later_id)[1]
+        assert later_key is not None and later_key != history.edge_build_info(earlier_id)[1]
+        assert history.runs_of_work(later_key, later_id) == []
+        assert history.runs_of_other_work(later_key, later_id) == [earlier_id]
+        replay = live_eta.Replay.of(history, later_id, None, run["jobs"], pair["dependencies"])
+        said = replay.learned(0.5 * replay.duration_s)
+        assert said is not None and "another tree" in said.basis, said
+    # A recording without "tree" fields loads as before: every run under one work key.
+    (a, _), (b, _) = recordings.load(kept["vm json-c-j2"], tmp_path / "plain")
+    with History(tmp_path / "plain") as history:
+        assert history.edge_build_info(a)[1] == history.edge_build_info(b)[1]
+        assert history.runs_of_work(str(history.edge_build_info(b)[1]), b) == [a]
