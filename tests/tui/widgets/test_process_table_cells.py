@@ -4,15 +4,19 @@ segment, style and mouse metadata included, for every kind of cell it shows."""
 
 from __future__ import annotations
 
+import importlib.metadata
 from functools import partial
 from typing import Any
 
+import pytest
+from rich.segment import Segment
 from rich.style import Style
 from textual.app import App, ComposeResult
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 
 from workbench.supervision.stall import ProcessRow
+from workbench.tui.widgets import process_table
 from workbench.tui.widgets.process_table import ProcessTable
 
 
@@ -68,6 +72,13 @@ async def test_each_cell_is_drawn_as_datatable_draws_it() -> None:
         assert table._one_line_cell(0, 3, table.rich_style, 4, False, False) is None
 
 
+def _this_textuals_fill() -> str:
+    """How the installed Textual's DataTable fills a row past its last column: its row cursor's
+    style from 7.5.0 (its CHANGELOG, PR 6345), the row's colours faded before (6.2.1, the pin's)."""
+    major, minor = (int(part) for part in importlib.metadata.version("textual").split(".")[:2])
+    return process_table._FILL_CURSOR if (major, minor) >= (7, 5) else process_table._FILL_FADED
+
+
 def _datatable_line(table: ProcessTable, row: int, cursor: Coordinate, hover: Coordinate) -> Any:
     """Row `row`'s line as DataTable alone draws it: its own cells and row styles, no cache."""
     table._row_render_cache.clear()
@@ -121,6 +132,8 @@ async def test_each_line_is_drawn_as_datatable_draws_it_after_rows_move() -> Non
                     assert fast == own, (order, row, hover)
                     compared += 1
         assert compared == 3 * 3 * 7
+        # The lines compared were the table's own fast ones, not DataTable's drawn for it.
+        assert table._row_fill == _this_textuals_fill()
 
 
 async def test_new_processes_take_the_rows_of_those_gone() -> None:
@@ -177,7 +190,39 @@ async def test_new_processes_take_the_rows_of_those_gone() -> None:
                 fast = table._render_line_in_row(key, 0, table.rich_style, cursor, away)
                 own = _datatable_line(table, row, cursor, away)
                 assert fast == own, (pids, row)
+        assert table._row_fill == _this_textuals_fill()
         # Fewer processes than rows: the table is filled anew, as before.
         table.show(rows([400, 401, 402, 403, 404, 405])[:4])
         await pilot.pause()
         assert table.row_count == 4 and len(added) == 4
+
+
+async def test_a_fill_the_table_does_not_know_is_left_to_datatable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Textual whose DataTable fills a row past its last column otherwise than either known
+    one (a stand-in: Textual's own _render_line_in_row, 8.2.8 or 6.2.1, with its fill made
+    italic): the table draws every line through DataTable, never a fill of its own making."""
+    drawn_by_datatable = DataTable._render_line_in_row
+
+    def other_fill(table: DataTable[Any], *args: Any) -> Any:
+        fixed, scrollable = drawn_by_datatable(table, *args)
+        (fill,) = scrollable[-1]
+        changed = [Segment(fill.text, (fill.style or Style()) + Style(italic=True))]
+        return fixed, [*scrollable[:-1], changed]
+
+    monkeypatch.setattr(DataTable, "_render_line_in_row", other_fill)
+    app = OneTable()
+    async with app.run_test(size=(140, 14)) as pilot:
+        table = app.query_one(ProcessTable)
+        table.show(
+            [
+                ProcessRow(100 + i, "compiler", "cc1plus", f"/src/u{i}.cc", 9.0, 1, 9.0, "R")
+                for i in range(3)
+            ]
+        )
+        await pilot.pause()
+        assert table._row_fill == process_table._FILL_UNKNOWN
+        for y in range(4):  # the header and three rows, as the screen draws them
+            last = list(table.render_line(y))[-1]
+            assert last.style is not None and last.style.italic, (y, last)

@@ -16,6 +16,7 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
+from textual.color import Color
 from textual.coordinate import Coordinate
 from textual.geometry import Region, Size
 from textual.strip import Strip
@@ -65,6 +66,11 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("time", "time"),
 )
 _NUMERIC = {"pid", "cpu", "rss", "time"}
+# How DataTable fills a row's line past its last column (`ProcessTable._fill_style`).
+_FILL_CURSOR = "the row cursor's style, to the edge"  # Textual >= 7.5.0
+_FILL_FADED = "the row's colours, faded"  # Textual < 7.5.0 (6.2.1)
+_FILL_UNKNOWN = "neither: DataTable draws every line"
+_FILLS = (_FILL_CURSOR, _FILL_FADED)
 CELLS_DRAWN = 4096  # one-line cells kept as drawn (a screenful is 16 rows of 7)
 
 
@@ -129,6 +135,9 @@ class ProcessTable(SteadyTable):
             tuple[RowKey, ColumnKey], tuple[tuple[Any, ...], Any, list[list[Segment]]]
         ] = {}
         self._header_drawn: tuple[tuple[Any, ...], tuple[list[Any], list[Any]]] | None = None
+        # How this Textual's DataTable fills a row past its last column (`_fill_style`): found
+        # from its own drawing of the first line drawn.
+        self._row_fill: str | None = None
         self._styles_made: dict[tuple[Any, ...], tuple[Style, Style]] = {}
         self._styles_applied: dict[tuple[Style, Style], tuple[Style | None, Style | None]] = {}
         self._sizing_from: Size | None = None  # the virtual size before, while it is updated
@@ -470,6 +479,42 @@ class ProcessTable(SteadyTable):
             applied = self._styles_applied[key] = (blank.style, text.style)
         return applied  # type: ignore[return-value]
 
+    def _fill_style(
+        self, fill: str, row_index: int, row_style: Style, cursor: bool, hover: bool
+    ) -> Style:
+        """The style of the blank that fills a row's line past its last column, as DataTable
+        draws it on a table with a row cursor: since Textual 7.5.0 (CHANGELOG: "The DataTable
+        row cursor will extend to the full width", PR 6345) the row's style with its cursor's
+        and hover's, and the mouse told it is past the last column; before (6.2.1, the pin's
+        and pyproject's lower bound) the row's colours, its background faded a quarter toward
+        the table's, and no mouse metadata."""
+        if fill == _FILL_CURSOR:
+            extend_style, _ = self._get_styles_to_render_cell(
+                row_index == -1,
+                False,
+                False,
+                hover,
+                cursor,
+                self.show_cursor,
+                self._show_hover_cursor,
+                False,
+                False,
+            )
+            extend_style = row_style + extend_style
+            return extend_style + Style.from_meta(
+                {"row": row_index, "column": 0, "out_of_bounds": True}
+            )
+        if row_style.bgcolor is None:
+            return Style.from_color(row_style.color, row_style.bgcolor)
+        styles = self._frame_styles
+        background = None if styles is None else styles.get("#background")
+        if background is None:
+            background = self.background_colors[1]  # a walk up the DOM: once a frame
+            if styles is not None:
+                styles["#background"] = background
+        faded = Color.from_rich_color(row_style.bgcolor).blend(background, factor=0.25)
+        return Style.from_color(row_style.color, faded.rich_color)
+
     def _render_line_in_row(
         self,
         row_key: RowKey,
@@ -481,11 +526,13 @@ class ProcessTable(SteadyTable):
         """DataTable's row line where the table is as this one always is (a row cursor, no
         row labels, no fixed columns): its cells, then the blank that fills the width, with
         the frame's styles (DataTable works out the header's style and the fill's for every
-        line). A test compares every line with DataTable's own."""
+        line). The fill is drawn as this Textual's DataTable draws it (`_fill_style`: two
+        ways, 6.2.1's and 7.5's on). A test compares every line with DataTable's own."""
         if (
             self.cursor_type != "row"
             or self.fixed_columns
             or (self._labelled_row_exists and self.show_row_labels)
+            or self._row_fill == _FILL_UNKNOWN
         ):
             return super()._render_line_in_row(
                 row_key, line_no, base_style, cursor_location, hover_location
@@ -533,27 +580,33 @@ class ProcessTable(SteadyTable):
             )
             if self._header_drawn is not None and self._header_drawn[0] == header:
                 return self._header_drawn[1]
+        remaining = max(0, self.size.width - sum(widths) - self._row_label_column_width)
+        if self._row_fill is None:
+            # The first line is drawn by DataTable, and its fill tells which of the two known
+            # this Textual's is; where neither, every line is left to DataTable from now on.
+            own = super()._render_line_in_row(
+                row_key, line_no, base_style, cursor_location, hover_location
+            )
+            fills = {
+                fill: [
+                    Segment(
+                        " " * remaining, self._fill_style(fill, row_index, row_style, cursor, hover)
+                    )
+                ]
+                for fill in _FILLS
+            }
+            self._row_fill = next(
+                (fill for fill, drawn in fills.items() if drawn == own[1][-1]), _FILL_UNKNOWN
+            )
+            return own
         cells = [
             self._render_cell(row_index, index, row_style, width, cursor=cursor, hover=hover)[
                 line_no
             ]
             for index, width in enumerate(widths)
         ]
-        remaining = max(0, self.size.width - sum(widths) - self._row_label_column_width)
-        extend_style, _ = self._get_styles_to_render_cell(
-            row_index == -1,
-            False,
-            False,
-            hover,
-            cursor,
-            self.show_cursor,
-            self._show_hover_cursor,
-            False,
-            False,
-        )
-        extend_style = row_style + extend_style
-        extend_style += Style.from_meta({"row": row_index, "column": 0, "out_of_bounds": True})
-        cells.append([Segment(" " * remaining, extend_style)])
+        fill_style = self._fill_style(self._row_fill, row_index, row_style, cursor, hover)
+        cells.append([Segment(" " * remaining, fill_style)])
         pair: tuple[list[Any], list[Any]] = ([], cells)
         self._row_render_cache[cache_key] = pair
         if header is not None:
