@@ -561,17 +561,26 @@ def score_recordings(directory: Path) -> dict[str, Any]:
     everything: list[dict[str, Any]] = []
     rows = ["| project | run | duration | at | truth left | ETA (range) | inside | error |"]
     rows.append("| --- | --- | --- | --- | --- | --- | --- | --- |")
-    for recording in eta_recordings.recordings(directory):
+    recorded = eta_recordings.recordings(directory)
+    by_name = {recording["project"]: recording for recording in recorded}
+    for recording in recorded:
         work = Path(tempfile.mkdtemp(prefix="eta-recorded-"))
         try:
             scored_runs = []
             with History(work) as history:
+                # The second of a pair ran with the first in its history, as another tree of
+                # the same sources (another release, one host, one state directory): so it is
+                # played.
+                before = built_before(recording, by_name)
+                if before is not None:
+                    eta_recordings.load(before, work)
                 for build_id, run in eta_recordings.load(recording, work):
                     points = checkpoints(history, build_id, run)
                     load = load_of(recording, run)
                     for point in points:
                         point["contention_kept"] = "contention" in run
                         point["load"] = load
+                        point["another_tree"] = before is not None
                     everything += points
                     scored_runs.append({"label": run["label"], "points": points})
                     for point in points:
@@ -596,6 +605,9 @@ def score_recordings(directory: Path) -> dict[str, Any]:
         for index, run in enumerate(project["runs"]):
             for point in run["points"]:
                 point["run"] = "first build" if index == 0 else "rebuild"
+    for point in everything:
+        if point["run"] == "first build":
+            point["learned_from"] = ANOTHER_TREE if point["another_tree"] else NOTHING_TO_LEARN_FROM
     conditions = by_condition(everything)
     as_first = replayed_as_first_builds(directory)
     kept = [p for p in everything if p.get("contention_kept")]
@@ -642,13 +654,33 @@ def load_of(recording: dict[str, Any], run: dict[str, Any]) -> str:
     return SHARED
 
 
+NOTHING_TO_LEARN_FROM = "nothing to learn from"
+ANOTHER_TREE = "an earlier release built before on this host"
+
+
+def built_before(
+    recording: dict[str, Any], by_name: Mapping[str, dict[str, Any]]
+) -> dict[str, Any] | None:
+    """The recording built just before `recording` in its history (`pair`, "2 of 2"), if any."""
+    pair = recording.get("pair")
+    if pair is None or not str(recording.get("pair_order", "")).startswith("2 of 2"):
+        return None
+    return by_name.get(pair)
+
+
 def by_condition(points: list[dict[str, Any]]) -> dict[str, Any]:
     """Coverage and error per condition: first builds and rebuilds, each per load
-    (`load_of`), and each of those over all loads."""
+    (`load_of`), and each of those over all loads; first builds also by what their history
+    held (nothing to learn from, or an earlier release of the tree: `built_before`)."""
     found: dict[str, Any] = {}
     for run in ("first build", "rebuild"):
         mine = [p for p in points if p["run"] == run]
         found[f"{run}s"] = coverage(mine)
+        if run == "first build":
+            for held in (NOTHING_TO_LEARN_FROM, ANOTHER_TREE):
+                chosen = [p for p in mine if p.get("learned_from") == held]
+                if chosen:
+                    found[f"first builds, {held}"] = coverage(chosen)
         for load in (QUIET, SHARED, BUSY):
             chosen = [p for p in mine if p["load"] == load]
             if chosen:

@@ -1,6 +1,6 @@
 """How long a running build still needs: learned from exact edges, else from earlier progress.
 
-Three ways, the better one that applies:
+Four ways, the better one that applies:
 
 - learned (`workbench.analysis.eta_model`): when the build runs ninja, earlier runs that built
   the same tree and targets (`work_key`, whatever the builds were called or their -j) left
@@ -12,7 +12,13 @@ Three ways, the better one that applies:
   tick then costs O(new edges + references). The edges the sampler sees running bound it from
   below: one runs on one core, and what is left of it (its earlier time at this build's pace,
   less its age) is left of the build.
-- a first build of its work (nothing earlier ran its edges): each edge of its ninja graph still
+- a first build of its work whose sources another tree on this host built before (another
+  build directory, variant or release: its fullest run built at least 80% of this build's
+  edges, `History.runs_of_other_work`, read once): each edge left at its time there at this
+  build's pace against it, scheduled on the build's jobs with its graph's dependencies
+  (`eta_model.from_other_tree`), computed again at most 1% of the time and counted down
+  between; the basis names the other tree's build.
+- a first build of its work with nothing to learn from: each edge of its ninja graph still
   to run at what this build's edges like it took (the same source built for another target,
   else its kind in its part of the tree, else its kind; the edges running counted in their
   kind's mean), the edges the sampler sees running as partly done, over the parallelism kept
