@@ -87,6 +87,13 @@ def test_eta_accuracy_scores_the_recorded_third_party_builds(tmp_path: Path) -> 
         == document["all"]["checkpoints"]  # type: ignore[index]
     )
     assert "| first builds |" in str(document["conditions_table"])
+    # The second of each pair of releases recorded on one host is played with the first in its
+    # history: its first build is one "after an earlier release", the others' have nothing.
+    after = conditions["first builds, an earlier release built before on this host"]
+    alone = conditions["first builds, nothing to learn from"]
+    seconds = sum(1 for p in BENCHMARKS.glob("data/eta_runs/*-after-earlier-release.json"))
+    assert seconds > 0 and after["checkpoints"] == 3 * seconds
+    assert after["checkpoints"] + alone["checkpoints"] == conditions["first builds"]["checkpoints"]
     # The recordings that keep their ninja graph, scheduled with each edge's true seconds,
     # give the time left ninja took (the graph and the costs say it all).
     scheduled = document["scheduled_with_the_graph"]
