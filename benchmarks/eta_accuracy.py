@@ -85,7 +85,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -435,7 +435,12 @@ def summary(runs: list[dict[str, Any]], method: str) -> dict[str, Any]:
     return table
 
 
-def replay_of(history: History, build_id: int, run: dict[str, Any] | None) -> live_eta.Replay:
+def replay_of(
+    history: History,
+    build_id: int,
+    run: dict[str, Any] | None,
+    waits: Mapping[str, Sequence[str]] | None = None,
+) -> live_eta.Replay:
     """The run played again; with the contention its live view said when the recording kept it
     (`eta_recordings.py watch`), which the ETA reads as the supervisor's does."""
     watched = (run or {}).get("contention")
@@ -445,17 +450,24 @@ def replay_of(history: History, build_id: int, run: dict[str, Any] | None) -> li
             int(watched["cpus"]),
             [(t, now, mean, int(samples)) for t, now, mean, samples in watched["other"]],
         )
-    return live_eta.Replay.of(history, build_id, contention, (run or {}).get("jobs"))
+    return live_eta.Replay.of(history, build_id, contention, (run or {}).get("jobs"), waits)
 
 
 def checkpoints(
-    history: History, build_id: int, run: dict[str, Any] | None = None
+    history: History,
+    build_id: int,
+    run: dict[str, Any] | None = None,
+    waits: Mapping[str, Sequence[str]] | None = None,
 ) -> list[dict[str, Any]]:
     """What the supervisor's ETA says at each checkpoint of one recorded run, against the truth.
     A run recorded with its contention is also played without it ("without_contention_*"): the
     contention input's own effect, the same moment, the same edges."""
-    replay = replay_of(history, build_id, run)
-    blind = live_eta.Replay.of(history, build_id) if replay.contention is not None else None
+    replay = replay_of(history, build_id, run, waits)
+    blind = (
+        live_eta.Replay.of(history, build_id, None, None, waits)
+        if replay.contention is not None
+        else None
+    )
     found: list[dict[str, Any]] = []
     for share in CHECKPOINTS:
         at = share * replay.duration_s
@@ -572,10 +584,9 @@ def score_recordings(directory: Path) -> dict[str, Any]:
                 # the same sources (another release, one host, one state directory): so it is
                 # played.
                 before = built_before(recording, by_name)
-                if before is not None:
-                    eta_recordings.load(before, work)
-                for build_id, run in eta_recordings.load(recording, work):
-                    points = checkpoints(history, build_id, run)
+                waits = recording.get("dependencies") or None
+                for build_id, run in load_as_recorded(recording, work, recorded):
+                    points = checkpoints(history, build_id, run, waits)
                     load = load_of(recording, run)
                     for point in points:
                         point["contention_kept"] = "contention" in run
@@ -668,6 +679,19 @@ def built_before(
     return by_name.get(pair)
 
 
+def load_as_recorded(
+    recording: dict[str, Any], work: Path, recorded: Sequence[dict[str, Any]]
+) -> list[tuple[int, dict[str, Any]]]:
+    """`eta_recordings.load`, the recording built just before it in its history first
+    (`built_before`: the second of a pair of releases ran with the first there)."""
+    import eta_recordings
+
+    before = built_before(recording, {r["project"]: r for r in recorded})
+    if before is not None:
+        eta_recordings.load(before, work)
+    return eta_recordings.load(recording, work)
+
+
 def by_condition(points: list[dict[str, Any]]) -> dict[str, Any]:
     """Coverage and error per condition: first builds and rebuilds, each per load
     (`load_of`), and each of those over all loads; first builds also by what their history
@@ -751,15 +775,16 @@ def scheduled(directory: Path) -> dict[str, Any] | None:
     import eta_recordings
 
     rows: list[dict[str, Any]] = []
-    for recording in eta_recordings.recordings(directory):
+    recorded = eta_recordings.recordings(directory)
+    for recording in recorded:
         waits = recording.get("dependencies")
         if not waits:
             continue
         work = Path(tempfile.mkdtemp(prefix="eta-scheduled-"))
         try:
             with History(work) as history:
-                build_id, run = eta_recordings.load(recording, work)[0]
-                replay = replay_of(history, build_id, run)
+                build_id, run = load_as_recorded(recording, work, recorded)[0]
+                replay = replay_of(history, build_id, run, waits or None)
                 times = {edge[2]: (edge[0], edge[1]) for edge in run["edges"]}
                 for share in CHECKPOINTS:
                     at = share * replay.duration_s
@@ -1021,13 +1046,16 @@ def sampled_schedule(directory: Path) -> dict[str, Any]:
     import eta_recordings
 
     points: list[dict[str, Any]] = []
-    for recording in eta_recordings.recordings(directory):
+    recorded = eta_recordings.recordings(directory)
+    for recording in recorded:
         work = Path(tempfile.mkdtemp(prefix="eta-sampled-"))
         waits = recording.get("dependencies")
         try:
             with History(work) as history:
-                for index, (build_id, run) in enumerate(eta_recordings.load(recording, work)):
-                    replay = replay_of(history, build_id, run)
+                for index, (build_id, run) in enumerate(
+                    load_as_recorded(recording, work, recorded)
+                ):
+                    replay = replay_of(history, build_id, run, waits or None)
                     for share in CHECKPOINTS:
                         at = share * replay.duration_s
                         truth = replay.duration_s - at
@@ -1333,13 +1361,16 @@ def censored_fit(directory: Path) -> dict[str, Any]:
     ways += [f"true running rests, weight {w}" for w in CENSORED_WEIGHTS]
     ways += [f"true costs not started, weight {w}" for w in CENSORED_WEIGHTS]
     points: list[dict[str, Any]] = []
-    for recording in eta_recordings.recordings(directory):
+    recorded = eta_recordings.recordings(directory)
+    for recording in recorded:
         work = Path(tempfile.mkdtemp(prefix="eta-censored-"))
         waits = recording.get("dependencies") or None
         try:
             with History(work) as history:
-                for index, (build_id, run) in enumerate(eta_recordings.load(recording, work)):
-                    replay = replay_of(history, build_id, run)
+                for index, (build_id, run) in enumerate(
+                    load_as_recorded(recording, work, recorded)
+                ):
+                    replay = replay_of(history, build_id, run, waits or None)
                     truth_of = {edge[2]: edge[1] - edge[0] for edge in run["edges"]}
                     for share in CHECKPOINTS:
                         at = share * replay.duration_s
@@ -1852,7 +1883,8 @@ def source_size_prior(directory: Path) -> dict[str, Any]:
     points: list[dict[str, Any]] = []
     slopes: dict[str, list[float]] = {}
     calls_s: list[float] = []
-    for recording in eta_recordings.recordings(directory):
+    recorded = eta_recordings.recordings(directory)
+    for recording in recorded:
         source_bytes = recording.get("source_bytes")
         if not source_bytes:
             continue
@@ -1861,8 +1893,8 @@ def source_size_prior(directory: Path) -> dict[str, Any]:
         work = Path(tempfile.mkdtemp(prefix="eta-sized-"))
         try:
             with History(work) as history:
-                build_id, run = eta_recordings.load(recording, work)[0]
-                replay = replay_of(history, build_id, run)
+                build_id, run = load_as_recorded(recording, work, recorded)[0]
+                replay = replay_of(history, build_id, run, waits or None)
                 truth_of = {edge[2]: edge[1] - edge[0] for edge in run["edges"]}
                 whole = sized_costs(replay.live, find, source_bytes)
                 whole_slope = (0.0, 0.0)
