@@ -291,19 +291,18 @@ def _stop(started: list[subprocess.Popen[bytes]]) -> None:
 
 
 def load(recording: dict[str, Any], state: Path) -> list[tuple[int, dict[str, Any]]]:
-    """Replay `recording`'s runs into a fresh history at `state`: [(build id, run)]. Runs of
-    one tree share its name and work key; a run that names its "tree" (`joined`: a pair's two
-    trees) has that tree's own, as the pair's builds had (each its own name and build
-    directory), so it is a first build of its tree with the other in the history."""
+    """Replay `recording`'s runs into a fresh history at `state`: [(build id, run)]. Its runs
+    share its name and work key (one tree); another recording loaded into the same history is
+    another tree (eta_accuracy.load_as_recorded loads a pair's first release before its
+    second)."""
     name = recording["project"]
+    work_key = f"ninja:recorded:{name}"
     loaded: list[tuple[int, dict[str, Any]]] = []
     with History(state) as history:
         for index, run in enumerate(recording["runs"]):
-            tree = name if "tree" not in run else f"{name} [{run['tree']}]"
-            work_key = f"ninja:recorded:{name}" + (f":{run['tree']}" if "tree" in run else "")
             start = 1_000_000.0 + index * 100_000.0
             record = history.create(
-                NewBuild(tree, "run", ("ninja", "-C", tree), "/", "/", {}, tree, False),
+                NewBuild(name, "run", ("ninja", "-C", name), "/", "/", {}, name, False),
                 now=start,
             )
             history.mark_running(record.id, 1, 1, start)
@@ -1276,30 +1275,6 @@ def add_source_bytes(archives: Path, directory: Path = DATA) -> list[Path]:
         _write(path, recording)
         written.append(path)
     return written
-
-
-def joined(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
-    """A pair's two recordings (`record --part 3`: each names the other as its "pair", `first`
-    built first) as one: `second`'s, its run after `first`'s, each run's "tree" the source it
-    built, so that `load` replays the second as a first build of its tree with the first's
-    build in its history as another tree of the same sources, as it ran."""
-    if first.get("pair") != second["project"] or second.get("pair") != first["project"]:
-        raise ValueError(f"{first['project']!r} and {second['project']!r} are not a pair")
-    runs = [{**first["runs"][0], "tree": first["source"]}]
-    runs.append({**second["runs"][0], "tree": second["source"]})
-    return {**second, "runs": runs, "joined_from": [first["project"], second["project"]]}
-
-
-def pairs(kept: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every pair among `kept` (`recordings()`) whose two recordings are both there, `joined`:
-    the recording built second ("2 of 2" in its "pair_order") after its pair."""
-    by_name = {recording["project"]: recording for recording in kept}
-    return [
-        joined(by_name[recording["pair"]], recording)
-        for recording in kept
-        if str(recording.get("pair_order", "")).startswith("2 of 2")
-        and recording["pair"] in by_name
-    ]
 
 
 def recordings(directory: Path = DATA) -> list[dict[str, Any]]:

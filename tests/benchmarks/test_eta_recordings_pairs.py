@@ -97,37 +97,36 @@ def test_record_quick_part_3_keeps_a_pair_in_one_history(tmp_path: Path) -> None
     assert split["vm-quick-j2-earlier-release.json"]["pair"] == imported["project"]
 
 
-def _module(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+def _module(monkeypatch: pytest.MonkeyPatch, name: str) -> ModuleType:
     monkeypatch.syspath_prepend(str(BENCHMARKS))
-    return importlib.import_module("eta_recordings")
+    return importlib.import_module(name)
 
 
-def test_a_joined_pair_replays_its_second_build_with_the_first_as_another_tree(
+def test_a_pair_replays_its_second_build_with_the_first_as_another_tree(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The VM's json-c pair (benchmarks/data/eta_runs/), joined: loaded into one history, the
-    second build has no earlier run of its own tree, the first is another tree of the same
-    sources on this host, and the shipped ETA learns from it."""
-    recordings = _module(monkeypatch)
-    kept = {r["project"]: r for r in recordings.recordings()}
-    first, second = kept["vm json-c-j2-earlier-release"], kept["vm json-c-j2-after-earlier-release"]
-    pair = recordings.joined(first, second)
-    joined = {r["project"]: r for r in recordings.pairs(list(kept.values()))}
-    assert joined["vm json-c-j2-after-earlier-release"] == pair
-    assert all(name.endswith("-after-earlier-release") for name in joined), sorted(joined)
-    with pytest.raises(ValueError, match="not a pair"):
-        recordings.joined(second, kept["vm json-c-j2"])
-    (earlier_id, _), (later_id, run) = recordings.load(pair, tmp_path)
+    """The VM's json-c pair (benchmarks/data/eta_runs/), played as recorded
+    (`eta_accuracy.load_as_recorded`): in one history, the second build has no earlier run of
+    its own tree, the first is another tree of the same sources on this host, and the shipped
+    ETA learns from it; the first, played as recorded, has nothing before it."""
+    recordings = _module(monkeypatch, "eta_recordings")
+    accuracy = _module(monkeypatch, "eta_accuracy")
+    kept = recordings.recordings()
+    by_name = {r["project"]: r for r in kept}
+    first = by_name["vm json-c-j2-earlier-release"]
+    second = by_name["vm json-c-j2-after-earlier-release"]
+    assert accuracy.built_before(second, by_name) is first
+    assert accuracy.built_before(first, by_name) is None
+    [(later_id, run)] = accuracy.load_as_recorded(second, tmp_path, kept)
     with History(tmp_path) as history:
         later_key = history.edge_build_info(later_id)[1]
-        assert later_key is not None and later_key != history.edge_build_info(earlier_id)[1]
+        assert later_key is not None
         assert history.runs_of_work(later_key, later_id) == []
-        assert history.runs_of_other_work(later_key, later_id) == [earlier_id]
-        replay = live_eta.Replay.of(history, later_id, None, run["jobs"], pair["dependencies"])
+        [earlier_id] = history.runs_of_other_work(later_key, later_id)
+        assert history.get(earlier_id).name == first["project"]
+        replay = live_eta.Replay.of(history, later_id, None, run["jobs"], second["dependencies"])
         said = replay.learned(0.5 * replay.duration_s)
         assert said is not None and "another tree" in said.basis, said
-    # A recording without "tree" fields loads as before: every run under one work key.
-    (a, _), (b, _) = recordings.load(kept["vm json-c-j2"], tmp_path / "plain")
-    with History(tmp_path / "plain") as history:
-        assert history.edge_build_info(a)[1] == history.edge_build_info(b)[1]
-        assert history.runs_of_work(str(history.edge_build_info(b)[1]), b) == [a]
+    [(alone_id, _)] = accuracy.load_as_recorded(first, tmp_path / "alone", kept)
+    with History(tmp_path / "alone") as history:
+        assert history.runs_of_other_work(str(history.edge_build_info(alone_id)[1]), alone_id) == []
