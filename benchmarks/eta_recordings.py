@@ -54,12 +54,11 @@ recording has ("source" names each one's own commit and tag, "host", "load", "co
     "archive":    its own source archive (`source-bytes` reads it: NAME-VERSION.tar.xz)
 
 A pair whose two builds do not fit the time left is skipped whole; a recording whose pair did not
-run has no "pair" (only "archive"). `pairs` (or `joined`) makes of each pair one recording:
-the second's, its run after the first's, each run naming the tree it built ("tree": its source);
-`load` gives such runs each their tree's own name and work key, so that the second replays as a
-first build of its tree with the earlier release in its history as another tree of the same
-sources: what the product meets on a user's host. Standing alone, each recording replays as a
-first build with nothing to learn from.
+run has no "pair" (only "archive"). `eta_accuracy.load_as_recorded` loads a pair's first
+recording into the history before its second (each its own name and work key), so that the
+second replays as a first build of its tree with the earlier release in its history as another
+tree of the same sources: what the product meets on a user's host. Standing alone, each
+recording replays as a first build with nothing to learn from.
 
     python benchmarks/eta_recordings.py record --sources benchmarks/results/tmp/eta-src \
         --out OUT --part 3 --budget-s 470          # --quick --part 3: a generated pair
