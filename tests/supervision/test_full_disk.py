@@ -98,7 +98,11 @@ def test_a_build_that_fills_the_state_disk_ends_with_its_own_exit_code(
         _, err = cli.communicate(timeout=120)
         assert cli.returncode == 7, err  # its own exit code, not SIGPIPE's 141
         build_id = build_id_from(err)
-        record = bench.record(build_id)
+        # The CLI may have read the outcome the supervisor kept beside the log (outcome.py)
+        # before the row was written (one CI run beside two CPU hogs read "running" here): the
+        # row is final once the supervisor, or the next reader, has written it.
+        bench.run("status", timeout=60)
+        record = bench.wait_ended(build_id, timeout=60)
         assert (record.exit_status, record.signal, record.state) == (7, None, "failed")
         lost = record.progress["output_lost"]
         assert lost["bytes"] > 1 << 20
