@@ -955,8 +955,9 @@ def from_other_tree(
     (`other`): each edge left at its time there times this build's pace against it (its
     finished edges' seconds over theirs there: a slower host, another compiler flag), an edge
     whose source finished here at that, one the other tree did not build as `EdgeCosts` costs
-    it; a running one (`running`: output → its age) at that less its age; scheduled on `jobs`
-    jobs with the graph's dependencies (`waits`: output → the edges it waits for), as ninja
+    it; of a running one (`running`: output → its age) what is left beyond its age
+    (`rest_beyond`: one past its time is not about to end); scheduled on `jobs` jobs with the
+    graph's dependencies (`waits`: output → the edges it waits for), as ninja
     runs them: the other tree's -j does not matter, only what each edge costs. None before an
     edge the other tree built has finished here."""
     finished = costs.finished
