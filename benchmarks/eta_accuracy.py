@@ -1543,8 +1543,10 @@ def other_tree_prior(directory: Path) -> dict[str, Any]:
             for other, seen in keys.items()
             if other != name and len(own & seen) >= eta_model.OTHER_TREE_COVERS * len(own)
         ]
+        alone = _played_first_build(recording) if others else []
         for other in others:
-            for share, truth, said, with_other in _with_other_tree(recording, by_name[other]):
+            with_others = _played_first_build(recording, by_name[other])
+            for (share, truth, said), (_, _, with_other) in zip(alone, with_others, strict=True):
                 point: dict[str, Any] = {
                     "recording": name,
                     "set": recording_set(name),
@@ -1596,31 +1598,31 @@ def other_tree_prior(directory: Path) -> dict[str, Any]:
     }
 
 
-def _with_other_tree(
-    recording: dict[str, Any], other: dict[str, Any]
-) -> list[tuple[float, float, live_eta.Eta | None, live_eta.Eta | None]]:
-    """(share, the time really left, the ETA with nothing to learn from, the ETA with `other`
-    in the history) at each checkpoint of `recording`'s first build."""
+def _played_first_build(
+    recording: dict[str, Any], other: dict[str, Any] | None = None
+) -> list[tuple[float, float, live_eta.Eta | None]]:
+    """(share, the time really left, the ETA then) at each checkpoint of `recording`'s first
+    build: alone, as the main table plays it (`replay_of`), or with `other` loaded before it
+    into the same history (another tree of the same sources) and its graph's dependencies."""
     import eta_recordings
 
     found = []
     work = Path(tempfile.mkdtemp(prefix="eta-other-tree-"))
-    alone_work = Path(tempfile.mkdtemp(prefix="eta-other-alone-"))
     try:
-        with History(work) as history, History(alone_work) as alone_history:
-            eta_recordings.load(other, work)
+        with History(work) as history:
+            if other is not None:
+                eta_recordings.load(other, work)
             build_id, run = eta_recordings.load(recording, work)[0]
-            alone_id, _ = eta_recordings.load(recording, alone_work)[0]
-            waits = recording.get("dependencies") or None
-            replay = live_eta.Replay.of(history, build_id, None, run.get("jobs"), waits)
-            alone = replay_of(alone_history, alone_id, run)
+            if other is None:
+                replay = replay_of(history, build_id, run)
+            else:
+                waits = recording.get("dependencies") or None
+                replay = live_eta.Replay.of(history, build_id, None, run.get("jobs"), waits)
             for share in CHECKPOINTS:
                 at = share * replay.duration_s
-                truth = replay.duration_s - at
-                found.append((share, truth, alone.learned(at), replay.learned(at)))
+                found.append((share, replay.duration_s - at, replay.learned(at)))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-        shutil.rmtree(alone_work, ignore_errors=True)
     return found
 
 

@@ -984,32 +984,30 @@ def from_other_tree(
     means = costs._means(ages)
     by_group: dict[tuple[str, str], float] = {}
 
-    def cost(output: str) -> float:
-        """`EdgeCosts.cost` where this tree has no time of its own: the other tree's."""
+    def cost(output: str) -> tuple[float, bool]:
+        """`EdgeCosts.cost` where this tree has no time of its own: the other tree's; and
+        whether the time is known (here or there)."""
         key, _kind, group = costs.planned[output]
         done = costs._source_done.get(key) if key is not None else None
         if done:
-            return done[1] / done[0]
+            return done[1] / done[0], True
         seen = other.seconds.get(tree_key(output))
         if seen is not None:
-            return seen * pace
+            return seen * pace, True
         found = by_group.get(group)
         if found is None:
             found = by_group[group] = costs._group_cost(group, means)
-        return found
+        return found, False
 
     def rest(output: str, age: float) -> float:
         """What is left of an edge that has run `age` seconds: of one whose time is known here
         or there, what a log-normal of that mean and this build's `spread` leaves beyond `age`
         (an edge past its time is not about to end: the files changed, the host is busier);
         of one whose time is not, at least `RUNNING_REST` of its age again (`EdgeCosts`)."""
-        key = costs.planned[output][0]
-        known = (key is not None and key in costs._source_done) or (
-            tree_key(output) in other.seconds
-        )
+        seconds, known = cost(output)
         if known:
-            return rest_beyond(cost(output), spread, age)
-        return max(cost(output) - age, RUNNING_REST * age)
+            return rest_beyond(seconds, spread, age)
+        return max(seconds - age, RUNNING_REST * age)
 
     rests = {output: rest(output, age) for output, age in ages.items()}
     if waits is None:
@@ -1017,7 +1015,7 @@ def from_other_tree(
     else:
         order = [o for o in waits if o in costs.planned]
         order += [o for o in costs.planned if o not in waits]
-    to_start = {o: cost(o) for o in order if o not in finished and o not in rests}
+    to_start = {o: cost(o)[0] for o in order if o not in finished and o not in rests}
     remaining = schedule_left(waits, rests, to_start, jobs)
     how = (
         f"first build of this tree: each edge at its time in build #{other.build_id} "
