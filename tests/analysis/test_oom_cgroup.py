@@ -293,6 +293,14 @@ def test_the_daemon_of_a_nix_client_is_found_and_its_cgroup_limits_the_build(
     single_user["NIX_DAEMON_SOCKET_PATH"] = client["NIX_DAEMON_SOCKET_PATH"]
     assert oom.nix_daemon_socket(single_user) is None
     assert oom.nix_daemon_pid(single_user) is None
+    # Nix asks whether the state directory is writable, not its database: on a fresh install
+    # no command has made `db/` yet, and root still builds in-process.
+    fresh_state = tmp_path / "fresh-state"
+    fresh_state.mkdir()
+    assert oom.nix_daemon_socket({**single_user, "NIX_STATE_DIR": str(fresh_state)}) is None
+    # A state directory it cannot write (here: none at all) leaves the daemon, its socket there.
+    missing = {**single_user, "NIX_STATE_DIR": str(tmp_path / "no-state")}
+    assert oom.nix_daemon_socket(missing) == client["NIX_DAEMON_SOCKET_PATH"]
     # The jobs recommendation of a Nix build sizes the jobs for the room in the daemon's cgroup.
     assert detect_memory(daemon_pid).cgroup_limit == limiting.limit
     for name, value in client.items():

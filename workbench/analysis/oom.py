@@ -45,7 +45,11 @@ _LISTENING = 0x10000  # __SO_ACCEPTCON in /proc/net/unix's Flags: a listening so
 def nix_daemon_socket(environ: Mapping[str, str]) -> str | None:
     """The daemon socket a Nix client with this environment builds through; None when it builds
     in-process. NIX_REMOTE=daemon or unix://PATH say so; unset or empty is Nix's "auto": the
-    daemon unless the client may write the Nix database (root on a single-user install)."""
+    client's own store when it may read and write the state directory (root on a single-user
+    install, even before its first command made `db/` there), else the daemon where its socket
+    exists. As Nix 2.8 (Debian's nix-bin) decides it: src/libstore/store-api.cc,
+    `getStoreType`, `access(stateDir, R_OK | W_OK)`; 2.2x's `resolveStoreConfig` keeps that
+    order. (Later releases that try the daemon first when its socket exists are not modelled.)"""
     state = environ.get("NIX_STATE_DIR") or _DEFAULT_STATE_DIR
     default = environ.get("NIX_DAEMON_SOCKET_PATH") or f"{state}/daemon-socket/socket"
     remote = environ.get("NIX_REMOTE", "")
@@ -53,7 +57,7 @@ def nix_daemon_socket(environ: Mapping[str, str]) -> str | None:
         return default
     if remote.startswith("unix://"):
         return remote[len("unix://") :].partition("?")[0] or default
-    if remote == "" and not os.access(f"{state}/db", os.W_OK) and os.path.exists(default):
+    if remote == "" and not os.access(state, os.R_OK | os.W_OK) and os.path.exists(default):
         return default
     return None
 
