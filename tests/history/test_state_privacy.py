@@ -4,6 +4,7 @@ directory of another user (or one others can write) refused; build ids never reu
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -206,3 +207,27 @@ def test_a_non_utf8_state_path_is_one_error_line(tmp_path: Path) -> None:
     assert result.stderr.startswith("workbench: error: ") and "not UTF-8" in result.stderr
     assert result.stderr.count("\n") == 1
     assert "st\\xffate" in result.stderr
+
+
+def test_opening_a_second_history_keeps_the_first_ones_locks(tmp_path: Path) -> None:
+    """The TUI keeps one History open (the build screen's poll) and opens others beside it
+    (the History screen, a launch from `t`). Checking the state files by opening and closing
+    them dropped every POSIX lock the process held on them, the kept connection's included
+    (SQLite's "How To Corrupt", 2.2): the next process to close its own connection took the
+    database for unused and deleted its -wal and -shm, and the kept connection went on with
+    the deleted ones. A TUI open since the start of a build then listed no build started after
+    (seen: a History screen of 2 builds while `status` listed 4), and what it wrote was lost."""
+    state = tmp_path / "state"
+    kept = History(state)
+    kept.create(new_build("first"))
+    History(state).close()  # another in this process: a screen's load, a launch
+    written = _cli(state, "run", "--name", "second", "--", "true")  # another process writes
+    assert written.returncode == 0, written.stderr
+    assert [build.name for build in kept.builds()] == ["second", "first"]
+    assert Path(f"{state}/history.sqlite3-wal").exists()  # still in use: not deleted
+    kept.create(new_build("third"))
+    listed = _cli(state, "history", "--json")
+    assert listed.returncode == 0, listed.stderr
+    names = [build["name"] for build in json.loads(listed.stdout)["builds"]]
+    assert names == ["third", "second", "first"]  # what the kept connection wrote is there
+    kept.close()

@@ -175,11 +175,40 @@ def open_private(path: Path, flags: int) -> int:
 
 
 def check_private_file(path: Path, create: bool) -> None:
-    """Check (and with `create`, create) a state file that another library opens by name."""
-    # O_NONBLOCK: a FIFO planted in its place must not hang the check (it is then refused).
-    flags = os.O_RDONLY | os.O_NONBLOCK | (os.O_CREAT if create else 0)
+    """Check (and with `create`, create) a state file that another library opens by name.
+
+    An existing file is checked with lstat, never opened: closing a descriptor of a file drops
+    every POSIX lock this process holds on it, those of an SQLite connection this process keeps
+    open to the same database included (SQLite's "How To Corrupt", 2.2). Another process then
+    took the database for unused and deleted its -wal and -shm under the kept connection, whose
+    later reads were stale and whose writes were lost."""
     try:
-        fd = open_private(path, flags)
+        info = os.lstat(path)
     except FileNotFoundError:
-        return
-    os.close(fd)
+        if not create:
+            return
+        # O_EXCL: a file new to this process, on which it can hold no lock to drop. O_NONBLOCK
+        # and O_NOFOLLOW (open_private): nothing planted meanwhile is followed or waited on.
+        try:
+            fd = open_private(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CREAT | os.O_EXCL)
+        except FileExistsError:
+            info = os.lstat(path)  # made meanwhile: checked as any existing file
+        else:
+            os.close(fd)
+            return
+    if stat.S_ISLNK(info.st_mode):
+        raise StateError(
+            f"{_shown(path)}: is a symbolic link; the workbench never writes through links "
+            "in its state directory (one planted there could send a build's output to "
+            "another file): remove it"
+        )
+    if not stat.S_ISREG(info.st_mode):
+        raise StateError(f"{_shown(path)}: not a regular file; remove it")
+    if info.st_uid != os.geteuid():
+        raise StateError(
+            f"{_shown(path)}: owned by {_user_name(info.st_uid)}, not by you; remove it"
+        )
+    mode = stat.S_IMODE(info.st_mode)
+    wanted = mode & 0o700 or FILE_MODE
+    if mode != wanted:
+        _chmod(path, wanted)
