@@ -257,7 +257,7 @@ def _rows(builds: list[BuildFacts]) -> list[Row]:
             lambda v, b: duration(v),
             _percent_change,
         ),
-        spec("peak_rss", "Memory peak (all processes)", m("peak_rss"), _size, _percent_change),
+        spec("peak_rss", "Memory peak (all processes)", m("peak_rss"), _peak_size, _percent_change),
     ]
     for kind in kinds:
         rows.append(
@@ -340,6 +340,15 @@ def _tail_text(value: Any, build: BuildFacts) -> str:
 
 def _size(value: Any, _build: BuildFacts) -> str:
     return size(value)
+
+
+NOT_SAMPLED = "not sampled (it ended before a sample met a process of it)"
+
+
+def _peak_size(value: Any, _build: BuildFacts) -> str:
+    """A build's peak RSS; 0 is no figure but a build no sample saw (a no-op rebuild ends in
+    milliseconds, between two samples a second apart): that says so."""
+    return size(value) if value else NOT_SAMPLED
 
 
 def _short(argv: list[str], width: int = 60) -> str:

@@ -288,6 +288,10 @@ class TimeGraph(Widget):
         it is read for stays whole instead of ending in an ellipsis."""
         if not shown:
             return "no samples yet" if self.live else "no samples recorded"
+        if self.autoscale and max(shown) <= 0:
+            # Every sample met no process of the build (a no-op rebuild ends between two
+            # samples): a peak of 0 would be no figure at all.
+            return "no process sampled yet" if self.live else "no process sampled"
         value = self.format_value(shown[-1])
         latest = f"{'now' if self.live else 'last'} {value}"
         # The graph covers the whole build (every stored sample): its highest column is the

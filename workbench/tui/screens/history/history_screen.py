@@ -147,7 +147,7 @@ def cells(row: HistoryRow, marked: bool, now: float | None = None) -> tuple[str,
         escape(visible(short_label(row.label))),
         row.outcome,
         duration(elapsed),
-        size(row.peak_rss) if row.peak_rss is not None else "-",
+        size(row.peak_rss) if row.peak_rss else "-",  # 0: no sample met the build
         f"{row.cpu_percent:.0f}%" if row.cpu_percent is not None else "-",
         str(row.jobs) if row.jobs else "-",
         started,
