@@ -123,6 +123,12 @@ def loss_text(record: BuildRecord) -> str:
     return describe_loss(dict(lost)) if lost else ""
 
 
+def _whole_percent(done: int, total: int) -> int:
+    """`done` of `total` in whole percent, cut down (integers: 29 of 100 is 29, not the 28 that
+    flooring 100 * 0.29 in floats gives)."""
+    return 100 * done // total if total > 0 else 0
+
+
 def _progress_words(progress: ProgressView) -> str:
     parts: list[str] = []
     if progress.nix and progress.planned:
@@ -135,7 +141,11 @@ def _progress_words(progress: ProgressView) -> str:
             parts.append(f"{derivation.name}{phase}{inner}")
     elif progress.step is not None:
         step = progress.step
-        parts.append(f"{step.tool} {step.done}/{step.total} ({100 * step.fraction:.0f}%)")
+        # Cut down, never rounded up: 299 of 300 is 99%, not 100% with an edge still running
+        # (and the bar beside it says the same).
+        parts.append(
+            f"{step.tool} {step.done}/{step.total} ({_whole_percent(step.done, step.total)}%)"
+        )
     elif progress.nothing_to_do:
         parts.append("ninja: no work to do")
     return ", ".join(parts)
