@@ -11,6 +11,7 @@ from driving import open_screen, start, wait_until
 from needed_tools import needs_ninja
 from supervision.supervised import Bench
 from textual.widgets import ProgressBar, Static
+from textual.widgets._progress_bar import PercentageStatus
 
 pytestmark = needs_ninja
 
@@ -49,6 +50,9 @@ async def test_299_of_300_edges_is_99_percent_not_100(tui, bench: Bench, tmp_pat
             assert f"ninja {EDGES - 1}/{EDGES} (99%)" in shown(), shown()
             bar = screen.query_one("#build-bar", ProgressBar)
             assert bar.percentage is not None and bar.percentage < 1.0
+            # The bar's own label says what the text says.
+            label = str(bar.query_one(PercentageStatus).render())
+            assert label.strip() == "99%", label
             status = bench.run("status")
             assert f"ninja {EDGES - 1}/{EDGES} (99%)" in status.stdout, status.stdout
     finally:

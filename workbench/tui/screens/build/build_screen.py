@@ -642,8 +642,9 @@ class BuildScreen(Screen[None]):
         self._set_text("#build-progress-text", head.progress_wide if wide else head.progress_narrow)
         bar = self.query_one("#build-bar", ProgressBar)
         if head.fraction is not None:
-            # Cut down as the text beside it is: 3999 of 4000 edges is not a full bar.
-            bar.update(total=1000, progress=math.floor(1000 * head.fraction + 1e-9))
+            # In whole percent cut down, as the text beside it: the bar's label rounds (Textual's
+            # PercentageStatus), so 299 of 300 edges in thousandths was "100%" beside "(99%)".
+            bar.update(total=100, progress=math.floor(100 * head.fraction + 1e-9))
         elif not head.active:
             # An ended build with no progress lines: a full bar for success, an empty one else.
             bar.update(total=1000, progress=1000 if head.state == "succeeded" else 0)
