@@ -638,8 +638,14 @@ class BuildScreen(Screen[None]):
         if not whole:
             return
         self._set_text("#build-detail", head.detail)
-        wide = self.has_class("-wide")
-        self._set_text("#build-progress-text", head.progress_wide if wide else head.progress_narrow)
+        # What the ETA rests on only where the whole line fits on one row: cut, it read
+        # "· ETA …"; the figures alone wrap onto a second row where they need one.
+        progress = head.progress_narrow
+        if self.has_class("-wide"):
+            room = self.query_one("#build-progress-text", Static).content_region.width
+            if head.progress_wide.cell_len <= room:
+                progress = head.progress_wide
+        self._set_text("#build-progress-text", progress)
         bar = self.query_one("#build-bar", ProgressBar)
         if head.fraction is not None:
             # In whole percent cut down, as the text beside it: the bar's label rounds (Textual's
