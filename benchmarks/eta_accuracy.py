@@ -63,6 +63,10 @@ other evidence thresholds). "other_tree_prior": each first build of a tree anoth
 also built, replayed with that recording in the history as another tree of the same sources
 (shipped: `LiveEta.find_other_tree`; not the nothing-to-learn-from condition), by pairing: one
 host's own recordings ("same host", what a user's history holds) or another host's.
+"own_log_prior": each run recorded after another run of its tree (a clean rebuild) replayed as
+the first run of its tree under workbench, the history empty but the tree's `.ninja_log` holding
+the run before's edges (shipped: `LiveEta.before_build`, a tree ninja built before workbench
+watched it), against the same runs with nothing to learn from and with their history.
 "source_size_prior": each first build replayed with the units not started costed by their
 source's bytes, with and without the tree's headers they include (`SizedCosts`: a slope fitted
 to the finished units within their groups, shrunk by a ridge chosen on the earlier six; the
@@ -75,6 +79,7 @@ from __future__ import annotations
 import argparse
 import bisect
 import heapq
+import itertools
 import json
 import math
 import os
@@ -641,6 +646,7 @@ def score_recordings(directory: Path) -> dict[str, Any]:
         "pace_trust": pace_trust(directory),
         "source_size_prior": source_size_prior(directory),
         "other_tree_prior": other_tree_prior(directory),
+        "own_log_prior": own_log_prior(directory),
         "projects": projects,
         "table": "\n".join(rows),
     }
@@ -2373,6 +2379,69 @@ def replayed_as_first_builds(directory: Path) -> dict[str, Any]:
         "all": coverage(everything),
         "projects": {name: coverage(found) for name, found in points.items()},
         "leave_one_project_out": left_out,
+    }
+
+
+def own_log_prior(directory: Path) -> dict[str, Any]:
+    """Every run recorded after another run of its own tree (a clean rebuild), played as the
+    first run of its tree under workbench: a history with nothing of it, but the tree's
+    `.ninja_log` holding the run before's edges (`LiveEta.before_build`: a tree ninja built
+    before workbench watched it). Against the same runs played with nothing to learn from
+    (`replay_of` alone) and with their history (as the main table plays the rebuilds)."""
+    import eta_recordings
+
+    methods = ("own .ninja_log", "nothing to learn from", "history of the tree")
+    points: dict[str, list[dict[str, Any]]] = {method: [] for method in methods}
+    for recording in eta_recordings.recordings(directory):
+        runs = recording["runs"]
+        waits = recording.get("dependencies") or None
+        for before, run in itertools.pairwise(runs):
+            log = {edge[2]: max(0.0, edge[1] - edge[0]) for edge in before["edges"]}
+            for method in methods:
+                work = Path(tempfile.mkdtemp(prefix="eta-own-log-"))
+                try:
+                    kept = [before, run] if method == "history of the tree" else [run]
+                    with History(work) as history:
+                        build_id, _ = eta_recordings.load({**recording, "runs": kept}, work)[-1]
+                        replay = live_eta.Replay.of(
+                            history,
+                            build_id,
+                            None,
+                            run.get("jobs"),
+                            waits,
+                            ("build/.ninja_log", log) if method == methods[0] else None,
+                        )
+                        for share in CHECKPOINTS:
+                            at = share * replay.duration_s
+                            truth = replay.duration_s - at
+                            said = replay.learned(at)
+                            point: dict[str, Any] = {
+                                "recording": recording["project"],
+                                "run": run["label"],
+                                "at": share,
+                                "truth_s": round(truth, 1),
+                            }
+                            if said is not None:
+                                point.update(
+                                    eta_s=round(said.remaining_s, 1),
+                                    inside=said.low_s is not None
+                                    and said.low_s <= truth <= (said.high_s or 0.0),
+                                    error=round((said.remaining_s - truth) / truth, 3),
+                                    basis=said.basis,
+                                )
+                            points[method].append(point)
+                finally:
+                    shutil.rmtree(work, ignore_errors=True)
+    learned = [p for p in points[methods[0]] if ".ninja_log" in (p.get("basis") or "")]
+    kept = ("checkpoints", "with_eta", "truth_inside_range", "coverage", "median_abs_error")
+    return {
+        "runs": len(points[methods[0]]) // len(CHECKPOINTS),
+        "checkpoints_whose_eta_learned_from_the_log": len(learned),
+        **{
+            method: {key: value for key, value in coverage(found).items() if key in kept}
+            for method, found in points.items()
+        },
+        "checkpoints": points[methods[0]],
     }
 
 

@@ -181,6 +181,38 @@ def test_reader_returns_only_new_entries_while_ninja_appends(tmp_path: Path) -> 
     assert [entry.output for entry in reader.read_new()] == ["partial"]
 
 
+def test_a_reader_keeps_each_outputs_latest_time_from_before_the_build(tmp_path: Path) -> None:
+    directory = _project(tmp_path)
+    _ninja(directory, "-j3")
+    (directory / "chain_3").unlink()
+    _ninja(directory, "-j3")  # chain_3 and final again: their later lines are the ones kept
+    lines = (directory / ".ninja_log").read_text().splitlines()[1:]
+    latest: dict[str, float] = {}
+    for line in lines:
+        start, end, _mtime, output, _hash = line.split("\t")
+        latest[output] = (int(end) - int(start)) / 1000.0
+    assert [line.split("\t")[3] for line in lines].count("chain_3") == 2
+    reader = NinjaLogReader.at_build_start(directory / ".ninja_log")
+    assert reader.before_build == latest
+    assert set(latest) == {
+        "chain_1",
+        "chain_2",
+        "chain_3",
+        "wide_1",
+        "wide_2",
+        "short_1",
+        "short_2",
+        "final",
+        "final.extra",
+    }
+    assert 0.5 <= latest["chain_1"] < 5.0  # `sleep 0.6`, as ninja timed it
+    # A new log holds nothing from before; a log found while its ninja ran gives back what
+    # that ninja wrote, which is no earlier run's.
+    assert NinjaLogReader.at_build_start(tmp_path / "none" / ".ninja_log").before_build == {}
+    reader.take_back([line.encode() for line in lines if "\tfinal" in line])
+    assert "final" not in reader.before_build and "chain_1" in reader.before_build
+
+
 def test_recompacted_log_repeats_nothing(tmp_path: Path) -> None:
     directory = _project(tmp_path)
     _ninja(directory, "-j3")

@@ -99,6 +99,28 @@ def test_the_other_tree_must_cover_most_of_this_build() -> None:
     assert eta_model.other_tree([], [(8, fuller)]) is None
 
 
+def test_the_trees_own_log_from_before_the_build_stands_for_it_and_says_so() -> None:
+    """A tree ninja built before workbench watched it: its `.ninja_log` holds each edge's time
+    (`own_earlier_runs`); it stands for the tree when it holds 80% of its edges, and the basis
+    says where the times come from, not "another tree"."""
+    planned = [*UNITS, BIG]
+    before = {o: 2.0 for o in UNITS}
+    before[BIG] = 60.0
+    own = eta_model.own_earlier_runs(planned, "/b/.ninja_log", before)
+    assert own is not None and own.build_id is None and own.log == "/b/.ninja_log"
+    assert own.covers == 1.0 and own.seconds["src/big.c"] == 60.0
+    costs = eta_model.EdgeCosts.of(planned)
+    for output in UNITS[:20]:
+        costs.add(output, 1.0)
+    said = eta_model.from_other_tree(costs, own, 16)
+    assert said is not None and said.remaining_s == pytest.approx(31.0)
+    assert "earlier ninja runs" in said.basis and ".ninja_log" in said.basis, said.basis
+    assert "another tree" not in said.basis and "build #" not in said.basis
+    # A log that holds a third of the edges (one target built by hand) does not.
+    partial = {o: 2.0 for o in UNITS[:14]}
+    assert eta_model.own_earlier_runs(planned, "/b/.ninja_log", partial) is None
+
+
 def _build(
     history: History, name: str, work_key: str, edges: int, *, host: str | None = None
 ) -> int:

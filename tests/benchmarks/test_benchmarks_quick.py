@@ -163,6 +163,14 @@ def test_eta_accuracy_scores_the_recorded_third_party_builds(tmp_path: Path) -> 
         for group in ("VM, earlier six", "VM, later", "H100 host")
     )
     assert 0 < other["all"]["first_builds"] <= conditions["first builds"]["checkpoints"] // 3
+    # A rebuild played as the first run of its tree under workbench, the tree's .ninja_log
+    # holding the run before: every such checkpoint learned from the log, and the same runs
+    # with their history are the conditions table's rebuilds.
+    own = document["own_log_prior"]  # type: ignore[index]
+    assert own["runs"] > 0
+    assert own["checkpoints_whose_eta_learned_from_the_log"] == 3 * own["runs"]
+    assert own["history of the tree"]["checkpoints"] == 3 * own["runs"]
+    assert own["own .ninja_log"]["with_eta"] == 3 * own["runs"]
 
 
 def _last_json(text: str) -> object:

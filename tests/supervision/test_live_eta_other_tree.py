@@ -1,10 +1,15 @@
 """A first build of a tree whose sources another tree built before on this host, through the real
 supervisor and real ninja: the second build directory's ETA costs each edge at its time in the
 first tree's run (`LiveEta.find_other_tree`, `eta_model.from_other_tree`) and says so, where a
-first build with nothing to learn from would cost the heavy unit like the light ones."""
+first build with nothing to learn from would cost the heavy unit like the light ones; a tree
+ninja built before workbench watched it learns from its own `.ninja_log` the same way, unless
+ninja runs only part of it (an incremental build)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -84,4 +89,86 @@ def test_a_first_build_learns_from_another_tree_of_the_same_sources(
     assert live["eta_s"] >= 0.5 * HEAVY_S, live
     assert live["eta_low_s"] <= live["eta_s"] <= live["eta_high_s"]
     (second / "hold").unlink()
+    assert bench.wait_ended(build).state == "succeeded"
+
+
+def _plain_ninja(directory: Path, *args: str) -> None:
+    """ninja itself, as a user runs it before workbench watches the tree."""
+    result = subprocess.run(
+        ["ninja", "-C", str(directory), "-j1", *args], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_tree_ninja_built_before_learns_from_its_own_log(bench: Bench, tmp_path: Path) -> None:
+    """A tree built by ninja alone, cleaned and built again under workbench: the history holds
+    nothing of it, but its `.ninja_log` holds each edge's time (the heavy unit's 4 s), and the
+    ETA says that is what it learned from."""
+    tree = tmp_path / "by-hand"
+    write_tree(tree)
+    _plain_ninja(tree)
+    _plain_ninja(tree, "-t", "clean")
+    (tree / "hold").touch()
+    process = bench.start("run", "-d", "--", "ninja", "-C", str(tree), "-j1")
+    assert process.wait(timeout=60) == 0
+    build = bench.latest_id()
+
+    def estimated() -> object:
+        record = bench.record(build)
+        live = record.live or {}
+        if live.get("eta_s") is not None and ".ninja_log" in (live.get("eta_basis") or ""):
+            return record
+        return None if record.active else record
+
+    record = bench.wait_for("an ETA from the tree's own log", estimated, timeout=120)
+    assert record.active, "the build ended before its ETA learned from its own log"
+    live = record.live
+    assert live["eta_first_build"] is False
+    assert "earlier ninja runs" in live["eta_basis"] and "another tree" not in live["eta_basis"]
+    assert live["eta_s"] >= 0.5 * HEAVY_S, live
+    assert live["eta_low_s"] <= live["eta_s"] <= live["eta_high_s"]
+    (tree / "hold").unlink()
+    assert bench.wait_ended(build).state == "succeeded"
+
+
+def test_an_incremental_first_run_is_not_costed_as_the_whole_tree(
+    bench: Bench, tmp_path: Path
+) -> None:
+    """A tree ninja built before, three of its sources changed: ninja runs four edges (u0, u1,
+    the held unit, the link), not the heavy unit. Its log would cost the whole tree (the heavy
+    unit's 4 s among it) once an edge finished (u0: the log's latest entry, u1's, waits for the
+    next to tell whether it has more outputs); which edges are up to date is not known here, so
+    the ETA extrapolates from this run's own edges and says so."""
+    tree = tmp_path / "incremental"
+    write_tree(tree)
+    _plain_ninja(tree)
+    later = time.time() + 5
+    for name in ("u0.c", "u1.c", "held.c"):
+        os.utime(tree / "src" / name, (later, later))
+    (tree / "hold").touch()
+    process = bench.start("run", "-d", "--", "ninja", "-C", str(tree), "-j1")
+    assert process.wait(timeout=60) == 0
+    build = bench.latest_id()
+
+    def estimated() -> object:
+        record = bench.record(build)
+        if (record.live or {}).get("eta_s") is not None:
+            return record
+        return None if record.active else record
+
+    record = bench.wait_for("an ETA once u0 and u1 finished", estimated, timeout=120)
+    assert record.active, "the build ended before it had an ETA"
+    seen = []
+    deadline = time.monotonic() + 3.0
+    while time.monotonic() < deadline:
+        live = bench.record(build).live or {}
+        if live.get("eta_s") is not None:
+            seen.append((live["eta_s"], live.get("eta_basis")))
+        time.sleep(0.2)
+    assert seen
+    for _eta_s, basis in seen:
+        # (Its value is this run's: the held unit uses no CPU, and the pace so far falls while
+        # it waits, so the extrapolation grows; no figure of the heavy unit is in it.)
+        assert basis is not None and basis.startswith("extrapolated from this run's edges"), seen
+    (tree / "hold").unlink()
     assert bench.wait_ended(build).state == "succeeded"

@@ -832,13 +832,42 @@ def tree_key(output: str) -> str:
 
 @dataclass(frozen=True)
 class OtherTree:
-    """What each edge took in the newest full run of another tree of the same sources."""
+    """What each edge took in the newest full run of another tree of the same sources, or in
+    this tree's own runs before workbench watched it (its `.ninja_log`)."""
 
-    build_id: int
+    build_id: int | None
+    """The other tree's run in the history; None: this tree's own log (`log`)."""
     seconds: dict[str, float]
     """Seconds by `tree_key` (the mean where one key was built several times)."""
     covers: float
     """The share of this build's planned edges it built."""
+    log: str | None = None
+    """The `.ninja_log` whose entries from before this build the times are (`build_id` None)."""
+
+    def basis(self) -> str:
+        """What the ETA learned from, in words."""
+        if self.build_id is None:
+            return (
+                "first run of this tree under workbench: each edge at its time in its earlier "
+                f"ninja runs (its .ninja_log before this build, {self.covers:.0%} of these edges)"
+            )
+        return (
+            f"first build of this tree: each edge at its time in build #{self.build_id} "
+            f"(another tree of the same sources, {self.covers:.0%} of these edges)"
+        )
+
+
+def _covering(
+    planned: set[str], edges: Iterable[tuple[str, float]]
+) -> tuple[dict[str, float], float]:
+    """Edges' mean seconds by `tree_key`, and the share of `planned` (tree keys) among them."""
+    sums: dict[str, tuple[int, float]] = {}
+    for output, seconds in edges:
+        key = tree_key(output)
+        count, total = sums.get(key, (0, 0.0))
+        sums[key] = (count + 1, total + max(0.0, seconds))
+    covers = sum(1 for key in planned if key in sums) / len(planned) if planned else 0.0
+    return {key: total / count for key, (count, total) in sums.items()}, covers
 
 
 def other_tree(
@@ -852,16 +881,24 @@ def other_tree(
     if not planned:
         return None
     for build_id, edges in candidates:
-        sums: dict[str, tuple[int, float]] = {}
-        for output, seconds in edges:
-            key = tree_key(output)
-            count, total = sums.get(key, (0, 0.0))
-            sums[key] = (count + 1, total + max(0.0, seconds))
-        covers = sum(1 for key in planned if key in sums) / len(planned)
+        seconds_of, covers = _covering(planned, edges)
         if covers >= OTHER_TREE_COVERS:
-            seconds_of = {key: total / count for key, (count, total) in sums.items()}
             return OtherTree(build_id, seconds_of, covers)
     return None
+
+
+def own_earlier_runs(
+    planned_outputs: Sequence[str], log: str, before_build: Mapping[str, float]
+) -> OtherTree | None:
+    """This tree's own `.ninja_log` from before the build (`log`; `before_build`: each output's
+    seconds in its latest entry there), when it holds at least `OTHER_TREE_COVERS` of
+    `planned_outputs`: a tree built by ninja before workbench watched it (a clean rebuild, or
+    the first build under workbench of a tree built by hand) has each edge's time there."""
+    planned = {tree_key(output) for output in planned_outputs}
+    seconds_of, covers = _covering(planned, before_build.items())
+    if not planned or covers < OTHER_TREE_COVERS:
+        return None
+    return OtherTree(None, seconds_of, covers, log)
 
 
 def schedule_left(
@@ -1017,10 +1054,7 @@ def from_other_tree(
         order += [o for o in costs.planned if o not in waits]
     to_start = {o: cost(o)[0] for o in order if o not in finished and o not in rests}
     remaining = schedule_left(waits, rests, to_start, jobs)
-    how = (
-        f"first build of this tree: each edge at its time in build #{other.build_id} "
-        f"(another tree of the same sources, {other.covers:.0%} of these edges)"
-    )
+    how = other.basis()
     if abs(pace - 1.0) >= 0.1:
         how += f", this run {pace:.1f}× its time"
     return Estimate(remaining, remaining * OTHER_LOW, remaining * OTHER_HIGH, how, pace)

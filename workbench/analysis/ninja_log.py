@@ -6,7 +6,8 @@ v6 and v7 are in use; all five fields are the same in each, v7 only changed the 
 ninja's src/build_log.cc). Times are milliseconds since that ninja process started.
 
 `NinjaLogReader.at_build_start(path)` remembers what the log held before the build (those
-entries are not the build's), then `read_new()` returns only the entries appended since, in
+entries are not the build's, but each output's latest of them is what it took in the tree's
+earlier runs: `before_build`), then `read_new()` returns only the entries appended since, in
 file order, at the cost of the new bytes only. ninja may rewrite the whole log ("recompacting"
 it when it loads, through a new file renamed over the old one: src/build_log.cc Recompact); the
 reader notices the new inode or a shorter file, reads it again and returns only entries it has
@@ -86,6 +87,9 @@ class NinjaLogReader:
         self._inode: tuple[int, int] | None = None
         self._partial = b""
         self._before: set[int] = set()
+        self.before_build: dict[str, float] = {}
+        """Each output's seconds in its latest entry the log held before the build (ninja's
+        earlier runs of this tree, watched or not; `at_build_start`); empty for a new log."""
         self._returned: set[int] = set()
         self._pending: list[LogEntry | None] = []
         self._hold = False
@@ -120,6 +124,11 @@ class NinjaLogReader:
             self.version = header_version(lines[0])
         # Identities of what was there: a recompacted log repeats them, and they are not ours.
         self._before = {hash(line) for line in lines[1:] if line}
+        # Later lines are later runs (a recompacted log holds one line per output).
+        for line in lines[1:]:
+            entry = parse_line(line) if line else None
+            if entry is not None and entry.end_ms >= entry.start_ms:
+                self.before_build[entry.output] = (entry.end_ms - entry.start_ms) / 1000.0
 
     def take_back(self, lines: Iterable[bytes]) -> None:
         """Count these existing lines as new after all (written by the running ninja before the
@@ -130,6 +139,9 @@ class NinjaLogReader:
         wanted = {hash(line) for line in taken}
         self._before -= wanted
         self._pending = [parse_line(line) for line in reversed(taken)]
+        for entry in self._pending:
+            if entry is not None:
+                self.before_build.pop(entry.output, None)
         self._returned |= wanted
 
     def hold_open(self) -> None:

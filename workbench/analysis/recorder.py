@@ -272,6 +272,19 @@ class EdgeRecorder:
         """What the command builds, when its command line says (see `work_key`)."""
         return work_key(self.command) if self.command is not None else None
 
+    def before_build(self) -> tuple[Path, dict[str, float]] | None:
+        """The log of the command's own build directory as it was before this build: its path
+        and each output's seconds in its latest entry there (`NinjaLogReader.before_build`:
+        ninja's earlier runs of this tree, under workbench or not); None when the command names
+        no ninja directory or its log held no entry."""
+        if self.command is None:
+            return None
+        log = self.command.directory / LOG_NAME
+        followed = self.followed.get(log)
+        if followed is None or not followed.reader.before_build:
+            return None
+        return log, followed.reader.before_build
+
     @property
     def log_path(self) -> Path | None:
         """The log followed with the most edges of this build (or the guessed one)."""

@@ -237,6 +237,13 @@ def estimate(elapsed_s: float, fraction: float | None, earlier: Sequence[Earlier
 # The most of one core the estimate from another tree of the same sources may take, on average
 # (`LiveEta._estimate_from_other`).
 OTHER_TREE_SHARE = 0.01
+# The share of the graph's edges ninja must say it runs (its status line's total) for the other
+# tree's schedule to stand for the rest: fewer is an incremental build (some edges up to date,
+# which ones not known here), whose rest is extrapolated from this run's own edges. The totals,
+# not the edges left: the edges read from the log lag ninja's count (the latest waits for the
+# next to tell whether it had more outputs). Not 1.0: a few may differ (a manifest's own
+# regeneration).
+INCREMENTAL_SHARE = 0.9
 
 
 # -- learned from exact edges ----------------------------------------------------------------
@@ -274,6 +281,13 @@ def work_key_of(recorder: EdgeRecorder | None) -> str | None:
     for followed in recorder.followed.values():
         return work_key(NinjaCommand(followed.directory, followed.targets))
     return None
+
+
+def before_build_of(recorder: Any) -> tuple[str, Mapping[str, float]] | None:
+    """The build directory's `.ninja_log` before the build, of an `EdgeRecorder`
+    (`EdgeRecorder.before_build`): its path and each output's seconds there."""
+    found = None if recorder is None else recorder.before_build()
+    return None if found is None else (str(found[0]), found[1])
 
 
 def planned_edges_of(recorder: Any) -> list[tuple[str, str | None]] | None:
@@ -352,8 +366,11 @@ class LiveEta:
     """What the sampler saw running at the latest sample: (file or output, kind, seconds);
     None before any sample."""
     other: eta_model.OtherTree | None = None
-    """Another tree of the same sources built on this host, for a first build of this work
-    (`find_other_tree`)."""
+    """Another tree of the same sources built on this host, or this tree's own runs before
+    workbench watched it, for a first build of this work (`find_other_tree`)."""
+    before_build: tuple[str, Mapping[str, float]] | None = None
+    """This tree's `.ninja_log` before the build: its path and each output's seconds in its
+    latest entry there (`before_build_of`)."""
     waits: Mapping[str, Sequence[str]] | None = None
     """The graph's edges each planned edge waits for (read once another tree is found)."""
     dependencies: Callable[[], Mapping[str, Sequence[str]]] | None = None
@@ -400,29 +417,36 @@ class LiveEta:
         self.find_other_tree()
 
     def find_other_tree(self) -> None:
-        """For a first build of its work (no earlier run of it), once its graph is known: the
-        newest full run of another tree on this host that built the same sources
-        (`eta_model.other_tree`: another build directory, variant or release)."""
+        """For a first build of its work (no earlier run of it), once its graph is known: this
+        tree's own earlier ninja runs when its log holds them (`before_build`: built by ninja
+        before workbench watched it), else the newest full run of another tree on this host
+        that built the same sources (`eta_model.other_tree`: another build directory, variant
+        or release)."""
         if (
             self._looked_for_other
-            or self.history is None
             or self.pace is None
             or self.pace.references
             or not self.planned_outputs
         ):
             return
         self._looked_for_other = True
-        history = self.history
-        candidates = (
-            (
-                build_id,
-                ((edge.outputs[0], edge.ended - edge.started) for edge in history.edges(build_id)),
+        if self.before_build is not None:
+            self.other = eta_model.own_earlier_runs(self.planned_outputs, *self.before_build)
+        if self.other is None and self.history is not None:
+            history = self.history
+            candidates = (
+                (
+                    build_id,
+                    (
+                        (edge.outputs[0], edge.ended - edge.started)
+                        for edge in history.edges(build_id)
+                    ),
+                )
+                for build_id in history.runs_of_other_work(
+                    self.work_key or "", self.build_id, eta_model.OTHER_TREE_CANDIDATES
+                )
             )
-            for build_id in history.runs_of_other_work(
-                self.work_key or "", self.build_id, eta_model.OTHER_TREE_CANDIDATES
-            )
-        )
-        self.other = eta_model.other_tree(self.planned_outputs, candidates)
+            self.other = eta_model.other_tree(self.planned_outputs, candidates)
         if self.other is not None and self.waits is None and self.dependencies is not None:
             self.waits = self.dependencies()
 
@@ -471,8 +495,15 @@ class LiveEta:
         first = not [run for run in self.earlier if did_work(run)]
         if first and self.pace is not None and counts is not None:
             costs = self._synced_costs()
-            if self.other is not None and costs is not None and costs.left > 0:
-                # Another tree of the same sources: each edge at its time there.
+            if (
+                self.other is not None
+                and costs is not None
+                and costs.left > 0
+                and counts[1] >= INCREMENTAL_SHARE * len(costs.planned)
+            ):
+                # Another tree of the same sources: each edge at its time there. Only where
+                # ninja runs (about) every edge of the graph: where it runs fewer (an
+                # incremental build of a tree built before), which ones is not known.
                 other = self._estimate_from_other(elapsed_s, costs, self.other)
                 if other is not None:
                     return Eta(other.remaining_s, other.basis, other.low_s, other.high_s)
@@ -551,11 +582,13 @@ class Replay:
         contention: tuple[int, list[tuple[float, float, float, int]]] | None = None,
         jobs: int | None = None,
         waits: Mapping[str, Sequence[str]] | None = None,
+        before_build: tuple[str, Mapping[str, float]] | None = None,
     ) -> Replay:
         """Load build `build_id` and the earlier runs each method would have read; with the
         contention the build's live view said (`contention`) and its `jobs`, the ETA reads it
         as the supervisor's does (`LiveEta.observe`); `waits`: its graph's dependencies (what
-        each edge waited for), which the supervisor reads from the build's ninja graph."""
+        each edge waited for), which the supervisor reads from the build's ninja graph;
+        `before_build`: its tree's `.ninja_log` before it (`LiveEta.before_build`)."""
         record = history.get(build_id)
         if record.started is None or record.duration_s is None:
             raise ValueError(f"build #{build_id} has not finished")
@@ -574,6 +607,7 @@ class Replay:
         live = LiveEta(history, build_id, history.earlier_runs(record.eta_key, build_id))
         live.learn(history.edge_build_info(build_id)[1])
         live.waits = waits
+        live.before_build = before_build
         # What the build's ninja graph would have said: its own edges, by kind.
         live.plan([(output, None) for _, output, _ in edges])
         live.jobs = jobs
