@@ -91,8 +91,13 @@ class ParallelismGraph(TimeGraph):
             forms = ["no samples yet" if self.live else "no samples recorded"]
         else:
             value = f"{count(latest)} of {limit}"
-            # At 80 columns "now"/"last" gives way before whether the figure is exact.
-            forms = [f"{'now' if self.live else 'last'} {value} · {how}", f"{value} · {how}"]
+            # At 80 columns "now"/"last" gives way before whether the figure is exact, then the
+            # limit ("no -j given" is long; a given -j is named on the axis too).
+            forms = [
+                f"{'now' if self.live else 'last'} {value} · {how}",
+                f"{value} · {how}",
+                f"{count(latest)} · {how}",
+            ]
         room = width - len(self.title) - 2
         return self._heading_row(
             next((form for form in forms if len(form) <= room), forms[-1]), width
