@@ -305,6 +305,61 @@ def cost(directory: Path, runs: int = 20, edges: int = 10_000) -> dict[str, Any]
     }
 
 
+def find_other_tree_cost(edges: int = 12_000, trees: int = 10) -> dict[str, Any]:
+    """What looking for another tree of the same sources costs the supervisor once, at a first
+    build's start (`LiveEta.find_other_tree`), on a history of `trees` other ONNX Runtime-sized
+    trees of `edges` edges each: where none covers the build (every candidate read) and where
+    the newest does; against the way before session 9 in the same run (every candidate's rows
+    read whole, `History.edges`, and every edge's tree key worked out)."""
+    from workbench.analysis import eta_model
+    from workbench.history.records import SUCCEEDED, EdgeRow, NewBuild
+
+    def path(tree: str, n: int) -> str:
+        return f"onnxruntime/CMakeFiles/{tree}.dir/core/d{n % 50}/f{n}.cc.o"
+
+    work = Path(tempfile.mkdtemp(prefix="eta-find-cost-"))
+    found: dict[str, Any] = {"history": f"{trees} other trees of {edges} edges each"}
+    try:
+        with History(work) as history:
+            for tree in range(trees):
+                record = history.create(
+                    NewBuild(f"t{tree}", "run", ("ninja",), "/", "/", {}, f"k{tree}", False)
+                )
+                history.mark_running(record.id, 1, 1, 1000.0)
+                rows = [
+                    EdgeRow((path(f"t{tree}", n),), 1000.0 + n, 1001.5 + n, 0, "0")
+                    for n in range(edges)
+                ]
+                history.record_edges(record.id, None, rows, f"ninja:tree{tree}")
+                history.finish(record.id, SUCCEEDED, 2e4, 1e4, 0, None, None, 0, {})
+            build = history.create(NewBuild("new", "run", ("ninja",), "/", "/", {}, "k", False))
+            for case, stem in (("none covers", "g"), ("the newest covers", "f")):
+                planned = [path("new", n).replace("/f", f"/{stem}") for n in range(edges)]
+                eta_model.tree_key.cache_clear()
+                eta_model.same_source.cache_clear()
+                live = live_eta.LiveEta(history, build.id)
+                live.learn("ninja:new")
+                live.planned_outputs = tuple(planned)
+                began = time.perf_counter()
+                live.find_other_tree()
+                shipped = time.perf_counter() - began
+                assert (live.other is not None) == (stem == "f")
+                eta_model.tree_key.cache_clear()
+                eta_model.same_source.cache_clear()
+                began = time.perf_counter()
+                keys = {eta_model.tree_key(output) for output in planned}
+                for other in history.runs_of_other_work("ninja:new", build.id, trees):
+                    rows = [(e.outputs[0], e.ended - e.started) for e in history.edges(other)]
+                    if eta_model._covering(keys, rows)[1] >= eta_model.OTHER_TREE_COVERS:
+                        break
+                before = time.perf_counter() - began
+                found[f"{case}: find_ms"] = round(shipped * 1000, 1)
+                found[f"{case}: before_session_9_ms"] = round(before * 1000, 1)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return found
+
+
 def first_build_cost(edges: int = 12_000, running: int = 16) -> dict[str, Any]:
     """What the first-build ETA costs the supervisor each second on an ONNX Runtime-sized
     graph (`edges` compiles, half done, `running` compilers seen): its tick with no new edge
@@ -2477,7 +2532,7 @@ def main() -> None:
                     "left lies inside the ETA's range; no ETA counts as outside",
                     "error": "(estimate - truth) / truth of the time left",
                     **result,
-                    "cost": first_build_cost(),
+                    "cost": {**first_build_cost(), "find_other_tree": find_other_tree_cost()},
                 },
                 indent=2,
             )

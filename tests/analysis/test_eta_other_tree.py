@@ -99,6 +99,51 @@ def test_the_other_tree_must_cover_most_of_this_build() -> None:
     assert eta_model.other_tree([], [(8, fuller)]) is None
 
 
+def test_a_candidate_passed_over_by_its_file_names_could_not_have_covered() -> None:
+    """`other_tree` passes over a candidate whose outputs' file names (less the object suffix)
+    are too few of this build's, without working out its tree keys: it picks the same tree a
+    full count of every candidate's tree keys picks, over candidates of every shape (other
+    target directories, the same sources under other parents, programs, archives, .obj
+    objects, a custom command's own `.o`, parts missing)."""
+    import random
+
+    rng = random.Random(5)
+    planned = [
+        *(f"src/CMakeFiles/lib.dir/d{n % 7}/u{n}.cc.o" for n in range(60)),
+        *(f"tests/CMakeFiles/t{n}.dir/t{n}.cc.o" for n in range(20)),
+        *(f"bin/prog{n}" for n in range(6)),
+        "lib/liblib.a",
+        "gen/table.o",
+    ]
+
+    def variant(seed: int) -> list[tuple[str, float]]:
+        picked = [o for o in planned if rng.random() < 0.6 + 0.4 * (seed % 3) / 2]
+        moved = []
+        for output in picked:
+            if rng.random() < 0.3 and "CMakeFiles/" in output:
+                head, tail = output.split("CMakeFiles/", 1)
+                output = f"{head}CMakeFiles/other_{seed}.dir/{tail.split('/', 1)[1]}"
+            if rng.random() < 0.1:
+                output = output.removesuffix(".o") + ".obj"
+            moved.append((output, rng.uniform(0.1, 9.0)))
+        moved += [(f"extra/e{seed}_{n}.c.o", 1.0) for n in range(rng.randrange(0, 30))]
+        return moved
+
+    keys = {eta_model.tree_key(o) for o in planned}
+    for round_ in range(40):
+        candidates = [(n, variant(round_ * 10 + n)) for n in range(4)]
+        expected = next(
+            (
+                n
+                for n, edges in candidates
+                if eta_model._covering(keys, edges)[1] >= eta_model.OTHER_TREE_COVERS
+            ),
+            None,
+        )
+        found = eta_model.other_tree(planned, candidates)
+        assert (found.build_id if found else None) == expected, round_
+
+
 def test_the_trees_own_log_from_before_the_build_stands_for_it_and_says_so() -> None:
     """A tree ninja built before workbench watched it: its `.ninja_log` holds each edge's time
     (`own_earlier_runs`); it stands for the tree when it holds 80% of its edges, and the basis

@@ -435,13 +435,7 @@ class LiveEta:
         if self.other is None and self.history is not None:
             history = self.history
             candidates = (
-                (
-                    build_id,
-                    (
-                        (edge.outputs[0], edge.ended - edge.started)
-                        for edge in history.edges(build_id)
-                    ),
-                )
+                (build_id, history.edge_seconds(build_id))
                 for build_id in history.runs_of_other_work(
                     self.work_key or "", self.build_id, eta_model.OTHER_TREE_CANDIDATES
                 )
