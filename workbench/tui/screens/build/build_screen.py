@@ -13,7 +13,9 @@ tested without a screen); its words with no Textual in them are in `workbench.re
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -32,7 +34,7 @@ from textual.timer import Timer
 from textual.widgets import Header, Input, ProgressBar, Static
 
 from workbench.errors import WorkbenchError
-from workbench.history.records import BuildRecord, Sampled
+from workbench.history.records import BuildRecord, EdgeRow, JobRow, Sampled
 from workbench.history.store import History
 from workbench.progress.live_view import LiveView
 from workbench.progress.visible import visible
@@ -80,6 +82,7 @@ class Poll:
     peak_rss: int | None = None  # a finished build's measured peak (history's figure)
     parallelism: Parallelism | None = None  # a finished build's exact edges running per second
     head: HeadView | None = None  # the record's lines, formatted in the worker
+    exact_times: int = 0  # a finished build's jobs whose time is their edge's in .ninja_log
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,48 @@ def exact_parallelism(
     count = max(1, math.ceil((end - start) / interval))
     values = running_per_interval(spans, end - count * interval, interval, count)
     return Parallelism(tuple(values), end - (count - 1) * interval, interval)
+
+
+def with_exact_times(jobs: Sequence[JobRow], edges: Sequence[EdgeRow]) -> tuple[list[JobRow], int]:
+    """A finished build's jobs, slowest first, each timed as `.ninja_log` times the edge that
+    compiled its file (the edge of that source whose start is nearest the job's, within a
+    second), and how many were. A sampled time runs from the job's start to the last 1 Hz
+    sample that saw it: up to a second short, "0.0s" for a job seen once."""
+    from workbench.analysis.edges import source_of
+
+    # A compile's file is its source; a link's is what it writes (the edge's output).
+    by_name: dict[str, list[tuple[str, EdgeRow]]] = {}
+    for edge in edges:
+        source = source_of(edge.outputs[0]) if edge.outputs else None
+        for path in ([source] if source else []) + list(edge.outputs):
+            by_name.setdefault(os.path.basename(path), []).append((path, edge))
+    timed: list[JobRow] = []
+    exact = 0
+    for job in jobs:
+        file = job.file or ""
+        near = [
+            edge
+            for path, edge in by_name.get(os.path.basename(file), ())
+            if file
+            and (file == path or file.endswith(os.sep + path) or path.endswith(os.sep + file))
+            and edge.started - 1.0 <= job.started <= edge.ended + 1.0
+        ]
+        if near:
+            edge = min(near, key=lambda edge: abs(edge.started - job.started))
+            job = dataclasses.replace(job, seconds=max(0.0, edge.ended - edge.started))
+            exact += 1
+        timed.append(job)
+    timed.sort(key=lambda job: -job.seconds)
+    return timed, exact
+
+
+def finished_jobs_title(count: int, exact: int) -> str:
+    """The job table's title for an ended build: whether its times are exact or sampled."""
+    if count and exact >= count:
+        return "Jobs of this build, times exact, slowest first"  # from .ninja_log
+    if exact:
+        return f"Sampled jobs, {exact} timed exactly, slowest first"
+    return "Sampled jobs of this build, slowest first"
 
 
 @dataclass(frozen=True)
@@ -455,11 +500,12 @@ class BuildScreen(Screen[None]):
             history = polling_history(self.state_directory)
             record = liveness.check(history, [history.get(self.build_id)])[0]
             if not record.active:
-                jobs = history.jobs(self.build_id)[:FINISHED_JOBS_SHOWN]
-                rows = tuple(ProcessRow.from_job(job) for job in jobs)
+                edges = history.edges(self.build_id)
+                jobs, exact_times = with_exact_times(history.jobs(self.build_id), edges)
+                rows = tuple(ProcessRow.from_job(job) for job in jobs[:FINISHED_JOBS_SHOWN])
                 produced = history.artefacts(self.build_id)
                 measured = history.measured(self.build_id, slowest=0)
-                spans = [(edge.started, edge.ended) for edge in history.edges(self.build_id)]
+                spans = [(edge.started, edge.ended) for edge in edges]
                 exact = exact_parallelism(spans, record.started, record.ended)
                 peak = measured.peak_rss if measured is not None else None
                 self.post_message(
@@ -472,6 +518,7 @@ class BuildScreen(Screen[None]):
                             parallelism=exact,
                             peak_rss=peak,
                             head=HeadView.of(record, produced, peak),
+                            exact_times=exact_times,
                         )
                     )
                 )
@@ -598,7 +645,7 @@ class BuildScreen(Screen[None]):
             table.sort_key, table.descending = "time", True
         table.show(poll.processes, flagged=stall.pid if stall else None)
         what = (
-            "Sampled jobs of this build, slowest first"
+            finished_jobs_title(len(poll.processes), poll.exact_times)
             if poll.finished
             else "All processes (a: build tools only)"
             if self.show_all
