@@ -213,6 +213,30 @@ def test_a_reader_keeps_each_outputs_latest_time_from_before_the_build(tmp_path:
     assert "final" not in reader.before_build and "chain_1" in reader.before_build
 
 
+def test_a_build_directorys_siblings_logs_newest_first(tmp_path: Path) -> None:
+    """`sibling_logs`: the `.ninja_log`s of the build directory's parent's other
+    subdirectories, newest first, at most `SIBLING_LOGS`; never its own, an empty one, a
+    directory without one or a file."""
+    from workbench.analysis import recorder
+
+    parent = tmp_path / "build"
+    (parent / "Debug").mkdir(parents=True)
+    (parent / "Debug" / ".ninja_log").write_text("# ninja log v5\n")
+    logs = []
+    for n in range(recorder.SIBLING_LOGS + 2):
+        directory = parent / f"Release{n}"
+        directory.mkdir()
+        (directory / ".ninja_log").write_text("# ninja log v5\n0\t10\t0\ta.o\tff\n")
+        os.utime(directory / ".ninja_log", (1000 + n, 1000 + n))
+        logs.append(directory / ".ninja_log")
+    (parent / "empty").mkdir()
+    (parent / "empty" / ".ninja_log").touch()
+    (parent / "no-log").mkdir()
+    (parent / "a-file").write_text("")
+    assert recorder.sibling_logs(parent / "Debug") == logs[::-1][: recorder.SIBLING_LOGS]
+    assert recorder.sibling_logs(tmp_path / "gone" / "Debug") == []
+
+
 def test_recompacted_log_repeats_nothing(tmp_path: Path) -> None:
     directory = _project(tmp_path)
     _ninja(directory, "-j3")

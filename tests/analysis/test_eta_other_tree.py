@@ -166,6 +166,23 @@ def test_the_trees_own_log_from_before_the_build_stands_for_it_and_says_so() -> 
     assert eta_model.own_earlier_runs(planned, "/b/.ninja_log", partial) is None
 
 
+def test_another_build_directorys_log_stands_for_the_tree_and_is_named() -> None:
+    """A candidate named by a `.ninja_log`'s path (another build directory beside this one,
+    built by ninja alone) stands for the tree as a history's run does, and the basis names
+    the log, not a build number."""
+    planned = [*UNITS, BIG]
+    logged = [(o, 2.0) for o in UNITS] + [(BIG, 60.0)]
+    found = eta_model.other_tree(planned, [("../release/.ninja_log", logged)])
+    assert found is not None and found.build_id is None and not found.own
+    assert found.log == "../release/.ninja_log"
+    costs = eta_model.EdgeCosts.of(planned)
+    for output in UNITS[:20]:
+        costs.add(output, 1.0)
+    said = eta_model.from_other_tree(costs, found, 16)
+    assert said is not None and said.remaining_s == pytest.approx(31.0)
+    assert "another build directory" in said.basis and "../release/.ninja_log" in said.basis
+
+
 def _build(
     history: History, name: str, work_key: str, edges: int, *, host: str | None = None
 ) -> int:

@@ -2,8 +2,9 @@
 supervisor and real ninja: the second build directory's ETA costs each edge at its time in the
 first tree's run (`LiveEta.find_other_tree`, `eta_model.from_other_tree`) and says so, where a
 first build with nothing to learn from would cost the heavy unit like the light ones; a tree
-ninja built before workbench watched it learns from its own `.ninja_log` the same way, unless
-ninja runs only part of it (an incremental build)."""
+ninja built before workbench watched it learns from its own `.ninja_log` the same way, and one
+beside another build directory ninja built from that one's, unless ninja runs only part of it
+(an incremental build)."""
 
 from __future__ import annotations
 
@@ -128,6 +129,39 @@ def test_a_tree_ninja_built_before_learns_from_its_own_log(bench: Bench, tmp_pat
     assert live["eta_s"] >= 0.5 * HEAVY_S, live
     assert live["eta_low_s"] <= live["eta_s"] <= live["eta_high_s"]
     (tree / "hold").unlink()
+    assert bench.wait_ended(build).state == "succeeded"
+
+
+def test_a_first_build_learns_from_a_build_directory_beside_it(
+    bench: Bench, tmp_path: Path
+) -> None:
+    """Two build directories of one tree side by side (Release and Debug, say): the first built
+    by ninja alone, the second under workbench with nothing in its history. Its ETA takes each
+    edge's time from the first's `.ninja_log` and names it."""
+    first = tmp_path / "build" / "release"
+    write_tree(first)
+    _plain_ninja(first)
+    second = tmp_path / "build" / "debug"
+    write_tree(second)
+    (second / "hold").touch()
+    process = bench.start("run", "-d", "--", "ninja", "-C", str(second), "-j1")
+    assert process.wait(timeout=60) == 0
+    build = bench.latest_id()
+
+    def estimated() -> object:
+        record = bench.record(build)
+        live = record.live or {}
+        if live.get("eta_s") is not None and "build directory" in (live.get("eta_basis") or ""):
+            return record
+        return None if record.active else record
+
+    record = bench.wait_for("an ETA from the build directory beside it", estimated, timeout=120)
+    assert record.active, "the build ended before its ETA learned from the other directory"
+    live = record.live
+    assert live["eta_first_build"] is False
+    assert "../release/.ninja_log" in live["eta_basis"], live["eta_basis"]
+    assert live["eta_s"] >= 0.5 * HEAVY_S, live
+    (second / "hold").unlink()
     assert bench.wait_ended(build).state == "succeeded"
 
 

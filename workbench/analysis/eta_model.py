@@ -832,28 +832,37 @@ def tree_key(output: str) -> str:
 
 @dataclass(frozen=True)
 class OtherTree:
-    """What each edge took in the newest full run of another tree of the same sources, or in
-    this tree's own runs before workbench watched it (its `.ninja_log`)."""
+    """What each edge took in another tree of the same sources: the newest full run of one in
+    the history, this tree's own runs before workbench watched it (its `.ninja_log`), or
+    another build directory's beside it (its `.ninja_log`)."""
 
     build_id: int | None
-    """The other tree's run in the history; None: this tree's own log (`log`)."""
+    """The other tree's run in the history; None: a `.ninja_log` (`log`)."""
     seconds: dict[str, float]
     """Seconds by `tree_key` (the mean where one key was built several times)."""
     covers: float
     """The share of this build's planned edges it built."""
     log: str | None = None
-    """The `.ninja_log` whose entries from before this build the times are (`build_id` None)."""
+    """The `.ninja_log` whose entries the times are (`build_id` None): each output's latest."""
+    own: bool = False
+    """`log` is this tree's own, as it was before this build."""
 
     def basis(self) -> str:
         """What the ETA learned from, in words."""
-        if self.build_id is None:
+        share = f"{self.covers:.0%} of these edges"
+        if self.build_id is not None:
+            return (
+                f"first build of this tree: each edge at its time in build #{self.build_id} "
+                f"(another tree of the same sources, {share})"
+            )
+        if self.own:
             return (
                 "first run of this tree under workbench: each edge at its time in its earlier "
-                f"ninja runs (its .ninja_log before this build, {self.covers:.0%} of these edges)"
+                f"ninja runs (its .ninja_log before this build, {share})"
             )
         return (
-            f"first build of this tree: each edge at its time in build #{self.build_id} "
-            f"(another tree of the same sources, {self.covers:.0%} of these edges)"
+            "first build of this tree: each edge at its time in another build directory's "
+            f"ninja runs ({self.log}, {share})"
         )
 
 
@@ -872,11 +881,13 @@ def _covering(
 
 def other_tree(
     planned_outputs: Sequence[str],
-    candidates: Iterable[tuple[int, Iterable[tuple[str, float]]]],
+    candidates: Iterable[tuple[int | str, Iterable[tuple[str, float]]]],
+    own: bool = False,
 ) -> OtherTree | None:
-    """The first of `candidates` ((build id, its edges: (first output, seconds)), newest first)
-    that built at least `OTHER_TREE_COVERS` of `planned_outputs` by `tree_key`; None when none
-    did."""
+    """The first of `candidates` ((a history's build id, or a `.ninja_log`'s path; its edges:
+    (first output, seconds)), best first) that built at least `OTHER_TREE_COVERS` of
+    `planned_outputs` by `tree_key`; None when none did. `own`: the logs are this tree's own
+    from before the build."""
     planned = {tree_key(output) for output in planned_outputs}
     if not planned:
         return None
@@ -886,7 +897,7 @@ def other_tree(
     # where no other tree covers: 10 trees of 12,000 edges, benchmarks/eta_accuracy.py "cost").
     names = [key.rsplit("/", 1)[-1] for key in planned]
     least = OTHER_TREE_COVERS * len(planned)
-    for build_id, edges in candidates:
+    for source, edges in candidates:
         edges = list(edges)
         held: set[str] = set()
         for output, _seconds in edges:
@@ -897,7 +908,9 @@ def other_tree(
             continue
         seconds_of, covers = _covering(planned, edges)
         if covers >= OTHER_TREE_COVERS:
-            return OtherTree(build_id, seconds_of, covers)
+            if isinstance(source, str):
+                return OtherTree(None, seconds_of, covers, source, own)
+            return OtherTree(source, seconds_of, covers)
     return None
 
 
@@ -908,11 +921,7 @@ def own_earlier_runs(
     seconds in its latest entry there), when it holds at least `OTHER_TREE_COVERS` of
     `planned_outputs`: a tree built by ninja before workbench watched it (a clean rebuild, or
     the first build under workbench of a tree built by hand) has each edge's time there."""
-    planned = {tree_key(output) for output in planned_outputs}
-    seconds_of, covers = _covering(planned, before_build.items())
-    if not planned or covers < OTHER_TREE_COVERS:
-        return None
-    return OtherTree(None, seconds_of, covers, log)
+    return other_tree(planned_outputs, [(log, before_build.items())], own=True)
 
 
 def schedule_left(

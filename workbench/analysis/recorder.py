@@ -206,6 +206,41 @@ class _Followed:
             self.opened = None
 
 
+# Another build directory of the same sources beside this one (build/Linux/Release beside
+# build/Linux/Debug, build-asan beside build): of the build directory's parent, at most this many
+# subdirectories are looked at for a `.ninja_log`, and the newest `SIBLING_LOGS` of those are
+# offered to the ETA (`sibling_logs`), a log larger than `SIBLING_LOG_BYTES` never.
+SIBLING_DIRECTORIES = 64
+SIBLING_LOGS = 5
+SIBLING_LOG_BYTES = 16 << 20
+
+
+def sibling_logs(directory: Path) -> list[Path]:
+    """The `.ninja_log`s of `directory`'s siblings (its parent's other subdirectories), newest
+    first; never a CMake try-compile tree's; [] where the parent cannot be read."""
+    found: list[tuple[float, Path]] = []
+    try:
+        with os.scandir(directory.parent) as entries:
+            for index, entry in enumerate(entries):
+                if index >= SIBLING_DIRECTORIES:
+                    break
+                if entry.name == directory.name or not entry.is_dir(follow_symlinks=False):
+                    continue
+                log = Path(entry.path) / LOG_NAME
+                if is_cmake_scratch(entry.path):
+                    continue
+                try:
+                    stat = log.stat()
+                except OSError:
+                    continue
+                if 0 < stat.st_size <= SIBLING_LOG_BYTES:
+                    found.append((stat.st_mtime, log))
+    except OSError:
+        return []
+    found.sort(reverse=True)
+    return [log for _, log in found[:SIBLING_LOGS]]
+
+
 def open_working_directory(pid: int) -> int:
     """Process `pid`'s working directory, opened O_PATH through `/proc/PID/cwd`: it is there in
     the process's mount namespace, which may not be ours (a sandboxed Nix builder's `/build`).
@@ -284,6 +319,11 @@ class EdgeRecorder:
         if followed is None or not followed.reader.before_build:
             return None
         return log, followed.reader.before_build
+
+    def sibling_logs(self) -> list[Path]:
+        """The `.ninja_log`s of the build directory's siblings, newest first (`sibling_logs`);
+        [] when the command names no ninja directory."""
+        return [] if self.command is None else sibling_logs(self.command.directory)
 
     @property
     def log_path(self) -> Path | None:

@@ -48,11 +48,13 @@ import statistics
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.analysis import eta_model
 from workbench.analysis.edges import kind_of as edge_kind
 from workbench.analysis.edges import source_of
+from workbench.analysis.ninja_log import NinjaLogError, NinjaLogReader
 from workbench.history.records import EarlierRun
 from workbench.history.store import History
 from workbench.progress import Progress
@@ -290,6 +292,29 @@ def before_build_of(recorder: Any) -> tuple[str, Mapping[str, float]] | None:
     return None if found is None else (str(found[0]), found[1])
 
 
+def sibling_logs_of(recorder: Any) -> Callable[[], list[tuple[str, Path]]] | None:
+    """What lists, when asked, the `.ninja_log`s of the build directory's siblings of an
+    `EdgeRecorder` (newest first, `recorder.sibling_logs`): each by its path from the build
+    directory (`../Release/.ninja_log`, what the ETA's basis names) and its path."""
+    command = None if recorder is None else recorder.command
+    if command is None:
+        return None
+
+    def listed() -> list[tuple[str, Path]]:
+        return [(os.path.relpath(log, command.directory), log) for log in recorder.sibling_logs()]
+
+    return listed
+
+
+def logged_times(log: Path) -> Mapping[str, float]:
+    """Each output's seconds in its latest entry of the `.ninja_log` at `log`; {} where it
+    cannot be read or is no ninja log."""
+    try:
+        return NinjaLogReader.at_build_start(log).before_build
+    except (OSError, NinjaLogError):
+        return {}
+
+
 def planned_edges_of(recorder: Any) -> list[tuple[str, str | None]] | None:
     """(first output, rule) of every edge in the ninja graph of an `EdgeRecorder`'s build, once
     it read one."""
@@ -373,6 +398,10 @@ class LiveEta:
     latest entry there (`before_build_of`)."""
     waits: Mapping[str, Sequence[str]] | None = None
     """The graph's edges each planned edge waits for (read once another tree is found)."""
+    sibling_logs: Callable[[], list[tuple[str, Path]]] | None = None
+    """Lists the `.ninja_log`s of the build directory's siblings, newest first, each by its
+    path from it and its path (`sibling_logs_of`): another build directory of the same sources
+    beside this one."""
     dependencies: Callable[[], Mapping[str, Sequence[str]]] | None = None
     """Reads `waits` from the build's ninja graph (`dependencies_of`), when it has one."""
     _looked_for_other: bool = False
@@ -421,7 +450,8 @@ class LiveEta:
         tree's own earlier ninja runs when its log holds them (`before_build`: built by ninja
         before workbench watched it), else the newest full run of another tree on this host
         that built the same sources (`eta_model.other_tree`: another build directory, variant
-        or release)."""
+        or release), else the newest `.ninja_log` of a build directory beside this one that
+        did (`sibling_logs`: built by ninja alone)."""
         if (
             self._looked_for_other
             or self.pace is None
@@ -441,6 +471,9 @@ class LiveEta:
                 )
             )
             self.other = eta_model.other_tree(self.planned_outputs, candidates)
+        if self.other is None and self.sibling_logs is not None:
+            logs = ((label, logged_times(log).items()) for label, log in self.sibling_logs())
+            self.other = eta_model.other_tree(self.planned_outputs, logs)
         if self.other is not None and self.waits is None and self.dependencies is not None:
             self.waits = self.dependencies()
 

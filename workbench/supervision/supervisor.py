@@ -1033,6 +1033,7 @@ class Supervisor:
             edges = live_eta.planned_edges_of(self.edge_recorder)
             self.eta.dependencies = live_eta.dependencies_of(self.edge_recorder)
             self.eta.before_build = live_eta.before_build_of(self.edge_recorder)
+            self.eta.sibling_logs = live_eta.sibling_logs_of(self.edge_recorder)
             # A first build of its work looks for another tree of the same sources here.
             self._guarded("reading another tree's edges", lambda: self.eta.plan(edges))
 
