@@ -391,8 +391,9 @@ class LiveEta:
     """What the sampler saw running at the latest sample: (file or output, kind, seconds);
     None before any sample."""
     other: eta_model.OtherTree | None = None
-    """Another tree of the same sources built on this host, or this tree's own runs before
-    workbench watched it, for a first build of this work (`find_other_tree`)."""
+    """Another tree of the same sources built on this host, this tree's own runs before
+    workbench watched it, or a build directory's beside it, for a first build of this work
+    (`find_other_tree`)."""
     before_build: tuple[str, Mapping[str, float]] | None = None
     """This tree's `.ninja_log` before the build: its path and each output's seconds in its
     latest entry there (`before_build_of`)."""
