@@ -12,6 +12,7 @@ import os
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from needed_tools import needs
@@ -55,6 +56,33 @@ def write_tree(directory: Path) -> None:
     (directory / "build.ninja").write_text("\n".join(lines) + "\n")
 
 
+def _held_build_eta(bench: Bench, tree: Path, says: str) -> tuple[int, dict[str, Any]]:
+    """Start `ninja -C tree -j1` under workbench in the background, held before its heavy
+    unit (`hold`), and wait for its live view's ETA whose basis says `says` (any ETA for "");
+    fails if the build ends first. Returns the build's id and that live view."""
+    (tree / "hold").touch()
+    process = bench.start("run", "-d", "--", "ninja", "-C", str(tree), "-j1")
+    assert process.wait(timeout=60) == 0
+    build = bench.latest_id()
+
+    def estimated() -> object:
+        record = bench.record(build)
+        live = record.live or {}
+        if live.get("eta_s") is not None and says in (live.get("eta_basis") or ""):
+            return record
+        return None if record.active else record
+
+    record = bench.wait_for(f"an ETA saying {says!r}", estimated, timeout=120)
+    assert record.active, f"the build ended before its ETA said {says!r}"
+    return build, record.live
+
+
+def _release(bench: Bench, tree: Path, build: int) -> None:
+    """Let the held build go on, and see it succeed."""
+    (tree / "hold").unlink()
+    assert bench.wait_ended(build).state == "succeeded"
+
+
 def test_a_first_build_learns_from_another_tree_of_the_same_sources(
     bench: Bench, tmp_path: Path
 ) -> None:
@@ -67,30 +95,15 @@ def test_a_first_build_learns_from_another_tree_of_the_same_sources(
 
     second = tmp_path / "release-b"
     write_tree(second)
-    (second / "hold").touch()
-    process = bench.start("run", "-d", "--", "ninja", "-C", str(second), "-j1")
-    assert process.wait(timeout=60) == 0
-    build = bench.latest_id()
+    build, live = _held_build_eta(bench, second, "another tree")
     assert build != earlier
-
-    def estimated() -> object:
-        record = bench.record(build)
-        live = record.live or {}
-        if live.get("eta_s") is not None and "another tree" in (live.get("eta_basis") or ""):
-            return record
-        return None if record.active else record
-
-    record = bench.wait_for("an ETA from the other tree", estimated, timeout=120)
-    assert record.active, "the build ended before its ETA learned from the other tree"
-    live = record.live
     assert live["eta_first_build"] is False
     assert f"build #{earlier}" in live["eta_basis"], live["eta_basis"]
     # Held before its heavy unit: 4 s of it (at this build's pace against the other tree's,
     # sleeps either way) are still to come. Costed like the light units it would be 0.2 s.
     assert live["eta_s"] >= 0.5 * HEAVY_S, live
     assert live["eta_low_s"] <= live["eta_s"] <= live["eta_high_s"]
-    (second / "hold").unlink()
-    assert bench.wait_ended(build).state == "succeeded"
+    _release(bench, second, build)
 
 
 def _plain_ninja(directory: Path, *args: str) -> None:
@@ -109,27 +122,13 @@ def test_a_tree_ninja_built_before_learns_from_its_own_log(bench: Bench, tmp_pat
     write_tree(tree)
     _plain_ninja(tree)
     _plain_ninja(tree, "-t", "clean")
-    (tree / "hold").touch()
-    process = bench.start("run", "-d", "--", "ninja", "-C", str(tree), "-j1")
-    assert process.wait(timeout=60) == 0
-    build = bench.latest_id()
-
-    def estimated() -> object:
-        record = bench.record(build)
-        live = record.live or {}
-        if live.get("eta_s") is not None and ".ninja_log" in (live.get("eta_basis") or ""):
-            return record
-        return None if record.active else record
-
-    record = bench.wait_for("an ETA from the tree's own log", estimated, timeout=120)
-    assert record.active, "the build ended before its ETA learned from its own log"
-    live = record.live
+    build, live = _held_build_eta(bench, tree, ".ninja_log")
     assert live["eta_first_build"] is False
-    assert "earlier ninja runs" in live["eta_basis"] and "another tree" not in live["eta_basis"]
+    basis = live["eta_basis"]
+    assert "earlier ninja runs" in basis and "another tree" not in basis, basis
     assert live["eta_s"] >= 0.5 * HEAVY_S, live
     assert live["eta_low_s"] <= live["eta_s"] <= live["eta_high_s"]
-    (tree / "hold").unlink()
-    assert bench.wait_ended(build).state == "succeeded"
+    _release(bench, tree, build)
 
 
 def test_a_first_build_learns_from_a_build_directory_beside_it(
@@ -143,26 +142,11 @@ def test_a_first_build_learns_from_a_build_directory_beside_it(
     _plain_ninja(first)
     second = tmp_path / "build" / "debug"
     write_tree(second)
-    (second / "hold").touch()
-    process = bench.start("run", "-d", "--", "ninja", "-C", str(second), "-j1")
-    assert process.wait(timeout=60) == 0
-    build = bench.latest_id()
-
-    def estimated() -> object:
-        record = bench.record(build)
-        live = record.live or {}
-        if live.get("eta_s") is not None and "build directory" in (live.get("eta_basis") or ""):
-            return record
-        return None if record.active else record
-
-    record = bench.wait_for("an ETA from the build directory beside it", estimated, timeout=120)
-    assert record.active, "the build ended before its ETA learned from the other directory"
-    live = record.live
+    build, live = _held_build_eta(bench, second, "build directory")
     assert live["eta_first_build"] is False
     assert "../release/.ninja_log" in live["eta_basis"], live["eta_basis"]
     assert live["eta_s"] >= 0.5 * HEAVY_S, live
-    (second / "hold").unlink()
-    assert bench.wait_ended(build).state == "succeeded"
+    _release(bench, second, build)
 
 
 def test_an_incremental_first_run_is_not_costed_as_the_whole_tree(
@@ -179,19 +163,7 @@ def test_an_incremental_first_run_is_not_costed_as_the_whole_tree(
     later = time.time() + 5
     for name in ("u0.c", "u1.c", "held.c"):
         os.utime(tree / "src" / name, (later, later))
-    (tree / "hold").touch()
-    process = bench.start("run", "-d", "--", "ninja", "-C", str(tree), "-j1")
-    assert process.wait(timeout=60) == 0
-    build = bench.latest_id()
-
-    def estimated() -> object:
-        record = bench.record(build)
-        if (record.live or {}).get("eta_s") is not None:
-            return record
-        return None if record.active else record
-
-    record = bench.wait_for("an ETA once u0 and u1 finished", estimated, timeout=120)
-    assert record.active, "the build ended before it had an ETA"
+    build, _live = _held_build_eta(bench, tree, "")
     seen = []
     deadline = time.monotonic() + 3.0
     while time.monotonic() < deadline:
@@ -204,5 +176,4 @@ def test_an_incremental_first_run_is_not_costed_as_the_whole_tree(
         # (Its value is this run's: the held unit uses no CPU, and the pace so far falls while
         # it waits, so the extrapolation grows; no figure of the heavy unit is in it.)
         assert basis is not None and basis.startswith("extrapolated from this run's edges"), seen
-    (tree / "hold").unlink()
-    assert bench.wait_ended(build).state == "succeeded"
+    _release(bench, tree, build)
