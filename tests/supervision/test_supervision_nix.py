@@ -218,6 +218,39 @@ def test_single_user_nix_build(bench: Bench, standin_flake: Path) -> None:
     assert f"measured: build #{build_id} of cpu on " in dry.stderr
 
 
+def test_a_second_nix_build_has_an_eta_while_its_builder_runs_ninja(
+    bench: Bench, standin_flake: Path
+) -> None:
+    """The variant built again (a new derivation, the same flake): while its builder's ninja
+    runs, the ETA is the earlier build's at this progress, every second. Before, it showed one
+    in the first second and none from the moment the builder's ninja was found: the edges' work
+    key had an earlier run, and the learned ETA waited for a total a Nix build never gives."""
+    bench.extra_env["NIX_CONFIG"] = NIX_CONFIG
+    result = bench.run("build", "cpu", "-C", str(standin_flake), "--jobs", "2", timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    first = build_id_from(result.stderr)
+    renew(standin_flake)
+    started = bench.start("build", "cpu", "-C", str(standin_flake), "--jobs", "2", "--detach")
+    assert started.wait(timeout=120) == 0
+    second = bench.latest_id()
+    assert second != first
+    seen: list[tuple[object, object]] = []
+    while True:
+        record = bench.record(second)
+        live = record.live or {}
+        step = (record.progress or {}).get("step")
+        if record.active and step:
+            seen.append((live.get("eta_s"), live.get("eta_basis")))
+        if not record.active:
+            break
+        time.sleep(0.5)
+    assert record.state == SUCCEEDED, record.note
+    assert len(seen) >= 3, seen  # ninja ran for seconds: the fixture's heavy units
+    for eta_s, basis in seen:
+        assert eta_s is not None, seen
+        assert str(basis).startswith(f"earlier builds #{first} "), seen
+
+
 def test_a_build_missing_a_promised_file_fails_its_layout_check(
     bench: Bench, standin_flake: Path
 ) -> None:

@@ -499,19 +499,40 @@ class LiveEta:
 
     def estimate(self, elapsed_s: float, progress: Progress) -> Eta | None:
         """The ETA now."""
-        return self.estimate_at(elapsed_s, progress_fraction(progress), ninja_counts(progress))
+        return self.estimate_at(
+            elapsed_s, progress_fraction(progress), ninja_counts(progress), progress.nix
+        )
 
     def estimate_at(
-        self, elapsed_s: float, fraction: float | None, counts: tuple[int, int] | None
+        self,
+        elapsed_s: float,
+        fraction: float | None,
+        counts: tuple[int, int] | None,
+        nix: bool = False,
     ) -> Eta | None:
         """The ETA from plain values: the progress fraction and ninja's (done, total), at the
-        host's contention now (`observe`)."""
-        eta = self._estimate_at(elapsed_s, fraction, counts)
+        host's contention now (`observe`); `nix`: a Nix build's (`Progress.nix`)."""
+        eta = self._estimate_at(elapsed_s, fraction, counts, nix)
         return None if eta is None else self.host.apply(eta)
 
     def _estimate_at(
-        self, elapsed_s: float, fraction: float | None, counts: tuple[int, int] | None
+        self,
+        elapsed_s: float,
+        fraction: float | None,
+        counts: tuple[int, int] | None,
+        nix: bool = False,
     ) -> Eta | None:
+        if nix:
+            # A Nix build's ninja counts are one derivation's, not the build's (`ninja_counts`):
+            # its ETA is by progress (the derivations' counts and the ninja step of each one
+            # building), from its earlier runs first. The edges its builders' ninjas ran are
+            # recorded, but their runs are no reference for it: in Nix's sandbox every
+            # derivation whose source unpacks to `source` (fetchFromGitHub's) builds in
+            # /build/source/build, so the work key (the tree and targets) does not tell ONNX
+            # Runtime's ninja from a dependency's, nor one variant's from another's. Before this, a
+            # Nix build whose work key had an earlier run showed no ETA at all once its builder's
+            # ninja was found (the learned ETA waited for a total that never comes).
+            return estimate(elapsed_s, fraction, self.earlier)
         if self.pace is not None and self.pace.references:
             if counts is None:
                 return None  # full or incremental is not known until ninja says its total
