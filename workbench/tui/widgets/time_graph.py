@@ -301,8 +301,14 @@ class TimeGraph(Widget):
         forms = (
             [f"{latest}, {peak} {scale}", f"{peak} {scale}", peak]
             if peak
-            # A live graph's bare value is read as "now"; an ended build's keeps its "last".
-            else [f"{latest} {scale}", *([f"{value} {scale}"] if self.live else []), latest]
+            # A live graph's bare value is read as "now"; an ended build's keeps its "last",
+            # and its unit in fewer words ("last 60%, all cores") before none: the process
+            # table beside it counts per core.
+            else [
+                f"{latest} {scale}",
+                f"{value} {scale}" if self.live else f"{latest}, {scale.removeprefix('of ')}",
+                latest,
+            ]
         )
         return next((form for form in forms if len(form) <= room), forms[-1])
 
