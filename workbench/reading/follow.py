@@ -199,7 +199,8 @@ def contention_text(live: LiveView) -> str:
             f"(mean {other.mean_cpu_cores:.1f})"
         )
     if other.build_processes:
-        parts.append(f"{other.build_processes} other build processes on this host")
+        count = other.build_processes
+        parts.append(f"{count} other build process{'' if count == 1 else 'es'} on this host")
     return "; ".join(parts)
 
 

@@ -13,6 +13,7 @@ and between two builds the change per output (slower, faster, new, gone). Figure
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -442,7 +443,15 @@ def contention_line(facts: BuildFacts) -> str:
     cpus = live.cpus or (facts.measured.cpus if facts.measured else 0)
     if other is None or not other.samples or not cpus:
         return ""
-    builds = f"; {other.summary}" if other.summary else ""
+    builds = ""
+    if other.build_processes:
+        # The launch's census line says what runs now and warns of what will compete; here
+        # the build has ended: what ran beside it (at the last census), in the past tense.
+        count = other.build_processes
+        found = re.search(r"run on this host (\(.*\))", other.summary)
+        detail = f" {found.group(1)}" if found else ""
+        builds = f"; {count} other build process{'' if count == 1 else 'es'} ran on this host"
+        builds += detail
     return (
         f"Host contention (sampled over the build): other processes used "
         f"{other.mean_cpu_cores:.1f} of {cpus} cores on average{builds}."
