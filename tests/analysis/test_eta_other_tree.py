@@ -211,3 +211,27 @@ def test_the_history_offers_each_other_trees_fullest_run_on_this_host(tmp_path: 
         assert found == [full_b, full_a]
         assert own not in found
         assert history.runs_of_other_work("ninja:/c", now, 1) == [full_b]
+
+
+def test_a_nix_builds_eta_reads_no_edges_it_will_not_use(tmp_path: Path) -> None:
+    """A Nix build's ETA is by progress: its work's earlier runs' edges and another tree's are
+    not read for it (its builder's ninja shares its work key with other derivations' ninjas)."""
+    from workbench.supervision.live_eta import LiveEta
+
+    with History(tmp_path) as history:
+        _build(history, "earlier", "ninja:k", 30)
+        _build(history, "other tree", "ninja:other", 30)
+        later = _build(history, "later", "ninja:later", 0)
+        plain = LiveEta(history, later)
+        plain.learn("ninja:k")
+        assert plain.pace is not None and plain.pace.references
+        nix = LiveEta(history, later, nix=True)
+        nix.learn("ninja:k")
+        assert nix.pace is not None and not nix.pace.references
+        nix.learn("ninja:new")
+        nix.plan([(f"o{n}.o", "CXX_COMPILER") for n in range(30)])
+        assert nix.other is None
+        alone = LiveEta(history, later)
+        alone.learn("ninja:new")
+        alone.plan([(f"o{n}.o", "CXX_COMPILER") for n in range(30)])
+        assert alone.other is not None  # the same graph, not a Nix build: the other tree's

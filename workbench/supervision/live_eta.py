@@ -386,6 +386,9 @@ class LiveEta:
     """Other builds' CPU so far and now (`observe`)."""
     jobs: int | None = None
     """The jobs the build runs (its demand for cores), when known."""
+    nix: bool = False
+    """A Nix build: its ETA is by progress (`_estimate_at`), so neither its work's earlier runs'
+    edges nor another tree's are read (a second or more on an ONNX Runtime-sized history)."""
 
     running: tuple[tuple[str, str, float], ...] | None = None
     """What the sampler saw running at the latest sample: (file or output, kind, seconds);
@@ -455,6 +458,7 @@ class LiveEta:
         did (`sibling_logs`: built by ninja alone)."""
         if (
             self._looked_for_other
+            or self.nix
             or self.pace is None
             or self.pace.references
             or not self.planned_outputs
@@ -483,7 +487,11 @@ class LiveEta:
         if work_key is None or work_key == self.work_key:
             return
         self.work_key = work_key
-        found = references(self.history, work_key, self.build_id) if self.history else []
+        found = (
+            references(self.history, work_key, self.build_id)
+            if self.history and not self.nix
+            else []
+        )
         self.pace = eta_model.EdgePace(found)
         self.find_other_tree()
 
@@ -522,7 +530,7 @@ class LiveEta:
         counts: tuple[int, int] | None,
         nix: bool = False,
     ) -> Eta | None:
-        if nix:
+        if nix or self.nix:
             # A Nix build's ninja counts are one derivation's, not the build's (`ninja_counts`):
             # its ETA is by progress (the derivations' counts and the ninja step of each one
             # building), from its earlier runs first. The edges its builders' ninjas ran are

@@ -464,7 +464,7 @@ class Supervisor:
         record = self.record
         self.tracker = ProgressTracker(ninja_status=os.environ.get("NINJA_STATUS") or None)
         self.peaks = PeakTracker()
-        self.eta = LiveEta(self.history, record.id, jobs=record.jobs)
+        self.eta = LiveEta(self.history, record.id, jobs=record.jobs, nix=record.nix)
         self.earlier = (
             self._guarded(
                 "reading earlier builds",
