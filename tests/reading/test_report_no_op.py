@@ -36,3 +36,22 @@ def test_a_no_op_rebuilds_peak_is_not_sampled_not_0_mib(bench: Bench, tmp_path: 
     assert report.returncode == 0, report.stderr
     row = next(line for line in report.stdout.splitlines() if "Memory peak" in line)
     assert "0 MiB" not in row and "not sampled" in row, row
+
+
+def test_the_history_command_says_a_no_op_rebuilds_peak_is_not_known(
+    bench: Bench, tmp_path: Path
+) -> None:
+    """`workbench history` agrees with the History screen: "-" where no sample met the build,
+    not "0 MiB"."""
+    build_id = _no_op(bench, tmp_path)
+    with bench.history() as history:
+        measured = history.measured(build_id, slowest=0)
+    assert measured is not None
+    if measured.peak_rss:  # a sample met ninja after all: its peak is a true figure
+        return
+    listed = bench.run("history")
+    assert listed.returncode == 0, listed.stderr
+    header, *rows = listed.stdout.splitlines()
+    row = next(line for line in rows if line.split()[0] == str(build_id))
+    column = header.index("peak RSS")
+    assert row[column : column + 9].strip() == "-", (header, row)

@@ -51,7 +51,9 @@ def run_history(args: argparse.Namespace) -> int:
     for record in records:
         measured = history.measured(record.id, slowest=0)
         cpu = f"{measured.cpu_utilisation:.0f}%" if measured else "-"
-        peak = size(measured.peak_rss) if measured else "-"
+        # 0: no sample met the build (a no-op rebuild ends between two samples), as the
+        # History screen and the report say: not a peak of 0 MiB.
+        peak = size(measured.peak_rss) if measured and measured.peak_rss else "-"
         most = str(measured.most_jobs) if measured else "-"
         name, note = visible(record.name), visible(record.note or "")
         produced = from_json(history.artefacts(record.id))
