@@ -136,6 +136,29 @@ def make_directory(path: Path) -> None:
     _chmod(path, DIRECTORY_MODE)
 
 
+def _linked_file(path: Path) -> StateError:
+    return StateError(
+        f"{_shown(path)}: is a symbolic link; the workbench never writes through links "
+        "in its state directory (one planted there could send a build's output to "
+        "another file): remove it"
+    )
+
+
+def _mode_to_set(path: Path, info: os.stat_result) -> int | None:
+    """The mode a state file (`info`: its stat) must be given, None when it has it already:
+    group and other bits removed, the owner's left as they are. StateError when it is not a
+    regular file of this user."""
+    if not stat.S_ISREG(info.st_mode):
+        raise StateError(f"{_shown(path)}: not a regular file; remove it")
+    if info.st_uid != os.geteuid():
+        raise StateError(
+            f"{_shown(path)}: owned by {_user_name(info.st_uid)}, not by you; remove it"
+        )
+    mode = stat.S_IMODE(info.st_mode)
+    wanted = mode & 0o700 or FILE_MODE
+    return None if mode == wanted else wanted
+
+
 def open_private(path: Path, flags: int) -> int:
     """os.open for a state file: O_NOFOLLOW, created 0600, a regular file of this user.
 
@@ -146,23 +169,11 @@ def open_private(path: Path, flags: int) -> int:
         fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise StateError(
-                f"{_shown(path)}: is a symbolic link; the workbench never writes through links "
-                "in its state directory (one planted there could send a build's output to "
-                "another file): remove it"
-            ) from None
+            raise _linked_file(path) from None
         raise
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise StateError(f"{_shown(path)}: not a regular file; remove it")
-        if info.st_uid != os.geteuid():
-            raise StateError(
-                f"{_shown(path)}: owned by {_user_name(info.st_uid)}, not by you; remove it"
-            )
-        mode = stat.S_IMODE(info.st_mode)
-        wanted = mode & 0o700 or FILE_MODE
-        if mode != wanted:
+        wanted = _mode_to_set(path, os.fstat(fd))
+        if wanted is not None:
             try:
                 os.fchmod(fd, wanted)
             except OSError as exc:
@@ -197,18 +208,7 @@ def check_private_file(path: Path, create: bool) -> None:
             os.close(fd)
             return
     if stat.S_ISLNK(info.st_mode):
-        raise StateError(
-            f"{_shown(path)}: is a symbolic link; the workbench never writes through links "
-            "in its state directory (one planted there could send a build's output to "
-            "another file): remove it"
-        )
-    if not stat.S_ISREG(info.st_mode):
-        raise StateError(f"{_shown(path)}: not a regular file; remove it")
-    if info.st_uid != os.geteuid():
-        raise StateError(
-            f"{_shown(path)}: owned by {_user_name(info.st_uid)}, not by you; remove it"
-        )
-    mode = stat.S_IMODE(info.st_mode)
-    wanted = mode & 0o700 or FILE_MODE
-    if mode != wanted:
+        raise _linked_file(path)
+    wanted = _mode_to_set(path, info)
+    if wanted is not None:
         _chmod(path, wanted)
