@@ -78,6 +78,29 @@ def test_a_build_tree_named_with_dash_c_is_locked_from_anywhere(
 
 
 @needs_ninja
+def test_two_build_trees_named_with_dash_c_from_one_checkout_both_build(
+    bench: Bench, tmp_path: Path
+) -> None:
+    """From one shell in a checkout, `ninja -C` of two build trees outside it are two builds of
+    two trees: the second starts (it was refused, the shell's checkout locked by the first),
+    and a third of the first tree is still refused."""
+    shell = tmp_path / "shell"
+    (shell / ".git").mkdir(parents=True)
+    first_tree = _slow_ninja_tree(tmp_path / "one")
+    second_tree = _slow_ninja_tree(tmp_path / "two")
+    started = []
+    for tree in (first_tree, second_tree):
+        done = bench.run("run", "-d", "--", "ninja", "-C", str(tree), cwd=shell, timeout=60)
+        assert done.returncode == 0, done.stderr
+        started.append(build_id_from(done.stderr))
+    refused = bench.run("run", "--", "ninja", "-C", str(first_tree), cwd=shell, timeout=60)
+    assert refused.returncode == 2, refused.stderr
+    assert f"build #{started[0]} " in refused.stderr and "is already building" in refused.stderr
+    for build_id in started:
+        assert bench.run("stop", str(build_id), timeout=60).returncode == 0
+
+
+@needs_ninja
 def test_a_lost_build_whose_processes_run_keeps_its_tree_until_stopped(
     bench: Bench, tmp_path: Path
 ) -> None:

@@ -510,12 +510,17 @@ def plan_run(argv: Sequence[str], name: str | None, cwd: Path, forced: bool = Fa
     label = check_name(name) if name else _default_name(program)
     resolved = cwd.resolve()
     recorded = {"argv": command, "cwd": str(resolved)}
+    # The checkout a build works in: the one of the tree its command names (`ninja -C DIR`),
+    # else the one it runs in. Two builds of two build directories started from one shell are
+    # two builds of two trees: locking the shell's checkout refused the second (`--force`).
+    named = _named_trees(command)
+    tree = (resolved / os.path.expanduser(named[0])).resolve() if named else resolved
     return NewBuild(
         name=label,
         backend="run",
         argv=tuple(command),
         cwd=str(resolved),
-        checkout=str(find_checkout(resolved)),
+        checkout=str(find_checkout(tree)),
         settings=recorded,
         eta_key=eta_key("run", label, recorded),
         nix=os.path.basename(program) in ("nix", "nix-build"),
