@@ -154,7 +154,7 @@ def start(
     trees = build_trees(plan.argv, plan.cwd, plan.checkout)
     lock: BuildLock | None = None
     try:
-        lock = BuildLock.acquire(state, trees)
+        lock = _acquire(state, history, trees)
         _refuse_lost_builds_of(history, trees)
     except LockBusy as busy:
         if lock is not None:
@@ -179,6 +179,35 @@ def start(
     finally:
         os.close(started_r)
     return Started(record, supervisor, said)
+
+
+# A build whose row says it ended holds its trees' locks until its supervisor has exited (it
+# records the end, then starts a push it claimed, tells its keeper and exits): a build started
+# right after it, as `workbench run A && workbench run B` starts one, waits this long for them.
+ENDED_HOLDER_WAIT_S = 5.0
+
+
+def _acquire(state: Path, history: History, trees: list[str]) -> BuildLock:
+    """`BuildLock.acquire`, waiting (at most `ENDED_HOLDER_WAIT_S`) while the holder is a build
+    whose row has ended; LockBusy at once when it is one still running."""
+    deadline = time.monotonic() + ENDED_HOLDER_WAIT_S
+    while True:
+        try:
+            return BuildLock.acquire(state, trees)
+        except LockBusy as busy:
+            if time.monotonic() >= deadline or not _holder_ended(history, busy):
+                raise
+            time.sleep(0.05)
+
+
+def _holder_ended(history: History, busy: LockBusy) -> bool:
+    build_id = busy.holder.get("build_id")
+    if not isinstance(build_id, int) or busy.detail:
+        return False
+    try:
+        return not history.get(build_id).active
+    except WorkbenchError:
+        return False
 
 
 def _explained(history: History, busy: LockBusy) -> LockBusy:

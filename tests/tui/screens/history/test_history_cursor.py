@@ -14,9 +14,10 @@ from workbench.tui.screens.history.history_screen import HistoryScreen
 
 
 async def test_home_end_and_a_new_build_keep_the_highlight_true(tui, bench, tmp_path) -> None:
-    ids = [start(bench, "--name", f"quick{n}", "--", "true", cwd=tmp_path) for n in range(3)]
-    for build_id in ids:
-        bench.wait_ended(build_id, 60)
+    ids = []
+    for n in range(3):  # one after another: a build of this tree still running refuses the next
+        ids.append(start(bench, "--name", f"quick{n}", "--", "true", cwd=tmp_path))
+        bench.wait_ended(ids[-1], 60)
     app = tui()
     async with app.run_test(size=(120, 36)) as pilot:
         await app.workers.wait_for_complete()
