@@ -217,7 +217,7 @@ SIBLING_LOG_BYTES = 16 << 20
 
 def sibling_logs(directory: Path) -> list[Path]:
     """The `.ninja_log`s of `directory`'s siblings (its parent's other subdirectories), newest
-    first; never a CMake try-compile tree's; [] where the parent cannot be read."""
+    first; [] where the parent cannot be read."""
     found: list[tuple[float, Path]] = []
     try:
         with os.scandir(directory.parent) as entries:
@@ -227,8 +227,6 @@ def sibling_logs(directory: Path) -> list[Path]:
                 if entry.name == directory.name or not entry.is_dir(follow_symlinks=False):
                     continue
                 log = Path(entry.path) / LOG_NAME
-                if is_cmake_scratch(entry.path):
-                    continue
                 try:
                     stat = log.stat()
                 except OSError:

@@ -9,6 +9,7 @@ each with PID, user, kind and the file it works on.
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from collections.abc import Iterable
 
@@ -33,6 +34,22 @@ def own_lineage() -> set[int]:
 def other_build_processes(exclude: Iterable[int] = ()) -> list[HostBuildProcess]:
     """Build processes on this host now, leaving out our own lineage and `exclude`."""
     return find_host_build_processes(exclude=own_lineage() | set(exclude))
+
+
+def counted(count: int) -> str:
+    """ "1 other build process", "3 other build processes"."""
+    return f"{count} other build process{'' if count == 1 else 'es'}"
+
+
+# The census line `describe` writes, whose parenthesis (what runs, whose) `census_detail`
+# reads back from a summary a supervisor stored.
+_CENSUS_DETAIL = re.compile(r"run on this host (\(.*\))")
+
+
+def census_detail(summary: str) -> str:
+    """What runs and whose, of a `describe` summary line: "(1 ninja; user(s) root)"; ""."""
+    found = _CENSUS_DETAIL.search(summary)
+    return found.group(1) if found else ""
 
 
 def describe(processes: list[HostBuildProcess], limit: int = 8) -> list[str]:

@@ -199,8 +199,9 @@ def contention_text(live: LiveView) -> str:
             f"(mean {other.mean_cpu_cores:.1f})"
         )
     if other.build_processes:
-        count = other.build_processes
-        parts.append(f"{count} other build process{'' if count == 1 else 'es'} on this host")
+        from workbench.planning.preflight import counted
+
+        parts.append(f"{counted(other.build_processes)} on this host")
     return "; ".join(parts)
 
 

@@ -13,7 +13,6 @@ and between two builds the change per output (slower, faster, new, gone). Figure
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -447,11 +446,11 @@ def contention_line(facts: BuildFacts) -> str:
     if other.build_processes:
         # The launch's census line says what runs now and warns of what will compete; here
         # the build has ended: what ran beside it (at the last census), in the past tense.
-        count = other.build_processes
-        found = re.search(r"run on this host (\(.*\))", other.summary)
-        detail = f" {found.group(1)}" if found else ""
-        builds = f"; {count} other build process{'' if count == 1 else 'es'} ran on this host"
-        builds += detail
+        from workbench.planning import preflight
+
+        detail = preflight.census_detail(other.summary)
+        builds = f"; {preflight.counted(other.build_processes)} ran on this host"
+        builds += f" {detail}" if detail else ""
     return (
         f"Host contention (sampled over the build): other processes used "
         f"{other.mean_cpu_cores:.1f} of {cpus} cores on average{builds}."

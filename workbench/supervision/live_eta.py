@@ -387,8 +387,9 @@ class LiveEta:
     jobs: int | None = None
     """The jobs the build runs (its demand for cores), when known."""
     nix: bool = False
-    """A Nix build: its ETA is by progress (`_estimate_at`), so neither its work's earlier runs'
-    edges nor another tree's are read (a second or more on an ONNX Runtime-sized history)."""
+    """A Nix build (its record's, or its log's: `estimate`): its ETA is by progress
+    (`_estimate_at`), so neither its work's earlier runs' edges nor another tree's are read (a
+    second or more on an ONNX Runtime-sized history)."""
 
     running: tuple[tuple[str, str, float], ...] | None = None
     """What the sampler saw running at the latest sample: (file or output, kind, seconds);
@@ -507,30 +508,22 @@ class LiveEta:
 
     def estimate(self, elapsed_s: float, progress: Progress) -> Eta | None:
         """The ETA now."""
-        return self.estimate_at(
-            elapsed_s, progress_fraction(progress), ninja_counts(progress), progress.nix
-        )
+        if progress.nix:
+            self.nix = True  # a build whose log says it is Nix's, whatever started it
+        return self.estimate_at(elapsed_s, progress_fraction(progress), ninja_counts(progress))
 
     def estimate_at(
-        self,
-        elapsed_s: float,
-        fraction: float | None,
-        counts: tuple[int, int] | None,
-        nix: bool = False,
+        self, elapsed_s: float, fraction: float | None, counts: tuple[int, int] | None
     ) -> Eta | None:
         """The ETA from plain values: the progress fraction and ninja's (done, total), at the
-        host's contention now (`observe`); `nix`: a Nix build's (`Progress.nix`)."""
-        eta = self._estimate_at(elapsed_s, fraction, counts, nix)
+        host's contention now (`observe`)."""
+        eta = self._estimate_at(elapsed_s, fraction, counts)
         return None if eta is None else self.host.apply(eta)
 
     def _estimate_at(
-        self,
-        elapsed_s: float,
-        fraction: float | None,
-        counts: tuple[int, int] | None,
-        nix: bool = False,
+        self, elapsed_s: float, fraction: float | None, counts: tuple[int, int] | None
     ) -> Eta | None:
-        if nix or self.nix:
+        if self.nix:
             # A Nix build's ninja counts are one derivation's, not the build's (`ninja_counts`):
             # its ETA is by progress (the derivations' counts and the ninja step of each one
             # building), from its earlier runs first. The edges its builders' ninjas ran are
