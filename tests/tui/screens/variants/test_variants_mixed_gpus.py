@@ -152,8 +152,15 @@ async def test_one_architecture_keeps_the_plain_recommendation(
         first = drawn_lines(app.screen.query_one("#recommendation", Static))[0]
         assert first.startswith(f"★ {app.report.selection.primary.variant.name}")
         assert "No variant covers" not in first and not list(app._notifications)
-        note = drawn_lines(app.screen.query_one("#row-note", Static))[0]
-        assert note == "★ recommended for this host"
+        # The cursor is put on the recommended row once the table is filled; until then the
+        # note is the first row's (CI beside load drew it before the cursor moved).
+        primary = app.report.selection.primary.variant.name
+        screen = app.screen
+        assert isinstance(screen, VariantsScreen)
+        await wait_until(pilot, "the cursor on the ★ row", lambda: screen._highlighted() == primary)
+        row_note = screen.query_one("#row-note", Static)
+        await wait_until(pilot, "the ★ row's note", lambda: drawn_lines(row_note)[0][:1] == "★")
+        assert drawn_lines(row_note)[0] == "★ recommended for this host"
 
 
 async def test_with_the_setting_in_place_the_line_says_build(
@@ -177,7 +184,9 @@ async def test_with_the_setting_in_place_the_line_says_build(
             f"★ No variant covers sm80+sm89: cuda_architectures 80,89 is set, build {one_build}; "
             "or one per GPU: ★ rows"
         )
-        note = drawn_lines(screen.query_one("#row-note", Static))[0]
+        row_note = screen.query_one("#row-note", Static)
+        await wait_until(pilot, "the ★ row's note", lambda: drawn_lines(row_note)[0][:1] == "★")
+        note = drawn_lines(row_note)[0]
         assert note == "★ one build for every GPU here: cuda_architectures is 80,89 already"
         [notification] = list(app._notifications)
         assert "already: build " + one_build in notification.message
