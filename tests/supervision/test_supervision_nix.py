@@ -251,6 +251,56 @@ def test_a_second_nix_build_has_an_eta_while_its_builder_runs_ninja(
         assert str(basis).startswith(f"earlier builds #{first} "), seen
 
 
+def _etas_while_ninja_runs(bench: Bench, build_id: int) -> list[tuple[object, object, object]]:
+    """(ETA seconds, its basis, whether it says "first build") of `build_id`'s live view every
+    half second while its log shows a ninja step, until it ends; it must succeed."""
+    seen: list[tuple[object, object, object]] = []
+    while True:
+        record = bench.record(build_id)
+        live = record.live or {}
+        if record.active and (record.progress or {}).get("step"):
+            seen.append((live.get("eta_s"), live.get("eta_basis"), live.get("eta_first_build")))
+        if not record.active:
+            break
+        time.sleep(0.5)
+    assert record.state == SUCCEEDED, record.note
+    return seen
+
+
+def test_a_first_nix_build_of_a_variant_learns_from_its_builder_s_ninja(
+    bench: Bench, standin_flake: Path
+) -> None:
+    """A variant never built before (a new release, patch or setting): while its last
+    derivation's ninja runs, the ETA is that ninja's, learned edge by edge as a plain ninja
+    build's is, and its basis says what it leaves out. The first build has only its own edges;
+    the next, another derivation of the same sources (a new nonce, with other settings so that
+    no earlier run of its variant exists), learns each edge's time from the first. Before, both
+    could only extrapolate their progress ("this build's pace"), the method that held the truth
+    in about a third of first builds' checkpoints (benchmarks/eta_accuracy.py)."""
+    bench.extra_env["NIX_CONFIG"] = NIX_CONFIG
+    prefix = f"{DERIVATION}'s ninja (install and fixup after it not counted): "
+    started = bench.start("build", "cpu", "-C", str(standin_flake), "--jobs", "2", "--detach")
+    assert started.wait(timeout=120) == 0
+    first = bench.latest_id()
+    seen = _etas_while_ninja_runs(bench, first)
+    learned = [(eta, basis, first) for eta, basis, first in seen if str(basis).startswith(prefix)]
+    assert learned, seen
+    assert all(isinstance(eta, float | int) and eta >= 0 for eta, _, _ in learned), learned
+    # Its own edges so far: the wide range that says "first build".
+    assert all(first is True for _, _, first in learned), learned
+    assert all("extrapolated from this run's edges so far" in str(b) for _, b, _ in learned)
+
+    renew(standin_flake)
+    started = bench.start("build", "cpu", "-C", str(standin_flake), "--jobs", "1", "--detach")
+    assert started.wait(timeout=120) == 0
+    second = bench.latest_id()
+    assert second != first
+    seen = _etas_while_ninja_runs(bench, second)
+    other = f"each edge at its time in build #{first} (another tree of the same sources"
+    learned = [b for _, b, _ in seen if str(b).startswith(prefix) and other in str(b)]
+    assert learned, seen
+
+
 def test_a_build_missing_a_promised_file_fails_its_layout_check(
     bench: Bench, standin_flake: Path
 ) -> None:

@@ -124,6 +124,15 @@ def work_key(command: NinjaCommand) -> str:
     return "ninja:" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def derivation_work_key(derivation: str, targets: Sequence[str]) -> str:
+    """`work_key` of a Nix builder's ninja: the store path its derivation builds and its targets
+    (its directory, /build/source/build in every sandbox, tells nothing). The same path is the
+    same derivation: another release or variant is another work, found as another tree of the
+    same sources (`History.runs_of_other_work`)."""
+    text = json.dumps([derivation, sorted(targets)])
+    return "nix:" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 @dataclass(frozen=True)
 class SampledJob:
     """A compile job the sampler saw (from `monitor.JobRecord`): its source, when, its peak
@@ -168,6 +177,12 @@ class _Followed:
     # build.ninja as it was just before the graph was read: the same file at the end (and no
     # edge of this run rewrote a manifest) means the same graph, so it is not read again.
     manifest: tuple[int, int, int] | None = None
+    derivation: str | None = None
+    """A Nix builder's ninja: the store path its derivation builds (the builder's `out`), which
+    tells one derivation's tree from another's where every sandbox names it /build/source/build;
+    None: not a builder's (or its environment could not be read)."""
+    jobs: int | None = None
+    """The ninja's -j, when its command line gives one."""
     # The least (log mtime - last entry's end) seen: ninja's clock started at or before it.
     started_by: float | None = None
     last_end_ms: int = -1
@@ -237,6 +252,37 @@ def sibling_logs(directory: Path) -> list[Path]:
         return []
     found.sort(reverse=True)
     return [log for _, log in found[:SIBLING_LOGS]]
+
+
+def builder_output(pid: int) -> str | None:
+    """The store path a Nix builder process builds: `out` in its environment, which its children
+    inherit (Nix passes each output's path to the builder in the environment variable named
+    after the output: NixOS/nix doc/manual/src/language/derivations.md, `outputs`; `nix-store
+    --print-env` shows it); None for a process that is no builder's, or whose environment
+    cannot be read (another user's, without root: the same access as its working directory)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            environment = handle.read()
+    except OSError:
+        return None
+    for entry in environment.split(b"\0"):
+        if entry.startswith(b"out=/"):
+            path = entry[4:].decode("utf-8", "surrogateescape")
+            return path if "/store/" in path else None
+    return None
+
+
+def ninja_jobs(argv: Sequence[str]) -> int | None:
+    """The -j of a ninja command line (`-j N` or `-jN`); None when it gives none."""
+    for index, arg in enumerate(argv):
+        value = None
+        if arg == "-j" and index + 1 < len(argv):
+            value = argv[index + 1]
+        elif arg.startswith("-j") and len(arg) > 2:
+            value = arg[2:]
+        if value is not None and value.isdigit() and int(value) > 0:
+            return int(value)
+    return None
 
 
 def open_working_directory(pid: int) -> int:
@@ -372,6 +418,8 @@ class EdgeRecorder:
             reader = _tail_of_this_run(readable, started, self.clock())
             reader.hold_open()  # a Nix builder's directory goes as soon as the builder ends
             followed = _Followed(reader, cwd, command.targets, started, opened)
+            followed.derivation = builder_output(pid)
+            followed.jobs = ninja_jobs(argv)
             self.followed[log] = followed
             self._read_graph(followed)
 
@@ -403,12 +451,33 @@ class EdgeRecorder:
 
     def poll(self) -> list[Edge]:
         """Read what the logs gained; returns the edges completed since the last call."""
-        new: list[Edge] = []
-        for followed in self.followed.values():
-            new += followed.add(followed.reader.read_new())
+        return [edge for edges in self.poll_logs().values() for edge in edges]
+
+    def poll_logs(self) -> dict[Path, list[Edge]]:
+        """`poll`, by the log each edge is in."""
+        new: dict[Path, list[Edge]] = {}
+        for log, followed in self.followed.items():
+            new[log] = followed.add(followed.reader.read_new())
             if followed.graph is None and followed.assembler.edges and followed.graph_error is None:
                 self._read_graph(followed)
         return new
+
+    def builder(self) -> tuple[Path, _Followed] | None:
+        """The log of the Nix builder's ninja found last (the derivation building now, or the
+        latest that did) and how it is followed; None when no builder's ninja was found."""
+        found = [
+            (followed.ninja_started or 0.0, log, followed)
+            for log, followed in self.followed.items()
+            if followed.derivation is not None
+        ]
+        if not found:
+            return None
+        _, log, followed = max(found, key=lambda item: item[0])
+        return log, followed
+
+    def origin_of(self, followed: _Followed) -> float:
+        """The epoch `followed`'s edge times count from."""
+        return self._origin(followed)
 
     def edges(self) -> list[Edge]:
         """Every edge so far (relative times)."""

@@ -29,6 +29,10 @@ Four ways, the better one that applies:
   still needed its duration minus the time it reached f; the median over the latest few is the
   estimate. Without earlier builds, the time so far is extrapolated from the fraction.
 
+A Nix build's ETA is by progress (its derivations' counts and the ninja step of each building),
+but for a first build of its variant in its last derivation's ninja: that ninja's ETA, by the
+first three ways, its work keyed by the store path the derivation builds (`BuilderNinja`).
+
 Every estimate carries a range (`low_s`-`high_s`): the spread of the earlier runs it rests on,
 widened more the less of the build is done.
 
@@ -274,12 +278,17 @@ def references(
 def work_key_of(recorder: EdgeRecorder | None) -> str | None:
     """What an `EdgeRecorder`'s build builds: its command's tree and targets, else those of the
     first ninja the sampler found (`python -m ... build` that execs ninja, a build script)."""
-    from workbench.analysis.recorder import NinjaCommand, work_key
+    from workbench.analysis.recorder import NinjaCommand, derivation_work_key, work_key
 
     if recorder is None:
         return None
     if recorder.work_key is not None:
         return recorder.work_key
+    builder = recorder.builder()
+    if builder is not None:  # a Nix build: the derivation its last builder's ninja built
+        followed = builder[1]
+        assert followed.derivation is not None  # `builder` finds only builders' ninjas
+        return derivation_work_key(followed.derivation, followed.targets)
     for followed in recorder.followed.values():
         return work_key(NinjaCommand(followed.directory, followed.targets))
     return None
@@ -321,15 +330,8 @@ def planned_edges_of(recorder: Any) -> list[tuple[str, str | None]] | None:
     if recorder is None:
         return None
     for followed in recorder.followed.values():
-        graph = followed.graph
-        if graph is not None:
-            seen: set[int] = set()
-            edges = []
-            for edge in graph.producer.values():
-                if id(edge) not in seen:
-                    seen.add(id(edge))
-                    edges.append((edge.outputs[0], edge.rule))
-            return edges
+        if followed.graph is not None:
+            return graph_edges(followed.graph)
     return None
 
 
@@ -352,9 +354,51 @@ def dependencies_of(recorder: Any) -> Callable[[], Mapping[str, Sequence[str]]] 
     return None
 
 
+def graph_edges(graph: BuildGraph) -> list[tuple[str, str | None]]:
+    """(first output, rule) of every edge of a ninja graph."""
+    seen: set[int] = set()
+    edges: list[tuple[str, str | None]] = []
+    for edge in graph.producer.values():
+        if id(edge) not in seen:
+            seen.add(id(edge))
+            edges.append((edge.outputs[0], edge.rule))
+    return edges
+
+
 def _all_dependencies(graph: BuildGraph) -> Mapping[str, Sequence[str]]:
     edges = {id(edge): edge for edge in graph.producer.values() if edge.rule != "phony"}
     return graph.executed_dependencies(edge.outputs for edge in edges.values())
+
+
+@dataclass
+class BuilderNinja:
+    """The ninja of a Nix build's builder (found by the sampler, `EdgeRecorder.builder`): its
+    own ETA from its edges, as a plain ninja build's (`LiveEta`, keyed by the store path its
+    derivation builds: `derivation_work_key`)."""
+
+    log: Path
+    """Its `.ninja_log` as the recorder follows it."""
+    name: str
+    """Its derivation's name, as Nix's log names it ("onnxruntime-1.20.1")."""
+    offset_s: float
+    """When its edges' times count from, seconds after the build's start."""
+    live: LiveEta
+
+
+def builder_counts(progress: Progress, builder: BuilderNinja | None) -> tuple[int, int] | None:
+    """(edges done, edges ninja will run) of `builder`'s ninja from the Nix log, when its
+    derivation is the last the build runs (none planned after it, none beside it): its ETA is
+    then the build's, but for its install and fixup after ninja. None otherwise: the
+    derivations after it are not costed edge by edge."""
+    if builder is None or progress.planned <= 0 or len(progress.derivations) != 1:
+        return None
+    [building] = progress.derivations
+    step = building.step
+    if building.name != builder.name or progress.done + 1 < progress.planned:
+        return None
+    if step is None or step.tool != "ninja" or step.total <= 0:
+        return None
+    return step.done, step.total
 
 
 def ninja_counts(progress: Progress) -> tuple[int, int] | None:
@@ -409,6 +453,8 @@ class LiveEta:
     beside this one."""
     dependencies: Callable[[], Mapping[str, Sequence[str]]] | None = None
     """Reads `waits` from the build's ninja graph (`dependencies_of`), when it has one."""
+    builder: BuilderNinja | None = None
+    """A Nix build's builder's ninja found last (`follow_builder`)."""
     _looked_for_other: bool = False
     _from_other: tuple[float, float, eta_model.Estimate] | None = None
     """The latest estimate from the other tree: (when, seconds into the build; what computing
@@ -506,11 +552,44 @@ class LiveEta:
                 for edge in edges:
                     self.costs.add(edge.output, edge.duration_s)
 
+    def follow_builder(
+        self, recorder: EdgeRecorder, new: Mapping[Path, Sequence[Any]], started: float
+    ) -> None:
+        """A Nix build's edges: the newest builder's ninja the recorder follows gets its own
+        ETA (`BuilderNinja`): its work's earlier runs, another tree of the same sources (another
+        release or variant built on this host), else its own edges so far. `new`: the edges
+        each log gained at this poll (`EdgeRecorder.poll_logs`); `started`: the build's start,
+        epoch."""
+        from workbench.analysis.recorder import derivation_work_key
+        from workbench.progress.nix_log import derivation_name
+
+        found = recorder.builder()
+        if found is None:
+            return
+        log, followed = found
+        assert followed.derivation is not None
+        offset = recorder.origin_of(followed) - started
+        builder = self.builder
+        if builder is None or builder.log != log:
+            live = LiveEta(self.history, self.build_id, jobs=followed.jobs)
+            builder = BuilderNinja(log, derivation_name(followed.derivation), offset, live)
+            self.builder = builder
+            edges: Sequence[Any] = followed.assembler.edges
+            live.learn(derivation_work_key(followed.derivation, followed.targets))
+        else:
+            edges = new.get(log, ())
+        builder.offset_s = offset
+        builder.live.add_edges(edges)
+        if builder.live.planned is None and followed.graph is not None:
+            builder.live.dependencies = functools.partial(_all_dependencies, followed.graph)
+            builder.live.plan(graph_edges(followed.graph))
+
     def estimate(self, elapsed_s: float, progress: Progress) -> Eta | None:
         """The ETA now."""
         if progress.nix:
             self.nix = True  # a build whose log says it is Nix's, whatever started it
-        return self.estimate_at(elapsed_s, progress_fraction(progress), ninja_counts(progress))
+        counts = builder_counts(progress, self.builder) if self.nix else ninja_counts(progress)
+        return self.estimate_at(elapsed_s, progress_fraction(progress), counts)
 
     def estimate_at(
         self, elapsed_s: float, fraction: float | None, counts: tuple[int, int] | None
@@ -526,14 +605,28 @@ class LiveEta:
         if self.nix:
             # A Nix build's ninja counts are one derivation's, not the build's (`ninja_counts`):
             # its ETA is by progress (the derivations' counts and the ninja step of each one
-            # building), from its earlier runs first. The edges its builders' ninjas ran are
-            # recorded, but their runs are no reference for it: in Nix's sandbox every
-            # derivation whose source unpacks to `source` (fetchFromGitHub's) builds in
-            # /build/source/build, so the work key (the tree and targets) does not tell ONNX
-            # Runtime's ninja from a dependency's, nor one variant's from another's. Before this, a
-            # Nix build whose work key had an earlier run showed no ETA at all once its builder's
-            # ninja was found (the learned ETA waited for a total that never comes).
-            return estimate(elapsed_s, fraction, self.earlier)
+            # building), from its variant's earlier runs first: those curves hold its
+            # dependencies, phases and fixup as well. In Nix's sandbox every derivation whose
+            # source unpacks to `source` (fetchFromGitHub's) builds in /build/source/build, so a
+            # builder's ninja is known by the store path its derivation builds
+            # (`derivation_work_key`), not by its tree.
+            by_progress = estimate(elapsed_s, fraction, self.earlier)
+            builder = self.builder
+            if builder is None or counts is None or any(did_work(r) for r in self.earlier):
+                return by_progress
+            # A first build of its variant (a new release, patch or setting), in its last
+            # derivation's ninja (`builder_counts`): that ninja's own ETA, from what its
+            # derivation's earlier runs, another derivation of the same sources, or its own
+            # edges so far say (`follow_builder`). By progress it could only extrapolate.
+            builder.live.running = self.running
+            inner = builder.live._estimate_at(max(0.0, elapsed_s - builder.offset_s), None, counts)
+            if inner is None:
+                return by_progress
+            return replace(
+                inner,
+                basis=f"{builder.name}'s ninja (install and fixup after it not counted): "
+                + inner.basis,
+            )
         if self.pace is not None and self.pace.references:
             if counts is None:
                 return None  # full or incremental is not known until ninja says its total

@@ -1020,8 +1020,16 @@ class Supervisor:
             return
         from workbench.supervision import live_eta
 
-        self.edge_recorder.observe((p.pid, p.started, p.tool) for p in sample.processes)
-        new = self.edge_recorder.poll()
+        recorder = self.edge_recorder
+        recorder.observe((p.pid, p.started, p.tool) for p in sample.processes)
+        new_by_log = recorder.poll_logs()
+        new = [edge for edges in new_by_log.values() for edge in edges]
+        if self.eta.nix:
+            # Its builders' ninjas, each by the derivation it builds: the last one's ETA.
+            self._guarded(
+                "reading the builder's earlier edges",
+                lambda: self.eta.follow_builder(recorder, new_by_log, self.started_wall),
+            )
         if self.eta.work_key is None:
             # The work's earlier runs are read once it is known, after the build started: on an
             # ONNX Runtime-sized history that takes about a second (benchmarks/eta_accuracy.py).
