@@ -926,6 +926,13 @@ class History:
             )
         ]
 
+    def last_edge_end(self, build_id: int) -> float | None:
+        """When a build's last edge ended (epoch), None when it has none."""
+        row = self._db.execute(
+            "SELECT MAX(ended) FROM edges WHERE build_id = ?", (build_id,)
+        ).fetchone()
+        return None if row is None or row[0] is None else float(row[0])
+
     def edge_build_info(self, build_id: int) -> tuple[str | None, str | None]:
         """(ninja_log, work_key) of a build."""
         row = self._db.execute(

@@ -383,6 +383,22 @@ class BuilderNinja:
     offset_s: float
     """When its edges' times count from, seconds after the build's start."""
     live: LiveEta
+    after: tuple[int, float] | None = None
+    """What followed the last edge in the other tree's build when it was a Nix build (its
+    install and fixup): (that build, seconds); None: not known (`after_ninja`)."""
+    _looked_after: bool = False
+
+    def after_ninja(self) -> tuple[int, float] | None:
+        """`after`, read once the ETA learned from another tree of a Nix build."""
+        other, history = self.live.other, self.live.history
+        if self._looked_after or other is None or other.build_id is None or history is None:
+            return self.after
+        self._looked_after = True
+        record = history.get(other.build_id)
+        last = history.last_edge_end(other.build_id)
+        if record.nix and record.started is not None and record.duration_s and last is not None:
+            self.after = (other.build_id, max(0.0, record.started + record.duration_s - last))
+        return self.after
 
 
 def builder_counts(progress: Progress, builder: BuilderNinja | None) -> tuple[int, int] | None:
@@ -622,10 +638,25 @@ class LiveEta:
             inner = builder.live._estimate_at(max(0.0, elapsed_s - builder.offset_s), None, counts)
             if inner is None:
                 return by_progress
-            return replace(
-                inner,
-                basis=f"{builder.name}'s ninja (install and fixup after it not counted): "
-                + inner.basis,
+            if builder.live.pace is not None and builder.live.pace.references:
+                # Its derivation built before: to those builds' ends, fixup included.
+                return replace(inner, basis=f"{builder.name}'s ninja: {inner.basis}")
+            after = builder.after_ninja()
+            if after is None:
+                return replace(
+                    inner,
+                    basis=f"{builder.name}'s ninja (install and fixup after it not counted): "
+                    + inner.basis,
+                )
+            # Another release's build: what followed its ninja (install, fixup), as it took.
+            other_id, tail_s = after
+            return Eta(
+                inner.remaining_s + tail_s,
+                f"{builder.name}'s ninja, then its install and fixup as in build #{other_id} "
+                f"({tail_s:.0f} s): {inner.basis}",
+                None if inner.low_s is None else inner.low_s + tail_s,
+                None if inner.high_s is None else inner.high_s + tail_s,
+                inner.first_build,
             )
         if self.pace is not None and self.pace.references:
             if counts is None:
