@@ -66,6 +66,33 @@ FLAKE = """{{
 }}
 """
 
+# A variant as the builder flake makes one (nix/overrides.nix `variant`): its C++ package, whose
+# builder runs ninja, then the package built on top of it (the Python one), which copies it.
+TWO_DERIVATIONS = """{{
+  description = "Stand-in for a variant: a C++ package, then the package built on top of it";
+  outputs = {{ self }}: let
+    cpp = derivation {{
+      name = "{name}-cpp";
+      system = "{system}";
+      builder = "/bin/sh";
+      args = [ ./builder.sh ];
+      src = ./project;
+      nonce = builtins.readFile ./nonce;
+      PATH = "/usr/bin:/bin";
+    }};
+  in {{
+    packages.{system}.onnxruntime-cpu = derivation {{
+      name = "{name}";
+      system = "{system}";
+      builder = "/bin/sh";
+      args = [ "-c" "cp -r $cpp $out" ];
+      inherit cpp;
+      PATH = "/usr/bin:/bin";
+    }};
+  }};
+}}
+"""
+
 BUILDER = """set -e
 cp -r "$src" project
 chmod -R u+w project
@@ -270,18 +297,23 @@ def _etas_while_ninja_runs(bench: Bench, build_id: int) -> list[tuple[object, ob
 def test_a_first_nix_build_of_a_variant_learns_from_its_builder_s_ninja(
     bench: Bench, standin_flake: Path
 ) -> None:
-    """A variant never built before (a new release, patch or setting): while its last
-    derivation's ninja runs, the ETA is that ninja's, learned edge by edge as a plain ninja
-    build's is, and its basis says what it leaves out. The first build has only its own edges,
-    and says its install and fixup are not counted. The next, another derivation of the same
-    sources (a new nonce, with other settings so that no earlier run of its variant exists),
-    learns each edge's time from the first, and what followed the first's ninja (a builder that
-    sleeps 3 s after ninja, as a fixup takes its time). Before, both could only extrapolate
-    their progress ("this build's pace"), the method that held the truth in about a third of
-    first builds' checkpoints (benchmarks/eta_accuracy.py)."""
+    """A variant never built before (a new release, patch or setting): while its C++ package's
+    ninja runs, the ETA is that ninja's, learned edge by edge as a plain ninja build's is, and
+    its basis says what it leaves out. The first build has only its own edges, and says its
+    install and fixup and the package after it are not counted. The next, another derivation of
+    the same sources (a new nonce, with other settings so that no earlier run of its variant
+    exists), learns each edge's time from the first, and what followed the first's ninja (a
+    builder that sleeps 3 s after ninja, as a fixup takes its time, then the package on top).
+    Before, both could only extrapolate their progress ("this build's pace"), the method that
+    held the truth in about a third of first builds' checkpoints (benchmarks/eta_accuracy.py)."""
     bench.extra_env["NIX_CONFIG"] = NIX_CONFIG
+    (standin_flake / "flake.nix").write_text(
+        TWO_DERIVATIONS.format(system=host_platform(), name=DERIVATION)
+    )
     (standin_flake / "builder.sh").write_text(BUILDER + "sleep 3\n" + _cpu_layout_lines())
-    own = f"{DERIVATION}'s ninja (install and fixup after it not counted): "
+    cpp = f"{DERIVATION}-cpp"
+    after = "its install and fixup and the 1 derivation after it"
+    own = f"{cpp}'s ninja ({after} not counted): "
     started = bench.start("build", "cpu", "-C", str(standin_flake), "--jobs", "2", "--detach")
     assert started.wait(timeout=120) == 0
     first = bench.latest_id()
@@ -299,7 +331,7 @@ def test_a_first_nix_build_of_a_variant_learns_from_its_builder_s_ninja(
     second = bench.latest_id()
     assert second != first
     seen = _etas_while_ninja_runs(bench, second)
-    then = f"{DERIVATION}'s ninja, then its install and fixup as in build #{first} ("
+    then = f"{cpp}'s ninja, then {after} as in build #{first} ("
     other = f"each edge at its time in build #{first} (another tree of the same sources"
     learned = [(e, b) for e, b, _ in seen if str(b).startswith(then) and other in str(b)]
     assert learned, seen

@@ -30,8 +30,9 @@ Four ways, the better one that applies:
   estimate. Without earlier builds, the time so far is extrapolated from the fraction.
 
 A Nix build's ETA is by progress (its derivations' counts and the ninja step of each building),
-but for a first build of its variant in its last derivation's ninja: that ninja's ETA, by the
-first three ways, its work keyed by the store path the derivation builds (`BuilderNinja`).
+but for a first build of its variant while one derivation builds, in its ninja: that ninja's
+ETA by the first three ways, its work keyed by the store path the derivation builds
+(`BuilderNinja`), then what followed the other tree's ninja where that was a Nix build.
 
 Every estimate carries a range (`low_s`-`high_s`): the spread of the earlier runs it rests on,
 widened more the less of the build is done.
@@ -383,10 +384,19 @@ class BuilderNinja:
     offset_s: float
     """When its edges' times count from, seconds after the build's start."""
     live: LiveEta
+    after_count: int = 0
+    """Derivations the build still plans after this one (`builder_counts`)."""
     after: tuple[int, float] | None = None
     """What followed the last edge in the other tree's build when it was a Nix build (its
     install and fixup): (that build, seconds); None: not known (`after_ninja`)."""
     _looked_after: bool = False
+
+    def after_words(self) -> str:
+        """What follows its ninja, in words: "its install and fixup", and the derivations after."""
+        if self.after_count == 0:
+            return "its install and fixup"
+        plural = "s" if self.after_count > 1 else ""
+        return f"its install and fixup and the {self.after_count} derivation{plural} after it"
 
     def after_ninja(self) -> tuple[int, float] | None:
         """`after`, read once the ETA learned from another tree of a Nix build."""
@@ -403,17 +413,18 @@ class BuilderNinja:
 
 def builder_counts(progress: Progress, builder: BuilderNinja | None) -> tuple[int, int] | None:
     """(edges done, edges ninja will run) of `builder`'s ninja from the Nix log, when its
-    derivation is the last the build runs (none planned after it, none beside it): its ETA is
-    then the build's, but for its install and fixup after ninja. None otherwise: the
-    derivations after it are not costed edge by edge."""
+    derivation is the one the build runs now (none beside it): its ETA is then the build's, but
+    for what follows its ninja (its install and fixup, and the derivations planned after it:
+    a variant's Python package after its C++ one; `builder.after_count`). None otherwise."""
     if builder is None or progress.planned <= 0 or len(progress.derivations) != 1:
         return None
     [building] = progress.derivations
     step = building.step
-    if building.name != builder.name or progress.done + 1 < progress.planned:
+    if building.name != builder.name:
         return None
     if step is None or step.tool != "ninja" or step.total <= 0:
         return None
+    builder.after_count = max(0, progress.planned - progress.done - 1)
     return step.done, step.total
 
 
@@ -630,8 +641,8 @@ class LiveEta:
             builder = self.builder
             if builder is None or counts is None or any(did_work(r) for r in self.earlier):
                 return by_progress
-            # A first build of its variant (a new release, patch or setting), in its last
-            # derivation's ninja (`builder_counts`): that ninja's own ETA, from what its
+            # A first build of its variant (a new release, patch or setting), in the ninja of
+            # the derivation it runs now (`builder_counts`): that ninja's own ETA, from what its
             # derivation's earlier runs, another derivation of the same sources, or its own
             # edges so far say (`follow_builder`). By progress it could only extrapolate.
             builder.live.running = self.running
@@ -645,14 +656,14 @@ class LiveEta:
             if after is None:
                 return replace(
                     inner,
-                    basis=f"{builder.name}'s ninja (install and fixup after it not counted): "
+                    basis=f"{builder.name}'s ninja ({builder.after_words()} not counted): "
                     + inner.basis,
                 )
             # Another release's build: what followed its ninja (install, fixup), as it took.
             other_id, tail_s = after
             return Eta(
                 inner.remaining_s + tail_s,
-                f"{builder.name}'s ninja, then its install and fixup as in build #{other_id} "
+                f"{builder.name}'s ninja, then {builder.after_words()} as in build #{other_id} "
                 f"({tail_s:.0f} s): {inner.basis}",
                 None if inner.low_s is None else inner.low_s + tail_s,
                 None if inner.high_s is None else inner.high_s + tail_s,
