@@ -66,3 +66,20 @@ def test_a_slower_host_is_followed_from_its_first_edges() -> None:
     assert abs(said.remaining_s - truth) / truth <= 0.1, (said, truth)
     assert said.pace is not None and said.pace > 2.5
     assert "3.0× their time" in said.basis
+
+
+def test_the_range_holds_a_load_that_came_mid_build_and_stays() -> None:
+    # The first ten edges (a quarter of the work) under a load that slows every other one 2.2x:
+    # 1.7x their earlier time in all, spread as a load spreads them, too little evidence to
+    # trust that pace wholly. The load stays: the rest runs 1.7x too. The point estimate leans
+    # to the earlier run's pace; the range must reach this pace lasting (the recorded rebuilds
+    # under load: zstd at 2.2x its earlier time, 439 s left, said 301 s in a range ending at
+    # 436 s), and still hold the earlier pace coming back.
+    pace, now = _rebuild([1.0, 2.2] * 5)
+    rest = DURATION - sum(WEIGHTS[:10])
+    truth = now / sum(WEIGHTS[:10]) * rest
+    said = pace.estimate(now, len(OUTPUTS), 10)
+    assert said is not None
+    assert said.remaining_s < 0.8 * truth  # not trusted wholly
+    assert said.low_s <= truth <= said.high_s, (said, truth)
+    assert said.low_s <= rest <= said.high_s, (said, rest)
