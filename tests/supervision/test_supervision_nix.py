@@ -50,10 +50,8 @@ pytestmark = [
     ),
 ]
 
-FLAKE = """{{
-  description = "Stand-in for the builder flake: builds the workbench's C++ fixture project";
-  outputs = {{ self }}: {{
-    packages.{system}.onnxruntime-cpu = derivation {{
+# The fixture project's derivation: its builder runs cmake and ninja (`BUILDER`).
+FIXTURE_DERIVATION = """derivation {{
       name = "{name}";
       system = "{system}";
       builder = "/bin/sh";
@@ -61,25 +59,29 @@ FLAKE = """{{
       src = ./project;
       nonce = builtins.readFile ./nonce;
       PATH = "/usr/bin:/bin";
-    }};
+    }}"""
+
+FLAKE = (
+    """{{
+  description = "Stand-in for the builder flake: builds the workbench's C++ fixture project";
+  outputs = {{ self }}: {{
+    packages.{system}.onnxruntime-cpu = """
+    + FIXTURE_DERIVATION
+    + """;
   }};
 }}
 """
+)
 
 # A variant as the builder flake makes one (nix/overrides.nix `variant`): its C++ package, whose
 # builder runs ninja, then the package built on top of it (the Python one), which copies it.
-TWO_DERIVATIONS = """{{
+TWO_DERIVATIONS = (
+    """{{
   description = "Stand-in for a variant: a C++ package, then the package built on top of it";
   outputs = {{ self }}: let
-    cpp = derivation {{
-      name = "{name}-cpp";
-      system = "{system}";
-      builder = "/bin/sh";
-      args = [ ./builder.sh ];
-      src = ./project;
-      nonce = builtins.readFile ./nonce;
-      PATH = "/usr/bin:/bin";
-    }};
+    cpp = """
+    + FIXTURE_DERIVATION.replace('"{name}"', '"{name}-cpp"')
+    + """;
   in {{
     packages.{system}.onnxruntime-cpu = derivation {{
       name = "{name}";
@@ -92,6 +94,7 @@ TWO_DERIVATIONS = """{{
   }};
 }}
 """
+)
 
 BUILDER = """set -e
 cp -r "$src" project
