@@ -54,6 +54,7 @@ from workbench.tui.commands import ScreenCommands
 from workbench.tui.cropped_compositor import CroppedCompositor
 from workbench.tui.screens.build.build_modals import ConfirmStop, NoticesScreen
 from workbench.tui.screens.build.build_tree import TreeReader
+from workbench.tui.screens.build.host_line import host_forms
 from workbench.tui.widgets.key_footer import KeyFooter
 from workbench.tui.widgets.log_view import LogView
 from workbench.tui.widgets.parallelism_graph import ParallelismGraph
@@ -174,7 +175,7 @@ class HeadView:
     first_error: str | None
     progress_key: tuple[Any, ...]  # what the stall watch compares between looks
     live: LiveView
-    host: str  # what the supervisor says of the other builds on this host; "" when none
+    host: tuple[str, ...]  # the supervisor's line on the rest of this host, longest form first
 
     @classmethod
     def of(
@@ -202,7 +203,7 @@ class HeadView:
             first_error=progress.first_error,
             progress_key=progress.key(),
             live=live,
-            host=contention_text(live) if record.active else "",
+            host=host_forms(live) if record.active else (),
         )
 
 
@@ -703,13 +704,24 @@ class BuildScreen(Screen[None]):
             bar.update(total=1000, progress=1000 if head.state == "succeeded" else 0)
         if not self.notices:
             # A build started from the CLI has no launch notices: its supervisor's view of the
-            # other builds on this host takes their place (the same line attach prints).
-            host = head.host
-            self._set_text("#build-notice", notice_line([host]) if host else Text(""))
-            self.query_one("#build-notice", Static).set_class(not host, "-empty")
-            if bool(host) != self._host_shown:
-                self._host_shown = bool(host)
+            # other builds on this host takes their place (the line attach prints where it
+            # fits, else the longest shorter form that does).
+            host = self._host_line(head.host)
+            self._set_text("#build-notice", host)
+            self.query_one("#build-notice", Static).set_class(not host.plain, "-empty")
+            if bool(host.plain) != self._host_shown:
+                self._host_shown = bool(host.plain)
                 self.refresh_bindings()  # w: the other builds, now there are some
+
+    def _host_line(self, forms: Sequence[str]) -> Text:
+        """The notice line of the first of `forms` whole at the line's width (the last, cut,
+        where none is); an empty Text where there are none."""
+        lines = [notice_line([form]) for form in forms]
+        if not lines:
+            return Text("")
+        # Hidden until it has a line, the Static has no width yet: the screen's less its padding.
+        room = self.query_one("#build-notice", Static).content_region.width or self.size.width - 2
+        return next((line for line in lines if line.cell_len <= room), lines[-1])
 
     def _set_text(self, selector: str, text: Text) -> None:
         """Show `text` in a Static only if it differs from what it shows; lay the screen out
