@@ -56,20 +56,9 @@ class ParallelismGraph(TimeGraph):
 
     def show_exact(self, values: Iterable[float], first_t: float, interval_s: float = 1.0) -> None:
         """Replace the sampled values with exact ones: one per `interval_s`, the first ending
-        at `first_t` (epoch seconds). The whole series goes into the graph's history (once,
-        O(1) per value), the latest into its ring."""
-        self.samples.clear()
-        self.history.clear()
-        self.interval_s = interval_s
-        self.last_t = None
+        at `first_t` (epoch seconds)."""
         self.exact = True
-        t = first_t
-        for value in values:
-            self.samples.append(value)
-            self.history.add(value)
-            self.last_t = t
-            t += interval_s
-        self._changed()
+        self.show_series(values, first_t, interval_s)
 
     def _prepare(self) -> None:
         # The scale holds the whole build's highest column: the limit, or more where more ran.
@@ -78,7 +67,9 @@ class ParallelismGraph(TimeGraph):
 
     def rows(self, width: int, height: int) -> list[Row]:
         drawn = super().rows(width, height)
-        drawn[0] = self._heading(self.samples[-1] if self.samples else None, width)
+        # The latest value known (NaN: no sample in that interval).
+        latest = next((value for value in reversed(self.samples) if value == value), None)
+        drawn[0] = self._heading(latest, width)
         if self.jobs:
             row = limit_row(self.jobs, self.maximum, max(1, height - 2))
             drawn[1 + row] = self._with_limit(drawn[1 + row], max(1, width - AXIS_WIDTH))

@@ -11,14 +11,20 @@ Live, each column spans a power of two of samples, anchored at the first one: a 
 changes only the newest column, and the columns before it stay as they were (nothing on the
 terminal moves, so nothing is written again) until the series outgrows the plot; then each
 column takes twice as many samples and the plot is drawn anew, about half full. An ended
-series fills the plot's width. The latest samples are also kept at full resolution in a ring
-(`samples`).
+series fills the plot's width: from its `frame`'s start to its end where one is set (the build
+screen sets the build's start and end on all three of its graphs, so their time axes agree),
+else from its first sample to its last. The latest samples are also kept at full resolution in
+a ring (`samples`).
+
+A value may be unknown (NaN: no sample in that interval, e.g. before a build's first sample):
+its column is left blank and no figure counts it.
 """
 
 from __future__ import annotations
 
+import math
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from itertools import repeat
 
 from rich.cells import cell_len
@@ -60,7 +66,10 @@ def fit(*runs: tuple[str, str], width: int) -> Row:
 
 
 def column_cells(fraction: float, rows: int) -> list[str]:
-    """The cells of one column, top to bottom, for a value at `fraction` of the full scale."""
+    """The cells of one column, top to bottom, for a value at `fraction` of the full scale
+    (blank for NaN: nothing was sampled there)."""
+    if fraction != fraction:  # NaN
+        fraction = 0.0
     eighths = round(max(0.0, min(1.0, fraction)) * rows * 8)
     if fraction > 0 and eighths == 0:
         eighths = 1  # a small value still shows: 60 MB against 250 GB is not nothing
@@ -105,73 +114,121 @@ class SeriesHistory:
         self.maxima: list[float] = []
         self.sums: list[float] = []
         self.counts: list[int] = []
+        """Samples each bucket spans, unknown ones (NaN) included: its place in time."""
+        self.known: list[int] = []
+        """Samples each bucket holds a value of (its mean's divisor)."""
         self.total = 0
         """Samples added in all."""
 
     def add(self, value: float) -> None:
-        """One sample (amortised O(1))."""
+        """One sample (amortised O(1)); NaN: a sample's place with no value."""
         self.total += 1
+        known = value == value  # not NaN
         if self.counts and self.counts[-1] < self.width:
-            self.maxima[-1] = max(self.maxima[-1], value)
-            self.sums[-1] += value
             self.counts[-1] += 1
+            if known:
+                self.maxima[-1] = max(self.maxima[-1], value)
+                self.sums[-1] += value
+                self.known[-1] += 1
             return
-        self.maxima.append(value)
-        self.sums.append(value)
+        self.maxima.append(value if known else -math.inf)
+        self.sums.append(value if known else 0.0)
         self.counts.append(1)
+        self.known.append(1 if known else 0)
         if len(self.counts) >= self.capacity:
             self._halve()
 
     def _halve(self) -> None:
-        maxima, sums, counts = self.maxima, self.sums, self.counts
+        maxima, sums, counts, known = self.maxima, self.sums, self.counts, self.known
         pairs = range(0, len(counts) - 1, 2)
         self.maxima = [max(maxima[i], maxima[i + 1]) for i in pairs]
         self.sums = [sums[i] + sums[i + 1] for i in pairs]
         self.counts = [counts[i] + counts[i + 1] for i in pairs]
+        self.known = [known[i] + known[i + 1] for i in pairs]
         if len(counts) % 2:
             self.maxima.append(maxima[-1])
             self.sums.append(sums[-1])
             self.counts.append(counts[-1])
+            self.known.append(known[-1])
         self.width *= 2
 
     def clear(self) -> None:
         self.__init__(self.capacity)  # type: ignore[misc]
 
-    def columns(self, count: int, peak: bool, stable: bool = False) -> tuple[list[float], float]:
-        """At most `count` values covering the whole series, oldest first, each the highest
-        sample of its span with `peak`, else their mean; and the samples per column (less
-        than one where an ended series shorter than the plot is drawn wider).
+    def _value(self, start: int, end: int, peak: bool) -> float:
+        """Buckets `start` to `end` as one value: their highest sample with `peak`, else their
+        mean; NaN where none of them holds a value."""
+        known = sum(self.known[start:end])
+        if not known:
+            return math.nan
+        if peak:
+            return max(self.maxima[start:end])
+        return sum(self.sums[start:end]) / known
 
-        Columns are anchored at the first sample. `stable` (a live series): each column spans
-        a power of two of buckets, so adding a sample changes the newest column only, until
-        the series no longer fits and every span doubles. Else the spans fill `count`."""
+    def columns(
+        self,
+        count: int,
+        peak: bool,
+        stable: bool = False,
+        frame: tuple[float, float] | None = None,
+    ) -> tuple[list[float], float]:
+        """At most `count` values covering the whole series, oldest first, each the highest
+        sample of its span with `peak`, else their mean (NaN where no sample of it has a
+        value); and the samples per column (less than one where an ended series shorter than
+        the plot is drawn wider).
+
+        `stable` (a live series): columns are anchored at the first sample, each spans a power
+        of two of buckets, so adding a sample changes the newest column only, until the series
+        no longer fits and every span doubles. Else (an ended series) exactly `count` columns
+        span `frame`: (where it starts, how long it is) in samples from the first sample's
+        start (sample k spans [k, k + 1)); by default the whole series. Each bucket goes to the
+        column its middle falls in; a column no middle falls in (a series shorter than the
+        plot) shows the bucket it lies in."""
         buckets = len(self.counts)
         if buckets == 0 or count <= 0:
             return [], float(self.width)
-        if stable or buckets <= count:
-            group = -(-buckets // count)  # ceiling
-            group = 1 << (group - 1).bit_length()  # the power of two at or above
-            bounds = [(start, start + group) for start in range(0, buckets, group)]
-            per_column = float(self.width * group)
-        else:  # every column, each of about buckets / count buckets
-            bounds = [(i * buckets // count, (i + 1) * buckets // count) for i in range(count)]
-            per_column = self.width * buckets / count
+        if not stable:
+            return self._framed(count, peak, frame or (0.0, float(self.total)))
+        group = -(-buckets // count)  # ceiling
+        group = 1 << (group - 1).bit_length()  # the power of two at or above
+        values = [self._value(start, start + group, peak) for start in range(0, buckets, group)]
+        return values, float(self.width * group)
+
+    def _framed(
+        self, count: int, peak: bool, frame: tuple[float, float]
+    ) -> tuple[list[float], float]:
+        lead, span = frame
+        if span <= 0:
+            lead, span = 0.0, float(self.total)
+        step = span / count
+        # Each column's first and last bucket (+1), from where the buckets' middles fall: every
+        # bucket is `width` samples long but the newest, so bucket j starts at j * width.
+        first: list[int | None] = [None] * count
+        last = [0] * count
+        for j, spanned in enumerate(self.counts):
+            start = j * self.width
+            if start >= lead + span or start + spanned <= lead:
+                continue  # wholly outside the frame
+            column = min(count - 1, max(0, math.floor((start + spanned / 2 - lead) / step)))
+            if first[column] is None:
+                first[column] = j
+            last[column] = j + 1
         values: list[float] = []
-        for start, end in bounds:
-            if peak:
-                values.append(max(self.maxima[start:end]))
+        for column in range(count):
+            begin = first[column]
+            if begin is None:  # narrower than a bucket: the bucket its middle lies in
+                middle = lead + (column + 0.5) * step
+                j = math.floor(middle / self.width)
+                inside = 0 <= middle < self.total and j < len(self.counts)
+                values.append(self._value(j, j + 1, peak) if inside else math.nan)
             else:
-                values.append(sum(self.sums[start:end]) / max(1, sum(self.counts[start:end])))
-        if not stable and len(values) * 2 <= count:
-            # An ended series shorter than the plot: each value as wide as fits.
-            repeat = count // len(values)
-            values = [value for value in values for _ in range(repeat)]
-            per_column /= repeat
-        return values, per_column
+                values.append(self._value(begin, last[column], peak))
+        return values, step
 
     def highest(self) -> float | None:
-        """The highest sample of the whole series (None before the first)."""
-        return max(self.maxima) if self.maxima else None
+        """The highest sample of the whole series (None before the first with a value)."""
+        known = [high for high, held in zip(self.maxima, self.known, strict=True) if held]
+        return max(known) if known else None
 
 
 def time_label(seconds: float) -> str:
@@ -238,6 +295,7 @@ class TimeGraph(Widget):
         mean (CPU)."""
         self.limit_fraction = limit_fraction
         self.last_t: float | None = None
+        self._frame: tuple[float, float] | None = None
         self._column_s = interval_s
         self._rows: list[Row] | None = None  # as last drawn, at `_rows_size`
         self._rows_size = Size(0, 0)
@@ -282,10 +340,56 @@ class TimeGraph(Widget):
         self.last_t = None
         self._changed()
 
+    def show_series(
+        self,
+        values: Iterable[float],
+        first_t: float,
+        interval_s: float = 1.0,
+        maximum: float | None = None,
+    ) -> None:
+        """Replace the samples with `values`: one per `interval_s`, the first ending at
+        `first_t` (epoch seconds), NaN where none was measured. The whole series goes into the
+        history (once, O(1) per value), the latest into the ring."""
+        self.samples.clear()
+        self.history.clear()
+        self.interval_s = interval_s
+        self.last_t = None
+        t = first_t
+        for value in values:
+            self.samples.append(value)
+            self.history.add(value)
+            self.last_t = t
+            t += interval_s
+        if maximum is not None and maximum > 0:
+            self.maximum = maximum
+        self._changed()
+
+    @property
+    def frame(self) -> tuple[float, float] | None:
+        """(start, end), epoch seconds: the interval an ended series spans from the plot's left
+        edge ("0s") to its right (the end label); None: from its first sample to its last."""
+        return self._frame
+
+    @frame.setter
+    def frame(self, frame: tuple[float, float] | None) -> None:
+        if frame != self._frame:
+            self._frame = frame
+            self._changed()
+
+    def _frame_samples(self) -> tuple[float, float] | None:
+        """The frame in samples from the first sample's start (as `SeriesHistory.columns`
+        takes it): the series' last sample ends at `last_t`."""
+        if self._frame is None or self.last_t is None or not self.history.total:
+            return None
+        start, end = self._frame
+        origin = self.last_t - self.history.total * self.interval_s
+        return (start - origin) / self.interval_s, (end - start) / self.interval_s
+
     def _heading_words(self, shown: list[float], room: int) -> str:
         """The words after the title, the longest form that fits `room` cells: a narrow graph
         (80 columns) drops the latest value before the peak, then the scale, so the figure
         it is read for stays whole instead of ending in an ellipsis."""
+        shown = [value for value in shown if value == value]  # NaN: nothing sampled there
         if not shown:
             return "no samples yet" if self.live else "no samples recorded"
         if self.autoscale and max(shown) <= 0:
@@ -327,11 +431,17 @@ class TimeGraph(Widget):
         self._prepare()
         rows = max(1, height - 2)  # title row and time-axis row
         plot_width = max(1, width - AXIS_WIDTH)
-        shown, per_column = self.history.columns(plot_width, self.peak_columns, stable=self.live)
+        shown, per_column = self.history.columns(
+            plot_width,
+            self.peak_columns,
+            stable=self.live,
+            frame=None if self.live else self._frame_samples(),
+        )
         self._column_s = per_column * self.interval_s
         scale = self.maximum
-        if self.autoscale and shown:
-            scale = nice_ceiling(max(shown))
+        known = [value for value in shown if value == value]
+        if self.autoscale and known:
+            scale = nice_ceiling(max(known))
             if self.maximum > 0:
                 scale = min(scale, self.maximum)
         drawn: list[Row] = [
@@ -491,12 +601,17 @@ class TimeGraph(Widget):
         self._changed()
 
     def _time_axis(self, plot_width: int) -> str:
-        """Tick labels every TICK_COLUMNS columns from the left edge (the first sample, "0s"),
-        each the time after the first sample at which its column begins."""
+        """Tick labels every TICK_COLUMNS columns from the left edge ("0s"), each the time after
+        it at which its column begins, and always one at the right end, ending there: the time
+        the plot reaches (an ended build's length; live, where the plot fills). A tick that
+        would run into the end label gives way to it."""
         axis = [" "] * (AXIS_WIDTH - 1) + ["└"] + ["─"] * plot_width
+        end = time_label(plot_width * self._column_s)
+        end_start = max(AXIS_WIDTH, len(axis) - len(end))
         for offset in range(0, plot_width, TICK_COLUMNS):
             label = time_label(offset * self._column_s)
             start = AXIS_WIDTH + offset
-            if start + len(label) <= len(axis):
+            if start + len(label) < end_start:  # a cell of line before the end label
                 axis[start : start + len(label)] = list(label)
+        axis[end_start:] = list(end[: len(axis) - end_start])
         return "".join(axis)

@@ -623,12 +623,13 @@ async def test_a_live_graph_redraws_only_its_newest_column_until_it_is_full() ->
 async def test_the_exact_edges_graph_covers_a_build_longer_than_its_ring() -> None:
     """An ended 3-hour build: its exact edges (one value a second) all go into the graph, the
     spike of its first minutes shows at the left and the axis reaches hours."""
-    from workbench.tui.screens.build.build_screen import exact_parallelism
+    from workbench.tui.screens.build.timeline import ended_timeline
 
     spans = [(1000.0 + i, 1002.0 + i) for i in range(0, 60)]  # two edges at once, a minute
     spans += [(1060.0 + 30 * i, 1090.0 + 30 * i) for i in range(360)]  # then one, 3 hours
-    exact = exact_parallelism(spans, 1000.0, None)
-    assert exact is not None and exact.interval_s == 1.0 and len(exact.values) == 10860
+    exact = ended_timeline(1000.0, None, [], spans)
+    assert exact is not None and exact.exact
+    assert exact.grid.interval_s == 1.0 and len(exact.edges) == 10860
 
     class EdgesApp(App[None]):
         def compose(self) -> ComposeResult:
@@ -639,15 +640,16 @@ async def test_the_exact_edges_graph_covers_a_build_longer_than_its_ring() -> No
         graph = app.query_one(ParallelismGraph)
         graph.jobs = 2
         graph.live = False
-        graph.show_exact(exact.values, exact.first_t, exact.interval_s)
+        graph.show_exact(exact.edges, exact.grid.first_t, exact.grid.interval_s)
+        graph.frame = exact.frame
         await pilot.pause()
         drawn = graph.render().plain.splitlines()
         assert graph.history.total == 10860 and graph.exact
         assert "1 of -j2 · exact" in drawn[0]
         assert "2h" in drawn[-1] and "└0s" in drawn[-1], drawn[-1]
         # A day-long build keeps at most EXACT_VALUES values: wider intervals, said.
-        day = exact_parallelism([(0.0, 200_000.0)], 0.0, None, most=65536)
-        assert day is not None and day.interval_s == 4.0 and len(day.values) == 50000
+        day = ended_timeline(0.0, None, [], [(0.0, 200_000.0)], most=65536)
+        assert day is not None and day.grid.interval_s == 4.0 and len(day.edges) == 50000
 
 
 async def test_a_new_sample_draws_only_the_graph_rows_it_changed(

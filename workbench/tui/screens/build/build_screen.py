@@ -55,6 +55,7 @@ from workbench.tui.cropped_compositor import CroppedCompositor
 from workbench.tui.screens.build.build_modals import ConfirmStop, NoticesScreen
 from workbench.tui.screens.build.build_tree import TreeReader
 from workbench.tui.screens.build.host_line import host_forms
+from workbench.tui.screens.build.timeline import Timeline, ended_timeline
 from workbench.tui.widgets.key_footer import KeyFooter
 from workbench.tui.widgets.log_view import LogView
 from workbench.tui.widgets.parallelism_graph import ParallelismGraph
@@ -64,9 +65,6 @@ from workbench.tui.widgets.time_graph import TimeGraph
 
 STOP_GRACE_S = 10.0  # what `workbench stop` waits before KILL by default
 FINISHED_JOBS_SHOWN = 1000
-# The exact edges graph of an ended build: one value a second up to this many, else one value
-# per as many seconds as keep the series this long (a day-long build: 2 s each).
-EXACT_VALUES = 65536
 
 # -- what the poller hands the screen -----------------------------------------------------------
 
@@ -81,40 +79,9 @@ class Poll:
     stall: Stall | None = None
     artefacts: dict[str, Any] | None = None  # what a finished Nix/Flox build produced
     peak_rss: int | None = None  # a finished build's measured peak (history's figure)
-    parallelism: Parallelism | None = None  # a finished build's exact edges running per second
+    timeline: Timeline | None = None  # a finished build's graphs, on one grid of its time
     head: HeadView | None = None  # the record's lines, formatted in the worker
     exact_times: int = 0  # a finished build's jobs whose time is their edge's in .ninja_log
-
-
-@dataclass(frozen=True)
-class Parallelism:
-    """Exact edges running in each interval of `interval_s` of a whole build, the first
-    interval ending at `first_t`."""
-
-    values: tuple[float, ...]
-    first_t: float
-    interval_s: float = 1.0
-
-
-def exact_parallelism(
-    spans: Sequence[tuple[float, float]],
-    started: float | None,
-    ended: float | None,
-    most: int = EXACT_VALUES,
-) -> Parallelism | None:
-    """Edges (epoch start, end) running in each second of the whole build (each of as many
-    seconds as keep it at `most` values), the intervals ending at its end like the CPU samples
-    beside them; None without edges."""
-    from workbench.analysis.schedule import running_per_interval
-
-    if not spans:
-        return None
-    end = max([span_end for _, span_end in spans] + ([ended] if ended else []))
-    start = min([span_start for span_start, _ in spans] + ([started] if started else []))
-    interval = float(max(1, math.ceil((end - start) / most)))
-    count = max(1, math.ceil((end - start) / interval))
-    values = running_per_interval(spans, end - count * interval, interval, count)
-    return Parallelism(tuple(values), end - (count - 1) * interval, interval)
 
 
 def with_exact_times(jobs: Sequence[JobRow], edges: Sequence[EdgeRow]) -> tuple[list[JobRow], int]:
@@ -507,7 +474,9 @@ class BuildScreen(Screen[None]):
                 produced = history.artefacts(self.build_id)
                 measured = history.measured(self.build_id, slowest=0)
                 spans = [(edge.started, edge.ended) for edge in edges]
-                exact = exact_parallelism(spans, record.started, record.ended)
+                timeline = ended_timeline(
+                    record.started, record.ended, history.samples(self.build_id), spans
+                )
                 peak = measured.peak_rss if measured is not None else None
                 self.post_message(
                     self.Polled(
@@ -516,7 +485,7 @@ class BuildScreen(Screen[None]):
                             rows,
                             True,
                             artefacts=produced,
-                            parallelism=exact,
+                            timeline=timeline,
                             peak_rss=peak,
                             head=HeadView.of(record, produced, peak),
                             exact_times=exact_times,
@@ -593,10 +562,26 @@ class BuildScreen(Screen[None]):
         if (
             self._panes_due
             or poll.finished
-            or poll.parallelism is not None
+            or poll.timeline is not None
             or self._polls_since_panes * POLL_INTERVAL_S >= self._panes_refresh_s() - 0.01
         ):
             self._show_panes()
+
+    def _show_timeline(self, timeline: Timeline) -> None:
+        """An ended build's graphs, all three on one grid: each spans the build's start (the
+        left edge, "0s") to its end (the end label), so their time axes agree."""
+        on = timeline.grid
+        cpu = self.query_one("#build-cpu", TimeGraph)
+        rss = self.query_one("#build-memory", TimeGraph)
+        edges = self.query_one(ParallelismGraph)
+        cpu.show_series(timeline.cpu, on.first_t, on.interval_s)
+        rss.show_series(timeline.memory, on.first_t, on.interval_s, timeline.memory_scale)
+        if timeline.exact:
+            edges.show_exact(timeline.edges, on.first_t, on.interval_s)
+        else:
+            edges.show_series(timeline.edges, on.first_t, on.interval_s)
+        for graph in (cpu, rss, edges):
+            graph.frame = timeline.frame
 
     def _panes_refresh_s(self) -> float:
         """Seconds between redraws of the panes: the per-user `refresh` (htop's -d)."""
@@ -637,10 +622,8 @@ class BuildScreen(Screen[None]):
                 for graph in graphs:
                     graph.holding = False
                     graph.draw_changed()
-        if poll.parallelism is not None:
-            self.query_one(ParallelismGraph).show_exact(
-                poll.parallelism.values, poll.parallelism.first_t, poll.parallelism.interval_s
-            )
+        if poll.timeline is not None:
+            self._show_timeline(poll.timeline)
         table = self.query_one(ProcessTable)
         if poll.finished and table.sort_key == "cpu":
             table.sort_key, table.descending = "time", True
