@@ -652,6 +652,28 @@ async def test_the_exact_edges_graph_covers_a_build_longer_than_its_ring() -> No
         assert day is not None and day.grid.interval_s == 4.0 and len(day.edges) == 50000
 
 
+def test_the_exit_sample_is_no_cpu_measurement_of_the_last_second() -> None:
+    """The supervisor's last sample comes once the build ended, with no process left: its 0%
+    measured nothing. The ended CPU graph's last interval is the job's 48%, not the mean of
+    48% and that 0% (24%, what the build screen's "last" said)."""
+    from workbench.history.records import Sampled
+    from workbench.tui.screens.build.timeline import ended_timeline
+
+    def sample(t: float, cpu: float, processes: int) -> Sampled:
+        rss = 100 << 20 if processes else 0
+        return Sampled(t, cpu, cpu / 50, 0.0, rss, 1 << 30, processes, processes, 0, 0, None)
+
+    samples = [sample(1001.0, 48.0, 2), sample(1002.0, 48.0, 2), sample(1002.9, 48.0, 2)]
+    exit_sample = sample(1003.2, 0.0, 0)
+    timeline = ended_timeline(1000.0, 1003.1, [*samples, exit_sample], [])
+    assert timeline is not None
+    assert timeline.cpu[-1] == 48.0, timeline.cpu
+    assert timeline.memory[-1] == 100 << 20, timeline.memory  # the peak: nothing left is 0
+    # A last sample with processes still running is a measurement like any other.
+    running = ended_timeline(1000.0, 1003.1, [*samples, sample(1003.2, 10.0, 1)], [])
+    assert running is not None and running.cpu[-1] == 29.0, running.cpu
+
+
 async def test_a_new_sample_draws_only_the_graph_rows_it_changed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -131,9 +131,14 @@ def ended_timeline(
             samples, on, lambda s: float((s.compile_jobs or 0) + (s.link_jobs or 0)), peak=False
         )
     last = samples[-1] if samples else None
+    # The supervisor's last sample is taken once the build ended (`Supervisor._follow`): with
+    # no process left it measured none of the CPU the build used since the sample before, and
+    # its 0% would pull the last interval's mean down ("last 23%" for a job at 48%). Its CPU is
+    # not a measurement; its RSS (nothing left) is, and counts in no peak.
+    cpu_samples = samples[:-1] if len(samples) > 1 and samples[-1].processes == 0 else samples
     return Timeline(
         on,
-        per_interval(samples, on, lambda s: s.cpu_percent, peak=False),
+        per_interval(cpu_samples, on, lambda s: s.cpu_percent, peak=False),
         per_interval(samples, on, lambda s: float(s.rss), peak=True),
         None if last is None else float(last.rss + last.memory_available),
         edges,
