@@ -661,7 +661,7 @@ def test_the_exit_sample_is_no_cpu_measurement_of_the_last_second() -> None:
 
     def sample(t: float, cpu: float, processes: int) -> Sampled:
         rss = 100 << 20 if processes else 0
-        return Sampled(t, cpu, cpu / 50, 0.0, rss, 1 << 30, processes, processes, 0, 0, None)
+        return Sampled(t, cpu, cpu / 50, t - 1000.0, rss, 1 << 30, processes, processes, 0, 0, None)
 
     samples = [sample(1001.0, 48.0, 2), sample(1002.0, 48.0, 2), sample(1002.9, 48.0, 2)]
     exit_sample = sample(1003.2, 0.0, 0)
@@ -672,6 +672,11 @@ def test_the_exit_sample_is_no_cpu_measurement_of_the_last_second() -> None:
     # A last sample with processes still running is a measurement like any other.
     running = ended_timeline(1000.0, 1003.1, [*samples, sample(1003.2, 10.0, 1)], [])
     assert running is not None and running.cpu[-1] == 29.0, running.cpu
+    # Nor is the sampler's first reading, with no interval behind it (no CPU time counted yet):
+    # the first second is not drawn as 0%.
+    first = Sampled(1000.4, 0.0, 0.0, 0.0, 80 << 20, 1 << 30, 2, 2, 0, 0, None)
+    timeline = ended_timeline(1000.0, 1003.1, [first, *samples, exit_sample], [])
+    assert timeline is not None and timeline.cpu[1:] == (48.0, 48.0, 48.0), timeline.cpu
 
 
 async def test_a_new_sample_draws_only_the_graph_rows_it_changed(

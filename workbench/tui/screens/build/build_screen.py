@@ -118,9 +118,11 @@ def with_exact_times(jobs: Sequence[JobRow], edges: Sequence[EdgeRow]) -> tuple[
 
 
 def finished_jobs_title(count: int, exact: int) -> str:
-    """The job table's title for an ended build: whether its times are exact or sampled."""
+    """The job table's title for an ended build: whether its times are exact or sampled (its
+    peak RSS is always the samples': a job shorter than the sampling interval may have been
+    seen once, at its driver's start)."""
     if count and exact >= count:
-        return "Jobs of this build, times exact, slowest first"  # from .ninja_log
+        return "Jobs, times exact, RSS sampled, slowest first"  # times from .ninja_log
     if exact:
         return f"Sampled jobs, {exact} timed exactly, slowest first"
     return "Sampled jobs of this build, slowest first"

@@ -136,6 +136,10 @@ def ended_timeline(
     # its 0% would pull the last interval's mean down ("last 23%" for a job at 48%). Its CPU is
     # not a measurement; its RSS (nothing left) is, and counts in no peak.
     cpu_samples = samples[:-1] if len(samples) > 1 and samples[-1].processes == 0 else samples
+    # Nor is the first one's, taken with no interval behind it (the sampler's first reading:
+    # no CPU time counted yet, `Sampler._build_sample`).
+    if len(cpu_samples) > 1 and cpu_samples[0].cpu_seconds == 0.0:
+        cpu_samples = cpu_samples[1:]
     return Timeline(
         on,
         per_interval(cpu_samples, on, lambda s: s.cpu_percent, peak=False),
