@@ -67,6 +67,19 @@ def start(bench: Bench, *args: str, cwd: Path) -> int:
     return build_id_from(result.stderr)
 
 
+def start_naps(
+    bench: Bench, tmp_path: Path, edges: int, seconds: float, name: str, jobs: int | None
+) -> int:
+    """A real ninja build of `edges` edges that each sleep `seconds`, in `tmp_path`/work,
+    started as `start` does with -j `jobs` (None: ninja's default); the build's id."""
+    work = tmp_path / "work"
+    work.mkdir()
+    lines = "".join(f"build e{n}: nap\n" for n in range(edges))
+    (work / "build.ninja").write_text(f"rule nap\n  command = sleep {seconds} && : > $out\n{lines}")
+    parallel = [] if jobs is None else [f"-j{jobs}"]
+    return start(bench, "--name", name, "--", "ninja", "-C", str(work), *parallel, cwd=work)
+
+
 async def screen_still(pilot: Pilot) -> None:
     """The screen as drawn holds still: the same screenshot at four looks 0.1 s apart (bounded).
 

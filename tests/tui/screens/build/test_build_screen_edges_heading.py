@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from driving import open_screen, start, wait_until
+from driving import open_screen, start, start_naps, wait_until
 from needed_tools import needs_ninja
 from supervision.supervised import Bench
 
@@ -20,11 +20,7 @@ pytestmark = needs_ninja
 async def test_at_80_columns_the_edges_heading_says_exact(
     tui, bench: Bench, tmp_path: Path
 ) -> None:
-    work = tmp_path / "work"
-    work.mkdir()
-    edges = "".join(f"build e{n}: nap\n" for n in range(6))
-    (work / "build.ninja").write_text(f"rule nap\n  command = sleep 0.3 && : > $out\n{edges}")
-    build_id = start(bench, "--name", "no-j", "--", "ninja", "-C", str(work), cwd=work)
+    build_id = start_naps(bench, tmp_path, 6, 0.3, "no-j", jobs=None)
     app = tui()
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await open_screen(app, pilot, build_id)

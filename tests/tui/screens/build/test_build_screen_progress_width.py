@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from driving import open_screen, start, wait_until
+from driving import open_screen, start_naps, wait_until
 from needed_tools import needs_ninja
 from supervision.supervised import Bench
 from textual.widgets import Static
@@ -28,11 +28,7 @@ def _drawn(static: Static) -> list[str]:
 async def test_at_120_columns_the_progress_figures_are_whole(
     tui, bench: Bench, tmp_path: Path
 ) -> None:
-    work = tmp_path / "work"
-    work.mkdir()
-    edges = "".join(f"build e{n}: nap\n" for n in range(80))
-    (work / "build.ninja").write_text(f"rule nap\n  command = sleep 0.4 && : > $out\n{edges}")
-    build_id = start(bench, "--name", "naps", "--", "ninja", "-C", str(work), "-j2", cwd=work)
+    build_id = start_naps(bench, tmp_path, 80, 0.4, "naps", jobs=2)
     app = tui()
     async with app.run_test(size=(120, 36)) as pilot:
         screen = await open_screen(app, pilot, build_id)

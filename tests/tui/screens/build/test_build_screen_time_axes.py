@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
-from driving import open_screen, start, wait_until
+from driving import open_screen, start_naps, wait_until
 from supervision.supervised import Bench
 from textual.app import App, ComposeResult
 
@@ -36,11 +36,7 @@ def plot_width(graph: TimeGraph) -> int:
 async def test_an_ended_builds_graphs_span_its_start_to_its_end(
     tui, bench: Bench, tmp_path: Path, size: tuple[int, int]
 ) -> None:
-    work = tmp_path / "work"
-    work.mkdir()
-    edges = "".join(f"build e{n}: nap\n" for n in range(3))
-    (work / "build.ninja").write_text(f"rule nap\n  command = sleep 1.2 && : > $out\n{edges}")
-    build_id = start(bench, "--name", "naps", "--", "ninja", "-C", str(work), "-j1", cwd=work)
+    build_id = start_naps(bench, tmp_path, 3, 1.2, "naps", jobs=1)
     app = tui()
     async with app.run_test(size=size) as pilot:
         screen = await open_screen(app, pilot, build_id)
