@@ -362,6 +362,7 @@ class EdgePace:
             left = max(0.0, reference.duration_s - reached)
             trust = min(1.0, max(share / PACE_TRUSTED_AT, evidence - PACE_EVIDENCE))
             stretch = 1.0
+            this_pace = None
             if reached > 0 and share > 0 and anchor > 0:
                 this_pace = anchor / reached
                 paces.append(this_pace)
@@ -381,12 +382,12 @@ class EdgePace:
             estimates.append(
                 max(0.0, left * stretch - since, after_next * stretch, longest_running)
             )
-            if paces and reached > 0 and share > 0 and anchor > 0:
+            if this_pace is not None:
                 # The range spans the pace trusted not at all and wholly: the earlier run's pace
                 # comes back, or this run's so far lasts (a load that came mid-build stays).
                 # Replayed rebuilds (benchmarks/eta_accuracy.py --recordings): 83% -> 90%
                 # inside, the range 1.14x as wide (its high over its low, median).
-                for bound in (1.0, paces[-1]):
+                for bound in (1.0, this_pace):
                     spans.append(max(0.0, left * bound - since, after_next * bound))
             shares.append(share)
         share = statistics.median(shares)

@@ -181,8 +181,8 @@ class _Followed:
     """A Nix builder's ninja: the store path its derivation builds (the builder's `out`), which
     tells one derivation's tree from another's where every sandbox names it /build/source/build;
     None: not a builder's (or its environment could not be read)."""
-    jobs: int | None = None
-    """The ninja's -j, when its command line gives one."""
+    argv: tuple[str, ...] = ()
+    """A found ninja's command line (its -j: `planning.launch.jobs_in_argv`)."""
     # The least (log mtime - last entry's end) seen: ninja's clock started at or before it.
     started_by: float | None = None
     last_end_ms: int = -1
@@ -269,19 +269,6 @@ def builder_output(pid: int) -> str | None:
         if entry.startswith(b"out=/"):
             path = entry[4:].decode("utf-8", "surrogateescape")
             return path if "/store/" in path else None
-    return None
-
-
-def ninja_jobs(argv: Sequence[str]) -> int | None:
-    """The -j of a ninja command line (`-j N` or `-jN`); None when it gives none."""
-    for index, arg in enumerate(argv):
-        value = None
-        if arg == "-j" and index + 1 < len(argv):
-            value = argv[index + 1]
-        elif arg.startswith("-j") and len(arg) > 2:
-            value = arg[2:]
-        if value is not None and value.isdigit() and int(value) > 0:
-            return int(value)
     return None
 
 
@@ -419,7 +406,7 @@ class EdgeRecorder:
             reader.hold_open()  # a Nix builder's directory goes as soon as the builder ends
             followed = _Followed(reader, cwd, command.targets, started, opened)
             followed.derivation = builder_output(pid)
-            followed.jobs = ninja_jobs(argv)
+            followed.argv = tuple(argv)
             self.followed[log] = followed
             self._read_graph(followed)
 

@@ -588,6 +588,7 @@ class LiveEta:
         each log gained at this poll (`EdgeRecorder.poll_logs`); `started`: the build's start,
         epoch."""
         from workbench.analysis.recorder import derivation_work_key
+        from workbench.planning.launch import jobs_in_argv
         from workbench.progress.nix_log import derivation_name
 
         found = recorder.builder()
@@ -598,7 +599,7 @@ class LiveEta:
         offset = recorder.origin_of(followed) - started
         builder = self.builder
         if builder is None or builder.log != log:
-            live = LiveEta(self.history, self.build_id, jobs=followed.jobs)
+            live = LiveEta(self.history, self.build_id, jobs=jobs_in_argv(followed.argv))
             builder = BuilderNinja(log, derivation_name(followed.derivation), offset, live)
             self.builder = builder
             edges: Sequence[Any] = followed.assembler.edges

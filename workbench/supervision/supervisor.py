@@ -1023,13 +1023,16 @@ class Supervisor:
         recorder = self.edge_recorder
         recorder.observe((p.pid, p.started, p.tool) for p in sample.processes)
         new_by_log = recorder.poll_logs()
-        new = [edge for edges in new_by_log.values() for edge in edges]
         if self.eta.nix:
-            # Its builders' ninjas, each by the derivation it builds: the last one's ETA.
+            # Its builders' ninjas, each by the derivation it builds, the newest one's ETA
+            # (`LiveEta.follow_builder`): the build's edges in all are no one work's, so they
+            # are neither learned nor planned as one.
             self._guarded(
                 "reading the builder's earlier edges",
                 lambda: self.eta.follow_builder(recorder, new_by_log, self.started_wall),
             )
+            return
+        new = [edge for edges in new_by_log.values() for edge in edges]
         if self.eta.work_key is None:
             # The work's earlier runs are read once it is known, after the build started: on an
             # ONNX Runtime-sized history that takes about a second (benchmarks/eta_accuracy.py).
