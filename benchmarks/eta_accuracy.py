@@ -43,9 +43,10 @@ CPU, second by second) is played with it, as the supervisor read it, and again w
 (by progress, "baseline_*") and, for first builds, the edge-count-by-kind estimate the
 first-build ETA was before it costed edges by source and running age ("by_kind_only_*").
 Per condition ("by_condition", "conditions_table"): first builds and rebuilds, on a quiet host,
-a shared one or with busy loops mid-build. Recordings that keep their ninja graph
-("dependencies") are also replayed by scheduling what is left on the run's jobs, with every
-edge's true seconds and with the first-build model's costs ("scheduled_with_the_graph").
+a shared one or with busy loops mid-build, and by how long the run took (`BUILD_LENGTHS`).
+Recordings that keep their ninja graph ("dependencies") are also replayed by scheduling what
+is left on the run's jobs, with every edge's true seconds and with the first-build model's
+costs ("scheduled_with_the_graph").
 "sampled_schedule": a first build's rest scheduled on the run's jobs with each edge's cost
 drawn from the finished edges like it (the median of 16 seeded draws; `sampled_rest`, not
 shipped) against the shipped estimate, per set of recordings (the six earlier ones from the
@@ -469,7 +470,7 @@ def score(history: History, build_id: int) -> dict[str, Any]:
                 errors[f"{share:.0%}"] = None
                 continue
             errors[f"{share:.0%}"] = round((estimate.remaining_s - truth) / truth, 3)
-            if estimate.low_s is not None and estimate.low_s <= truth <= (estimate.high_s or 0):
+            if estimate.holds(truth):
                 inside += 1
         scored[method] = {"errors": errors, "truth_inside_range": inside}
         if method == "learned":
@@ -542,15 +543,22 @@ def checkpoints(
             if before is None
             else {
                 "baseline_eta_s": round(before.remaining_s, 1),
-                "baseline_inside": before.low_s is not None
-                and before.low_s <= truth <= (before.high_s or 0.0),
+                "baseline_inside": before.holds(truth),
                 "baseline_error": round((before.remaining_s - truth) / truth, 3),
             }
         )
         if said is None:
-            found.append({"at": share, "truth_s": round(truth, 1), "eta": None, **baseline})
+            found.append(
+                {
+                    "at": share,
+                    "duration_s": round(replay.duration_s, 1),
+                    "truth_s": round(truth, 1),
+                    "eta": None,
+                    **baseline,
+                }
+            )
             continue
-        inside = said.low_s is not None and said.low_s <= truth <= (said.high_s or 0.0)
+        inside = said.holds(truth)
         kind_only: dict[str, Any] = {}
         unloaded: dict[str, Any] = {}
         if blind is not None:
@@ -560,9 +568,7 @@ def checkpoints(
                 unloaded["without_contention_error"] = round(
                     (without.remaining_s - truth) / truth, 3
                 )
-                unloaded["without_contention_inside"] = (
-                    without.low_s is not None and without.low_s <= truth <= (without.high_s or 0.0)
-                )
+                unloaded["without_contention_inside"] = without.holds(truth)
         pace = replay.live.pace
         if said.first_build and pace is not None and replay.edge_total:
             # The first-build method before it costed edges by source: each kind of edge left
@@ -580,6 +586,7 @@ def checkpoints(
         found.append(
             {
                 "at": share,
+                "duration_s": round(replay.duration_s, 1),
                 "truth_s": round(truth, 1),
                 "eta_s": round(said.remaining_s, 1),
                 "low_s": None if said.low_s is None else round(said.low_s, 1),
@@ -753,10 +760,22 @@ def load_as_recorded(
     return eta_recordings.load(recording, work)
 
 
+# How long a run took, in three bins: the recordings' H100 runs at -j16 last seconds, the
+# VM's first builds of fmt and googletest half an hour; an ONNX Runtime build takes hours. The
+# bins were set after the figures at 30 s, 1 min and 2 min had been looked at: say so.
+BUILD_LENGTHS: tuple[tuple[str, float, float], ...] = (
+    ("runs under 30 s", 0.0, 30.0),
+    ("runs of 30 s to 2 min", 30.0, 120.0),
+    ("runs of 2 min or more", 120.0, math.inf),
+)
+
+
 def by_condition(points: list[dict[str, Any]]) -> dict[str, Any]:
     """Coverage and error per condition: first builds and rebuilds, each per load
     (`load_of`), and each of those over all loads; first builds also by what their history
-    held (nothing to learn from, or an earlier release of the tree: `built_before`)."""
+    held (nothing to learn from, or an earlier release of the tree: `built_before`); all runs
+    and first builds with nothing to learn from also by how long the run took
+    (`BUILD_LENGTHS`)."""
     found: dict[str, Any] = {}
     for run in ("first build", "rebuild"):
         mine = [p for p in points if p["run"] == run]
@@ -774,6 +793,13 @@ def by_condition(points: list[dict[str, Any]]) -> dict[str, Any]:
         chosen = [p for p in points if p["load"] == load]
         if chosen:
             found[f"all runs, {load}"] = coverage(chosen)
+    for name, shortest, longest in BUILD_LENGTHS:
+        chosen = [p for p in points if shortest <= p["duration_s"] < longest]
+        if chosen:
+            found[f"all {name}"] = coverage(chosen)
+        alone = [p for p in chosen if p.get("learned_from") == NOTHING_TO_LEARN_FROM]
+        if alone:
+            found[f"first builds, nothing to learn from, {name}"] = coverage(alone)
     found["all"] = coverage(points)
     return found
 
@@ -1140,9 +1166,7 @@ def sampled_schedule(directory: Path) -> dict[str, Any]:
                                 continue
                             point[f"{name}_eta_s"] = round(eta.remaining_s, 1)
                             point[f"{name}_error"] = round((eta.remaining_s - truth) / truth, 3)
-                            point[f"{name}_inside"] = (
-                                eta.low_s is not None and eta.low_s <= truth <= (eta.high_s or 0.0)
-                            )
+                            point[f"{name}_inside"] = eta.holds(truth)
                         points.append(point)
         finally:
             shutil.rmtree(work, ignore_errors=True)
@@ -1496,9 +1520,7 @@ def censored_fit(directory: Path) -> dict[str, Any]:
                             if eta is None:
                                 continue
                             point[f"{way}: error"] = round((eta.remaining_s - truth) / truth, 3)
-                            point[f"{way}: inside"] = (
-                                eta.low_s is not None and eta.low_s <= truth <= (eta.high_s or 0.0)
-                            )
+                            point[f"{way}: inside"] = eta.holds(truth)
                         points.append(point)
         finally:
             shutil.rmtree(work, ignore_errors=True)
@@ -1620,9 +1642,7 @@ def other_tree_prior(directory: Path) -> dict[str, Any]:
                 for way, eta in (("shipped", said), ("other_tree", with_other)):
                     if eta is not None:
                         point[f"{way}_error"] = round((eta.remaining_s - truth) / truth, 3)
-                        point[f"{way}_inside"] = eta.low_s is not None and eta.low_s <= truth <= (
-                            eta.high_s or 0.0
-                        )
+                        point[f"{way}_inside"] = eta.holds(truth)
                 points.append(point)
 
     def figures(chosen: list[dict[str, Any]], way: str) -> dict[str, Any]:
@@ -2091,9 +2111,7 @@ def _sized_point(
         if eta is None:
             continue
         point[f"{way}: error"] = round((eta.remaining_s - truth) / truth, 3)
-        point[f"{way}: inside"] = eta.low_s is not None and eta.low_s <= truth <= (
-            eta.high_s or 0.0
-        )
+        point[f"{way}: inside"] = eta.holds(truth)
     return point
 
 
@@ -2479,8 +2497,7 @@ def own_log_prior(directory: Path) -> dict[str, Any]:
                             if said is not None:
                                 point.update(
                                     eta_s=round(said.remaining_s, 1),
-                                    inside=said.low_s is not None
-                                    and said.low_s <= truth <= (said.high_s or 0.0),
+                                    inside=said.holds(truth),
                                     error=round((said.remaining_s - truth) / truth, 3),
                                     basis=said.basis,
                                 )

@@ -87,6 +87,10 @@ def test_eta_accuracy_scores_the_recorded_third_party_builds(tmp_path: Path) -> 
         == document["all"]["checkpoints"]  # type: ignore[index]
     )
     assert "| first builds |" in str(document["conditions_table"])
+    # By how long each run took: every checkpoint in one bin.
+    lengths = [c for name, c in conditions.items() if name.startswith("all runs ")]
+    assert len(lengths) == 3 and "all runs of 2 min or more" in conditions
+    assert sum(c["checkpoints"] for c in lengths) == conditions["all"]["checkpoints"]
     # The second of each pair of releases recorded on one host is played with the first in its
     # history: its first build is one "after an earlier release", the others' have nothing.
     after = conditions["first builds, an earlier release built before on this host"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from workbench.progress.live_view import Contention
-from workbench.supervision.live_eta import CONTENTION_MIN_SAMPLES, LiveEta
+from workbench.supervision.live_eta import CONTENTION_MIN_SAMPLES, Eta, LiveEta
 
 
 def _first_build(jobs: int | None = 2) -> LiveEta:
@@ -49,6 +49,24 @@ def test_other_builds_taking_cores_now_stretch_the_rest() -> None:
         busy.observe(1000.0 + t, 2, _contention(0.0, 0.3, t + 1))
     eased = busy.estimate_at(600.0, 0.5, (20, 40))
     assert eased is not None and eased.remaining_s < before.remaining_s
+
+
+def test_contention_keeps_a_range_with_no_upper_end_open() -> None:
+    """A Nix builder's ninja with what follows it not counted has no upper end; the host's
+    contention scales its figure and its low, and leaves it open (it had closed it at the
+    figure itself, a range the fixup and the derivations after it then went past)."""
+    busy = _first_build()
+    for t in range(600):
+        busy.observe(1000.0 + t, 2, _contention(0.0, 0.0, t + 1))
+    for t in range(600, 660):
+        busy.observe(1000.0 + t, 2, _contention(1.5, 1.5 * (t - 599) / (t + 1), t + 1))
+    assert busy.host.factor() is not None
+    open_above = busy.host.apply(Eta(100.0, "ninja (its install and fixup not counted)", 50.0))
+    assert open_above.remaining_s > 100.0 and open_above.low_s == 50.0
+    assert open_above.high_s is None
+    # A figure with no range at all still gets one that spans both paces.
+    bare = busy.host.apply(Eta(100.0, "by progress"))
+    assert bare.low_s == 100.0 and bare.high_s == bare.remaining_s > 100.0
 
 
 def test_steady_or_unmeasured_contention_changes_nothing() -> None:

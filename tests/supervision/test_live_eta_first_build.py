@@ -19,7 +19,7 @@ from workbench.analysis.eta_model import (
 )
 from workbench.progress.live_view import LiveView
 from workbench.reading.follow import eta_text
-from workbench.supervision.live_eta import LiveEta
+from workbench.supervision.live_eta import Eta, LiveEta
 
 
 def _fmt_like() -> tuple[dict[str, float], dict[str, int]]:
@@ -56,6 +56,20 @@ def test_the_live_eta_of_a_first_build_says_so() -> None:
     assert eta is not None and eta.first_build
     text = eta_text(LiveView(eta=eta.view()).eta)
     assert text is not None and "first build: no history" in text
+
+
+def test_a_range_with_no_upper_end_says_so_and_holds_what_is_above_its_low() -> None:
+    """A Nix builder's ninja with nothing to learn from: what follows it (install, fixup, the
+    derivations after it) is not counted, so its range has a low and no high."""
+    open_above = Eta(120.0, "onnxruntime-cpp's ninja (its install and fixup not counted)", 60.0)
+    text = eta_text(LiveView(eta=open_above.view()).eta)
+    assert text == "ETA 2m00s (1m00s–?)", text
+    assert open_above.holds(60.0) and open_above.holds(3600.0) and not open_above.holds(59.0)
+    closed = Eta(120.0, "earlier builds", 60.0, 180.0)
+    assert closed.holds(180.0) and not closed.holds(181.0)
+    assert not Eta(120.0, "no range").holds(120.0)
+    text = eta_text(LiveView(eta=closed.view()).eta)
+    assert text == "ETA 2m00s (1m00s–3m00s)", text
 
 
 def test_too_little_done_says_nothing() -> None:

@@ -100,12 +100,14 @@ class LogReader:
 
 def eta_text(eta: EtaView | None) -> str | None:
     """ "ETA 1m05s (50s–1m30s)": the ETA with the range it is likely in ("first build" when
-    nothing earlier supports it); None when the supervisor has none."""
+    nothing earlier supports it; "50s–?" when the range has no upper end: what follows is not
+    counted, the basis says what); None when the supervisor has none."""
     if eta is None:
         return None
     spread = ""
-    if eta.low_s is not None and eta.high_s is not None:
-        spread = f" ({duration(eta.low_s)}–{duration(eta.high_s)})"
+    if eta.low_s is not None:
+        high = "?" if eta.high_s is None else duration(eta.high_s)
+        spread = f" ({duration(eta.low_s)}–{high})"
     first = ", first build: no history" if eta.first_build else ""
     return f"ETA {duration(eta.remaining_s)}{spread}{first}"
 

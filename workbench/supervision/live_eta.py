@@ -147,11 +147,13 @@ class HostShare:
             return eta
         low = eta.low_s if eta.low_s is not None else eta.remaining_s
         high = eta.high_s if eta.high_s is not None else eta.remaining_s
+        # A range with a low and no upper end (what follows is not counted) stays open above.
+        open_above = eta.low_s is not None and eta.high_s is None
         return Eta(
             eta.remaining_s * factor,
             f"{eta.basis}; {self.words(factor)}",
             min(low, low * factor),
-            max(high, high * factor),
+            None if open_above else max(high, high * factor),
             eta.first_build,
         )
 
@@ -172,6 +174,13 @@ class Eta:
     high_s: float | None = None
     first_build: bool = False
     """Nothing earlier to learn from: this build's own pace so far, extrapolated."""
+
+    def holds(self, truth_s: float) -> bool:
+        """Whether the range holds `truth_s`: no range holds nothing; a range with no upper
+        end (what follows is not counted) holds what is at least its low."""
+        if self.low_s is None:
+            return False
+        return self.low_s <= truth_s and (self.high_s is None or truth_s <= self.high_s)
 
     def view(self) -> EtaView:
         """The live view's ETA (`progress.live_view.EtaView`)."""
@@ -655,8 +664,12 @@ class LiveEta:
                 return replace(inner, basis=f"{builder.name}'s ninja: {inner.basis}")
             after = builder.after_ninja()
             if after is None:
+                # Nothing says how long its install, fixup and the derivations after it take:
+                # the figure is its ninja's, and the range has no upper end (an ORT variant's
+                # Python package alone takes minutes after its C++ package's ninja).
                 return replace(
                     inner,
+                    high_s=None,
                     basis=f"{builder.name}'s ninja ({builder.after_words()} not counted): "
                     + inner.basis,
                 )
