@@ -32,7 +32,9 @@ class SamplePoint:
 
     t: float
     rss: int
-    cpu_cores: float
+    cpu_cores: float | None
+    """None where the sample measured no CPU (`history.records.cpu_measured`): no counter
+    point, rather than a 0 that was never measured."""
 
 
 def slots(edges: Sequence[Edge]) -> list[int]:
@@ -136,6 +138,8 @@ def chrome_trace(
                 "args": {"MiB": round(sample.rss / 1048576, 1)},
             }
         )
+        if sample.cpu_cores is None:
+            continue
         events.append(
             {
                 "name": "build CPU (cores, sampled)",

@@ -35,6 +35,7 @@ def run_trace(args: argparse.Namespace) -> int:
     from workbench.analysis.trace import SamplePoint, chrome_trace, write_trace
     from workbench.configs.paths import state_dir
     from workbench.errors import WorkbenchError
+    from workbench.history.records import cpu_measured
     from workbench.history.store import History
 
     history = History(state_dir(args.state_dir).resolve())
@@ -51,9 +52,10 @@ def run_trace(args: argparse.Namespace) -> int:
             f"{record.id}` shows what was sampled)"
         )
     started = record.started or analysis.origin
+    stored = history.samples(record.id)
     samples = [
-        SamplePoint(sample.t - started, sample.rss, sample.cpu_cores)
-        for sample in history.samples(record.id)
+        SamplePoint(sample.t - started, sample.rss, sample.cpu_cores if known else None)
+        for sample, known in zip(stored, cpu_measured(stored), strict=True)
     ]
     release = (record.settings or {}).get("ort_version")
     document = chrome_trace(

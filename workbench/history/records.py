@@ -7,6 +7,7 @@ targets and pushes.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any
@@ -251,6 +252,26 @@ class Sampled:
     cuda_jobs: int
     link_jobs: int
     fraction: float | None
+    cpu_interval: float | None = None
+    """Seconds of CPU use the CPU figures cover: 0 where they measured none (the sampler's
+    first reading, with no interval behind it; the supervisor's exit sample, taken with no
+    process left, which missed what the last ones used); None in histories from before it was
+    kept (`cpu_measured` then tells those two apart as it can)."""
+
+
+def cpu_measured(samples: Sequence[Sampled]) -> list[bool]:
+    """Whether each of a build's samples (in time order) measured its CPU: where the history
+    kept `cpu_interval`, it says; in an older history, the first sample is the sampler's first
+    reading when it counted no CPU yet, and the last is the exit sample when no process was
+    left. Their 0% is no measurement: a graph or a trace leaves it out (its RSS is one)."""
+    found = [sample.cpu_interval is None or sample.cpu_interval > 0 for sample in samples]
+    if len(samples) > 1:
+        first, last = samples[0], samples[-1]
+        if first.cpu_interval is None and first.cpu_seconds == 0.0:
+            found[0] = False
+        if last.cpu_interval is None and last.processes == 0:
+            found[-1] = False
+    return found
 
 
 @dataclass(frozen=True)

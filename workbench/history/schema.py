@@ -36,6 +36,9 @@ ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     # Supervisors that were lost and replaced while the build ran (keeper.py): [{"lost_pid",
     # "lost_at", "adopted_at", "pid", "unobserved_s"}]; [] or NULL when its first one saw it all.
     ("builds", "adopted", "TEXT"),
+    # Seconds of CPU use a sample's CPU figures cover; 0 where they measured none (the
+    # sampler's first reading, the exit sample): `records.Sampled.cpu_interval`.
+    ("samples", "cpu_interval", "REAL"),
 )
 
 SCHEMA = """

@@ -434,7 +434,9 @@ class History:
                 )
             if sample is not None:
                 db.execute(
-                    "INSERT INTO samples VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO samples (build_id, t, cpu_percent, cpu_cores, cpu_seconds, "
+                    "rss, memory_available, processes, compile_jobs, cuda_jobs, link_jobs, "
+                    "fraction, cpu_interval) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         build_id,
                         sample.t,
@@ -448,6 +450,7 @@ class History:
                         sample.cuda_jobs,
                         sample.link_jobs,
                         sample.fraction,
+                        sample.cpu_interval,
                     ),
                 )
 
@@ -623,7 +626,8 @@ class History:
             Sampled(*row)
             for row in self._db.execute(
                 "SELECT t, cpu_percent, cpu_cores, cpu_seconds, rss, memory_available, processes, "
-                "compile_jobs, cuda_jobs, link_jobs, fraction FROM samples WHERE build_id = ? "
+                "compile_jobs, cuda_jobs, link_jobs, fraction, cpu_interval FROM samples "
+                "WHERE build_id = ? "
                 "ORDER BY t",
                 (build_id,),
             )

@@ -413,9 +413,10 @@ class LiveView:
     t: float | None = None
     """Epoch seconds of the sample; None: nothing sampled yet."""
     cpus: int = 0
-    cpu_percent: float = 0.0
-    """The build's CPU as a share of ALL the host's cores, 0–100."""
-    cpu_cores: float = 0.0
+    cpu_percent: float | None = None
+    """The build's CPU as a share of ALL the host's cores, 0–100; None where the sample measured
+    none (the sampler's first reading, with no interval behind it)."""
+    cpu_cores: float | None = None
     rss: int = 0
     memory_available: int = 0
     memory_total: int = 0
@@ -482,8 +483,8 @@ class LiveView:
         return cls(
             t=_opt_float(data.get("t")),
             cpus=_int(data.get("cpus")),
-            cpu_percent=_float(data.get("cpu_percent")),
-            cpu_cores=_float(data.get("cpu_cores")),
+            cpu_percent=_opt_float(data.get("cpu_percent")),
+            cpu_cores=_opt_float(data.get("cpu_cores")),
             rss=_int(data.get("rss")),
             memory_available=_int(data.get("memory_available")),
             memory_total=_int(data.get("memory_total")),

@@ -224,7 +224,10 @@ def status_line(record: BuildRecord, now: float | None = None) -> str:
     if eta is not None:
         parts.append(eta)
     if live.sampled:
-        parts.append(f"CPU {live.cpu_cores:.1f}/{live.cpus} cores")
+        if live.cpu_cores is None:
+            parts.append("CPU not measured yet")
+        else:
+            parts.append(f"CPU {live.cpu_cores:.1f}/{live.cpus} cores")
         parts.append(f"RSS {size(live.rss)} ({size(live.memory_available)} available)")
         parts.append(peak_text(live))
         parts.append(running_text(live))

@@ -138,24 +138,27 @@ class LiveWriter:
         sample: Sample,
         eta: EtaView | None,
         users: Mapping[int, str],
+        cpu_measured: bool = True,
     ) -> LiveView:
-        """The live view of one sample."""
+        """The live view of one sample. `cpu_measured`: False where the sample measured no CPU
+        (the sampler's first reading, the exit sample): its CPU is then None, not 0%."""
         build = sample.build
+        cpu_measured = cpu_measured and build.interval > 0
         peak = self._peak
         if build.rss > peak.rss or peak.rss_at is None:
             peak = Peaks(build.rss, build.t, peak.cpu_cores, peak.compile_jobs)
         self._peak = Peaks(
             peak.rss,
             peak.rss_at,
-            max(peak.cpu_cores, round(build.cpu_cores, 2)),
+            max(peak.cpu_cores, round(build.cpu_cores, 2)) if cpu_measured else peak.cpu_cores,
             max(peak.compile_jobs, build.compile_jobs),
         )
         jobs = fold_jobs(sample.processes, build.t, users)
         return LiveView(
             t=build.t,
             cpus=build.cpus,
-            cpu_percent=round(build.cpu_percent, 1),
-            cpu_cores=round(build.cpu_cores, 2),
+            cpu_percent=round(build.cpu_percent, 1) if cpu_measured else None,
+            cpu_cores=round(build.cpu_cores, 2) if cpu_measured else None,
             rss=build.rss,
             memory_available=build.memory_available,
             memory_total=build.memory_total,

@@ -422,7 +422,7 @@ class Supervisor:
             if readable[0].failure:
                 self.say(f"the log's readable form stops early: {readable[0].failure}")
         os.close(out_r)
-        self._guarded("the last sample", self._sample)
+        self._guarded("the last sample", lambda: self._sample(final=True))
         self._sweep_leftovers()
         if self.sampler is not None:
             self._guarded("closing the sampler", self.sampler.close)
@@ -641,7 +641,10 @@ class Supervisor:
 
     # -- sampling and recording ---------------------------------------------------------------
 
-    def _sample(self) -> None:
+    def _sample(self, final: bool = False) -> None:
+        """Sample the build, store the sample and the live view. `final`: the exit sample, taken
+        once the build ended: its RSS (nothing left) is a measurement, its CPU none (the CPU
+        its last processes used since the sample before went with them)."""
         from workbench.supervision import live_eta
 
         progress = self.tracker.snapshot()
@@ -670,8 +673,9 @@ class Supervisor:
                 cuda_jobs=build.cuda_jobs,
                 link_jobs=build.link_jobs,
                 fraction=fraction,
+                cpu_interval=0.0 if final else build.interval,
             )
-            live = self._live(sample, progress)
+            live = self._live(sample, progress, cpu_measured=not final)
         if sampled is not None:
             self.samples_taken += 1
         try:
@@ -695,7 +699,7 @@ class Supervisor:
             self.history_failure = str(error)
             self.say(f"cannot write the history ({error}); the build goes on, losses are counted")
 
-    def _live(self, sample: Sample, progress: Progress) -> dict[str, Any]:
+    def _live(self, sample: Sample, progress: Progress, cpu_measured: bool) -> dict[str, Any]:
         # The view itself is made in live_writer.py (the jobs folded, the running edges, the
         # build's peaks, contention): this only hands it what the supervisor knows.
         elapsed = time.monotonic() - self.started_mono
@@ -703,7 +707,7 @@ class Supervisor:
             "estimating the time left", lambda: self.eta.estimate(elapsed, progress)
         )
         eta = None if estimate is None else estimate.view()
-        view = self.live_writer.view(sample, eta, self.census.users)
+        view = self.live_writer.view(sample, eta, self.census.users, cpu_measured)
         # Other builds' CPU, so far and now, and the edges running: inputs of the next estimate.
         self.eta.observe(sample.build.t, view.cpus, view.other, view.running)
         return view.to_json()

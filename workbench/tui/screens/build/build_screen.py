@@ -34,7 +34,7 @@ from textual.timer import Timer
 from textual.widgets import Header, Input, ProgressBar, Static
 
 from workbench.errors import WorkbenchError
-from workbench.history.records import BuildRecord, EdgeRow, JobRow, Sampled
+from workbench.history.records import BuildRecord, EdgeRow, JobRow, Sampled, cpu_measured
 from workbench.history.store import History
 from workbench.progress.live_view import LiveView
 from workbench.progress.visible import visible
@@ -526,8 +526,9 @@ class BuildScreen(Screen[None]):
         edges = self.query_one(ParallelismGraph)
         edges.jobs = record.jobs
         # The whole build: the graphs fold it into their columns (O(1) per sample).
-        for sample in message.samples:
-            cpu.add(sample.cpu_percent, t=sample.t)
+        measured = cpu_measured(message.samples)
+        for sample, cpu_known in zip(message.samples, measured, strict=True):
+            cpu.add(sample.cpu_percent if cpu_known else math.nan, t=sample.t)
             rss.add(sample.rss, float(sample.rss + sample.memory_available), t=sample.t)
             edges.show_sampled(sampled_jobs(sample.compile_jobs, sample.link_jobs), sample.t)
         for graph in (cpu, rss, edges):
@@ -617,7 +618,7 @@ class BuildScreen(Screen[None]):
                 graph.holding = True
             try:
                 for t, live in samples:
-                    cpu.add(live.cpu_percent, t=t)
+                    cpu.add(math.nan if live.cpu_percent is None else live.cpu_percent, t=t)
                     rss.add(float(live.rss), live.memory_scale, t=t)
                     edges.show_sampled(sampled_jobs(live.compile_jobs, live.link_jobs), t)
             finally:

@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from workbench.history.records import Sampled
+from workbench.history.records import Sampled, cpu_measured
 
 # One value a second up to this many, else one value per as many seconds as keep the series
 # this long (a day-long build: 2 s each).
@@ -131,15 +131,11 @@ def ended_timeline(
             samples, on, lambda s: float((s.compile_jobs or 0) + (s.link_jobs or 0)), peak=False
         )
     last = samples[-1] if samples else None
-    # The supervisor's last sample is taken once the build ended (`Supervisor._follow`): with
-    # no process left it measured none of the CPU the build used since the sample before, and
-    # its 0% would pull the last interval's mean down ("last 23%" for a job at 48%). Its CPU is
-    # not a measurement; its RSS (nothing left) is, and counts in no peak.
-    cpu_samples = samples[:-1] if len(samples) > 1 and samples[-1].processes == 0 else samples
-    # Nor is the first one's, taken with no interval behind it (the sampler's first reading:
-    # no CPU time counted yet, `Sampler._build_sample`).
-    if len(cpu_samples) > 1 and cpu_samples[0].cpu_seconds == 0.0:
-        cpu_samples = cpu_samples[1:]
+    # Only the samples that measured CPU (`cpu_measured`): the exit sample's 0% would pull the
+    # last interval's mean down ("last 23%" for a job at 48%), the sampler's first reading's
+    # the first. Their RSS is a measurement (the exit sample's, nothing left, counts in no
+    # peak).
+    cpu_samples = [s for s, known in zip(samples, cpu_measured(samples), strict=True) if known]
     return Timeline(
         on,
         per_interval(cpu_samples, on, lambda s: s.cpu_percent, peak=False),
