@@ -3,9 +3,12 @@
 A build's processes are the launched command and its descendants (single-user Nix, cmake,
 ninja, make, ./build.sh) and, with a nix-daemon, the builders the daemon forks: those run as
 `nixbld*` users as children of a `nix-daemon` process, not of `nix build`. A daemon serves every
-user's builds at once, so when the derivation names of this build are known a builder is
-attributed to it by its environment (`name`, `out`, `NIX_BUILD_TOP`) or its working directory
-(`/tmp/nix-build-<name>.drv-N` without a sandbox; `/build` inside one).
+user's builds at once, so once this build's derivations are known (`BuildDerivations`) a builder
+is attributed to it by the store path it builds (`out` in its environment) where its environment
+can be read, else by its derivation's name: from its working directory
+(`/tmp/nix-build-<name>.drv-N` without a sandbox; `/build` inside one) or its arguments. Two
+builds of derivations of the same name at once (two users' onnxruntime-1.22.0 with different
+patches) are told apart only the first way.
 
 Newer Nix can allocate builder uids itself (`auto-allocate-uids`): those have no user name, so
 the "parent is nix-daemon" rule is what finds them.
@@ -14,11 +17,12 @@ the "parent is nix-daemon" rule is what finds them.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from workbench.monitor import procfs
 from workbench.monitor.classification import ProcessKind, classify
+from workbench.monitor.derivation_file import derivation_name, read_outputs
 
 NIX_DAEMON = "nix-daemon"
 _NIXBLD = re.compile(r"^nixbld\d*$")
@@ -76,12 +80,66 @@ def derivation_in_argv(argv: list[str]) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
-def attribute_builder(pid: int, names: Collection[str]) -> str | None:
-    """Which of `names` the builder process `pid` builds, else None (another build's)."""
-    found = builder_name(pid)
-    if found is not None and found in names:
-        return found
-    return None
+class BuildDerivations:
+    """The derivations one build builds, as its supervisor learns them from the Nix log: their
+    names and, where the derivation file could be read, the store paths of their outputs."""
+
+    __slots__ = ("_drv_paths", "_named_only", "names", "outputs")
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+        self.outputs: set[str] = set()
+        """Store paths the build's derivations build, from their `.drv` files."""
+        # Names of a derivation whose outputs are not known (given by name alone, its .drv not
+        # readable here, or an output whose path Nix only learns as it builds it).
+        self._named_only: set[str] = set()
+        self._drv_paths: set[str] = set()
+
+    def add(self, names: Iterable[str] = (), drv_paths: Iterable[str] = ()) -> bool:
+        """Learn derivations by name (matched by name only) or by `.drv` path (by their outputs,
+        read once here); whether any was new."""
+        new_names = set(names) - self._named_only
+        new_paths = set(drv_paths) - self._drv_paths
+        self._named_only |= new_names
+        self.names |= new_names
+        for path in new_paths:
+            self._drv_paths.add(path)
+            name = derivation_name(path)
+            self.names.add(name)
+            outputs = read_outputs(path)
+            if outputs is None or "" in outputs.values():
+                self._named_only.add(name)
+            else:
+                self.outputs.update(outputs.values())
+        return bool(new_names or new_paths)
+
+    def by_name_only(self, name: str) -> bool:
+        """Whether a builder of `name` can be told this build's by its name alone: some
+        derivation of that name is known without its outputs."""
+        return name in self._named_only
+
+
+def attribute_builder(pid: int, derivations: BuildDerivations) -> str | None:
+    """Which of this build's derivations the builder process `pid` builds (its name), else None
+    (another build's, or not known yet).
+
+    Where its environment can be read (root; single-user Nix), by the exact store path it builds
+    (`out`): of two derivations of the same name built at once (another user's build of the
+    same release with other patches), only this build's counts. Where it cannot (a user other
+    than root, under a nix-daemon: the environment of a `nixbld*` process is closed to it), or
+    for a derivation whose outputs are not known (`BuildDerivations.by_name_only`), by its
+    derivation's name only (`builder_name`): that fallback cannot tell same-named derivations
+    apart, and takes another build's builder of a derivation named as one of this build's."""
+    environment = procfs.read_environ(pid, _ENV_NAMES)
+    found = builder_derivation(environment, procfs.read_cwd(pid))
+    if found is None:
+        found = derivation_in_argv(procfs.read_cmdline(pid))
+    if found is None or found not in derivations.names:
+        return None
+    out = environment.get("out", "")
+    if out.startswith("/") and not derivations.by_name_only(found):
+        return found if out in derivations.outputs else None
+    return found
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,6 +46,7 @@ from workbench.monitor import procfs
 from workbench.monitor.classification import ProcessKind, classify
 from workbench.monitor.discovery import (
     NIX_DAEMON,
+    BuildDerivations,
     attribute_builder,
     builder_name,
     is_nixbld_user,
@@ -244,6 +245,7 @@ class Sampler:
         *,
         daemon: bool = False,
         derivations: Iterable[str] = (),
+        drv_paths: Iterable[str] = (),
         cpus: int | None = None,
         memory: MemoryProbe | None = None,
         clock: Callable[[], float] = time.time,
@@ -252,21 +254,23 @@ class Sampler:
     ) -> None:
         """Watch `root_pid` and its descendants, and with `daemon` also nix-daemon builders.
 
-        `derivations`: names of the derivations this build builds ("onnxruntime-1.23.2"); with
-        `daemon`, builders of other derivations are left out. Without names, every daemon builder
-        on the host counts, unless `names_to_come` (a supervisor that learns them from the Nix
-        log): then a daemon builder counts only once its derivation is known to be this build's
-        (a daemon serves every user: before that it may be anyone's). `cpus`: cores the build
-        may use (default: all of this machine's). `clock`: epoch seconds, the one source of
-        time: it stamps each sample and marks when the build began (a root process started
-        since then may yet become a builder).
+        `derivations`: names of the derivations this build builds ("onnxruntime-1.23.2");
+        `drv_paths`: their `.drv` files, which tell apart builders of derivations of the same
+        name (`discovery.attribute_builder`). With `daemon`, builders of other derivations are
+        left out. Without any, every daemon builder on the host counts, unless `names_to_come`
+        (a supervisor that learns them from the Nix log): then a daemon builder counts only once
+        its derivation is known to be this build's (a daemon serves every user: before that it
+        may be anyone's). `cpus`: cores the build may use (default: all of this machine's).
+        `clock`: epoch seconds, the one source of time: it stamps each sample and marks when the
+        build began (a root process started since then may yet become a builder).
         """
         if root_pid is None and not daemon:
             raise ValueError("give root_pid, daemon=True, or both")
         self.root_pid = root_pid
         self.daemon = daemon
         self.cpus = cpus or len(os.sched_getaffinity(0)) or 1
-        self._names: set[str] = set(derivations)
+        self._derivations = BuildDerivations()
+        self._derivations.add(derivations, drv_paths)
         self._names_to_come = names_to_come
         self._memory = memory or MemoryProbe(root_pid)
         self._clock = clock
@@ -290,12 +294,11 @@ class Sampler:
 
     # -- public -------------------------------------------------------------------------------
 
-    def add_derivations(self, names: Iterable[str]) -> None:
-        """Tell the sampler more derivation names of this build (learnt from the Nix log)."""
-        new = set(names) - self._names
-        if not new:
+    def add_derivations(self, names: Iterable[str] = (), drv_paths: Iterable[str] = ()) -> None:
+        """Tell the sampler more derivations of this build (learnt from the Nix log): by name,
+        or better by `.drv` path (see `__init__`)."""
+        if not self._derivations.add(names, drv_paths):
             return
-        self._names |= new
         # Builders seen before their derivation was known are judged again.
         self._rejudge |= self._unattributed
         self._unattributed.clear()
@@ -573,7 +576,7 @@ class Sampler:
                 ):
                     return _Verdict.NOT_YET
                 return _Verdict.NOT_OURS
-        if not self._names:
+        if not self._derivations.names:
             if self._names_to_come:
                 # Held until the log names this build's derivations, then judged again: the
                 # CPU it used meanwhile is counted when it joins (`_join`).
@@ -583,7 +586,7 @@ class Sampler:
             # before the supervisor has read Nix's start event. It is taken, named from its own
             # environment or build directory; a member keeps the name it joined with.
             return builder_name(pid)
-        derivation = attribute_builder(pid, self._names)
+        derivation = attribute_builder(pid, self._derivations)
         if derivation is None:
             # Judged again when the log names more derivations, or when it execs a program
             # whose arguments name its build directory (a wrapper's compiler).

@@ -743,8 +743,16 @@ class ProgressTracker:
         """Store paths of the derivations Nix said it will build ("these N derivations ...")."""
         return tuple(self._planned_names)
 
+    def derivation_paths(self) -> tuple[str, ...]:
+        """Store paths of every derivation planned or started: what the sampler attributes
+        builders by (their `.drv` files name the store paths they build)."""
+        paths = dict.fromkeys(self._planned_names)
+        paths.update(dict.fromkeys(d.drv_path for d in self._running.values()))
+        paths.update(dict.fromkeys(record.drv_path for record in self._finished))
+        return tuple(paths)
+
     def derivation_names(self) -> tuple[str, ...]:
-        """Names of every derivation planned or started: what the sampler attributes builders by."""
+        """Names of every derivation planned or started."""
         names = dict.fromkeys(derivation_name(path) for path in self._planned_names)
         names.update(dict.fromkeys(d.name for d in self._running.values()))
         names.update(dict.fromkeys(record.name for record in self._finished))

@@ -50,6 +50,7 @@ _SHIPPED = (
     "__init__.py",
     "monitor/__init__.py",
     "monitor/classification.py",
+    "monitor/derivation_file.py",
     "monitor/discovery.py",
     "monitor/memory.py",
     "monitor/procfs.py",

@@ -652,9 +652,9 @@ class Supervisor:
         live: dict[str, Any] | None = None
         sampled: Sampled | None = None
         if self.sampler is not None:
-            names = self.tracker.derivation_names()
-            if names:
-                self.sampler.add_derivations(names)
+            drv_paths = self.tracker.derivation_paths()
+            if drv_paths:
+                self.sampler.add_derivations(drv_paths=drv_paths)
             sample = self.sampler.sample()
             self.last_sample = sample
             self._guarded("reading the ninja log", lambda: self._follow_edges(sample))

@@ -1,0 +1,102 @@
+"""Builders of two derivations with the same name, one this build's: told apart by the store path
+each builds (`out` in its environment) against the outputs of this build's `.drv`, where the
+environment can be read (root here); by name alone, which cannot tell them apart, otherwise.
+Real processes, run as a real Nix build user, with the environment a Nix builder has."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from needed_tools import needs
+from nix_testing import held_build_user
+
+from workbench.monitor import Sampler
+
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="running as a Nix build user needs root"),
+    needs("runuser", debian="util-linux"),
+]
+
+NAME = "wb-attr-same-1.0"
+OURS = f"/nix/store/{'a' * 32}-{NAME}"
+THEIRS = f"/nix/store/{'b' * 32}-{NAME}"
+
+
+@pytest.fixture
+def builders() -> Iterator[dict[str, int]]:
+    """Two processes as a Nix build user, each with a builder's `name` and `out`: the same
+    name, two store paths ("ours", "theirs") -> the pid of each."""
+    with held_build_user() as user:
+        started: dict[str, subprocess.Popen[bytes]] = {}
+        try:
+            for which, out in (("ours", OURS), ("theirs", THEIRS)):
+                started[which] = subprocess.Popen(
+                    ["runuser", "-u", user, "--", "env", "-i", f"name={NAME}", f"out={out}",
+                     "/bin/sleep", "120"],
+                    cwd="/", start_new_session=True,
+                )  # fmt: skip
+            yield {which: _child_of(process.pid, user) for which, process in started.items()}
+        finally:
+            for process in started.values():
+                below = psutil.Process(process.pid).children(recursive=True)
+                process.kill()
+                for child in below:
+                    with contextlib.suppress(psutil.Error):
+                        child.kill()
+                process.wait(timeout=30)
+
+
+def _child_of(pid: int, user: str) -> int:
+    """runuser's child, the sleep running as `user` (runuser forks it)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        for child in psutil.Process(pid).children():
+            with contextlib.suppress(psutil.Error):
+                if child.username() == user and child.name() == "sleep":
+                    return child.pid
+        time.sleep(0.01)
+    raise AssertionError(f"runuser's sleep as {user} never came within 30 s")
+
+
+def _drv(folder: Path, out: str) -> str:
+    """A derivation file (as Nix writes one) that builds `out`; its path names NAME."""
+    path = folder / f"{out.rpartition('/')[2][:32]}-{NAME}.drv"
+    path.write_text(
+        f'Derive([("out","{out}","","")],[],[],"x86_64-linux","/bin/sh",["-c","true"],'
+        f'[("name","{NAME}"),("out","{out}")])'
+    )
+    return str(path)
+
+
+def _counted(sampler: Sampler, builders: dict[str, int]) -> set[str]:
+    pids = {p.pid: p.derivation for p in sampler.sample().processes}
+    assert all(pids.get(pid) in (None, NAME) for pid in builders.values())
+    return {which for which, pid in builders.items() if pid in pids}
+
+
+def test_a_builder_of_another_derivation_with_the_same_name_is_not_this_build_s(
+    builders: dict[str, int], tmp_path: Path
+) -> None:
+    with Sampler(daemon=True, names_to_come=True) as sampler:
+        assert _counted(sampler, builders) == set()  # anyone's, until the log names the build's
+        sampler.add_derivations(drv_paths=[_drv(tmp_path, OURS)])
+        assert _counted(sampler, builders) == {"ours"}
+        assert _counted(sampler, builders) == {"ours"}
+
+
+def test_by_name_alone_same_named_builders_cannot_be_told_apart(
+    builders: dict[str, int], tmp_path: Path
+) -> None:
+    """The fallback (a derivation known by name, or its `.drv` unreadable): both count."""
+    with Sampler(daemon=True, names_to_come=True) as sampler:
+        sampler.add_derivations(drv_paths=[str(tmp_path / f"{'c' * 32}-{NAME}.drv")])
+        assert _counted(sampler, builders) == {"ours", "theirs"}
+    with Sampler(daemon=True, derivations=[NAME]) as sampler:
+        assert _counted(sampler, builders) == {"ours", "theirs"}
