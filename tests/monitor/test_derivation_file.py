@@ -12,7 +12,12 @@ from pathlib import Path
 import pytest
 from nix_testing import needs_nix, nix_env
 
-from workbench.monitor.derivation_file import derivation_name, parse_outputs, read_outputs
+from workbench.monitor.derivation_file import (
+    derivation_name,
+    parse_outputs,
+    read_outputs,
+    scratch_path,
+)
 
 # Two outputs, and an argument full of what ATerm escapes (quotes, backslashes, newline, tab).
 EXPRESSION = r"""{ salt }:
@@ -55,6 +60,52 @@ def test_the_outputs_of_a_real_derivation_are_those_nix_says(tmp_path: Path) -> 
     assert outputs["out"].endswith("-wb-drv-reader")
     assert outputs["dev"].endswith("-wb-drv-reader-dev")
     assert derivation_name(drv) == "wb-drv-reader"
+
+
+# The builder says the store path it writes (`out`), on stderr.
+SAYS_OUT = """{ salt }:
+derivation {
+  name = "wb-drv-scratch";
+  system = builtins.currentSystem;
+  builder = "/bin/sh";
+  args = [ "-c" "echo out=$out >&2; echo $salt > $out" ];
+  inherit salt;
+}
+"""
+
+
+@needs_nix[0]
+@needs_nix[1]
+@pytest.mark.skipif(os.geteuid() != 0, reason="single-user Nix writes /nix/store: root here")
+def test_a_build_again_beside_the_output_writes_where_scratch_path_says(tmp_path: Path) -> None:
+    """`nix-build --check` of a built derivation (no sandbox: Debian's Nix): its builder's `out`
+    is Nix's fallback path for the output, which `scratch_path` computes."""
+    expression = tmp_path / "scratch.nix"
+    expression.write_text(SAYS_OUT)
+    env = nix_env(tmp_path)
+    env.pop("NIX_REMOTE", None)
+    drv = _nix(["nix-instantiate", str(expression), "--argstr", "salt", uuid.uuid4().hex], env)
+    out = _nix(["nix-store", "--query", "--outputs", drv], env)
+    said = []
+    for again in ([], ["--check"]):
+        built = subprocess.run(
+            ["nix-build", drv, "--no-out-link", *again],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            check=False,
+        )
+        assert built.returncode == 0, built.stderr
+        said += [line[4:] for line in built.stderr.splitlines() if line.startswith("out=")]
+    assert said == [out, scratch_path(drv, out)]
+    assert scratch_path(drv, out) != out and scratch_path(drv, out).endswith("-wb-drv-scratch")
+
+
+def _nix(argv: list[str], env: dict[str, str]) -> str:
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
 
 
 def test_fixed_floating_and_versioned_outputs() -> None:

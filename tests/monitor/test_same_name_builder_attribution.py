@@ -18,6 +18,7 @@ from needed_tools import needs
 from nix_testing import held_build_user
 
 from workbench.monitor import Sampler
+from workbench.monitor.derivation_file import scratch_path
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="running as a Nix build user needs root"),
@@ -27,16 +28,19 @@ pytestmark = [
 NAME = "wb-attr-same-1.0"
 OURS = f"/nix/store/{'a' * 32}-{NAME}"
 THEIRS = f"/nix/store/{'b' * 32}-{NAME}"
+# Our derivation's file, and where its builder writes when Nix builds it again (`--rebuild`).
+OUR_DRV = f"{'d' * 32}-{NAME}.drv"
+AGAIN = scratch_path(f"/nix/store/{OUR_DRV}", OURS)
 
 
 @pytest.fixture
 def builders() -> Iterator[dict[str, int]]:
-    """Two processes as a Nix build user, each with a builder's `name` and `out`: the same
-    name, two store paths ("ours", "theirs") -> the pid of each."""
+    """Processes as a Nix build user, each with a builder's `name` and `out`: the same name,
+    three store paths ("ours", "again": ours built again, "theirs") -> the pid of each."""
     with held_build_user() as user:
         started: dict[str, subprocess.Popen[bytes]] = {}
         try:
-            for which, out in (("ours", OURS), ("theirs", THEIRS)):
+            for which, out in (("ours", OURS), ("again", AGAIN), ("theirs", THEIRS)):
                 started[which] = subprocess.Popen(
                     ["runuser", "-u", user, "--", "env", "-i", f"name={NAME}", f"out={out}",
                      "/bin/sleep", "120"],
@@ -66,8 +70,8 @@ def _child_of(pid: int, user: str) -> int:
 
 
 def _drv(folder: Path, out: str) -> str:
-    """A derivation file (as Nix writes one) that builds `out`; its path names NAME."""
-    path = folder / f"{out.rpartition('/')[2][:32]}-{NAME}.drv"
+    """A derivation file (as Nix writes one) that builds `out`, named as ours is."""
+    path = folder / OUR_DRV
     path.write_text(
         f'Derive([("out","{out}","","")],[],[],"x86_64-linux","/bin/sh",["-c","true"],'
         f'[("name","{NAME}"),("out","{out}")])'
@@ -87,8 +91,8 @@ def test_a_builder_of_another_derivation_with_the_same_name_is_not_this_build_s(
     with Sampler(daemon=True, names_to_come=True) as sampler:
         assert _counted(sampler, builders) == set()  # anyone's, until the log names the build's
         sampler.add_derivations(drv_paths=[_drv(tmp_path, OURS)])
-        assert _counted(sampler, builders) == {"ours"}
-        assert _counted(sampler, builders) == {"ours"}
+        assert _counted(sampler, builders) == {"ours", "again"}
+        assert _counted(sampler, builders) == {"ours", "again"}
 
 
 def test_by_name_alone_same_named_builders_cannot_be_told_apart(
@@ -97,6 +101,6 @@ def test_by_name_alone_same_named_builders_cannot_be_told_apart(
     """The fallback (a derivation known by name, or its `.drv` unreadable): both count."""
     with Sampler(daemon=True, names_to_come=True) as sampler:
         sampler.add_derivations(drv_paths=[str(tmp_path / f"{'c' * 32}-{NAME}.drv")])
-        assert _counted(sampler, builders) == {"ours", "theirs"}
+        assert _counted(sampler, builders) == {"ours", "again", "theirs"}
     with Sampler(daemon=True, derivations=[NAME]) as sampler:
-        assert _counted(sampler, builders) == {"ours", "theirs"}
+        assert _counted(sampler, builders) == {"ours", "again", "theirs"}

@@ -17,11 +17,15 @@ Standard library only: the sampler is shipped to build hosts (`workbench.remote.
 
 from __future__ import annotations
 
+import hashlib
+
 # A derivation's outputs are its first few hundred bytes; the rest (its environment: a builder
 # script inline, a list of patches) can be megabytes. Read this much: outputs cut off in it are
 # taken for unreadable (the caller falls back to the derivation's name).
 _READ_AT_MOST = 64 * 1024
 _ESCAPED = {"n": "\n", "r": "\r", "t": "\t"}
+# Nix's base-32 digits (no e, o, u, t): src/libutil/hash.cc `base32Chars`.
+_BASE32 = "0123456789abcdfghijklmnpqrsvwxyz"
 
 
 def derivation_name(drv_path: str) -> str:
@@ -29,6 +33,42 @@ def derivation_name(drv_path: str) -> str:
     base = drv_path.rpartition("/")[2].removesuffix(".drv")
     # A store path's base name is a 32-character hash, a dash, then the name.
     return base[33:] if len(base) > 33 and base[32] == "-" else base
+
+
+def scratch_path(drv_path: str, output_path: str) -> str:
+    """The store path a builder of `drv_path` writes `output_path` to when Nix builds it again
+    beside a present copy (`--check`, `--rebuild`, `--repair` without a sandbox): its `out` is
+    then this path, not the output's.
+
+    Nix's `LocalDerivationGoal::makeFallbackPath(const StorePath &)`: `makeStorePath("rewrite:"
+    + drv base name + ":" + output base name, the all-zero SHA-256, output name)`; and
+    `Store::makeStorePath`: SHA-256 of "TYPE:sha256:HEX:STORE_DIR:NAME", folded to 20 bytes,
+    in Nix's base 32 (NixOS/nix src/libstore/build/local-derivation-goal.cc and
+    src/libstore/store-api.cc, src/libutil/hash.cc `compressHash`, `printHash32`; checked
+    against Nix 2.8's `nix-build --check` here: tests/monitor/test_derivation_file.py)."""
+    drv_base = drv_path.rpartition("/")[2]
+    store, _, output_base = output_path.rpartition("/")
+    name = output_base[33:]
+    kind = f"rewrite:{drv_base}:{output_base}"
+    text = f"{kind}:sha256:{'0' * 64}:{store}:{name}"
+    digest = hashlib.sha256(text.encode("utf-8", "surrogateescape")).digest()
+    folded = bytearray(20)
+    for index, byte in enumerate(digest):
+        folded[index % 20] ^= byte
+    return f"{store}/{_nix_base32(bytes(folded))}-{name}"
+
+
+def _nix_base32(data: bytes) -> str:
+    """Nix's base 32: the last 5-bit group first (`printHash32`)."""
+    digits = []
+    for group in range((len(data) * 8 - 1) // 5, -1, -1):
+        bit = group * 5
+        index, shift = divmod(bit, 8)
+        value = data[index] >> shift
+        if index + 1 < len(data):
+            value |= data[index + 1] << (8 - shift)
+        digits.append(_BASE32[value & 0x1F])
+    return "".join(digits)
 
 
 def read_outputs(drv_path: str) -> dict[str, str] | None:

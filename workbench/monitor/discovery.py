@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from workbench.monitor import procfs
 from workbench.monitor.classification import ProcessKind, classify
-from workbench.monitor.derivation_file import derivation_name, read_outputs
+from workbench.monitor.derivation_file import derivation_name, read_outputs, scratch_path
 
 NIX_DAEMON = "nix-daemon"
 _NIXBLD = re.compile(r"^nixbld\d*$")
@@ -89,7 +89,8 @@ class BuildDerivations:
     def __init__(self) -> None:
         self.names: set[str] = set()
         self.outputs: set[str] = set()
-        """Store paths the build's derivations build, from their `.drv` files."""
+        """Store paths the build's builders write (`out`): its derivations' outputs, read from
+        their `.drv` files, and where Nix builds each again beside a present copy."""
         # Names of a derivation whose outputs are not known (given by name alone, its .drv not
         # readable here, or an output whose path Nix only learns as it builds it).
         self._named_only: set[str] = set()
@@ -109,13 +110,16 @@ class BuildDerivations:
             outputs = read_outputs(path)
             if outputs is None or "" in outputs.values():
                 self._named_only.add(name)
-            else:
-                self.outputs.update(outputs.values())
+                continue
+            # A builder's `out` is its output's path, or where Nix builds it again beside a
+            # present copy (`nix build --rebuild` without a sandbox).
+            for output in outputs.values():
+                self.outputs.update((output, scratch_path(path, output)))
         return bool(new_names or new_paths)
 
     def by_name_only(self, name: str) -> bool:
-        """Whether a builder of `name` can be told this build's by its name alone: some
-        derivation of that name is known without its outputs."""
+        """Whether builders of `name` are attributed by their name alone: some derivation of
+        that name is known without its outputs."""
         return name in self._named_only
 
 
