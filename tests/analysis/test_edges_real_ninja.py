@@ -23,6 +23,7 @@ from workbench.analysis.ninja_log import NinjaLogError, NinjaLogReader, read_all
 from workbench.analysis.recorder import EdgeRecorder, ninja_command
 from workbench.analysis.summary import analyse, compare
 from workbench.analysis.trace import chrome_trace, slots
+from workbench.reading.report import waiting_words
 
 pytestmark = needs_ninja
 
@@ -118,6 +119,14 @@ def test_too_few_jobs_and_the_tail_are_measured(tmp_path: Path) -> None:
     assert usage.most_parallel == 1
     assert usage.too_few_jobs_s > 0.5 * usage.wall_s
     assert usage.idle_slot_s < 0.2
+    # The edges' waits summed are more than the build's time (several wait at once): the report
+    # says how many waited and for how long each, not their sum as if it were the build's.
+    assert 0 < usage.waiting_edges < len(edges)
+    assert usage.waited_edge_s > usage.wall_s
+    words = waiting_words(usage)
+    mean = usage.waited_edge_s / usage.waiting_edges
+    assert words.startswith(f"{usage.waiting_edges} edges waited, ") and "on average" in words
+    assert f"{mean:.2f} s each" in words, (words, mean)
     # At -j8 nothing waits; the chain runs alone at the end: the tail.
     (directory / ".ninja_log").unlink()
     for name in ("chain_1", "chain_2", "chain_3", "wide_1", "wide_2", "short_1", "short_2"):
@@ -127,6 +136,7 @@ def test_too_few_jobs_and_the_tail_are_measured(tmp_path: Path) -> None:
     dependencies = read_graph(directory).executed_dependencies(e.outputs for e in edges)
     wide = schedule.usage(edges, dependencies, jobs=8)
     assert wide.too_few_jobs_s == 0.0
+    assert wide.waiting_edges == 0 and waiting_words(wide) == "no edge waited"
     assert wide.most_parallel == 4
     assert wide.tail_s == pytest.approx(wide.wall_s)  # never were all 8 slots busy
     assert wide.tail_edges[0].output in ("wide_1", "wide_2", "chain_1", "chain_2", "chain_3")

@@ -49,6 +49,8 @@ class Usage:
     """Seconds during which at least one ready edge waited for a free slot."""
     waited_edge_s: float
     """Sum over edges of the time each waited once ready."""
+    waiting_edges: int
+    """Edges that waited for a slot once ready (those `waited_edge_s` sums over)."""
     tail_s: float
     """Seconds at the end with fewer edges running than slots and none waiting."""
     tail_idle_slot_s: float
@@ -157,7 +159,7 @@ def usage(
 ) -> Usage:
     """Where the job slots' time went; `jobs` None takes the most edges seen running at once."""
     if not edges:
-        return Usage(jobs or 0, 0.0, 0.0, 0.0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, (), 0.0)
+        return Usage(jobs or 0, 0.0, 0.0, 0.0, 0, 0.0, 0.0, 0.0, 0, 0.0, 0.0, (), 0.0)
     timeline = steps(edges)
     most = max(running for _, running in timeline)
     slots = jobs if jobs and jobs > 0 else most
@@ -209,6 +211,7 @@ def usage(
         idle_slot_s=idle,
         too_few_jobs_s=_union_length(waits),
         waited_edge_s=waited,
+        waiting_edges=len(waits),
         tail_s=end - tail_start,
         tail_idle_slot_s=tail_idle,
         tail_edges=tuple(tail_edges),

@@ -153,6 +153,7 @@ def usage_json(usage: schedule.Usage) -> dict[str, Any]:
         "idle_slot_s": usage.idle_slot_s,
         "too_few_jobs_s": usage.too_few_jobs_s,
         "waited_edge_s": usage.waited_edge_s,
+        "waiting_edges": usage.waiting_edges,
         "tail_s": usage.tail_s,
         "tail_idle_slot_s": usage.tail_idle_slot_s,
         "tail_edges": [edge.output for edge in usage.tail_edges[:5]],

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from workbench.analysis.schedule import Usage
 from workbench.analysis.summary import (
     EdgeAnalysis,
     EdgeChange,
@@ -457,6 +458,17 @@ def contention_line(facts: BuildFacts) -> str:
     )
 
 
+def waiting_words(usage: Usage) -> str:
+    """Which edges waited for a slot and for how long, in words a reader can weigh against the
+    build's time: "467 edges waited, 30.2 s each on average" (their sum, "3h57m waited in all",
+    read as the build's own time beside a build of a minute)."""
+    count = usage.waiting_edges
+    if not count:
+        return "no edge waited"
+    mean = usage.waited_edge_s / count
+    return f"{count} edge{'s' if count != 1 else ''} waited, {_exact(mean)} each on average"
+
+
 def more_jobs_advice(facts: BuildFacts) -> str:
     """The advice after "an edge waited for a free slot": more jobs, unless the host's cores
     were already busy with this build and others (recorded contention)."""
@@ -512,7 +524,7 @@ def _edge_sections(facts: BuildFacts, analysis: EdgeAnalysis) -> list[str]:
         advice = more_jobs_advice(facts)
         lines.append(
             f"- too few jobs: for {_exact(usage.too_few_jobs_s)} an edge was ready and waited "
-            f"for a free slot ({_exact(usage.waited_edge_s)} waited in all)"
+            f"for a free slot ({waiting_words(usage)})"
             + (advice if usage.too_few_jobs_s > 0 else "")
         )
     tail = ", ".join(
