@@ -141,6 +141,7 @@ class ProcessTable(SteadyTable):
         self._styles_made: dict[tuple[Any, ...], tuple[Style, Style]] = {}
         self._styles_applied: dict[tuple[Style, Style], tuple[Style | None, Style | None]] = {}
         self._sizing_from: Size | None = None  # the virtual size before, while it is updated
+        self._width_seen: int | None = None  # the width at the last resize
 
     def on_mount(self) -> None:
         for label, key in COLUMNS:
@@ -661,7 +662,20 @@ class ProcessTable(SteadyTable):
         self._styles_applied.clear()
 
     def on_resize(self) -> None:
-        self._fill()  # the file column takes what the others leave
+        # The file column takes what the others leave. DataTable widens a column to its widest
+        # cell and never narrows it (`Column.content_width`): its width goes back to its label's
+        # and the rows are added anew, measured at the new width (a table made narrower kept
+        # the file column as wide as before, CPU, RSS and time pushed off the screen).
+        # Only where it got narrower (or on its first size): a height's change (a pane shown
+        # or hidden) fills nothing anew.
+        width, before = self.size.width, self._width_seen
+        self._width_seen = width
+        file_column = self.columns.get(ColumnKey("file"))
+        narrower = before is None or width < before
+        if narrower and file_column is not None and self._filled is not None:
+            file_column.content_width = cell_len(file_column.label.plain)
+            self._filled = None
+        self._fill()
 
     def selected_key(self) -> str | None:
         """The highlighted row's key (a PID's digits for a live process)."""
