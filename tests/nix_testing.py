@@ -104,6 +104,42 @@ def held_build_user(timeout_s: float = 120, among: Sequence[str] = ()) -> Iterat
         time.sleep(0.2)
 
 
+@contextlib.contextmanager
+def as_build_user(user: str, argv: Sequence[str], name: str | None = None) -> Iterator[int]:
+    """`argv` run as the build user `user` (held: `held_build_user`) through runuser, from /, in
+    a session of its own, as a builder stands in; the pid of the program as `user` (runuser's
+    child, once named `name`: `argv[0]`'s file unless it execs another). Everything it started
+    is killed at the end."""
+    import psutil
+
+    process = subprocess.Popen(
+        ["runuser", "-u", user, "--", *argv], cwd="/", start_new_session=True
+    )
+    try:
+        yield _child_of(process.pid, user, name or os.path.basename(argv[0]))
+    finally:
+        below = psutil.Process(process.pid).children(recursive=True)
+        process.kill()
+        for child in below:
+            with contextlib.suppress(psutil.Error):
+                child.kill()
+        process.wait(timeout=30)
+
+
+def _child_of(pid: int, user: str, name: str) -> int:
+    """runuser's child `name`, running as `user` (runuser forks it)."""
+    import psutil
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        for child in psutil.Process(pid).children():
+            with contextlib.suppress(psutil.Error):
+                if child.username() == user and child.name() == name:
+                    return child.pid
+        time.sleep(0.01)
+    raise AssertionError(f"runuser's {name} as {user} never came within 30 s")
+
+
 needs_nix = [pytest.mark.nix, needs("nix-instantiate", debian="nix-bin")]
 
 

@@ -5,16 +5,12 @@ directory are closed to the supervisor's user. Real processes, run as a real bui
 
 from __future__ import annotations
 
-import contextlib
 import os
-import subprocess
-import time
 from collections.abc import Iterator
 
-import psutil
 import pytest
 from needed_tools import needs
-from nix_testing import held_build_user
+from nix_testing import as_build_user, held_build_user
 
 from workbench.monitor import Sampler
 from workbench.monitor.discovery import derivation_in_argv
@@ -39,33 +35,13 @@ def builder() -> Iterator[int]:
     """A process running as a Nix build user whose arguments name the build directory of
     `wb-attr-x`; the user held as Nix holds its builders' (another test's Nix build would kill
     every process of the user it takes)."""
-    with held_build_user() as user:
-        process = subprocess.Popen(
-            ["runuser", "-u", user, "--", "sh", "-c", "sleep 120; :",
-             "/tmp/nix-build-wb-attr-x.drv-0/src/a.cc"],
-            cwd="/", start_new_session=True,
-        )  # fmt: skip
-        try:
-            yield _child_of(process.pid, user)
-        finally:
-            below = psutil.Process(process.pid).children(recursive=True)
-            process.kill()
-            for child in below:
-                with contextlib.suppress(psutil.Error):
-                    child.kill()
-            process.wait(timeout=30)
-
-
-def _child_of(pid: int, user: str) -> int:
-    """runuser's child, the shell running as `user` (runuser forks it)."""
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        for child in psutil.Process(pid).children():
-            with contextlib.suppress(psutil.Error):
-                if child.username() == user and child.name() == "sh":
-                    return child.pid
-        time.sleep(0.01)
-    raise AssertionError(f"runuser's shell as {user} never came within 30 s")
+    with (
+        held_build_user() as user,
+        as_build_user(
+            user, ["sh", "-c", "sleep 120; :", "/tmp/nix-build-wb-attr-x.drv-0/src/a.cc"]
+        ) as pid,
+    ):
+        yield pid
 
 
 def _seen(sampler: Sampler, pid: int) -> list[str | None]:

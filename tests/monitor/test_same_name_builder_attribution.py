@@ -7,15 +7,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import psutil
 import pytest
 from needed_tools import needs
-from nix_testing import held_build_user
+from nix_testing import as_build_user, held_build_user
 
 from workbench.monitor import Sampler
 from workbench.monitor.derivation_file import scratch_path
@@ -37,36 +34,17 @@ AGAIN = scratch_path(f"/nix/store/{OUR_DRV}", OURS)
 def builders() -> Iterator[dict[str, int]]:
     """Processes as a Nix build user, each with a builder's `name` and `out`: the same name,
     three store paths ("ours", "again": ours built again, "theirs") -> the pid of each."""
-    with held_build_user() as user:
-        started: dict[str, subprocess.Popen[bytes]] = {}
-        try:
-            for which, out in (("ours", OURS), ("again", AGAIN), ("theirs", THEIRS)):
-                started[which] = subprocess.Popen(
-                    ["runuser", "-u", user, "--", "env", "-i", f"name={NAME}", f"out={out}",
-                     "/bin/sleep", "120"],
-                    cwd="/", start_new_session=True,
-                )  # fmt: skip
-            yield {which: _child_of(process.pid, user) for which, process in started.items()}
-        finally:
-            for process in started.values():
-                below = psutil.Process(process.pid).children(recursive=True)
-                process.kill()
-                for child in below:
-                    with contextlib.suppress(psutil.Error):
-                        child.kill()
-                process.wait(timeout=30)
-
-
-def _child_of(pid: int, user: str) -> int:
-    """runuser's child, the sleep running as `user` (runuser forks it)."""
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        for child in psutil.Process(pid).children():
-            with contextlib.suppress(psutil.Error):
-                if child.username() == user and child.name() == "sleep":
-                    return child.pid
-        time.sleep(0.01)
-    raise AssertionError(f"runuser's sleep as {user} never came within 30 s")
+    with held_build_user() as user, contextlib.ExitStack() as stack:
+        yield {
+            which: stack.enter_context(
+                as_build_user(
+                    user,
+                    ["env", "-i", f"name={NAME}", f"out={out}", "/bin/sleep", "120"],
+                    name="sleep",  # env execs it
+                )
+            )
+            for which, out in (("ours", OURS), ("again", AGAIN), ("theirs", THEIRS))
+        }
 
 
 def _drv(folder: Path, out: str) -> str:
