@@ -10,6 +10,8 @@ from analysis.test_edges_real_ninja import MANIFEST
 from needed_tools import needs, needs_ninja
 from supervision.supervised import Bench
 
+from workbench.history.records import cpu_measured
+
 pytestmark = needs_ninja
 
 
@@ -45,7 +47,8 @@ def test_run_report_and_trace_use_exact_edges(bench: Bench, tmp_path: Path) -> N
     document = json.loads(trace.read_text())
     assert sum(1 for e in document["traceEvents"] if e["ph"] == "X") == 8
     # The supervisor's 1 Hz samples as counters on the build's time axis (t >= 0 from its
-    # start, within it), one RSS and one CPU counter per stored sample.
+    # start, within it): one RSS counter per stored sample, one CPU counter per sample that
+    # measured CPU (not the sampler's first reading nor the exit sample: `cpu_measured`).
     with bench.history() as history:
         samples = history.samples(build_id)
         duration = bench.record(build_id).duration_s or 0.0
@@ -54,8 +57,12 @@ def test_run_report_and_trace_use_exact_edges(bench: Bench, tmp_path: Path) -> N
         name: [e for e in document["traceEvents"] if e["ph"] == "C" and e["name"] == name]
         for name in ("build memory (RSS, sampled)", "build CPU (cores, sampled)")
     }
+    assert len(samples) >= 2, samples  # the first reading and the exit sample at least
+    assert cpu_measured(samples) == [False, *[True] * (len(samples) - 2), False], samples
+    measured = len(samples) - 2
     for name, events in counters.items():
-        assert len(events) == len(samples), (name, events)
+        shown = len(samples) if name.startswith("build memory") else measured
+        assert len(events) == shown, (name, events)
         assert all(0 <= e["ts"] <= (duration + 1) * 1e6 for e in events), events
     memory = [e["args"]["MiB"] for e in counters["build memory (RSS, sampled)"]]
     assert max(memory) > 0 and min(memory) >= 0, memory  # the last may see nothing left
