@@ -91,8 +91,13 @@ async def test_settings_b_and_the_dry_run_show_one_estimate_for_the_same_variant
         await pilot.press("b")
         await wait_until(pilot, "the preview", lambda: isinstance(app.screen, ConfirmBuild), 120)
         details = str(app.screen.query_one("#confirm-build-details", Static).render())
+        confirm = app.screen
         await pilot.press("n")
         await pilot.pause()
+        # Its Mount handled after it was answered (`n` at once on a loaded host: CI saw it)
+        # finds its buttons gone and takes nothing down (it raised NoMatches).
+        await wait_until(pilot, "the dialog gone", lambda: not confirm.query(Static))
+        confirm.on_mount()
     dry = bench.run("--config", str(config_copy), "build", STAR, "--dry-run", timeout=120)
     assert dry.returncode == 0, dry.stderr
     shown = estimate_in(advice)

@@ -51,8 +51,12 @@ class ConfirmBuild(ModalScreen[bool]):
             yield Static(Text(command), id="confirm-build-command")
             yield Static(Text("\n".join((where, jobs, memory))), id="confirm-build-details")
             # Nix's plan: store paths and error text are data, never markup.
-            yield Static(Text("\n".join(self.preview.plan_lines())), id="confirm-build-plan")
-            yield Static(Text("\n".join(warnings)), id="confirm-build-warnings")
+            plan = Static(Text("\n".join(self.preview.plan_lines())), id="confirm-build-plan")
+            plan.display = bool(self.preview.plan_lines())
+            yield plan
+            said = Static(Text("\n".join(warnings)), id="confirm-build-warnings")
+            said.display = bool(warnings)
+            yield said
             with Horizontal(id="confirm-build-buttons"):
                 yield Button(
                     "Start (y)",
@@ -63,10 +67,13 @@ class ConfirmBuild(ModalScreen[bool]):
                 yield Button("Cancel (n)", id="confirm-build-no")
 
     def on_mount(self) -> None:
-        self.query_one("#confirm-build-warnings").display = len(self.preview.lines()) > 4
-        self.query_one("#confirm-build-plan").display = bool(self.preview.plan_lines())
-        start = self.query_one("#confirm-build-yes", Button)
-        (start if self.can_start else self.query_one("#confirm-build-no", Button)).focus()
+        # The screen's Mount can come after it was answered (`n` pressed at once on a loaded
+        # host: the dialog dismissed, its buttons gone): a query of what is no longer there
+        # raised NoMatches and took the app down. What is there is focused; nothing else.
+        wanted = "confirm-build-yes" if self.can_start else "confirm-build-no"
+        for button in self.query(Button):
+            if button.id == wanted:
+                button.focus()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "confirm-build-yes" and self.can_start)
