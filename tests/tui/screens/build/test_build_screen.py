@@ -172,6 +172,10 @@ async def test_stop_asks_first_then_leaves_no_process(
         await pilot.press("x")
         await pilot.pause()
         assert isinstance(app.screen, ConfirmStop)
+        # Enter keeps it running: the safe answer has the focus (AUTO_FOCUS).
+        await wait_until(
+            pilot, "the focus on 'Keep it running'", lambda: _focused(app) == "confirm-no"
+        )
         await pilot.press("n")  # changed our mind: nothing happens
         await pilot.pause(1.5)
         assert app.screen is screen
@@ -715,3 +719,8 @@ async def test_a_new_sample_draws_only_the_graph_rows_it_changed(
         assert rows == {0, 1, 2, 3, 4, 5, 6}, refreshed
         column = _plot_columns(graph)[11]
         assert column.strip() and column[0] != " ", column
+
+
+def _focused(app) -> str | None:
+    """The id of the focused widget, if any."""
+    return None if app.focused is None else app.focused.id

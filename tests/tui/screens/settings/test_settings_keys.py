@@ -58,6 +58,12 @@ async def test_help_and_quit_keys_reach_the_app_from_a_number_field(
         await pilot.pause()
         await pilot.press("q")
         await wait_until(pilot, "the question", lambda: isinstance(app.screen, ConfirmDiscard))
+        # Save has the focus (AUTO_FOCUS): Enter keeps the edit.
+        await wait_until(
+            pilot,
+            "the focus on Save",
+            lambda: app.focused is not None and app.focused.id == "discard-save",
+        )
         await pilot.press("k")
         await wait_until(pilot, "the settings again", lambda: app.screen is screen, 10)
         assert app.is_running and jobs.value == "7"

@@ -41,6 +41,9 @@ class NoticesScreen(ModalScreen[None]):
 class ConfirmStop(ModalScreen[bool]):
     """Yes or no: stop this build and every process of it."""
 
+    # Focused as the screen is shown, by Textual (not a query in on_mount: see ConfirmDiscard).
+    AUTO_FOCUS = "#confirm-no"
+
     CSS_PATH = "../../styles/build.tcss"
     BINDINGS = [
         Binding("y", "answer(True)", "Yes, stop it", id="confirm.yes"),
@@ -57,9 +60,6 @@ class ConfirmStop(ModalScreen[bool]):
             with Horizontal(id="confirm-buttons"):
                 yield Button("Stop the build (y)", id="confirm-yes", variant="error")
                 yield Button("Keep it running (n)", id="confirm-no", variant="primary")
-
-    def on_mount(self) -> None:
-        self.query_one("#confirm-no", Button).focus()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "confirm-yes")

@@ -61,6 +61,10 @@ def on_off(value: bool) -> str:
 class ConfirmDiscard(ModalScreen[str]):
     """Unsaved edits on leaving: save them, discard them, or keep editing."""
 
+    # Focused as the screen is shown, by Textual (a query in on_mount raised NoMatches where
+    # the dialog was answered before its Mount was handled: `ConfirmBuild.on_mount`).
+    AUTO_FOCUS = "#discard-save"
+
     BINDINGS = [
         Binding("s", "answer('save')", "Save", id="discard.save"),
         Binding("d", "answer('discard')", "Discard", id="discard.discard"),
@@ -89,9 +93,6 @@ class ConfirmDiscard(ModalScreen[str]):
                 yield Button("Save (s)", id="discard-save", variant="primary")
                 yield Button("Discard (d)", id="discard-discard", variant="error")
                 yield Button("Keep editing (esc)", id="discard-keep")
-
-    def on_mount(self) -> None:
-        self.query_one("#discard-save", Button).focus()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss((event.button.id or "discard-keep").removeprefix("discard-"))
