@@ -191,14 +191,16 @@ def follow_to_end(
             if update.done:
                 clear()
                 return say_ended(args, update.record), True
-            status = status_line(update.record)
             now = time.monotonic()
             if tty:
-                width = shutil.get_terminal_size().columns
-                sys.stderr.write("\r\x1b[K" + status[: max(10, width - 1)])
+                # The parts that fit the terminal's line, each whole (`status_line`).
+                width = max(10, shutil.get_terminal_size().columns - 1)
+                sys.stderr.write("\r\x1b[K" + status_line(update.record, width=width))
                 sys.stderr.flush()
                 shown_status = True
-            elif status != last_status and now - last_status_at >= STATUS_EVERY_S:
+            elif (status := status_line(update.record)) != last_status and (
+                now - last_status_at >= STATUS_EVERY_S
+            ):
                 _say(status)
                 last_status, last_status_at = status, now
             pause = min(0.1, idle_s) if update.lines else idle_s

@@ -207,40 +207,49 @@ def contention_text(live: LiveView) -> str:
     return "; ".join(parts)
 
 
-def status_line(record: BuildRecord, now: float | None = None) -> str:
+# What a status line narrower than its parts keeps first (lower first): the build and its state,
+# a supervisor's silence, progress, the ETA, what was lost or adopted, the build's peak, what
+# compiles now, then CPU, memory and the other builds. A part is kept whole or left out: a
+# figure cut off ("CPU 1.9" of "CPU 1.9/2 cores", "peak 1…") says something else.
+_HEAD, _SILENT, _PROGRESS, _ETA, _LOST, _ADOPTED, _PEAK, _RUNNING, _CPU, _RSS, _OTHERS = range(11)
+
+
+def status_line(record: BuildRecord, now: float | None = None, width: int | None = None) -> str:
     """One line for a running build: progress, ETA, CPU, memory, what compiles; for one whose
-    supervisor does not respond, what it last reported, and never an ETA."""
+    supervisor does not respond, what it last reported, and never an ETA. `width`: at most
+    this many characters (a terminal's line): the parts that matter least are left out whole
+    (`_HEAD` ... `_OTHERS`), never cut."""
     now = time.time() if now is None else now
     live = record.live_view
-    parts = [f"#{record.id} {record.name} {record.state} {duration(record.elapsed(now))}"]
-    progress = progress_text(record.progress_view)
-    if progress:
-        parts.append(progress)
+    parts: list[tuple[int, str]] = [
+        (_HEAD, f"#{record.id} {record.name} {record.state} {duration(record.elapsed(now))}")
+    ]
+    parts.append((_PROGRESS, progress_text(record.progress_view)))
     silent = responding_text(record, now)
     if silent:
-        parts.append(silent)
+        parts.append((_SILENT, silent))
         live = LiveView()  # neither an ETA nor CPU and memory figures that are no longer live
-    eta = eta_text(live.eta)
-    if eta is not None:
-        parts.append(eta)
+    parts.append((_ETA, eta_text(live.eta) or ""))
     if live.sampled:
         if live.cpu_cores is None:
-            parts.append("CPU not measured yet")
+            parts.append((_CPU, "CPU not measured yet"))
         else:
-            parts.append(f"CPU {live.cpu_cores:.1f}/{live.cpus} cores")
-        parts.append(f"RSS {size(live.rss)} ({size(live.memory_available)} available)")
-        parts.append(peak_text(live))
-        parts.append(running_text(live))
-        contention = contention_text(live)
-        if contention:
-            parts.append(contention)
-    lost = loss_text(record)
-    if lost:
-        parts.append(lost)
-    adopted = adoption_text(record)
-    if adopted:
-        parts.append(adopted)
-    return visible(" · ".join(part for part in parts if part))
+            parts.append((_CPU, f"CPU {live.cpu_cores:.1f}/{live.cpus} cores"))
+        parts.append((_RSS, f"RSS {size(live.rss)} ({size(live.memory_available)} available)"))
+        parts.append((_PEAK, peak_text(live)))
+        parts.append((_RUNNING, running_text(live)))
+        parts.append((_OTHERS, contention_text(live)))
+    parts.append((_LOST, loss_text(record)))
+    parts.append((_ADOPTED, adoption_text(record)))
+    shown = [(rank, visible(text)) for rank, text in parts if text]
+    line = " · ".join(text for _, text in shown)
+    while width is not None and len(line) > width and len(shown) > 1:
+        least = max(rank for rank, _ in shown)
+        shown = [(rank, text) for rank, text in shown if rank != least]
+        line = " · ".join(text for _, text in shown)
+    if width is not None and len(line) > width:
+        line = line[: max(0, width - 1)] + "…"
+    return line
 
 
 def outcome_line(record: BuildRecord) -> str:
