@@ -82,12 +82,16 @@ def _builders_of(name: str) -> list[psutil.Process]:
 
 def _other_shell() -> list[psutil.Process]:
     """The other user's builder itself (`/bin/sh /nix/store/HASH-other.sh`): it lives as long
-    as that build, between its compiles."""
-    return [
+    as that build, between its compiles. Not a child it has just forked for a compile and that
+    has not exec'd g++ yet: for that moment the child's arguments are its shell's (the fresh-
+    clone run beside two CPU hogs found two)."""
+    shells = [
         process
-        for process in psutil.process_iter(["cmdline"])
+        for process in psutil.process_iter(["cmdline", "ppid"])
         if any(arg.endswith("-other.sh") for arg in (process.info["cmdline"] or [])[1:])
     ]
+    pids = {process.pid for process in shells}
+    return [process for process in shells if process.info["ppid"] not in pids]
 
 
 @pytest.fixture
